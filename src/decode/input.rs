@@ -1,0 +1,208 @@
+//! Opening inputs: files (memory-mapped), stdin, and whole-file gzip, as one byte stream.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// An opened input: a name for messages and a reader over its (decompressed) bytes.
+pub struct Input {
+    /// Name used in messages: the path, or `-` for stdin.
+    pub name: String,
+    /// True when the file was gzip-compressed as a whole (offsets then count decompressed bytes).
+    pub gzipped: bool,
+    /// Size of the file on disk, when known.
+    pub file_size: Option<u64>,
+    reader: Box<dyn Read + Send>,
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Input")
+            .field("name", &self.name)
+            .field("gzipped", &self.gzipped)
+            .finish()
+    }
+}
+
+/// A reader over a memory map.
+struct MmapReader {
+    map: memmap2::Mmap,
+    pos: usize,
+}
+
+impl Read for MmapReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let rest = &self.map[self.pos.min(self.map.len())..];
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Reads at most `limit` bytes from an inner reader and then fails, so a decompression bomb
+/// cannot make heapconv read forever.
+pub(crate) struct CappedReader<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+}
+
+impl<R> CappedReader<R> {
+    pub(crate) fn new(inner: R, limit: u64) -> Self {
+        CappedReader {
+            inner,
+            left: limit,
+            limit,
+        }
+    }
+}
+
+impl<R: Read> Read for CappedReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            // Probe one byte: exactly `limit` bytes is fine, more is not.
+            let mut one = [0u8; 1];
+            return match self.inner.read(&mut one)? {
+                0 => Ok(0),
+                _ => Err(io::Error::other(format!(
+                    "decompressed size exceeds the limit of {} bytes",
+                    self.limit
+                ))),
+            };
+        }
+        let n = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let got = self.inner.read(&mut buf[..n])?;
+        self.left -= got as u64;
+        Ok(got)
+    }
+}
+
+impl Input {
+    /// Opens `path` (`-` for stdin). Whole-file gzip is detected by its magic bytes and
+    /// decompressed on the fly, up to `max_expanded` bytes.
+    pub fn open(path: &Path, max_expanded: u64) -> Result<Input> {
+        let name = path.display().to_string();
+        if name == "-" {
+            let stdin = io::stdin();
+            return Self::from_reader(name, Box::new(stdin), None, max_expanded);
+        }
+        let file = File::open(path).map_err(|e| Error::io(format!("opening {name}"), e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io(format!("reading {name}"), e))?;
+        if meta.is_dir() {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                format!("{name} is a directory, not a trace"),
+            ));
+        }
+        let size = meta.len();
+        let reader: Box<dyn Read + Send> = if meta.is_file() && size > 0 {
+            // SAFETY: the map is read-only; heapconv never writes to its inputs. A file
+            // truncated by another process while mapped is outside what we can guard.
+            let map = unsafe { memmap2::Mmap::map(&file) }
+                .map_err(|e| Error::io(format!("mapping {name}"), e))?;
+            Box::new(MmapReader { map, pos: 0 })
+        } else {
+            Box::new(io::BufReader::with_capacity(1 << 20, file))
+        };
+        Self::from_reader(name, reader, Some(size), max_expanded)
+    }
+
+    /// Wraps an in-memory buffer (tests, library users).
+    pub fn from_bytes(name: &str, bytes: Vec<u8>, max_expanded: u64) -> Result<Input> {
+        let size = bytes.len() as u64;
+        Self::from_reader(
+            name.to_owned(),
+            Box::new(io::Cursor::new(bytes)),
+            Some(size),
+            max_expanded,
+        )
+    }
+
+    fn from_reader(
+        name: String,
+        reader: Box<dyn Read + Send>,
+        file_size: Option<u64>,
+        max_expanded: u64,
+    ) -> Result<Input> {
+        let mut peek = PeekReader::new(reader);
+        let head = peek
+            .peek(2)
+            .map_err(|e| Error::io(format!("reading {name}"), e))?;
+        let gzipped = head == [0x1f, 0x8b];
+        let zstd = head == [0x28, 0xb5];
+        if zstd {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{name}: zstd-compressed traces are not supported; decompress with `zstd -d` first"
+                ),
+            ));
+        }
+        let reader: Box<dyn Read + Send> = if gzipped {
+            let gz = flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 20, peek));
+            Box::new(CappedReader::new(gz, max_expanded))
+        } else {
+            Box::new(peek)
+        };
+        Ok(Input {
+            name,
+            gzipped,
+            file_size,
+            reader,
+        })
+    }
+
+    /// The byte stream (decompressed when the file was gzip).
+    pub fn reader(&mut self) -> &mut (dyn Read + Send) {
+        &mut *self.reader
+    }
+}
+
+/// A reader that can look at its first bytes without consuming them.
+struct PeekReader {
+    inner: Box<dyn Read + Send>,
+    head: Vec<u8>,
+    pos: usize,
+}
+
+impl PeekReader {
+    fn new(inner: Box<dyn Read + Send>) -> Self {
+        PeekReader {
+            inner,
+            head: Vec::new(),
+            pos: 0,
+        }
+    }
+
+    fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
+        while self.head.len() < n {
+            let mut buf = [0u8; 16];
+            let want = n - self.head.len();
+            let got = self.inner.read(&mut buf[..want])?;
+            if got == 0 {
+                break;
+            }
+            self.head.extend_from_slice(&buf[..got]);
+        }
+        Ok(&self.head)
+    }
+}
+
+impl Read for PeekReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pos < self.head.len() {
+            let n = (self.head.len() - self.pos).min(buf.len());
+            buf[..n].copy_from_slice(&self.head[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        self.inner.read(buf)
+    }
+}

@@ -1,0 +1,1230 @@
+//! heapprofd data in Perfetto traces: interning per writer sequence, ProfilePacket chains,
+//! cumulative counters, and the dumps they make.
+//!
+//! How the bytes are laid out (our own summary of Perfetto's protos and of how heapprofd writes
+//! them; field numbers in `protos/perfetto_trace.proto`):
+//!
+//! * Interning is scoped to a `trusted_packet_sequence_id`. A packet with
+//!   `SEQ_INCREMENTAL_STATE_CLEARED` (bit 0 of `sequence_flags`) or the older
+//!   `incremental_state_cleared` starts a new generation: every interned table is emptied.
+//!   Until the first clear the state is invalid: interned data is ignored, and packets that set
+//!   `SEQ_NEEDS_INCREMENTAL_STATE` (bit 1) are skipped. `previous_packet_dropped` without a clear
+//!   makes the state invalid again.
+//! * InternedData holds separate namespaces: function names, build ids, mapping path
+//!   components, mappings, frames and callstacks (frame ids root first). Android Q instead put
+//!   `strings` (one namespace), `mappings`, `frames` and `callstacks` inside the ProfilePacket;
+//!   those are scoped to one chain and looked up before the interned ones.
+//! * A dump is a chain of ProfilePackets on one sequence: each holds `process_dumps`
+//!   (one per process and heap, header repeated in every packet) with `samples`, and
+//!   `continued = true` while more follow. heapprofd writes the samples first and the interned
+//!   definitions of new callstacks after them, closing with an empty ProfilePacket with
+//!   `continued = false`. So samples are buffered and resolved when the chain ends. `index`
+//!   counts ProfilePackets per sequence; a gap means packets were lost.
+//! * Sample values are cumulative since profiling started, per callstack entry; an entry that
+//!   is freed completely may be dropped and come back later under a new callstack id starting
+//!   from zero. The value of a dump at time T is therefore, per stack, the sum over callstack
+//!   ids of the latest value seen at or before T. `dump_at_max` dumps carry `self_max` and
+//!   `self_max_count` instead (the count only trusted when `orig_sampling_interval_bytes` is
+//!   set), with no frees.
+//! * Dump timestamps are CLOCK_MONOTONIC_COARSE and are converted to the trace clock through
+//!   ClockSnapshot packets.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use prost::Message;
+
+use super::clock::{Clocks, MONOTONIC_COARSE};
+use super::reader::PacketReader;
+use crate::decode::input::{CappedReader, Input};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{
+    DumpFlags, DumpReport, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables,
+    Totals, TraceReport, ValueKind, ValueType,
+};
+use crate::proto::perfetto as pb;
+
+/// Options of the heapprofd decoder.
+#[derive(Debug, Clone)]
+pub struct DecodeOptions {
+    /// Largest packet accepted, in bytes. Default: 256 MiB.
+    pub max_packet_bytes: u64,
+    /// Largest expansion of one `compressed_packets` bundle, in bytes. Default: 256 MiB.
+    pub max_bundle_bytes: u64,
+    /// Largest expansion of a whole-file gzip trace, in bytes. Default: 64 GiB.
+    pub max_gzip_bytes: u64,
+    /// Build profiles for dumps in which nothing changed (traceconv writes no file for them).
+    /// Default: true.
+    pub include_unchanged: bool,
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            max_packet_bytes: 256 << 20,
+            max_bundle_bytes: 256 << 20,
+            max_gzip_bytes: 64 << 30,
+            include_unchanged: true,
+            pids: Vec::new(),
+        }
+    }
+}
+
+const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
+
+/// Sample types for a heap, by name, exactly as traceconv labels them.
+pub fn sample_types_for_heap(heap: &str) -> Vec<ValueType> {
+    use ValueKind::*;
+    match heap {
+        "libc.malloc" => vec![
+            ValueType::new("Total malloc count", "count", TotalCount),
+            ValueType::new("Total malloc size", "bytes", TotalSize),
+            ValueType::new("Unreleased malloc count", "count", UnreleasedCount),
+            ValueType::new("Unreleased malloc size", "bytes", UnreleasedSize),
+        ],
+        "com.android.art" => vec![
+            ValueType::new("Total allocation count", "count", TotalCount),
+            ValueType::new("Total allocation size", "bytes", TotalSize),
+        ],
+        _ => vec![
+            ValueType::new("Total count", "count", TotalCount),
+            ValueType::new("Total size", "bytes", TotalSize),
+            ValueType::new("Unreleased count", "count", UnreleasedCount),
+            ValueType::new("Unreleased size", "bytes", UnreleasedSize),
+        ],
+    }
+}
+
+/// The ART heap reports no frees.
+fn heap_has_frees(heap: &str) -> bool {
+    heap != "com.android.art"
+}
+
+/// A raw definition waiting for what it references.
+#[derive(Default)]
+struct Pending {
+    mappings: Vec<pb::Mapping>,
+    frames: Vec<pb::Frame>,
+    callstacks: Vec<pb::Callstack>,
+}
+
+/// Interned tables of one generation of one sequence (or the inline tables of one chain).
+#[derive(Default)]
+struct Interned {
+    function_names: HashMap<u64, crate::model::StringId>,
+    build_ids: HashMap<u64, Box<[u8]>>,
+    mapping_paths: HashMap<u64, Box<str>>,
+    mappings: HashMap<u64, MappingId>,
+    frames: HashMap<u64, FrameId>,
+    callstacks: HashMap<u64, Option<StackId>>,
+    pending: Pending,
+}
+
+/// Android Q inline tables: one string namespace, scoped to a chain.
+#[derive(Default)]
+struct Inline {
+    strings: HashMap<u64, Box<[u8]>>,
+    mappings: Vec<pb::Mapping>,
+    frames: Vec<pb::Frame>,
+    callstacks: Vec<pb::Callstack>,
+}
+
+impl Inline {
+    fn is_empty(&self) -> bool {
+        self.strings.is_empty()
+            && self.mappings.is_empty()
+            && self.frames.is_empty()
+            && self.callstacks.is_empty()
+    }
+}
+
+/// A sample as buffered until its chain ends.
+#[derive(Clone, Copy)]
+struct RawSample {
+    callstack: u64,
+    alloc_bytes: u64,
+    freed_bytes: u64,
+    alloc_count: u64,
+    free_count: u64,
+    max_bytes: Option<u64>,
+    max_count: Option<u64>,
+}
+
+struct PendingDump {
+    pid: u64,
+    heap: String,
+    timestamp: Option<u64>,
+    start_timestamp: Option<u64>,
+    sampling_interval: Option<u64>,
+    orig_sampling_interval: Option<u64>,
+    flags: DumpFlags,
+    samples: Vec<RawSample>,
+}
+
+#[derive(Default)]
+struct Chain {
+    active: bool,
+    packet_ts: Option<u64>,
+    first_offset: u64,
+    first_packet: u64,
+    dumps: Vec<PendingDump>,
+    inline: Inline,
+    missing_packets: u64,
+    dropped: bool,
+}
+
+#[derive(Default)]
+struct Sequence {
+    valid: bool,
+    generation: u32,
+    interned: Interned,
+    chain: Chain,
+    next_index: Option<u64>,
+    dropped_since_dump: bool,
+}
+
+/// Cumulative counters of one callstack entry.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Cum {
+    alloc_bytes: u64,
+    freed_bytes: u64,
+    alloc_count: u64,
+    free_count: u64,
+}
+
+struct Entry {
+    stack: StackId,
+    cum: Cum,
+}
+
+/// State of one (pid, heap) series of dumps.
+#[derive(Default)]
+struct Series {
+    entries: HashMap<(u32, u32, u64), Entry>,
+    dumps: usize,
+}
+
+/// Decodes heapprofd dumps from a Perfetto trace, handing each completed dump to `sink` as a
+/// profile as soon as its chain ends (so memory grows with unique stacks, not with dumps).
+///
+/// Returns the report of what the trace holds and the final tables (a superset of the tables
+/// each profile was given: ids never change meaning, so a profile kept past the next dump can be
+/// pointed at the final tables with [`Profile::tables`] to avoid copies).
+/// A damaged trace (truncated, corrupt) is not an error: decoding stops at the damage, dumps
+/// completed before it have been delivered, and the report's `damage` says what and where.
+/// Errors are I/O failures and errors from `sink`.
+pub fn decode_heapprofd(
+    input: &mut Input,
+    opts: &DecodeOptions,
+    sink: &mut dyn FnMut(Profile) -> Result<()>,
+) -> Result<(TraceReport, Arc<Tables>)> {
+    let mut d = Decoder::new(input, opts);
+    let size = if input.gzipped { None } else { input.file_size };
+    let name = input.name.clone();
+    let mut reader = PacketReader::new(input.reader(), &name, size, opts.max_packet_bytes);
+    loop {
+        let pkt = match reader.next_packet() {
+            Ok(Some(p)) => (p.offset, p.number, p.bytes.to_vec()),
+            Ok(None) => break,
+            Err(e) if e.kind() == ErrorKind::Io => return Err(e),
+            Err(e) => {
+                d.report.damage = Some(e.to_string());
+                break;
+            }
+        };
+        let (offset, number, bytes) = pkt;
+        match d.packet(&bytes, offset, number, sink) {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::Malformed | ErrorKind::Truncated | ErrorKind::LimitExceeded
+                ) =>
+            {
+                d.report.damage = Some(e.to_string());
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    d.report.bytes = reader.offset();
+    d.finish();
+    Ok((d.report, d.tables))
+}
+
+/// Decodes a whole trace and returns every dump's profile, all sharing the final tables.
+/// Memory grows with the number of dumps; [`decode_heapprofd`] with a streaming sink does not.
+pub fn decode_heapprofd_all(
+    input: &mut Input,
+    opts: &DecodeOptions,
+) -> Result<(Vec<Profile>, TraceReport)> {
+    let mut out = Vec::new();
+    let empty = Arc::new(Tables::default());
+    let (report, tables) = decode_heapprofd(input, opts, &mut |mut p| {
+        // Drop the reference to the decoder's tables so that it can keep growing them in place;
+        // the final tables are attached below.
+        p.tables = Arc::clone(&empty);
+        out.push(p);
+        Ok(())
+    })?;
+    for p in &mut out {
+        p.tables = Arc::clone(&tables);
+    }
+    Ok((out, report))
+}
+
+struct Decoder {
+    name: String,
+    opts: DecodeOptions,
+    tables: Arc<Tables>,
+    seqs: HashMap<u32, Sequence>,
+    clocks: Clocks,
+    series: HashMap<(u64, String), Series>,
+    last_ts: Option<u64>,
+    report: TraceReport,
+}
+
+impl Decoder {
+    fn new(input: &Input, opts: &DecodeOptions) -> Self {
+        let report = TraceReport {
+            source: input.name.clone(),
+            gzipped: input.gzipped,
+            ..Default::default()
+        };
+        Decoder {
+            name: input.name.clone(),
+            opts: opts.clone(),
+            tables: Arc::new(Tables::default()),
+            seqs: HashMap::new(),
+            clocks: Clocks::default(),
+            series: HashMap::new(),
+            last_ts: None,
+            report,
+        }
+    }
+
+    fn kind(&mut self, k: &str) {
+        *self.report.packet_kinds.entry(k.to_owned()).or_default() += 1;
+    }
+
+    fn packet(
+        &mut self,
+        bytes: &[u8],
+        offset: u64,
+        number: u64,
+        sink: &mut dyn FnMut(Profile) -> Result<()>,
+    ) -> Result<()> {
+        let pkt = pb::TracePacket::decode(bytes).map_err(|e| {
+            Error::new(
+                ErrorKind::Malformed,
+                format!(
+                    "{} at byte {offset}, packet {number}: bad TracePacket",
+                    self.name
+                ),
+            )
+            .with_source(e)
+        })?;
+        self.report.packets += 1;
+        if let Some(data) = &pkt.compressed_packets {
+            self.kind("compressed_packets");
+            return self.compressed(data, offset, number, sink);
+        }
+        if pkt.zstd_compressed_packets.is_some() {
+            self.kind("zstd_compressed_packets");
+            self.report.problem(
+                Some(offset),
+                Some(number),
+                "zstd_compressed_packets are not supported; bundle skipped",
+            );
+            return Ok(());
+        }
+        self.trace_packet(pkt, offset, number, sink)
+    }
+
+    fn compressed(
+        &mut self,
+        data: &[u8],
+        offset: u64,
+        number: u64,
+        sink: &mut dyn FnMut(Profile) -> Result<()>,
+    ) -> Result<()> {
+        self.report.compressed_bundles += 1;
+        let inflated: Box<dyn std::io::Read> = if data.starts_with(&[0x1f, 0x8b]) {
+            Box::new(flate2::read::GzDecoder::new(data))
+        } else {
+            Box::new(flate2::read::ZlibDecoder::new(data))
+        };
+        let mut capped = CappedReader::new(inflated, self.opts.max_bundle_bytes);
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut capped, &mut buf).map_err(|e| {
+            let kind = if e.to_string().contains("limit") {
+                ErrorKind::LimitExceeded
+            } else {
+                ErrorKind::Malformed
+            };
+            Error::new(
+                kind,
+                format!(
+                    "{} at byte {offset}, packet {number}: compressed_packets: {e}",
+                    self.name
+                ),
+            )
+        })?;
+        let inner_name = format!(
+            "{} (compressed_packets at byte {offset}, packet {number})",
+            self.name
+        );
+        let len = buf.len() as u64;
+        let mut inner = PacketReader::new(
+            buf.as_slice(),
+            &inner_name,
+            Some(len),
+            self.opts.max_packet_bytes,
+        );
+        loop {
+            let (ioff, inum, bytes) = match inner.next_packet()? {
+                Some(p) => (p.offset, p.number, p.bytes.to_vec()),
+                None => break,
+            };
+            let pkt = pb::TracePacket::decode(bytes.as_slice()).map_err(|e| {
+                Error::new(
+                    ErrorKind::Malformed,
+                    format!(
+                        "{inner_name}: inner byte {ioff}, inner packet {inum}: bad TracePacket"
+                    ),
+                )
+                .with_source(e)
+            })?;
+            self.report.packets += 1;
+            if pkt.compressed_packets.is_some() {
+                self.report.problem(
+                    Some(offset),
+                    Some(number),
+                    "nested compressed_packets ignored",
+                );
+                continue;
+            }
+            self.trace_packet(pkt, offset, number, sink)?;
+        }
+        Ok(())
+    }
+
+    fn trace_packet(
+        &mut self,
+        pkt: pb::TracePacket,
+        offset: u64,
+        number: u64,
+        sink: &mut dyn FnMut(Profile) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(ts) = pkt.timestamp {
+            self.last_ts = Some(ts);
+        }
+        if let Some(tree) = &pkt.process_tree {
+            self.kind("process_tree");
+            for p in &tree.processes {
+                if let (Some(pid), Some(name)) = (p.pid, p.cmdline.first()) {
+                    if let Ok(pid) = u64::try_from(pid) {
+                        if !name.is_empty() {
+                            self.report.processes.insert(pid, name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(snap) = &pkt.clock_snapshot {
+            self.kind("clock_snapshot");
+            self.report.clock_snapshots += 1;
+            let clocks = snap
+                .clocks
+                .iter()
+                .filter_map(|c| Some((c.clock_id?, c.timestamp?)))
+                .collect();
+            self.clocks.add_snapshot(clocks, snap.primary_trace_clock);
+        }
+        if pkt.heap_graph.is_some() {
+            self.kind("heap_graph");
+        }
+        if pkt.module_symbols.is_some() {
+            self.kind("module_symbols");
+        }
+
+        let seq_id = pkt.trusted_packet_sequence_id.unwrap_or(0);
+        let flags = pkt.sequence_flags.unwrap_or(0);
+        let cleared = pkt.incremental_state_cleared.unwrap_or(false)
+            || flags & SEQ_INCREMENTAL_STATE_CLEARED != 0;
+        let dropped = pkt.previous_packet_dropped.unwrap_or(0) != 0;
+        let seq = self.seqs.entry(seq_id).or_default();
+        self.report.sequences.entry(seq_id).or_default();
+        self.report
+            .sequences
+            .get_mut(&seq_id)
+            .expect("sequence report")
+            .packets += 1;
+        if dropped {
+            self.report
+                .sequences
+                .get_mut(&seq_id)
+                .expect("sequence report")
+                .dropped_packet_marks += 1;
+            seq.dropped_since_dump = true;
+            if seq.chain.active {
+                seq.chain.dropped = true;
+            }
+            self.report.problem(
+                Some(offset),
+                Some(number),
+                format!("sequence {seq_id}: the producer dropped packets before this one"),
+            );
+        }
+        if cleared {
+            seq.valid = true;
+            seq.generation += 1;
+            seq.interned = Interned::default();
+            self.report
+                .sequences
+                .get_mut(&seq_id)
+                .expect("sequence report")
+                .state_clears += 1;
+        } else if dropped {
+            seq.valid = false;
+        }
+        if flags & SEQ_NEEDS_INCREMENTAL_STATE != 0 && !seq.valid {
+            self.report
+                .sequences
+                .get_mut(&seq_id)
+                .expect("sequence report")
+                .packets_skipped_invalid_state += 1;
+            self.report.problem(
+                Some(offset),
+                Some(number),
+                format!(
+                    "sequence {seq_id}: packet needs incremental state that is not valid; skipped"
+                ),
+            );
+            return Ok(());
+        }
+        if let Some(interned) = pkt.interned_data {
+            if seq.valid {
+                let tables = Arc::make_mut(&mut self.tables);
+                intern(tables, &mut seq.interned, interned);
+            } else {
+                self.report
+                    .sequences
+                    .get_mut(&seq_id)
+                    .expect("sequence report")
+                    .interned_data_ignored += 1;
+                self.report.problem(
+                    Some(offset),
+                    Some(number),
+                    format!(
+                        "sequence {seq_id}: interned data ignored: the incremental state is not valid (no SEQ_INCREMENTAL_STATE_CLEARED seen since the start or since a loss)"
+                    ),
+                );
+            }
+        }
+        if let Some(pp) = pkt.profile_packet {
+            self.kind("profile_packet");
+            self.profile_packet(seq_id, pp, pkt.timestamp, offset, number, sink)?;
+        }
+        Ok(())
+    }
+
+    fn profile_packet(
+        &mut self,
+        seq_id: u32,
+        pp: pb::ProfilePacket,
+        packet_ts: Option<u64>,
+        offset: u64,
+        number: u64,
+        sink: &mut dyn FnMut(Profile) -> Result<()>,
+    ) -> Result<()> {
+        let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
+        self.report.sequences.entry(seq_id).or_default();
+        self.report
+            .sequences
+            .get_mut(&seq_id)
+            .expect("sequence report")
+            .profile_packets += 1;
+        if !seq.chain.active {
+            seq.chain = Chain {
+                active: true,
+                packet_ts: packet_ts.or(self.last_ts),
+                first_offset: offset,
+                first_packet: number,
+                dropped: std::mem::take(&mut seq.dropped_since_dump),
+                ..Default::default()
+            };
+        }
+        if let Some(index) = pp.index {
+            if let Some(expected) = seq.next_index {
+                if index > expected {
+                    let gap = index - expected;
+                    seq.chain.missing_packets += gap;
+                    self.report
+                        .sequences
+                        .get_mut(&seq_id)
+                        .expect("sequence report")
+                        .missing_profile_packets += gap;
+                    self.report.problem(
+                        Some(offset),
+                        Some(number),
+                        format!("sequence {seq_id}: {gap} ProfilePacket(s) missing (index {index}, expected {expected})"),
+                    );
+                } else if index < expected {
+                    self.report.problem(
+                        Some(offset),
+                        Some(number),
+                        format!("sequence {seq_id}: ProfilePacket index went back from {expected} to {index}"),
+                    );
+                }
+            }
+            seq.next_index = Some(index.saturating_add(1));
+        }
+        let inline = &mut seq.chain.inline;
+        for s in pp.strings {
+            if let Some(iid) = s.iid {
+                inline
+                    .strings
+                    .entry(iid)
+                    .or_insert_with(|| s.str.unwrap_or_default().into_boxed_slice());
+            }
+        }
+        inline.mappings.extend(pp.mappings);
+        inline.frames.extend(pp.frames);
+        inline.callstacks.extend(pp.callstacks);
+        for pd in pp.process_dumps {
+            let pid = pd.pid.unwrap_or(0);
+            let heap = pd
+                .heap_name
+                .clone()
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| "unknown".to_owned());
+            let dumps = &mut seq.chain.dumps;
+            let idx = match dumps.iter().position(|d| d.pid == pid && d.heap == heap) {
+                Some(i) => i,
+                None => {
+                    dumps.push(PendingDump {
+                        pid,
+                        heap,
+                        timestamp: None,
+                        start_timestamp: None,
+                        sampling_interval: None,
+                        orig_sampling_interval: None,
+                        flags: DumpFlags::default(),
+                        samples: Vec::new(),
+                    });
+                    dumps.len() - 1
+                }
+            };
+            let d = &mut dumps[idx];
+            d.timestamp = d.timestamp.or(pd.timestamp);
+            d.start_timestamp = d.start_timestamp.or(pd.start_timestamp);
+            d.sampling_interval = d.sampling_interval.or(pd.sampling_interval_bytes);
+            d.orig_sampling_interval = d.orig_sampling_interval.or(pd.orig_sampling_interval_bytes);
+            let f = &mut d.flags;
+            f.from_startup |= pd.from_startup.unwrap_or(false);
+            f.rejected_concurrent |= pd.rejected_concurrent.unwrap_or(false);
+            f.disconnected |= pd.disconnected.unwrap_or(false);
+            f.buffer_overran |= pd.buffer_overran.unwrap_or(false);
+            f.buffer_corrupted |= pd.buffer_corrupted.unwrap_or(false);
+            f.hit_guardrail |= pd.hit_guardrail.unwrap_or(false);
+            if let Some(e) = pd.client_error.filter(|&e| e != 0) {
+                f.client_error = u32::try_from(e).unwrap_or(u32::MAX);
+                if e == 1 {
+                    f.buffer_overran = true;
+                }
+            }
+            d.samples.reserve(pd.samples.len());
+            for s in pd.samples {
+                d.samples.push(RawSample {
+                    callstack: s.callstack_id.unwrap_or(0),
+                    alloc_bytes: s.self_allocated.unwrap_or(0),
+                    freed_bytes: s.self_freed.unwrap_or(0),
+                    alloc_count: s.alloc_count.unwrap_or(0),
+                    free_count: s.free_count.unwrap_or(0),
+                    max_bytes: s.self_max,
+                    max_count: s.self_max_count,
+                });
+            }
+        }
+        if !pp.continued.unwrap_or(false) {
+            self.finish_chain(seq_id, sink)?;
+        }
+        Ok(())
+    }
+
+    fn finish_chain(
+        &mut self,
+        seq_id: u32,
+        sink: &mut dyn FnMut(Profile) -> Result<()>,
+    ) -> Result<()> {
+        let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
+        let chain = std::mem::take(&mut seq.chain);
+        let generation = seq.generation;
+        let tables = Arc::make_mut(&mut self.tables);
+        let mut problems = Vec::new();
+        // Resolve what was waiting for later definitions, then the chain's inline tables.
+        resolve_pending(tables, &mut seq.interned, &mut problems);
+        let inline_stacks = if chain.inline.is_empty() {
+            HashMap::new()
+        } else {
+            resolve_inline(tables, &chain.inline, &seq.interned, &mut problems)
+        };
+        for p in problems {
+            self.report.problem(
+                Some(chain.first_offset),
+                Some(chain.first_packet),
+                format!("sequence {seq_id}: {p}"),
+            );
+        }
+        for dump in chain.dumps {
+            if !self.opts.pids.is_empty() && !self.opts.pids.contains(&dump.pid) {
+                continue;
+            }
+            let seq = &self.seqs[&seq_id];
+            let mut flags = dump.flags.clone();
+            flags.missing_packets = chain.missing_packets;
+            flags.previous_packet_dropped = chain.dropped;
+            let key = (dump.pid, dump.heap.clone());
+            let series = self.series.entry(key).or_default();
+            let frees = heap_has_frees(&dump.heap);
+            let orig = dump.orig_sampling_interval.unwrap_or(0);
+            let mut changed = false;
+            for s in &dump.samples {
+                let stack = match inline_stacks.get(&s.callstack) {
+                    Some(st) => *st,
+                    None => seq.interned.callstacks.get(&s.callstack).copied().flatten(),
+                };
+                let Some(stack) = stack else {
+                    flags.unresolved_samples += 1;
+                    continue;
+                };
+                let new = if s.max_bytes.is_some() || s.max_count.is_some() {
+                    flags.dump_at_max = true;
+                    Cum {
+                        alloc_bytes: s.max_bytes.unwrap_or(0),
+                        freed_bytes: 0,
+                        alloc_count: if orig > 0 {
+                            s.max_count.unwrap_or(0)
+                        } else {
+                            0
+                        },
+                        free_count: 0,
+                    }
+                } else {
+                    Cum {
+                        alloc_bytes: s.alloc_bytes,
+                        freed_bytes: if frees { s.freed_bytes } else { 0 },
+                        alloc_count: s.alloc_count,
+                        free_count: if frees { s.free_count } else { 0 },
+                    }
+                };
+                let entry = series
+                    .entries
+                    .entry((seq_id, generation, s.callstack))
+                    .or_insert(Entry {
+                        stack,
+                        cum: Cum::default(),
+                    });
+                let old = entry.cum;
+                if new.alloc_bytes < old.alloc_bytes
+                    || new.alloc_count < old.alloc_count
+                    || new.freed_bytes < old.freed_bytes
+                    || new.free_count < old.free_count
+                {
+                    flags.non_monotonic_samples += 1;
+                    continue;
+                }
+                if new != old {
+                    changed = true;
+                }
+                entry.cum = new;
+                entry.stack = stack;
+            }
+            if flags.unresolved_samples > 0 {
+                self.report.problem(
+                    Some(chain.first_offset),
+                    Some(chain.first_packet),
+                    format!(
+                        "pid {} heap {}: {} sample(s) name callstacks that were never defined; dropped",
+                        dump.pid, dump.heap, flags.unresolved_samples
+                    ),
+                );
+            }
+            if flags.non_monotonic_samples > 0 {
+                self.report.problem(
+                    Some(chain.first_offset),
+                    Some(chain.first_packet),
+                    format!(
+                        "pid {} heap {}: {} sample(s) whose cumulative values went backwards; dropped",
+                        dump.pid, dump.heap, flags.non_monotonic_samples
+                    ),
+                );
+            }
+            let dump_index = series.dumps;
+            series.dumps += 1;
+
+            // Aggregate per stack: the latest value of every entry, summed.
+            let mut by_stack: HashMap<StackId, Cum> = HashMap::with_capacity(series.entries.len());
+            for e in series.entries.values() {
+                let c = by_stack.entry(e.stack).or_default();
+                c.alloc_bytes += e.cum.alloc_bytes;
+                c.freed_bytes += e.cum.freed_bytes;
+                c.alloc_count += e.cum.alloc_count;
+                c.free_count += e.cum.free_count;
+            }
+            let mut rows: Vec<(StackId, Cum)> = by_stack
+                .into_iter()
+                .filter(|(_, c)| *c != Cum::default())
+                .collect();
+            rows.sort_unstable_by_key(|r| r.0);
+
+            let (timestamp, converted) = match dump.timestamp {
+                Some(t) => match self.clocks.to_trace(MONOTONIC_COARSE, t) {
+                    Some(v) => (Some(v), true),
+                    None => (i64::try_from(t).ok(), false),
+                },
+                None => (chain.packet_ts.and_then(|t| i64::try_from(t).ok()), true),
+            };
+            let process_name = self.report.processes.get(&dump.pid).cloned();
+            let sample_types = sample_types_for_heap(&dump.heap);
+            let meta = ProfileMeta {
+                source: self.name.clone(),
+                pid: Some(dump.pid),
+                process_name: process_name.clone(),
+                heap: dump.heap.clone(),
+                dump_index,
+                timestamp,
+                raw_timestamp: dump.timestamp,
+                timestamp_converted: converted,
+                start_timestamp: dump.start_timestamp,
+                sampling_interval: dump.sampling_interval,
+                orig_sampling_interval: dump.orig_sampling_interval,
+                changed,
+                flags: flags.clone(),
+            };
+            let mut totals = Totals::default();
+            let two = sample_types.len() == 2;
+            let mut profile = Profile::new(Arc::clone(&self.tables), meta, sample_types);
+            profile.default_sample_type = if two { 1 } else { 3 };
+            let mut vals = [0i64; 4];
+            for (stack, c) in &rows {
+                let tc = sat(c.alloc_count);
+                let ts = sat(c.alloc_bytes);
+                let uc = sat(c.alloc_count) - sat(c.free_count);
+                let us = sat(c.alloc_bytes) - sat(c.freed_bytes);
+                totals.total_count += tc;
+                totals.total_size += ts;
+                totals.unreleased_count += uc;
+                totals.unreleased_size += us;
+                vals[0] = tc;
+                vals[1] = ts;
+                vals[2] = uc;
+                vals[3] = us;
+                profile.push_sample(*stack, &vals[..if two { 2 } else { 4 }]);
+            }
+            self.report.dumps.push(DumpReport {
+                pid: dump.pid,
+                process_name,
+                heap: dump.heap,
+                index: dump_index,
+                timestamp,
+                raw_timestamp: dump.timestamp,
+                timestamp_converted: converted,
+                sampling_interval: dump.sampling_interval,
+                orig_sampling_interval: dump.orig_sampling_interval,
+                samples: dump.samples.len() as u64,
+                stacks: rows.len() as u64,
+                changed,
+                totals,
+                flags,
+            });
+            if changed || self.opts.include_unchanged {
+                sink(profile)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) {
+        let mut open: Vec<u32> = self
+            .seqs
+            .iter()
+            .filter(|(_, s)| s.chain.active)
+            .map(|(&id, _)| id)
+            .collect();
+        open.sort_unstable();
+        for id in open {
+            let c = &self.seqs[&id].chain;
+            let (off, num) = (c.first_offset, c.first_packet);
+            let what: Vec<String> = c
+                .dumps
+                .iter()
+                .map(|d| format!("pid {} heap {}", d.pid, d.heap))
+                .collect();
+            self.report.problem(
+                Some(off),
+                Some(num),
+                format!(
+                    "sequence {id}: a dump chain ({}) never ended (no ProfilePacket with continued = false); not converted",
+                    if what.is_empty() { "no samples".to_owned() } else { what.join(", ") }
+                ),
+            );
+        }
+        let t = &self.tables;
+        self.report.frames = t.frames().len() as u64;
+        self.report.frames_with_names =
+            t.frames().iter().filter(|f| !f.raw_name.is_empty()).count() as u64;
+        self.report.mappings = t.mappings().len() as u64;
+        self.report.callstacks = self
+            .seqs
+            .values()
+            .map(|s| {
+                s.interned
+                    .callstacks
+                    .values()
+                    .filter(|c| c.is_some())
+                    .count() as u64
+            })
+            .sum();
+        // Process names may arrive after the dumps that use them.
+        for d in &mut self.report.dumps {
+            if d.process_name.is_none() {
+                d.process_name = self.report.processes.get(&d.pid).cloned();
+            }
+        }
+    }
+}
+
+fn sat(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+/// Joins path components the way Perfetto does: "/" before each, and a leading "//" (one
+/// component that was already absolute) collapsed.
+fn join_path(parts: &[&str]) -> String {
+    let mut s = String::new();
+    for p in parts {
+        s.push('/');
+        s.push_str(p);
+    }
+    if s.starts_with("//") {
+        s.remove(0);
+    }
+    s
+}
+
+/// Adds one InternedData block to a sequence's tables, resolving eagerly what it can.
+fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData) {
+    for s in d.function_names {
+        if let Some(iid) = s.iid {
+            if !t.function_names.contains_key(&iid) {
+                let id = tables
+                    .strings
+                    .intern(&lossy(s.str.as_deref().unwrap_or_default()));
+                t.function_names.insert(iid, id);
+            }
+        }
+    }
+    for s in d.build_ids {
+        if let Some(iid) = s.iid {
+            t.build_ids
+                .entry(iid)
+                .or_insert_with(|| s.str.unwrap_or_default().into_boxed_slice());
+        }
+    }
+    for s in d.mapping_paths {
+        if let Some(iid) = s.iid {
+            t.mapping_paths
+                .entry(iid)
+                .or_insert_with(|| lossy(s.str.as_deref().unwrap_or_default()).into());
+        }
+    }
+    for m in d.mappings {
+        let Some(iid) = m.iid else { continue };
+        if t.mappings.contains_key(&iid) {
+            continue;
+        }
+        match try_mapping(
+            tables,
+            &m,
+            |id| t.build_ids.get(&id).map(|b| &**b),
+            |id| t.mapping_paths.get(&id).map(|s| &**s),
+        ) {
+            Some(mid) => {
+                t.mappings.insert(iid, mid);
+            }
+            None => t.pending.mappings.push(m),
+        }
+    }
+    for f in d.frames {
+        let Some(iid) = f.iid else { continue };
+        if t.frames.contains_key(&iid) {
+            continue;
+        }
+        match try_frame(
+            tables,
+            &f,
+            |id| t.function_names.get(&id).copied(),
+            |id| t.mappings.get(&id).copied(),
+        ) {
+            Some(fid) => {
+                t.frames.insert(iid, fid);
+            }
+            None => t.pending.frames.push(f),
+        }
+    }
+    for c in d.callstacks {
+        let Some(iid) = c.iid else { continue };
+        if t.callstacks.contains_key(&iid) {
+            continue;
+        }
+        match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
+            Some(st) => {
+                t.callstacks.insert(iid, st);
+            }
+            None => t.pending.callstacks.push(c),
+        }
+    }
+}
+
+fn try_mapping<'a>(
+    tables: &mut Tables,
+    m: &pb::Mapping,
+    build_id: impl Fn(u64) -> Option<&'a [u8]>,
+    path: impl Fn(u64) -> Option<&'a str>,
+) -> Option<MappingId> {
+    let bid = match m.build_id {
+        None | Some(0) => build_id(0).unwrap_or_default(),
+        Some(id) => build_id(id)?,
+    };
+    let mut parts = Vec::with_capacity(m.path_string_ids.len());
+    for &p in &m.path_string_ids {
+        parts.push(path(p)?);
+    }
+    let path = tables.strings.intern(&join_path(&parts));
+    Some(tables.intern_mapping(Mapping {
+        path,
+        build_id: bid.into(),
+        start: m.start.unwrap_or(0),
+        end: m.end.unwrap_or(0),
+        start_offset: m.start_offset.unwrap_or(0),
+        exact_offset: m.exact_offset.unwrap_or(0),
+        load_bias: m.load_bias.unwrap_or(0),
+    }))
+}
+
+fn try_frame(
+    tables: &mut Tables,
+    f: &pb::Frame,
+    name: impl Fn(u64) -> Option<crate::model::StringId>,
+    mapping: impl Fn(u64) -> Option<MappingId>,
+) -> Option<FrameId> {
+    let raw_name = match f.function_name_id {
+        None | Some(0) => name(0).unwrap_or_default(),
+        Some(id) => name(id)?,
+    };
+    let map = match f.mapping_id {
+        None | Some(0) => None,
+        Some(id) => Some(mapping(id)?),
+    };
+    Some(tables.intern_frame(map, f.rel_pc.unwrap_or(0), raw_name))
+}
+
+/// `Some(None)` for an empty callstack (kept as "no stack"), `None` when a frame is missing.
+fn try_callstack(
+    tables: &mut Tables,
+    c: &pb::Callstack,
+    frame: impl Fn(u64) -> Option<FrameId>,
+) -> Option<Option<StackId>> {
+    let mut frames = Vec::with_capacity(c.frame_ids.len());
+    for &f in &c.frame_ids {
+        frames.push(frame(f)?);
+    }
+    Some(tables.intern_stack(&frames))
+}
+
+/// Resolves definitions that arrived before what they reference. What still cannot be
+/// resolved is reported and, for names and build ids, resolved as empty.
+fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<String>) {
+    if t.pending.mappings.is_empty()
+        && t.pending.frames.is_empty()
+        && t.pending.callstacks.is_empty()
+    {
+        return;
+    }
+    let pending = std::mem::take(&mut t.pending);
+    for m in pending.mappings {
+        let iid = m.iid.unwrap_or(0);
+        let mid = try_mapping(
+            tables,
+            &m,
+            |id| t.build_ids.get(&id).map(|b| &**b),
+            |id| t.mapping_paths.get(&id).map(|s| &**s),
+        )
+        .unwrap_or_else(|| {
+            problems.push(format!(
+                "mapping {iid} names a build id or path string that was never defined"
+            ));
+            let parts: Vec<&str> = m
+                .path_string_ids
+                .iter()
+                .map_while(|p| t.mapping_paths.get(p).map(|s| &**s))
+                .collect();
+            let path = tables.strings.intern(&join_path(&parts));
+            tables.intern_mapping(Mapping {
+                path,
+                build_id: m
+                    .build_id
+                    .and_then(|b| t.build_ids.get(&b).cloned())
+                    .unwrap_or_default(),
+                start: m.start.unwrap_or(0),
+                end: m.end.unwrap_or(0),
+                start_offset: m.start_offset.unwrap_or(0),
+                exact_offset: m.exact_offset.unwrap_or(0),
+                load_bias: m.load_bias.unwrap_or(0),
+            })
+        });
+        t.mappings.insert(iid, mid);
+    }
+    for f in pending.frames {
+        let iid = f.iid.unwrap_or(0);
+        let got = try_frame(
+            tables,
+            &f,
+            |id| t.function_names.get(&id).copied(),
+            |id| t.mappings.get(&id).copied(),
+        );
+        match got {
+            Some(fid) => {
+                t.frames.insert(iid, fid);
+            }
+            None => {
+                let map = match f.mapping_id {
+                    None | Some(0) => Some(None),
+                    Some(id) => t.mappings.get(&id).copied().map(Some),
+                };
+                match map {
+                    Some(map) => {
+                        problems.push(format!(
+                            "frame {iid} names a function string that was never defined"
+                        ));
+                        let fid = tables.intern_frame(
+                            map,
+                            f.rel_pc.unwrap_or(0),
+                            crate::model::StringId::EMPTY,
+                        );
+                        t.frames.insert(iid, fid);
+                    }
+                    None => problems.push(format!(
+                        "frame {iid} names mapping {} that was never defined",
+                        f.mapping_id.unwrap_or(0)
+                    )),
+                }
+            }
+        }
+    }
+    for c in pending.callstacks {
+        let iid = c.iid.unwrap_or(0);
+        match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
+            Some(st) => {
+                t.callstacks.insert(iid, st);
+            }
+            None => {
+                // Keep it pending: its frames may still come in a later chain.
+                problems.push(format!(
+                    "callstack {iid} names frames that are not defined yet"
+                ));
+                t.pending.callstacks.push(c);
+            }
+        }
+    }
+}
+
+/// Resolves a chain's Android Q inline tables (looked up before the interned tables) and
+/// returns its callstacks.
+fn resolve_inline(
+    tables: &mut Tables,
+    inl: &Inline,
+    t: &Interned,
+    problems: &mut Vec<String>,
+) -> HashMap<u64, Option<StackId>> {
+    let str_of = |id: u64| inl.strings.get(&id).map(|b| &**b);
+    let mut mappings: HashMap<u64, MappingId> = HashMap::new();
+    for m in &inl.mappings {
+        let Some(iid) = m.iid else { continue };
+        let got = try_mapping(
+            tables,
+            m,
+            |id| str_of(id).or_else(|| t.build_ids.get(&id).map(|b| &**b)),
+            |id| {
+                str_of(id)
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                    .or_else(|| t.mapping_paths.get(&id).map(|s| &**s))
+            },
+        );
+        match got {
+            Some(mid) => {
+                mappings.entry(iid).or_insert(mid);
+            }
+            None => problems.push(format!(
+                "inline mapping {iid} names a string that is not in the packet"
+            )),
+        }
+    }
+    let mut frames: HashMap<u64, FrameId> = HashMap::new();
+    for f in &inl.frames {
+        let Some(iid) = f.iid else { continue };
+        let name_id = f.function_name_id.unwrap_or(0);
+        let raw = match str_of(name_id) {
+            Some(b) => Some(tables.strings.intern(&lossy(b))),
+            None => t.function_names.get(&name_id).copied(),
+        };
+        let raw = match raw {
+            Some(r) => r,
+            None if name_id == 0 => crate::model::StringId::EMPTY,
+            None => {
+                problems.push(format!(
+                    "inline frame {iid} names function string {name_id} that is not in the packet"
+                ));
+                crate::model::StringId::EMPTY
+            }
+        };
+        let map = match f.mapping_id {
+            None | Some(0) => None,
+            Some(id) => match mappings.get(&id).or_else(|| t.mappings.get(&id)) {
+                Some(&m) => Some(m),
+                None => {
+                    problems.push(format!(
+                        "inline frame {iid} names mapping {id} that is not defined"
+                    ));
+                    continue;
+                }
+            },
+        };
+        let fid = tables.intern_frame(map, f.rel_pc.unwrap_or(0), raw);
+        frames.entry(iid).or_insert(fid);
+    }
+    let mut stacks = HashMap::new();
+    for c in &inl.callstacks {
+        let Some(iid) = c.iid else { continue };
+        match try_callstack(tables, c, |id| {
+            frames.get(&id).or_else(|| t.frames.get(&id)).copied()
+        }) {
+            Some(st) => {
+                stacks.entry(iid).or_insert(st);
+            }
+            None => problems.push(format!(
+                "inline callstack {iid} names a frame that is not defined"
+            )),
+        }
+    }
+    stacks
+}

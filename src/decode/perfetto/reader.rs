@@ -1,0 +1,216 @@
+//! The Perfetto trace container: a `Trace` message is a run of `packet` fields
+//! (field 1, wire type 2: byte `0x0A`, a varint length, then the packet bytes). Files can be
+//! concatenated, so the reader simply loops until the end of the stream.
+//!
+//! The reader never trusts a length: it is checked against a cap and, when the input size is
+//! known, against the bytes left, before anything is allocated; the body is read in chunks so
+//! a lying length on a stream of unknown size cannot allocate more than the stream holds.
+
+use std::io::Read;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// One packet as found in the container.
+#[derive(Debug)]
+pub struct RawPacket<'a> {
+    /// Byte offset of the packet's tag in the (decompressed) stream.
+    pub offset: u64,
+    /// 0-based packet number in the stream.
+    pub number: u64,
+    /// The packet's bytes (a serialized `TracePacket`).
+    pub bytes: &'a [u8],
+}
+
+/// Reads packets one at a time from a byte stream.
+pub struct PacketReader<R> {
+    inner: R,
+    name: String,
+    offset: u64,
+    number: u64,
+    buf: Vec<u8>,
+    max_packet: u64,
+    remaining: Option<u64>,
+}
+
+enum Byte {
+    Eof,
+    Got(u8),
+}
+
+impl<R: Read> PacketReader<R> {
+    /// A reader over `inner`, named `name` in errors. `size`, when known, bounds lengths.
+    pub fn new(inner: R, name: &str, size: Option<u64>, max_packet: u64) -> Self {
+        PacketReader {
+            inner,
+            name: name.to_owned(),
+            offset: 0,
+            number: 0,
+            buf: Vec::new(),
+            max_packet,
+            remaining: size,
+        }
+    }
+
+    /// Bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn err(&self, kind: ErrorKind, at: u64, what: impl std::fmt::Display) -> Error {
+        Error::new(
+            kind,
+            format!("{} at byte {at}, packet {}: {what}", self.name, self.number),
+        )
+    }
+
+    fn byte(&mut self) -> Result<Byte> {
+        let mut b = [0u8; 1];
+        loop {
+            match self.inner.read(&mut b) {
+                Ok(0) => return Ok(Byte::Eof),
+                Ok(_) => {
+                    self.offset += 1;
+                    if let Some(r) = self.remaining.as_mut() {
+                        *r = r.saturating_sub(1);
+                    }
+                    return Ok(Byte::Got(b[0]));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(Error::io(
+                        format!(
+                            "{} at byte {}, packet {}",
+                            self.name, self.offset, self.number
+                        ),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Reads a varint; `Ok(None)` at a clean end of stream before its first byte.
+    fn varint(&mut self, start: u64) -> Result<Option<u64>> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            match self.byte()? {
+                Byte::Eof if i == 0 => return Ok(None),
+                Byte::Eof => {
+                    return Err(self.err(
+                        ErrorKind::Truncated,
+                        start,
+                        "stream ends inside a varint",
+                    ));
+                }
+                Byte::Got(b) => {
+                    if i == 9 && b > 1 {
+                        return Err(self.err(
+                            ErrorKind::Malformed,
+                            start,
+                            "varint longer than 64 bits",
+                        ));
+                    }
+                    v |= u64::from(b & 0x7f) << (7 * i);
+                    if b & 0x80 == 0 {
+                        return Ok(Some(v));
+                    }
+                }
+            }
+        }
+        Err(self.err(ErrorKind::Malformed, start, "varint longer than 10 bytes"))
+    }
+
+    fn read_body(&mut self, len: u64, start: u64) -> Result<()> {
+        self.buf.clear();
+        // Grow in chunks: a stream that ends early never makes us allocate the claimed size.
+        let mut left = len;
+        while left > 0 {
+            let chunk = left.min(1 << 20) as usize;
+            let old = self.buf.len();
+            self.buf.resize(old + chunk, 0);
+            let mut filled = 0;
+            while filled < chunk {
+                match self.inner.read(&mut self.buf[old + filled..old + chunk]) {
+                    Ok(0) => {
+                        let got = len - left + filled as u64;
+                        return Err(self.err(
+                            ErrorKind::Truncated,
+                            start,
+                            format!("stream ends inside a {len}-byte record ({got} bytes present)"),
+                        ));
+                    }
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        return Err(Error::io(
+                            format!(
+                                "{} at byte {}, packet {}",
+                                self.name, self.offset, self.number
+                            ),
+                            e,
+                        ));
+                    }
+                }
+            }
+            self.offset += chunk as u64;
+            if let Some(r) = self.remaining.as_mut() {
+                *r = r.saturating_sub(chunk as u64);
+            }
+            left -= chunk as u64;
+        }
+        Ok(())
+    }
+
+    /// The next packet, or `None` at the end of the stream.
+    pub fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
+        let start = self.offset;
+        let Some(tag) = self.varint(start)? else {
+            return Ok(None);
+        };
+        let field = tag >> 3;
+        let wire = tag & 7;
+        if field != 1 || wire != 2 {
+            return Err(self.err(
+                    ErrorKind::Malformed,
+                    start,
+                    format!(
+                        "not a Perfetto trace: expected a packet (field 1, length-delimited), found field {field} with wire type {wire}"
+                    ),
+                ));
+        }
+        let len = self.varint(start)?.ok_or_else(|| {
+            self.err(
+                ErrorKind::Truncated,
+                start,
+                "stream ends after a packet tag",
+            )
+        })?;
+        if len > self.max_packet {
+            return Err(self.err(
+                ErrorKind::LimitExceeded,
+                start,
+                format!(
+                    "packet claims {len} bytes, more than the limit of {} bytes",
+                    self.max_packet
+                ),
+            ));
+        }
+        if let Some(r) = self.remaining {
+            if len > r {
+                return Err(self.err(
+                    ErrorKind::Truncated,
+                    start,
+                    format!("packet claims {len} bytes but only {r} remain"),
+                ));
+            }
+        }
+        self.read_body(len, start)?;
+        let number = self.number;
+        self.number += 1;
+        Ok(Some(RawPacket {
+            offset: start,
+            number,
+            bytes: &self.buf,
+        }))
+    }
+}

@@ -1,0 +1,120 @@
+//! Frame labels for the text outputs (folded stacks, flame graphs, summaries), shared by the
+//! encoders so that they all name a frame the same way:
+//!
+//! * a symbolized frame expands to one label per inlined function (outermost first when going
+//!   root to leaf);
+//! * a named frame is its demangled name;
+//! * an unnamed native frame is `<mapping basename>+0x<rel_pc>` (`libfoo.so+0x1f2c`);
+//! * an unnamed frame with no mapping is `[unknown]+0x<rel_pc>`;
+//! * with annotations on, ` [jit]`, ` [aot]`… follows named frames as in pprof.
+
+use crate::model::annotate::{Annotation, AnnotationState, annotate_node};
+use crate::model::mapping::basename;
+use crate::model::{Profile, StackId, Tables};
+
+/// Labels of the frame at `node`, appended root-to-leaf to `out`.
+pub fn frame_labels(tables: &Tables, node: StackId, annotation: Annotation, out: &mut Vec<String>) {
+    let frame = tables.frame(tables.stack_node(node).frame);
+    let suffix = match annotation {
+        Annotation::None => String::new(),
+        a => format!(" [{}]", a.label()),
+    };
+    if !frame.lines.is_empty() {
+        for l in frame.lines.iter().rev() {
+            out.push(format!("{}{suffix}", tables.strings.get(l.function)));
+        }
+        return;
+    }
+    let name = tables.strings.get(frame.name);
+    if !name.is_empty() {
+        out.push(format!("{name}{suffix}"));
+        return;
+    }
+    let base = frame
+        .mapping
+        .map(|m| basename(tables.strings.get(tables.mapping(m).path)))
+        .unwrap_or("");
+    let base = if base.is_empty() { "[unknown]" } else { base };
+    out.push(format!("{base}+{:#x}", frame.rel_pc));
+}
+
+/// Labels of a whole stack, root first, with annotations when `annotations` is true.
+pub fn stack_labels(
+    tables: &Tables,
+    stack: StackId,
+    annotations: bool,
+    nodes: &mut Vec<StackId>,
+) -> Vec<String> {
+    tables.stack_nodes_root_first(stack, nodes);
+    let mut out = Vec::with_capacity(nodes.len());
+    let mut state = AnnotationState::Initial;
+    for &n in nodes.iter() {
+        let (next, a) = annotate_node(tables, state, n);
+        state = next;
+        frame_labels(
+            tables,
+            n,
+            if annotations { a } else { Annotation::None },
+            &mut out,
+        );
+    }
+    out
+}
+
+/// One entry per sample: its labels root first and its value at `index`, skipping zeros.
+pub fn labelled_samples(
+    profile: &Profile,
+    index: usize,
+    annotations: bool,
+) -> Vec<(Vec<String>, i64)> {
+    let mut nodes = Vec::new();
+    profile
+        .samples()
+        .filter(|(_, v)| v[index] != 0)
+        .map(|(s, v)| {
+            (
+                stack_labels(&profile.tables, s, annotations, &mut nodes),
+                v[index],
+            )
+        })
+        .collect()
+}
+
+/// Formats a byte count for people: `512 B`, `1.5 KiB`, `12.0 MiB`, `3.25 GiB`.
+pub fn human_bytes(v: i64) -> String {
+    let neg = v < 0;
+    let a = v.unsigned_abs() as f64;
+    let (n, unit) = if a >= (1u64 << 30) as f64 {
+        (a / (1u64 << 30) as f64, "GiB")
+    } else if a >= (1u64 << 20) as f64 {
+        (a / (1u64 << 20) as f64, "MiB")
+    } else if a >= 1024.0 {
+        (a / 1024.0, "KiB")
+    } else {
+        return format!("{v} B");
+    };
+    let digits = if n >= 100.0 {
+        0
+    } else if n >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{}{n:.digits$} {unit}", if neg { "-" } else { "" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn human_bytes_units() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.50 KiB");
+        assert_eq!(human_bytes(12 << 20), "12.0 MiB");
+        assert_eq!(human_bytes(300 << 20), "300 MiB");
+        assert_eq!(human_bytes(-2048), "-2.00 KiB");
+        assert_eq!(human_bytes(3 << 30), "3.00 GiB");
+    }
+}

@@ -1,0 +1,7 @@
+//! The encode stage: model in, bytes out.
+
+pub mod flamegraph_svg;
+pub mod folded;
+pub mod labels;
+pub mod pprof;
+pub mod summary;

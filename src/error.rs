@@ -1,0 +1,92 @@
+//! The one error type of the library.
+//!
+//! Every error carries a [`ErrorKind`], a context string that says where it happened (file,
+//! byte offset, record) and, where there is one, the underlying cause.
+
+use std::fmt;
+
+/// What went wrong, broadly. The binary maps kinds to exit codes.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Reading or writing a file failed.
+    Io,
+    /// The input ends in the middle of a record.
+    Truncated,
+    /// The input is not what its format says (bad varint, bad wire type, bad index…).
+    Malformed,
+    /// The input is well-formed but uses something heapconv does not support.
+    Unsupported,
+    /// A limit that protects memory or time was hit (expansion cap, nesting…).
+    LimitExceeded,
+    /// The request itself makes no sense (bad option value, nothing to convert…).
+    Usage,
+    /// The input holds no profile of the kind asked for.
+    NoData,
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            ErrorKind::Io => "I/O error",
+            ErrorKind::Truncated => "truncated input",
+            ErrorKind::Malformed => "malformed input",
+            ErrorKind::Unsupported => "unsupported input",
+            ErrorKind::LimitExceeded => "limit exceeded",
+            ErrorKind::Usage => "invalid request",
+            ErrorKind::NoData => "no profile data",
+        };
+        f.write_str(s)
+    }
+}
+
+/// The library's error: a kind, a human-readable context and an optional source.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}: {context}")]
+pub struct Error {
+    kind: ErrorKind,
+    context: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Error {
+    /// A new error of `kind`, saying where and what in `context`.
+    pub fn new(kind: ErrorKind, context: impl Into<String>) -> Self {
+        Error {
+            kind,
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    /// Attaches the underlying cause.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// An I/O error while doing `what` (for example "reading trace.pftrace").
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Error::new(ErrorKind::Io, what).with_source(source)
+    }
+
+    /// The kind of error.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// Where and what, without the kind.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    /// Prefixes the context with more context ("in trace.pftrace: …").
+    pub fn within(mut self, outer: impl fmt::Display) -> Self {
+        self.context = format!("{outer}: {}", self.context);
+        self
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,49 @@
+//! heapconv converts memory profiles offline, in stages that each speak one data model:
+//!
+//! ```text
+//! bytes -> decode -> Profile(s) -> symbolize -> merge -> Profile -> encode -> bytes
+//! ```
+//!
+//! * [`decode`] reads inputs: Perfetto traces with heapprofd data (inline and interned layouts,
+//!   continuous dumps, `compressed_packets`, whole-file gzip).
+//! * [`model`] holds the data: interned strings, mappings, frames, a stack prefix tree, and
+//!   profiles of values per stack with everything known about their origin.
+//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG and JSON.
+//! * [`pipeline`] runs the stages in order for the command-line program.
+//!
+//! ```no_run
+//! use heapconv::decode::{Input, perfetto::{DecodeOptions, decode_heapprofd_all}};
+//! use heapconv::encode::pprof::{PprofOptions, encode_pprof};
+//!
+//! let mut input = Input::open("trace.pftrace".as_ref(), u64::MAX)?;
+//! let (profiles, report) = decode_heapprofd_all(&mut input, &DecodeOptions::default())?;
+//! for p in &profiles {
+//!     let bytes = encode_pprof(p, &PprofOptions::default());
+//!     println!("{}: {} bytes of pprof", p.meta.describe(), bytes.len());
+//! }
+//! # Ok::<(), heapconv::Error>(())
+//! ```
+
+pub mod decode;
+pub mod encode;
+pub mod error;
+pub mod model;
+pub mod output;
+pub mod pipeline;
+// pub mod synth;
+
+pub use error::{Error, ErrorKind, Result};
+
+/// Types generated from `protos/` (Perfetto's trace schema, trimmed, and pprof's profile.proto).
+/// Only the decode and encode stages use them.
+#[allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
+pub mod proto {
+    /// `perfetto.protos`: the trace messages heapconv reads and writes.
+    pub mod perfetto {
+        include!(concat!(env!("OUT_DIR"), "/perfetto.protos.rs"));
+    }
+    /// `perftools.profiles`: pprof.
+    pub mod pprof {
+        include!(concat!(env!("OUT_DIR"), "/perftools.profiles.rs"));
+    }
+}

@@ -1,0 +1,368 @@
+//! The `heapconv` command-line program: a thin layer over [`heapconv::pipeline`].
+//!
+//! Exit codes: 0 success; 1 bad input, no data or I/O error; 2 usage error; 3 partial result
+//! (the input is damaged: what came before the damage was converted and written).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use heapconv::decode::perfetto::DecodeOptions;
+use heapconv::encode::summary::{inspect_json, inspect_text};
+use heapconv::model::{TraceReport, ValueKind};
+use heapconv::pipeline::{self, ConvertOptions, Destination, DumpSelect, Format, ProfileOptions};
+use heapconv::{Error, ErrorKind};
+
+const EXIT_OK: u8 = 0;
+const EXIT_INPUT: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+const EXIT_PARTIAL: u8 = 3;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "heapconv",
+    version,
+    about = "Convert memory profiles (Perfetto heapprofd traces) to pprof, folded stacks, flame graphs and JSON"
+)]
+struct Cli {
+    /// Print more (-v) or nothing but errors (-q).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Print nothing but errors.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Write one pprof per (pid, dump, heap), as `traceconv profile --alloc` does.
+    Profile(ProfileArgs),
+    /// Convert dumps to pprof, folded stacks, a flame graph SVG or a JSON summary.
+    Convert(ConvertArgs),
+    /// Show what a trace holds: sequences, processes, heaps, dumps, flags and problems.
+    Inspect(InspectArgs),
+}
+
+#[derive(Args, Debug)]
+struct DecodeArgs {
+    /// Largest expansion of a compressed_packets bundle, in MiB.
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    max_bundle_mib: u64,
+}
+
+impl DecodeArgs {
+    fn options(&self) -> DecodeOptions {
+        DecodeOptions {
+            max_bundle_bytes: self.max_bundle_mib << 20,
+            ..DecodeOptions::default()
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct ProfileArgs {
+    /// The trace (`-` for standard input; gzip is detected).
+    trace: PathBuf,
+    /// Directory for the pprof files (created if needed).
+    #[arg(long, short = 'o', default_value = ".")]
+    output_dir: PathBuf,
+    /// Only this process.
+    #[arg(long)]
+    pid: Option<u64>,
+    /// Only dumps at these trace-clock timestamps (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    timestamps: Vec<i64>,
+    /// Do not annotate ART frames ([jit], [aot], [interp], [common-frame]).
+    #[arg(long)]
+    no_annotations: bool,
+    /// Write uncompressed .pb files, named exactly as traceconv names them.
+    #[arg(long)]
+    raw: bool,
+    #[command(flatten)]
+    decode: DecodeArgs,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ToArg {
+    Pprof,
+    Folded,
+    Svg,
+    Json,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ViewArg {
+    UnreleasedSize,
+    UnreleasedCount,
+    TotalSize,
+    TotalCount,
+}
+
+#[derive(Args, Debug)]
+struct ConvertArgs {
+    /// The trace (`-` for standard input; gzip is detected).
+    input: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "pprof")]
+    to: ToArg,
+    /// Output file, `-` for standard output, or a directory (existing, or ending in `/`) for
+    /// one file per dump. Default: standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Only this process.
+    #[arg(long)]
+    pid: Option<u64>,
+    /// Only this heap (libc.malloc, com.android.art, …).
+    #[arg(long)]
+    heap: Option<String>,
+    /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number.
+    #[arg(long, default_value = "last")]
+    dump: String,
+    /// The value shown by folded stacks and flame graphs, and opened first by pprof viewers.
+    #[arg(long, value_enum, default_value = "unreleased-size")]
+    view: ViewArg,
+    /// Do not annotate ART frames.
+    #[arg(long)]
+    no_annotations: bool,
+    #[command(flatten)]
+    decode: DecodeArgs,
+}
+
+#[derive(Args, Debug)]
+struct InspectArgs {
+    /// The trace (`-` for standard input; gzip is detected).
+    input: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    decode: DecodeArgs,
+}
+
+fn view_kind(v: ViewArg) -> ValueKind {
+    match v {
+        ViewArg::UnreleasedSize => ValueKind::UnreleasedSize,
+        ViewArg::UnreleasedCount => ValueKind::UnreleasedCount,
+        ViewArg::TotalSize => ValueKind::TotalSize,
+        ViewArg::TotalCount => ValueKind::TotalCount,
+    }
+}
+
+fn parse_dump(s: &str) -> Result<DumpSelect, Error> {
+    match s {
+        "last" => Ok(DumpSelect::Last),
+        "all" => Ok(DumpSelect::All),
+        n => match n.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(DumpSelect::Nth(n)),
+            _ => Err(Error::new(
+                ErrorKind::Usage,
+                format!("--dump takes last, all or a number from 1, not {s:?}"),
+            )),
+        },
+    }
+}
+
+struct Ui {
+    verbose: u8,
+    quiet: bool,
+}
+
+impl Ui {
+    fn warn(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("heapconv: warning: {msg}");
+        }
+    }
+    fn info(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("{msg}");
+        }
+    }
+}
+
+/// Prints what a decode found that the user must know; returns true when the input is damaged.
+fn report_problems(ui: &Ui, report: &TraceReport) -> bool {
+    for d in &report.dumps {
+        let loss = d.flags.data_loss();
+        if !loss.is_empty() {
+            ui.warn(&format!(
+                "pid {} heap {} dump {}: {}",
+                d.pid,
+                d.heap,
+                d.index + 1,
+                loss.join(", ")
+            ));
+        }
+        if d.timestamp.is_some() && !d.timestamp_converted && ui.verbose > 0 {
+            ui.warn(&format!(
+                "pid {} heap {} dump {}: no clock snapshot; the timestamp is the raw producer clock",
+                d.pid,
+                d.heap,
+                d.index + 1
+            ));
+        }
+    }
+    if ui.verbose > 0 {
+        for p in &report.problems {
+            ui.warn(&p.message);
+        }
+    } else if !report.problems.is_empty() {
+        ui.warn(&format!(
+            "{} problem(s) found in the input; `heapconv inspect` lists them",
+            report.problems.len()
+        ));
+    }
+    if let Some(d) = &report.damage {
+        ui.warn(&format!("input damaged, result is partial: {d}"));
+        return true;
+    }
+    false
+}
+
+fn progress_bar(ui: &Ui) -> Option<indicatif::ProgressBar> {
+    if ui.quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_message("decoding");
+    Some(pb)
+}
+
+fn run(cli: Cli) -> Result<u8, Error> {
+    let ui = Ui {
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+    };
+    match cli.command {
+        Command::Profile(a) => {
+            let opts = ProfileOptions {
+                output_dir: a.output_dir,
+                pids: a.pid.into_iter().collect(),
+                timestamps: a.timestamps,
+                annotations: !a.no_annotations,
+                raw: a.raw,
+                decode: a.decode.options(),
+            };
+            let pb = progress_bar(&ui);
+            let tick = |n: usize| {
+                if let Some(pb) = &pb {
+                    pb.set_message(format!("{n} profile(s) encoded"));
+                    pb.tick();
+                }
+            };
+            let run = pipeline::run_profile(&a.trace, &opts, &tick)?;
+            if let Some(pb) = pb {
+                pb.finish_and_clear();
+            }
+            let damaged = report_problems(&ui, &run.report);
+            if run.written.is_empty() {
+                ui.info("No profile matched; nothing written.");
+            } else {
+                ui.info(&format!(
+                    "Wrote {} profile(s) to {}",
+                    run.written.len(),
+                    opts.output_dir.display()
+                ));
+                if ui.verbose > 0 {
+                    for w in &run.written {
+                        ui.info(&format!("  {}", w.display()));
+                    }
+                }
+            }
+            Ok(if damaged { EXIT_PARTIAL } else { EXIT_OK })
+        }
+        Command::Convert(a) => {
+            let format = match a.to {
+                ToArg::Pprof => Format::Pprof,
+                ToArg::Folded => Format::Folded,
+                ToArg::Svg => Format::Svg,
+                ToArg::Json => Format::Json,
+            };
+            let opts = ConvertOptions {
+                format,
+                pids: a.pid.into_iter().collect(),
+                heap: a.heap,
+                dump: parse_dump(&a.dump)?,
+                view: view_kind(a.view),
+                annotations: !a.no_annotations,
+                decode: a.decode.options(),
+            };
+            let dest = match &a.output {
+                None => Destination::Stdout,
+                Some(p) if p.as_os_str() == "-" => Destination::Stdout,
+                Some(p) if p.is_dir() || p.to_string_lossy().ends_with('/') => {
+                    Destination::Dir(p.clone())
+                }
+                Some(p) => Destination::File(p.clone()),
+            };
+            if dest == Destination::Stdout && format.is_binary() && std::io::stdout().is_terminal()
+            {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "refusing to write binary pprof to a terminal; use -o FILE or redirect standard output",
+                ));
+            }
+            let run = pipeline::run_convert(&a.input, &dest, &opts)?;
+            let mut stdout = std::io::stdout().lock();
+            for (path, bytes) in &run.outputs {
+                match path {
+                    None => stdout
+                        .write_all(bytes)
+                        .map_err(|e| Error::io("writing standard output", e))?,
+                    Some(p) if ui.verbose > 0 => ui.info(&format!("wrote {}", p.display())),
+                    Some(_) => {}
+                }
+            }
+            stdout
+                .flush()
+                .map_err(|e| Error::io("writing standard output", e))?;
+            let damaged = report_problems(&ui, &run.report);
+            Ok(if damaged { EXIT_PARTIAL } else { EXIT_OK })
+        }
+        Command::Inspect(a) => {
+            let report = pipeline::run_inspect(&a.input, &a.decode.options())?;
+            let text = if a.json {
+                inspect_json(&report)
+            } else {
+                inspect_text(&report)
+            };
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map_err(|e| Error::io("writing standard output", e))?;
+            Ok(if report.damage.is_some() {
+                EXIT_PARTIAL
+            } else {
+                EXIT_OK
+            })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+        }
+    };
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("heapconv: error: {e}");
+            let mut src = std::error::Error::source(&e);
+            while let Some(s) = src {
+                eprintln!("  caused by: {s}");
+                src = s.source();
+            }
+            ExitCode::from(if e.kind() == ErrorKind::Usage {
+                EXIT_USAGE
+            } else {
+                EXIT_INPUT
+            })
+        }
+    }
+}

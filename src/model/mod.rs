@@ -1,0 +1,21 @@
+//! The data model every stage speaks: interned tables and profiles.
+//!
+//! This module is the leaf of the crate: it imports no stage.
+
+pub mod annotate;
+pub mod frame;
+pub mod mapping;
+pub mod profile;
+pub mod report;
+pub mod stack;
+pub mod strings;
+pub mod tables;
+
+pub use annotate::{Annotation, AnnotationState};
+pub use frame::{Frame, FrameId, Line};
+pub use mapping::{Mapping, MappingId};
+pub use profile::{DumpFlags, Profile, ProfileMeta, ValueKind, ValueType};
+pub use report::{DumpReport, Problem, SequenceReport, Totals, TraceReport};
+pub use stack::{StackId, StackNode};
+pub use strings::{StringId, StringTable};
+pub use tables::Tables;

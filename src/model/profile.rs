@@ -1,0 +1,243 @@
+//! A profile: sample types, samples over stacks, and what is known about where it came from.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::stack::StackId;
+use super::tables::Tables;
+
+/// What a sample value measures, independently of the label a format gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ValueKind {
+    /// Number of allocations made (cumulative).
+    TotalCount,
+    /// Bytes allocated (cumulative).
+    TotalSize,
+    /// Allocations not freed at the time of the dump.
+    UnreleasedCount,
+    /// Bytes not freed at the time of the dump.
+    UnreleasedSize,
+    /// Anything else.
+    Other,
+}
+
+impl ValueKind {
+    /// True for byte quantities.
+    pub fn is_bytes(self) -> bool {
+        matches!(self, ValueKind::TotalSize | ValueKind::UnreleasedSize)
+    }
+}
+
+/// A sample type: the label and unit a format writes, plus what it means.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValueType {
+    /// Label, e.g. `Unreleased malloc size`.
+    pub name: String,
+    /// Unit, e.g. `bytes` or `count`.
+    pub unit: String,
+    /// Meaning.
+    pub kind: ValueKind,
+}
+
+impl ValueType {
+    /// A value type.
+    pub fn new(name: &str, unit: &str, kind: ValueKind) -> Self {
+        ValueType {
+            name: name.to_owned(),
+            unit: unit.to_owned(),
+            kind,
+        }
+    }
+}
+
+/// Everything a dump says about data that may be missing or wrong, plus how it was taken.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DumpFlags {
+    /// Profiled from process start.
+    pub from_startup: bool,
+    /// Another session was already profiling this process; the dump is empty.
+    pub rejected_concurrent: bool,
+    /// The client disconnected during profiling.
+    pub disconnected: bool,
+    /// The shared-memory buffer overran: allocations were lost.
+    pub buffer_overran: bool,
+    /// The shared-memory buffer was corrupted.
+    pub buffer_corrupted: bool,
+    /// heapprofd stopped because of its CPU or memory guardrail.
+    pub hit_guardrail: bool,
+    /// Client error code: 0 none, 1 HIT_TIMEOUT, 2 INVALID_STACK_BOUNDS.
+    pub client_error: u32,
+    /// The dump holds the heap at its maximum (`dump_at_max`), not at the end.
+    pub dump_at_max: bool,
+    /// The producer reported dropped packets on this sequence before or during this dump.
+    pub previous_packet_dropped: bool,
+    /// Number of ProfilePackets missing from this dump's chain (index gaps).
+    pub missing_packets: u64,
+    /// Samples that were dropped because their callstack could not be resolved.
+    pub unresolved_samples: u64,
+    /// Samples that were dropped because their cumulative values went backwards.
+    pub non_monotonic_samples: u64,
+}
+
+impl DumpFlags {
+    /// Names of the flags that mean data was lost or may be wrong.
+    pub fn data_loss(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.rejected_concurrent {
+            v.push("rejected_concurrent");
+        }
+        if self.disconnected {
+            v.push("disconnected");
+        }
+        if self.buffer_overran {
+            v.push("buffer_overran");
+        }
+        if self.buffer_corrupted {
+            v.push("buffer_corrupted");
+        }
+        if self.hit_guardrail {
+            v.push("hit_guardrail");
+        }
+        match self.client_error {
+            0 => {}
+            1 => v.push("client_error=HIT_TIMEOUT"),
+            2 => v.push("client_error=INVALID_STACK_BOUNDS"),
+            _ => v.push("client_error"),
+        }
+        if self.previous_packet_dropped {
+            v.push("previous_packet_dropped");
+        }
+        if self.missing_packets > 0 {
+            v.push("missing_packets");
+        }
+        if self.unresolved_samples > 0 {
+            v.push("unresolved_samples");
+        }
+        if self.non_monotonic_samples > 0 {
+            v.push("non_monotonic_samples");
+        }
+        v
+    }
+}
+
+/// Where a profile came from and what it covers.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProfileMeta {
+    /// Name of the input (file path or `-`).
+    pub source: String,
+    /// Profiled process id, if known.
+    pub pid: Option<u64>,
+    /// Process name (argv\[0\]) from the trace's process tree, if known.
+    pub process_name: Option<String>,
+    /// Heap name (`libc.malloc`, `com.android.art`, a custom heap, or `unknown`).
+    pub heap: String,
+    /// 0-based position of this dump among the dumps of the same (pid, heap).
+    pub dump_index: usize,
+    /// Dump time in the trace clock (ns), when known.
+    pub timestamp: Option<i64>,
+    /// Dump time as the producer wrote it (CLOCK_MONOTONIC_COARSE ns for heapprofd).
+    pub raw_timestamp: Option<u64>,
+    /// True when `timestamp` was converted through a ClockSnapshot; false when it is raw.
+    pub timestamp_converted: bool,
+    /// Start of the window this dump covers (raw producer clock), when written.
+    pub start_timestamp: Option<u64>,
+    /// Effective sampling interval in bytes (0 = every allocation), when known.
+    pub sampling_interval: Option<u64>,
+    /// Configured sampling interval in bytes, when written.
+    pub orig_sampling_interval: Option<u64>,
+    /// False when no value changed since the previous dump of this (pid, heap).
+    pub changed: bool,
+    /// Flags and data-loss markers.
+    pub flags: DumpFlags,
+}
+
+impl ProfileMeta {
+    /// A one-line description: "com.example.app (pid 10), heap libc.malloc, dump 1 at 100 ns".
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        match (&self.process_name, self.pid) {
+            (Some(n), Some(p)) => s.push_str(&format!("{n} (pid {p})")),
+            (None, Some(p)) => s.push_str(&format!("pid {p}")),
+            (Some(n), None) => s.push_str(n),
+            (None, None) => s.push_str("unknown process"),
+        }
+        s.push_str(&format!(", heap {}", self.heap));
+        s.push_str(&format!(", dump {}", self.dump_index + 1));
+        if let Some(t) = self.timestamp {
+            s.push_str(&format!(" at {t} ns"));
+            if !self.timestamp_converted {
+                s.push_str(" (raw producer clock)");
+            }
+        }
+        s
+    }
+}
+
+/// A profile: values per stack, with shared tables.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// The tables that stack ids point into (shared by profiles of one input).
+    pub tables: Arc<Tables>,
+    /// Where it came from.
+    pub meta: ProfileMeta,
+    /// What each value of a sample measures, in order.
+    pub sample_types: Vec<ValueType>,
+    /// Index into `sample_types` of the type viewers should show first.
+    pub default_sample_type: usize,
+    stacks: Vec<StackId>,
+    values: Vec<i64>,
+}
+
+impl Profile {
+    /// An empty profile with the given sample types.
+    pub fn new(tables: Arc<Tables>, meta: ProfileMeta, sample_types: Vec<ValueType>) -> Self {
+        Profile {
+            tables,
+            meta,
+            sample_types,
+            default_sample_type: 0,
+            stacks: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Adds a sample. `values` must have one entry per sample type.
+    pub fn push_sample(&mut self, stack: StackId, values: &[i64]) {
+        assert_eq!(
+            values.len(),
+            self.sample_types.len(),
+            "one value per sample type"
+        );
+        self.stacks.push(stack);
+        self.values.extend_from_slice(values);
+    }
+
+    /// Number of samples.
+    pub fn sample_count(&self) -> usize {
+        self.stacks.len()
+    }
+
+    /// Sample `i`: its stack and values.
+    pub fn sample(&self, i: usize) -> (StackId, &[i64]) {
+        let n = self.sample_types.len();
+        (self.stacks[i], &self.values[i * n..(i + 1) * n])
+    }
+
+    /// All samples in order.
+    pub fn samples(&self) -> impl ExactSizeIterator<Item = (StackId, &[i64])> + '_ {
+        let n = self.sample_types.len().max(1);
+        self.stacks.iter().copied().zip(self.values.chunks_exact(n))
+    }
+
+    /// Index of the first sample type of `kind`.
+    pub fn value_index(&self, kind: ValueKind) -> Option<usize> {
+        self.sample_types.iter().position(|t| t.kind == kind)
+    }
+
+    /// Sum of value `index` over all samples.
+    pub fn total(&self, index: usize) -> i64 {
+        self.samples().map(|(_, v)| v[index]).sum()
+    }
+}

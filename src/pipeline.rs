@@ -1,0 +1,428 @@
+//! Runs the stages in order for the command-line program: decode -> (symbolize, merge: later
+//! stages) -> encode -> write. Each command is a plain struct of options and one function, so
+//! the library can run exactly what the binary runs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
+
+use crate::decode::Input;
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd};
+use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
+use crate::encode::folded::{FoldedOptions, encode_folded};
+use crate::encode::pprof::{PprofOptions, encode_pprof, gzip};
+use crate::encode::summary::{SummaryOptions, convert_json};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{Profile, Tables, TraceReport, ValueKind};
+use crate::output::{check_not_input, ensure_dir, write_atomic};
+
+/// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
+#[derive(Debug, Clone)]
+pub struct ProfileOptions {
+    /// Directory the files go to (created if needed). Default: `.`.
+    pub output_dir: PathBuf,
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only dumps whose trace-clock timestamp is one of these (empty: all). Default: empty.
+    pub timestamps: Vec<i64>,
+    /// ART frame annotations in function names. Default: true.
+    pub annotations: bool,
+    /// Write uncompressed `.pb` files (traceconv's exact names) instead of `.pb.gz`. Default: false.
+    pub raw: bool,
+    /// Decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+}
+
+impl Default for ProfileOptions {
+    fn default() -> Self {
+        ProfileOptions {
+            output_dir: PathBuf::from("."),
+            pids: Vec::new(),
+            timestamps: Vec::new(),
+            annotations: true,
+            raw: false,
+            decode: DecodeOptions::default(),
+        }
+    }
+}
+
+/// What `profile` did.
+#[derive(Debug)]
+pub struct ProfileRun {
+    /// Files written, in numbering order.
+    pub written: Vec<PathBuf>,
+    /// What the trace holds.
+    pub report: TraceReport,
+}
+
+/// The file name traceconv gives a heapprofd dump: `heap_dump.N.PID.HEAP.pb`.
+pub fn heap_dump_name(n: usize, profile: &Profile, ext: &str) -> String {
+    format!(
+        "heap_dump.{n}.{}.{}.{ext}",
+        profile.meta.pid.unwrap_or(0),
+        profile.meta.heap
+    )
+}
+
+/// Converts every heapprofd dump of `input` into one pprof file per (pid, dump, heap), as
+/// `traceconv profile --alloc` does: dumps where nothing changed get no file. `progress` is
+/// called with the number of profiles encoded so far.
+pub fn run_profile(
+    input: &Path,
+    opts: &ProfileOptions,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<ProfileRun> {
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let mut decode = opts.decode.clone();
+    decode.pids = opts.pids.clone();
+    decode.include_unchanged = false;
+    let pprof = PprofOptions {
+        annotations: opts.annotations,
+        extras: true,
+    };
+    let (tx, rx) = mpsc::channel::<(usize, Option<i64>, String, Vec<u8>)>();
+    let mut count = 0usize;
+    let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
+    rayon::scope(|scope| {
+        result = decode_heapprofd(&mut inp, &decode, &mut |p: Profile| {
+            if !opts.timestamps.is_empty()
+                && !p
+                    .meta
+                    .timestamp
+                    .is_some_and(|t| opts.timestamps.contains(&t))
+            {
+                return Ok(());
+            }
+            let order = count;
+            count += 1;
+            progress(count);
+            let bytes = encode_pprof(&p, &pprof);
+            let key = format!("{}.{}", p.meta.pid.unwrap_or(0), p.meta.heap);
+            let ts = p.meta.timestamp;
+            drop(p);
+            let tx = tx.clone();
+            let raw = opts.raw;
+            scope.spawn(move |_| {
+                let out = if raw { bytes } else { gzip(&bytes) };
+                let _ = tx.send((order, ts, key, out));
+            });
+            Ok(())
+        });
+    });
+    drop(tx);
+    let (report, _tables) = result?;
+    if report.dumps.is_empty() && report.damage.is_none() {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{}: no heapprofd profile found in the trace", inp.name),
+        ));
+    }
+    let mut outs: Vec<_> = rx.into_iter().collect();
+    // Files are numbered in trace-time order (stable for dumps at the same time).
+    outs.sort_by_key(|o| (o.1.unwrap_or(i64::MIN), o.0));
+    let mut written = Vec::new();
+    if !outs.is_empty() {
+        ensure_dir(&opts.output_dir)?;
+    }
+    let ext = if opts.raw { "pb" } else { "pb.gz" };
+    let inputs = [input.to_path_buf()];
+    for (n, (_, _, key, bytes)) in outs.into_iter().enumerate() {
+        let path = opts
+            .output_dir
+            .join(format!("heap_dump.{}.{key}.{ext}", n + 1));
+        write_atomic(&path, &bytes, &inputs)?;
+        written.push(path);
+    }
+    Ok(ProfileRun { written, report })
+}
+
+/// Output formats of `convert`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// pprof, gzip-compressed.
+    Pprof,
+    /// Folded stacks.
+    Folded,
+    /// Flame graph SVG.
+    Svg,
+    /// JSON summary.
+    Json,
+}
+
+impl Format {
+    /// File extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Pprof => "pb.gz",
+            Format::Folded => "folded",
+            Format::Svg => "svg",
+            Format::Json => "json",
+        }
+    }
+
+    /// True for formats that are not text.
+    pub fn is_binary(self) -> bool {
+        self == Format::Pprof
+    }
+}
+
+/// Which dumps of each (pid, heap) to convert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpSelect {
+    /// The last dump.
+    Last,
+    /// Every dump.
+    All,
+    /// The N-th dump, 1-based.
+    Nth(usize),
+}
+
+/// Options of `heapconv convert`.
+#[derive(Debug, Clone)]
+pub struct ConvertOptions {
+    /// Output format. Default: pprof.
+    pub format: Format,
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only this heap. Default: all heaps.
+    pub heap: Option<String>,
+    /// Which dumps. Default: the last of each (pid, heap).
+    pub dump: DumpSelect,
+    /// The value folded stacks and flame graphs show and pprof viewers open with.
+    /// Default: unreleased size.
+    pub view: ValueKind,
+    /// ART frame annotations in frame names (pprof always has them unless this is false).
+    /// Default: true.
+    pub annotations: bool,
+    /// Decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        ConvertOptions {
+            format: Format::Pprof,
+            pids: Vec::new(),
+            heap: None,
+            dump: DumpSelect::Last,
+            view: ValueKind::UnreleasedSize,
+            annotations: true,
+            decode: DecodeOptions::default(),
+        }
+    }
+}
+
+/// Decodes `input` and keeps the profiles `opts` selects, in trace order.
+pub fn select_profiles(input: &Path, opts: &ConvertOptions) -> Result<(Vec<Profile>, TraceReport)> {
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let mut decode = opts.decode.clone();
+    decode.pids = opts.pids.clone();
+    decode.include_unchanged = true;
+    let empty = Arc::new(Tables::default());
+    let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
+    let mut order: Vec<(u64, String)> = Vec::new();
+    let (report, tables) = decode_heapprofd(&mut inp, &decode, &mut |mut p: Profile| {
+        if opts.heap.as_ref().is_some_and(|h| *h != p.meta.heap) {
+            return Ok(());
+        }
+        let keep = match opts.dump {
+            DumpSelect::Last | DumpSelect::All => true,
+            DumpSelect::Nth(n) => p.meta.dump_index + 1 == n,
+        };
+        if !keep {
+            return Ok(());
+        }
+        p.tables = Arc::clone(&empty);
+        let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
+        let slot = kept.entry(key.clone()).or_default();
+        if slot.is_empty() {
+            order.push(key);
+        }
+        if opts.dump == DumpSelect::Last {
+            slot.clear();
+        }
+        slot.push(p);
+        Ok(())
+    })?;
+    if report.dumps.is_empty() && report.damage.is_none() {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{}: no heapprofd profile found in the trace", inp.name),
+        ));
+    }
+    let mut out = Vec::new();
+    for key in order {
+        for mut p in kept.remove(&key).unwrap_or_default() {
+            p.tables = Arc::clone(&tables);
+            out.push(p);
+        }
+    }
+    out.sort_by_key(|p| p.meta.timestamp.unwrap_or(i64::MIN));
+    Ok((out, report))
+}
+
+/// Encodes one profile in `format` with the view of `opts`.
+pub fn encode_one(profile: &Profile, opts: &ConvertOptions) -> Result<Vec<u8>> {
+    let index = profile
+        .value_index(opts.view)
+        .or_else(|| profile.value_index(ValueKind::TotalSize))
+        .unwrap_or(0);
+    Ok(match opts.format {
+        Format::Pprof => {
+            let mut p = profile.clone();
+            p.default_sample_type = index;
+            gzip(&encode_pprof(
+                &p,
+                &PprofOptions {
+                    annotations: opts.annotations,
+                    extras: true,
+                },
+            ))
+        }
+        Format::Folded => encode_folded(
+            profile,
+            &FoldedOptions {
+                value_index: index,
+                annotations: opts.annotations,
+            },
+        )
+        .into_bytes(),
+        Format::Svg => encode_svg(
+            profile,
+            &SvgOptions {
+                value_index: index,
+                annotations: opts.annotations,
+                ..Default::default()
+            },
+        )?,
+        Format::Json => {
+            let report = TraceReport::default();
+            convert_json(
+                &report,
+                std::slice::from_ref(profile),
+                &summary_options(opts),
+            )
+            .into_bytes()
+        }
+    })
+}
+
+fn summary_options(opts: &ConvertOptions) -> SummaryOptions {
+    SummaryOptions {
+        view: opts.view,
+        annotations: opts.annotations,
+        ..Default::default()
+    }
+}
+
+/// Where `convert` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Standard output.
+    Stdout,
+    /// One file.
+    File(PathBuf),
+    /// A directory, one file per profile.
+    Dir(PathBuf),
+}
+
+/// Output of `convert`: what to write where.
+#[derive(Debug)]
+pub struct ConvertRun {
+    /// (destination path or None for stdout, bytes), in order.
+    pub outputs: Vec<(Option<PathBuf>, Vec<u8>)>,
+    /// What the trace holds.
+    pub report: TraceReport,
+}
+
+/// Runs `convert`: decodes, selects, encodes (in parallel) and writes.
+pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    use rayon::prelude::*;
+    let (profiles, report) = select_profiles(input, opts)?;
+    if profiles.is_empty() {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!(
+                "{}: no dump matches the selection (see `heapconv inspect`)",
+                input.display()
+            ),
+        ));
+    }
+    let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format == Format::Json {
+        let doc = convert_json(&report, &profiles, &summary_options(opts)).into_bytes();
+        match dest {
+            Destination::Stdout => vec![(None, doc)],
+            Destination::File(p) => vec![(Some(p.clone()), doc)],
+            Destination::Dir(d) => vec![(Some(d.join(format!("{}.json", stem(input)))), doc)],
+        }
+    } else {
+        if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
+            let list: Vec<String> = profiles
+                .iter()
+                .map(|p| format!("  {}", p.meta.describe()))
+                .collect();
+            return Err(Error::new(
+                ErrorKind::Usage,
+                format!(
+                    "{} profiles match; choose one with --pid/--heap/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+                    profiles.len(),
+                    list.join("\n")
+                ),
+            ));
+        }
+        let encoded: Vec<Result<Vec<u8>>> =
+            profiles.par_iter().map(|p| encode_one(p, opts)).collect();
+        let mut outs = Vec::new();
+        for (n, (p, bytes)) in profiles.iter().zip(encoded).enumerate() {
+            let bytes = bytes?;
+            let path = match dest {
+                Destination::Stdout => None,
+                Destination::File(f) => Some(f.clone()),
+                Destination::Dir(d) => {
+                    Some(d.join(heap_dump_name(n + 1, p, opts.format.extension())))
+                }
+            };
+            outs.push((path, bytes));
+        }
+        outs
+    };
+    let inputs = [input.to_path_buf()];
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
+    }
+    for (path, bytes) in &outputs {
+        match path {
+            Some(p) => write_atomic(p, bytes, &inputs)?,
+            None => check_not_input(Path::new("-"), &inputs)?,
+        }
+    }
+    Ok(ConvertRun { outputs, report })
+}
+
+/// The input's file name without directories and trace extensions.
+pub fn stem(input: &Path) -> String {
+    let name = input
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "stdin".to_owned());
+    let mut s = name.as_str();
+    for ext in [".gz", ".pftrace", ".perfetto-trace", ".trace", ".pb"] {
+        if let Some(t) = s.strip_suffix(ext) {
+            s = t;
+        }
+    }
+    if s.is_empty() || s == "-" {
+        "stdin".to_owned()
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Runs `inspect`: decodes everything and returns the report.
+pub fn run_inspect(input: &Path, decode: &DecodeOptions) -> Result<TraceReport> {
+    let mut inp = Input::open(input, decode.max_gzip_bytes)?;
+    let mut opts = decode.clone();
+    opts.include_unchanged = false;
+    let (report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
+    Ok(report)
+}

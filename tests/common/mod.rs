@@ -1,0 +1,199 @@
+//! Helpers shared by the integration tests: running the binary, reading pprof back, and the
+//! external oracles (`go tool pprof`), which are mandatory when `HEAPCONV_REQUIRE_ORACLES=1`
+//! (as `.ci/run` sets) and otherwise skipped with a message when missing.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use prost::Message;
+
+pub use heapconv::proto::pprof as pp;
+
+/// Repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `tests/data/...`.
+pub fn data(rel: &str) -> PathBuf {
+    root().join("tests/data").join(rel)
+}
+
+/// Runs the heapconv binary.
+pub fn heapconv(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_heapconv")).args(args).output().expect("heapconv runs")
+}
+
+/// Runs heapconv and asserts exit code `code`.
+pub fn heapconv_ok(args: &[&str], code: i32) -> Output {
+    let out = heapconv(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "heapconv {args:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Reads a pprof file, gzip or not.
+pub fn read_pprof(path: &Path) -> pp::Profile {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    decode_pprof(&bytes)
+}
+
+/// Decodes pprof bytes, gzip or not.
+pub fn decode_pprof(bytes: &[u8]) -> pp::Profile {
+    let raw = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut v = Vec::new();
+        flate2::read::GzDecoder::new(bytes).read_to_end(&mut v).expect("gunzip");
+        v
+    } else {
+        bytes.to_vec()
+    };
+    pp::Profile::decode(raw.as_slice()).expect("valid pprof")
+}
+
+/// One sample in a comparable form: values and, leaf first, (function name, system name,
+/// mapping file name) per line of each location.
+pub type NormSample = (Vec<i64>, Vec<(String, String, String)>);
+
+/// Sample types and samples of a profile, sorted, independent of ids and their order.
+pub fn normalize(p: &pp::Profile) -> (Vec<(String, String)>, Vec<NormSample>) {
+    let s = |i: i64| p.string_table[i as usize].clone();
+    let types = p.sample_type.iter().map(|t| (s(t.r#type), s(t.unit))).collect();
+    let mut samples: Vec<NormSample> = p
+        .sample
+        .iter()
+        .map(|smp| {
+            let mut frames = Vec::new();
+            for lid in &smp.location_id {
+                let loc = p.location.iter().find(|l| l.id == *lid).expect("location exists");
+                let map = p
+                    .mapping
+                    .iter()
+                    .find(|m| m.id == loc.mapping_id)
+                    .map(|m| s(m.filename))
+                    .unwrap_or_default();
+                for line in &loc.line {
+                    let f = p.function.iter().find(|f| f.id == line.function_id).expect("function exists");
+                    frames.push((s(f.name), s(f.system_name), map.clone()));
+                }
+            }
+            (smp.value.clone(), frames)
+        })
+        .collect();
+    samples.sort();
+    (types, samples)
+}
+
+/// Whether `go` is on PATH; when it is not, either fails (oracles required) or returns false.
+pub fn have_go() -> bool {
+    let ok = Command::new("go").arg("version").output().map(|o| o.status.success()).unwrap_or(false);
+    if !ok {
+        if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
+            panic!("go (go tool pprof) is required (HEAPCONV_REQUIRE_ORACLES=1) but not found");
+        }
+        eprintln!("SKIPPED oracle check: `go` not found (install golang-go; .ci/run does)");
+    }
+    ok
+}
+
+/// `go tool pprof -raw FILE` output.
+pub fn pprof_raw(path: &Path) -> String {
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(path)
+        .env("PPROF_BINARY_PATH", "/nonexistent")
+        .output()
+        .expect("go tool pprof runs");
+    assert!(out.status.success(), "go tool pprof -raw {} failed: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// A parsed `go tool pprof -raw` text: sample type line and, per sample, values and leaf-first
+/// (function name, mapping file) pairs, sorted.
+pub type RawSamples = (String, Vec<(Vec<i64>, Vec<(String, String)>)>);
+
+/// Parses `go tool pprof -raw` output into a comparable form (location ids and order removed).
+pub fn parse_raw(text: &str) -> RawSamples {
+    let mut section = "";
+    let mut types = String::new();
+    let mut samples: Vec<(Vec<i64>, Vec<u64>)> = Vec::new();
+    let mut locs: std::collections::HashMap<u64, Vec<(String, u64)>> = Default::default();
+    let mut last_loc = 0u64;
+    let mut maps: std::collections::HashMap<u64, String> = Default::default();
+    for line in text.lines() {
+        match line.trim_end() {
+            "Samples:" => {
+                section = "types";
+                continue;
+            }
+            "Locations" => {
+                section = "locs";
+                continue;
+            }
+            "Mappings" => {
+                section = "maps";
+                continue;
+            }
+            _ => {}
+        }
+        match section {
+            "types" => {
+                types = line.trim().trim_end_matches("[dflt]").to_owned();
+                section = "samples";
+            }
+            "samples" => {
+                let Some((vals, ids)) = line.split_once(':') else { continue };
+                let vals = vals.split_whitespace().map(|v| v.parse().unwrap()).collect();
+                let ids = ids.split_whitespace().map(|v| v.parse().unwrap()).collect();
+                samples.push((vals, ids));
+            }
+            "locs" => {
+                // "     1: 0x0 M=2 name :0 s=0(sys)" or a continuation line for inlined frames.
+                let t = line.trim_start();
+                let (id, rest) = match t.split_once(": ") {
+                    Some((id, rest)) if id.chars().all(|c| c.is_ascii_digit()) => (id.parse().unwrap(), rest),
+                    _ => (last_loc, t),
+                };
+                last_loc = id;
+                let mut rest = rest;
+                if rest.starts_with("0x") {
+                    rest = rest.split_once(' ').map(|x| x.1).unwrap_or("");
+                }
+                let mut map = 0u64;
+                if let Some(r) = rest.strip_prefix("M=") {
+                    let (m, r) = r.split_once(' ').unwrap_or((r, ""));
+                    map = m.parse().unwrap();
+                    rest = r;
+                }
+                let name = rest.rfind(" :").map(|i| &rest[..i]).unwrap_or(rest).to_owned();
+                locs.entry(id).or_default().push((name, map));
+            }
+            "maps" => {
+                let Some((id, rest)) = line.split_once(": ") else { continue };
+                let mut parts = rest.split_whitespace();
+                parts.next();
+                maps.insert(id.parse().unwrap(), parts.next().unwrap_or("").to_owned());
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<(Vec<i64>, Vec<(String, String)>)> = samples
+        .into_iter()
+        .map(|(v, ids)| {
+            let frames = ids
+                .iter()
+                .flat_map(|id| locs[id].iter().map(|(n, m)| (n.clone(), maps.get(m).cloned().unwrap_or_default())))
+                .collect();
+            (v, frames)
+        })
+        .collect();
+    out.sort();
+    (types, out)
+}
