@@ -53,11 +53,7 @@ pub struct Error {
 impl Error {
     /// A new error of `kind`, saying where and what in `context`.
     pub fn new(kind: ErrorKind, context: impl Into<String>) -> Self {
-        Error {
-            kind,
-            context: context.into(),
-            source: None,
-        }
+        Error { kind, context: context.into(), source: None }
     }
 
     /// Attaches the underlying cause.

@@ -1,7 +1,7 @@
 //! The `heapconv` command-line program: a thin layer over [`heapconv::pipeline`].
 //!
 //! Exit codes: 0 success; 1 bad input, no data or I/O error; 2 usage error; 3 partial result
-//! (the input is damaged: what came before the damage was converted and written).
+//! (the input is damaged or a dump never finished: what was complete was converted and written).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -55,10 +55,7 @@ struct DecodeArgs {
 
 impl DecodeArgs {
     fn options(&self) -> DecodeOptions {
-        DecodeOptions {
-            max_bundle_bytes: self.max_bundle_mib << 20,
-            ..DecodeOptions::default()
-        }
+        DecodeOptions { max_bundle_bytes: self.max_bundle_mib << 20, ..DecodeOptions::default() }
     }
 }
 
@@ -157,10 +154,7 @@ fn parse_dump(s: &str) -> Result<DumpSelect, Error> {
         "all" => Ok(DumpSelect::All),
         n => match n.parse::<usize>() {
             Ok(n) if n >= 1 => Ok(DumpSelect::Nth(n)),
-            _ => Err(Error::new(
-                ErrorKind::Usage,
-                format!("--dump takes last, all or a number from 1, not {s:?}"),
-            )),
+            _ => Err(Error::new(ErrorKind::Usage, format!("--dump takes last, all or a number from 1, not {s:?}"))),
         },
     }
 }
@@ -188,13 +182,7 @@ fn report_problems(ui: &Ui, report: &TraceReport) -> bool {
     for d in &report.dumps {
         let loss = d.flags.data_loss();
         if !loss.is_empty() {
-            ui.warn(&format!(
-                "pid {} heap {} dump {}: {}",
-                d.pid,
-                d.heap,
-                d.index + 1,
-                loss.join(", ")
-            ));
+            ui.warn(&format!("pid {} heap {} dump {}: {}", d.pid, d.heap, d.index + 1, loss.join(", ")));
         }
         if d.timestamp.is_some() && !d.timestamp_converted && ui.verbose > 0 {
             ui.warn(&format!(
@@ -210,16 +198,18 @@ fn report_problems(ui: &Ui, report: &TraceReport) -> bool {
             ui.warn(&p.message);
         }
     } else if !report.problems.is_empty() {
+        ui.warn(&format!("{} problem(s) found in the input; `heapconv inspect` lists them", report.problems.len()));
+    }
+    if report.unfinished_dumps > 0 {
         ui.warn(&format!(
-            "{} problem(s) found in the input; `heapconv inspect` lists them",
-            report.problems.len()
+            "{} dump(s) never finished (the trace ends inside a dump chain); they were not converted",
+            report.unfinished_dumps
         ));
     }
     if let Some(d) = &report.damage {
         ui.warn(&format!("input damaged, result is partial: {d}"));
-        return true;
     }
-    false
+    report.is_partial()
 }
 
 fn progress_bar(ui: &Ui) -> Option<indicatif::ProgressBar> {
@@ -232,10 +222,7 @@ fn progress_bar(ui: &Ui) -> Option<indicatif::ProgressBar> {
 }
 
 fn run(cli: Cli) -> Result<u8, Error> {
-    let ui = Ui {
-        verbose: cli.verbose,
-        quiet: cli.quiet,
-    };
+    let ui = Ui { verbose: cli.verbose, quiet: cli.quiet };
     match cli.command {
         Command::Profile(a) => {
             let opts = ProfileOptions {
@@ -261,11 +248,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if run.written.is_empty() {
                 ui.info("No profile matched; nothing written.");
             } else {
-                ui.info(&format!(
-                    "Wrote {} profile(s) to {}",
-                    run.written.len(),
-                    opts.output_dir.display()
-                ));
+                ui.info(&format!("Wrote {} profile(s) to {}", run.written.len(), opts.output_dir.display()));
                 if ui.verbose > 0 {
                     for w in &run.written {
                         ui.info(&format!("  {}", w.display()));
@@ -293,13 +276,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let dest = match &a.output {
                 None => Destination::Stdout,
                 Some(p) if p.as_os_str() == "-" => Destination::Stdout,
-                Some(p) if p.is_dir() || p.to_string_lossy().ends_with('/') => {
-                    Destination::Dir(p.clone())
-                }
+                Some(p) if p.is_dir() || p.to_string_lossy().ends_with('/') => Destination::Dir(p.clone()),
                 Some(p) => Destination::File(p.clone()),
             };
-            if dest == Destination::Stdout && format.is_binary() && std::io::stdout().is_terminal()
-            {
+            if dest == Destination::Stdout && format.is_binary() && std::io::stdout().is_terminal() {
                 return Err(Error::new(
                     ErrorKind::Usage,
                     "refusing to write binary pprof to a terminal; use -o FILE or redirect standard output",
@@ -309,34 +289,20 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let mut stdout = std::io::stdout().lock();
             for (path, bytes) in &run.outputs {
                 match path {
-                    None => stdout
-                        .write_all(bytes)
-                        .map_err(|e| Error::io("writing standard output", e))?,
+                    None => stdout.write_all(bytes).map_err(|e| Error::io("writing standard output", e))?,
                     Some(p) if ui.verbose > 0 => ui.info(&format!("wrote {}", p.display())),
                     Some(_) => {}
                 }
             }
-            stdout
-                .flush()
-                .map_err(|e| Error::io("writing standard output", e))?;
+            stdout.flush().map_err(|e| Error::io("writing standard output", e))?;
             let damaged = report_problems(&ui, &run.report);
             Ok(if damaged { EXIT_PARTIAL } else { EXIT_OK })
         }
         Command::Inspect(a) => {
             let report = pipeline::run_inspect(&a.input, &a.decode.options())?;
-            let text = if a.json {
-                inspect_json(&report)
-            } else {
-                inspect_text(&report)
-            };
-            std::io::stdout()
-                .write_all(text.as_bytes())
-                .map_err(|e| Error::io("writing standard output", e))?;
-            Ok(if report.damage.is_some() {
-                EXIT_PARTIAL
-            } else {
-                EXIT_OK
-            })
+            let text = if a.json { inspect_json(&report) } else { inspect_text(&report) };
+            std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
+            Ok(if report.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
         }
     }
 }
@@ -358,11 +324,7 @@ fn main() -> ExitCode {
                 eprintln!("  caused by: {s}");
                 src = s.source();
             }
-            ExitCode::from(if e.kind() == ErrorKind::Usage {
-                EXIT_USAGE
-            } else {
-                EXIT_INPUT
-            })
+            ExitCode::from(if e.kind() == ErrorKind::Usage { EXIT_USAGE } else { EXIT_INPUT })
         }
     }
 }

@@ -36,10 +36,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<()>
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.heapconv-{}.tmp", std::process::id()));
     let result = (|| {
         let mut f = fs::File::create(&tmp)?;
@@ -56,6 +53,5 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<()>
 
 /// Creates `dir` (and its parents) if needed.
 pub fn ensure_dir(dir: &Path) -> Result<()> {
-    fs::create_dir_all(dir)
-        .map_err(|e| Error::io(format!("creating directory {}", dir.display()), e))
+    fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating directory {}", dir.display()), e))
 }

@@ -57,40 +57,24 @@ pub struct ProfileRun {
 
 /// The file name traceconv gives a heapprofd dump: `heap_dump.N.PID.HEAP.pb`.
 pub fn heap_dump_name(n: usize, profile: &Profile, ext: &str) -> String {
-    format!(
-        "heap_dump.{n}.{}.{}.{ext}",
-        profile.meta.pid.unwrap_or(0),
-        profile.meta.heap
-    )
+    format!("heap_dump.{n}.{}.{}.{ext}", profile.meta.pid.unwrap_or(0), profile.meta.heap)
 }
 
 /// Converts every heapprofd dump of `input` into one pprof file per (pid, dump, heap), as
 /// `traceconv profile --alloc` does: dumps where nothing changed get no file. `progress` is
 /// called with the number of profiles encoded so far.
-pub fn run_profile(
-    input: &Path,
-    opts: &ProfileOptions,
-    progress: &(dyn Fn(usize) + Sync),
-) -> Result<ProfileRun> {
+pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize) + Sync)) -> Result<ProfileRun> {
     let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
     let mut decode = opts.decode.clone();
     decode.pids = opts.pids.clone();
     decode.include_unchanged = false;
-    let pprof = PprofOptions {
-        annotations: opts.annotations,
-        extras: true,
-    };
+    let pprof = PprofOptions { annotations: opts.annotations, extras: true };
     let (tx, rx) = mpsc::channel::<(usize, Option<i64>, String, Vec<u8>)>();
     let mut count = 0usize;
     let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
     rayon::scope(|scope| {
         result = decode_heapprofd(&mut inp, &decode, &mut |p: Profile| {
-            if !opts.timestamps.is_empty()
-                && !p
-                    .meta
-                    .timestamp
-                    .is_some_and(|t| opts.timestamps.contains(&t))
-            {
+            if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
                 return Ok(());
             }
             let order = count;
@@ -112,10 +96,7 @@ pub fn run_profile(
     drop(tx);
     let (report, _tables) = result?;
     if report.dumps.is_empty() && report.damage.is_none() {
-        return Err(Error::new(
-            ErrorKind::NoData,
-            format!("{}: no heapprofd profile found in the trace", inp.name),
-        ));
+        return Err(Error::new(ErrorKind::NoData, format!("{}: no heapprofd profile found in the trace", inp.name)));
     }
     let mut outs: Vec<_> = rx.into_iter().collect();
     // Files are numbered in trace-time order (stable for dumps at the same time).
@@ -127,9 +108,7 @@ pub fn run_profile(
     let ext = if opts.raw { "pb" } else { "pb.gz" };
     let inputs = [input.to_path_buf()];
     for (n, (_, _, key, bytes)) in outs.into_iter().enumerate() {
-        let path = opts
-            .output_dir
-            .join(format!("heap_dump.{}.{key}.{ext}", n + 1));
+        let path = opts.output_dir.join(format!("heap_dump.{}.{key}.{ext}", n + 1));
         write_atomic(&path, &bytes, &inputs)?;
         written.push(path);
     }
@@ -245,10 +224,7 @@ pub fn select_profiles(input: &Path, opts: &ConvertOptions) -> Result<(Vec<Profi
         Ok(())
     })?;
     if report.dumps.is_empty() && report.damage.is_none() {
-        return Err(Error::new(
-            ErrorKind::NoData,
-            format!("{}: no heapprofd profile found in the trace", inp.name),
-        ));
+        return Err(Error::new(ErrorKind::NoData, format!("{}: no heapprofd profile found in the trace", inp.name)));
     }
     let mut out = Vec::new();
     for key in order {
@@ -263,56 +239,29 @@ pub fn select_profiles(input: &Path, opts: &ConvertOptions) -> Result<(Vec<Profi
 
 /// Encodes one profile in `format` with the view of `opts`.
 pub fn encode_one(profile: &Profile, opts: &ConvertOptions) -> Result<Vec<u8>> {
-    let index = profile
-        .value_index(opts.view)
-        .or_else(|| profile.value_index(ValueKind::TotalSize))
-        .unwrap_or(0);
+    let index = profile.value_index(opts.view).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
     Ok(match opts.format {
         Format::Pprof => {
             let mut p = profile.clone();
             p.default_sample_type = index;
-            gzip(&encode_pprof(
-                &p,
-                &PprofOptions {
-                    annotations: opts.annotations,
-                    extras: true,
-                },
-            ))
+            gzip(&encode_pprof(&p, &PprofOptions { annotations: opts.annotations, extras: true }))
         }
-        Format::Folded => encode_folded(
-            profile,
-            &FoldedOptions {
-                value_index: index,
-                annotations: opts.annotations,
-            },
-        )
-        .into_bytes(),
+        Format::Folded => {
+            encode_folded(profile, &FoldedOptions { value_index: index, annotations: opts.annotations }).into_bytes()
+        }
         Format::Svg => encode_svg(
             profile,
-            &SvgOptions {
-                value_index: index,
-                annotations: opts.annotations,
-                ..Default::default()
-            },
+            &SvgOptions { value_index: index, annotations: opts.annotations, ..Default::default() },
         )?,
         Format::Json => {
             let report = TraceReport::default();
-            convert_json(
-                &report,
-                std::slice::from_ref(profile),
-                &summary_options(opts),
-            )
-            .into_bytes()
+            convert_json(&report, std::slice::from_ref(profile), &summary_options(opts)).into_bytes()
         }
     })
 }
 
 fn summary_options(opts: &ConvertOptions) -> SummaryOptions {
-    SummaryOptions {
-        view: opts.view,
-        annotations: opts.annotations,
-        ..Default::default()
-    }
+    SummaryOptions { view: opts.view, annotations: opts.annotations, ..Default::default() }
 }
 
 /// Where `convert` writes.
@@ -342,10 +291,7 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
     if profiles.is_empty() {
         return Err(Error::new(
             ErrorKind::NoData,
-            format!(
-                "{}: no dump matches the selection (see `heapconv inspect`)",
-                input.display()
-            ),
+            format!("{}: no dump matches the selection (see `heapconv inspect`)", input.display()),
         ));
     }
     let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format == Format::Json {
@@ -357,10 +303,7 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
         }
     } else {
         if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
-            let list: Vec<String> = profiles
-                .iter()
-                .map(|p| format!("  {}", p.meta.describe()))
-                .collect();
+            let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.meta.describe())).collect();
             return Err(Error::new(
                 ErrorKind::Usage,
                 format!(
@@ -370,17 +313,14 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
                 ),
             ));
         }
-        let encoded: Vec<Result<Vec<u8>>> =
-            profiles.par_iter().map(|p| encode_one(p, opts)).collect();
+        let encoded: Vec<Result<Vec<u8>>> = profiles.par_iter().map(|p| encode_one(p, opts)).collect();
         let mut outs = Vec::new();
         for (n, (p, bytes)) in profiles.iter().zip(encoded).enumerate() {
             let bytes = bytes?;
             let path = match dest {
                 Destination::Stdout => None,
                 Destination::File(f) => Some(f.clone()),
-                Destination::Dir(d) => {
-                    Some(d.join(heap_dump_name(n + 1, p, opts.format.extension())))
-                }
+                Destination::Dir(d) => Some(d.join(heap_dump_name(n + 1, p, opts.format.extension()))),
             };
             outs.push((path, bytes));
         }
@@ -401,21 +341,14 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
 
 /// The input's file name without directories and trace extensions.
 pub fn stem(input: &Path) -> String {
-    let name = input
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "stdin".to_owned());
+    let name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "stdin".to_owned());
     let mut s = name.as_str();
     for ext in [".gz", ".pftrace", ".perfetto-trace", ".trace", ".pb"] {
         if let Some(t) = s.strip_suffix(ext) {
             s = t;
         }
     }
-    if s.is_empty() || s == "-" {
-        "stdin".to_owned()
-    } else {
-        s.to_owned()
-    }
+    if s.is_empty() || s == "-" { "stdin".to_owned() } else { s.to_owned() }
 }
 
 /// Runs `inspect`: decodes everything and returns the report.

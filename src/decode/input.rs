@@ -19,10 +19,7 @@ pub struct Input {
 
 impl std::fmt::Debug for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Input")
-            .field("name", &self.name)
-            .field("gzipped", &self.gzipped)
-            .finish()
+        f.debug_struct("Input").field("name", &self.name).field("gzipped", &self.gzipped).finish()
     }
 }
 
@@ -52,11 +49,7 @@ pub(crate) struct CappedReader<R> {
 
 impl<R> CappedReader<R> {
     pub(crate) fn new(inner: R, limit: u64) -> Self {
-        CappedReader {
-            inner,
-            left: limit,
-            limit,
-        }
+        CappedReader { inner, left: limit, limit }
     }
 }
 
@@ -67,15 +60,10 @@ impl<R: Read> Read for CappedReader<R> {
             let mut one = [0u8; 1];
             return match self.inner.read(&mut one)? {
                 0 => Ok(0),
-                _ => Err(io::Error::other(format!(
-                    "decompressed size exceeds the limit of {} bytes",
-                    self.limit
-                ))),
+                _ => Err(io::Error::other(format!("decompressed size exceeds the limit of {} bytes", self.limit))),
             };
         }
-        let n = buf
-            .len()
-            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
         let got = self.inner.read(&mut buf[..n])?;
         self.left -= got as u64;
         Ok(got)
@@ -92,21 +80,15 @@ impl Input {
             return Self::from_reader(name, Box::new(stdin), None, max_expanded);
         }
         let file = File::open(path).map_err(|e| Error::io(format!("opening {name}"), e))?;
-        let meta = file
-            .metadata()
-            .map_err(|e| Error::io(format!("reading {name}"), e))?;
+        let meta = file.metadata().map_err(|e| Error::io(format!("reading {name}"), e))?;
         if meta.is_dir() {
-            return Err(Error::new(
-                ErrorKind::Usage,
-                format!("{name} is a directory, not a trace"),
-            ));
+            return Err(Error::new(ErrorKind::Usage, format!("{name} is a directory, not a trace")));
         }
         let size = meta.len();
         let reader: Box<dyn Read + Send> = if meta.is_file() && size > 0 {
             // SAFETY: the map is read-only; heapconv never writes to its inputs. A file
             // truncated by another process while mapped is outside what we can guard.
-            let map = unsafe { memmap2::Mmap::map(&file) }
-                .map_err(|e| Error::io(format!("mapping {name}"), e))?;
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(format!("mapping {name}"), e))?;
             Box::new(MmapReader { map, pos: 0 })
         } else {
             Box::new(io::BufReader::with_capacity(1 << 20, file))
@@ -117,12 +99,7 @@ impl Input {
     /// Wraps an in-memory buffer (tests, library users).
     pub fn from_bytes(name: &str, bytes: Vec<u8>, max_expanded: u64) -> Result<Input> {
         let size = bytes.len() as u64;
-        Self::from_reader(
-            name.to_owned(),
-            Box::new(io::Cursor::new(bytes)),
-            Some(size),
-            max_expanded,
-        )
+        Self::from_reader(name.to_owned(), Box::new(io::Cursor::new(bytes)), Some(size), max_expanded)
     }
 
     fn from_reader(
@@ -132,17 +109,13 @@ impl Input {
         max_expanded: u64,
     ) -> Result<Input> {
         let mut peek = PeekReader::new(reader);
-        let head = peek
-            .peek(2)
-            .map_err(|e| Error::io(format!("reading {name}"), e))?;
+        let head = peek.peek(2).map_err(|e| Error::io(format!("reading {name}"), e))?;
         let gzipped = head == [0x1f, 0x8b];
         let zstd = head == [0x28, 0xb5];
         if zstd {
             return Err(Error::new(
                 ErrorKind::Unsupported,
-                format!(
-                    "{name}: zstd-compressed traces are not supported; decompress with `zstd -d` first"
-                ),
+                format!("{name}: zstd-compressed traces are not supported; decompress with `zstd -d` first"),
             ));
         }
         let reader: Box<dyn Read + Send> = if gzipped {
@@ -151,12 +124,7 @@ impl Input {
         } else {
             Box::new(peek)
         };
-        Ok(Input {
-            name,
-            gzipped,
-            file_size,
-            reader,
-        })
+        Ok(Input { name, gzipped, file_size, reader })
     }
 
     /// The byte stream (decompressed when the file was gzip).
@@ -174,11 +142,7 @@ struct PeekReader {
 
 impl PeekReader {
     fn new(inner: Box<dyn Read + Send>) -> Self {
-        PeekReader {
-            inner,
-            head: Vec::new(),
-            pos: 0,
-        }
+        PeekReader { inner, head: Vec::new(), pos: 0 }
     }
 
     fn peek(&mut self, n: usize) -> io::Result<&[u8]> {

@@ -30,14 +30,7 @@ pub struct SvgOptions {
 
 impl Default for SvgOptions {
     fn default() -> Self {
-        SvgOptions {
-            value_index: 0,
-            annotations: false,
-            title: None,
-            width: 1200,
-            inverted: false,
-            min_width: 0.1,
-        }
+        SvgOptions { value_index: 0, annotations: false, title: None, width: 1200, inverted: false, min_width: 0.1 }
     }
 }
 
@@ -47,60 +40,31 @@ fn sanitize(label: &str) -> String {
 
 /// Renders a profile as a flame graph SVG.
 pub fn encode_svg(profile: &Profile, opts: &SvgOptions) -> Result<Vec<u8>> {
-    let ty = profile.sample_types.get(opts.value_index).ok_or_else(|| {
-        Error::new(
-            ErrorKind::Usage,
-            format!("value index {} out of range", opts.value_index),
-        )
-    })?;
+    let ty = profile
+        .sample_types
+        .get(opts.value_index)
+        .ok_or_else(|| Error::new(ErrorKind::Usage, format!("value index {} out of range", opts.value_index)))?;
     let bytes = ty.kind.is_bytes() || ty.unit == "bytes";
     let lines = folded_lines(
         profile,
-        &FoldedOptions {
-            value_index: opts.value_index,
-            annotations: opts.annotations,
-        },
+        &FoldedOptions { value_index: opts.value_index, annotations: opts.annotations },
         sanitize,
     );
     let negative = lines.values().any(|&v| v < 0);
-    let text: Vec<String> = lines
-        .iter()
-        .filter(|(_, v)| **v > 0)
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect();
+    let text: Vec<String> = lines.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
     let total: i64 = lines.values().filter(|v| **v > 0).sum();
 
     let meta = &profile.meta;
     let mut fo = inferno::flamegraph::Options::default();
-    fo.title = opts
-        .title
-        .clone()
-        .unwrap_or_else(|| format!("{}: {}", meta.describe(), ty.name));
+    fo.title = opts.title.clone().unwrap_or_else(|| format!("{}: {}", meta.describe(), ty.name));
     let mut sub = Vec::new();
     if let Some(t) = meta.timestamp {
-        sub.push(format!(
-            "dump at {t} ns{}",
-            if meta.timestamp_converted {
-                ""
-            } else {
-                " (raw clock)"
-            }
-        ));
+        sub.push(format!("dump at {t} ns{}", if meta.timestamp_converted { "" } else { " (raw clock)" }));
     }
     if let Some(i) = meta.sampling_interval {
-        sub.push(format!(
-            "sampling every {}",
-            human_bytes(i64::try_from(i).unwrap_or(i64::MAX))
-        ));
+        sub.push(format!("sampling every {}", human_bytes(i64::try_from(i).unwrap_or(i64::MAX))));
     }
-    sub.push(format!(
-        "total {}",
-        if bytes {
-            human_bytes(total)
-        } else {
-            format!("{total} {}", ty.unit)
-        }
-    ));
+    sub.push(format!("total {}", if bytes { human_bytes(total) } else { format!("{total} {}", ty.unit) }));
     if negative {
         sub.push("negative values not drawn".to_owned());
     }
@@ -109,11 +73,7 @@ pub fn encode_svg(profile: &Profile, opts: &SvgOptions) -> Result<Vec<u8>> {
         sub.push(format!("DATA LOSS: {}", loss.join(", ")));
     }
     fo.subtitle = Some(sub.join(" · "));
-    fo.count_name = if bytes {
-        "bytes".to_owned()
-    } else {
-        ty.unit.clone()
-    };
+    fo.count_name = if bytes { "bytes".to_owned() } else { ty.unit.clone() };
     fo.name_type = "Function:".to_owned();
     fo.colors = inferno::flamegraph::Palette::Basic(inferno::flamegraph::color::BasicPalette::Mem);
     fo.deterministic = true;
@@ -171,9 +131,8 @@ mod tests {
 
     #[test]
     fn titles_get_units() {
-        let got = humanize_titles(
-            b"<title>malloc (1,572,864 bytes, 50.00%)</title><title>all (10 bytes, 100%)</title>",
-        );
+        let got =
+            humanize_titles(b"<title>malloc (1,572,864 bytes, 50.00%)</title><title>all (10 bytes, 100%)</title>");
         assert_eq!(
             String::from_utf8(got).unwrap(),
             "<title>malloc (1.50 MiB, 1,572,864 bytes, 50.00%)</title><title>all (10 B, 10 bytes, 100%)</title>"

@@ -61,18 +61,10 @@ pub fn parse_folded_line(line: &str) -> Option<(Vec<String>, i64)> {
 }
 
 /// Folded lines (label text -> summed value), sorted.
-pub fn folded_lines(
-    profile: &Profile,
-    opts: &FoldedOptions,
-    escape: fn(&str) -> String,
-) -> BTreeMap<String, i64> {
+pub fn folded_lines(profile: &Profile, opts: &FoldedOptions, escape: fn(&str) -> String) -> BTreeMap<String, i64> {
     let mut lines: BTreeMap<String, i64> = BTreeMap::new();
     for (labels, v) in labelled_samples(profile, opts.value_index, opts.annotations) {
-        let key = labels
-            .iter()
-            .map(|l| escape(l))
-            .collect::<Vec<_>>()
-            .join(";");
+        let key = labels.iter().map(|l| escape(l)).collect::<Vec<_>>().join(";");
         *lines.entry(key).or_default() += v;
     }
     lines
@@ -99,14 +91,7 @@ mod tests {
     #[test]
     fn escaping_round_trips() {
         let frames = ["a;b", "c\\d", "e\nf", "plain name (with) spaces"];
-        let line = format!(
-            "{} 42",
-            frames
-                .iter()
-                .map(|f| escape_frame(f))
-                .collect::<Vec<_>>()
-                .join(";")
-        );
+        let line = format!("{} 42", frames.iter().map(|f| escape_frame(f)).collect::<Vec<_>>().join(";"));
         let (back, v) = parse_folded_line(&line).unwrap();
         assert_eq!(back, frames);
         assert_eq!(v, 42);

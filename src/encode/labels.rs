@@ -30,53 +30,31 @@ pub fn frame_labels(tables: &Tables, node: StackId, annotation: Annotation, out:
         out.push(format!("{name}{suffix}"));
         return;
     }
-    let base = frame
-        .mapping
-        .map(|m| basename(tables.strings.get(tables.mapping(m).path)))
-        .unwrap_or("");
+    let base = frame.mapping.map(|m| basename(tables.strings.get(tables.mapping(m).path))).unwrap_or("");
     let base = if base.is_empty() { "[unknown]" } else { base };
     out.push(format!("{base}+{:#x}", frame.rel_pc));
 }
 
 /// Labels of a whole stack, root first, with annotations when `annotations` is true.
-pub fn stack_labels(
-    tables: &Tables,
-    stack: StackId,
-    annotations: bool,
-    nodes: &mut Vec<StackId>,
-) -> Vec<String> {
+pub fn stack_labels(tables: &Tables, stack: StackId, annotations: bool, nodes: &mut Vec<StackId>) -> Vec<String> {
     tables.stack_nodes_root_first(stack, nodes);
     let mut out = Vec::with_capacity(nodes.len());
     let mut state = AnnotationState::Initial;
     for &n in nodes.iter() {
         let (next, a) = annotate_node(tables, state, n);
         state = next;
-        frame_labels(
-            tables,
-            n,
-            if annotations { a } else { Annotation::None },
-            &mut out,
-        );
+        frame_labels(tables, n, if annotations { a } else { Annotation::None }, &mut out);
     }
     out
 }
 
 /// One entry per sample: its labels root first and its value at `index`, skipping zeros.
-pub fn labelled_samples(
-    profile: &Profile,
-    index: usize,
-    annotations: bool,
-) -> Vec<(Vec<String>, i64)> {
+pub fn labelled_samples(profile: &Profile, index: usize, annotations: bool) -> Vec<(Vec<String>, i64)> {
     let mut nodes = Vec::new();
     profile
         .samples()
         .filter(|(_, v)| v[index] != 0)
-        .map(|(s, v)| {
-            (
-                stack_labels(&profile.tables, s, annotations, &mut nodes),
-                v[index],
-            )
-        })
+        .map(|(s, v)| (stack_labels(&profile.tables, s, annotations, &mut nodes), v[index]))
         .collect()
 }
 

@@ -37,10 +37,7 @@ pub struct PprofOptions {
 
 impl Default for PprofOptions {
     fn default() -> Self {
-        PprofOptions {
-            annotations: true,
-            extras: true,
-        }
+        PprofOptions { annotations: true, extras: true }
     }
 }
 
@@ -68,13 +65,7 @@ impl Builder<'_> {
             return id;
         }
         let id = self.functions.len() as u64 + 1;
-        self.functions.push(pp::Function {
-            id,
-            name: key.0,
-            system_name: key.1,
-            filename: key.2,
-            start_line,
-        });
+        self.functions.push(pp::Function { id, name: key.0, system_name: key.1, filename: key.2, start_line });
         self.function_index.insert(key, id);
         id
     }
@@ -103,14 +94,7 @@ impl Builder<'_> {
     }
 
     fn location(&mut self, frame_id: FrameId, annotation: Annotation) -> u64 {
-        let key = (
-            frame_id,
-            if self.opts.annotations {
-                annotation
-            } else {
-                Annotation::None
-            },
-        );
+        let key = (frame_id, if self.opts.annotations { annotation } else { Annotation::None });
         if let Some(&id) = self.location_index.get(&key) {
             return id;
         }
@@ -125,39 +109,18 @@ impl Builder<'_> {
         if frame.lines.is_empty() {
             let name = tables.strings.get(frame.name);
             let raw = tables.strings.get(frame.raw_name);
-            let shown = if name.is_empty() {
-                String::new()
-            } else {
-                format!("{name}{suffix}")
-            };
+            let shown = if name.is_empty() { String::new() } else { format!("{name}{suffix}") };
             let f = self.function(&shown, raw, "", 0);
-            lines.push(pp::Line {
-                function_id: f,
-                line: 0,
-                column: 0,
-            });
+            lines.push(pp::Line { function_id: f, line: 0, column: 0 });
             if mapping_id != 0 {
                 self.mapping_symbolized[mapping_id as usize - 1] = false;
             }
         } else {
             for l in &frame.lines {
                 let name = tables.strings.get(l.function);
-                let shown = if name.is_empty() {
-                    String::new()
-                } else {
-                    format!("{name}{suffix}")
-                };
-                let f = self.function(
-                    &shown,
-                    tables.strings.get(l.system_name),
-                    tables.strings.get(l.file),
-                    0,
-                );
-                lines.push(pp::Line {
-                    function_id: f,
-                    line: i64::from(l.line),
-                    column: i64::from(l.column),
-                });
+                let shown = if name.is_empty() { String::new() } else { format!("{name}{suffix}") };
+                let f = self.function(&shown, tables.strings.get(l.system_name), tables.strings.get(l.file), 0);
+                lines.push(pp::Line { function_id: f, line: i64::from(l.line), column: i64::from(l.column) });
             }
         }
         let id = self.locations.len() as u64 + 1;
@@ -223,11 +186,7 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
             locs.push(node_loc[&s.0].0);
             cur = tables.stack_node(s).parent;
         }
-        out.sample.push(pp::Sample {
-            location_id: locs,
-            value: values.to_vec(),
-            label: Vec::new(),
-        });
+        out.sample.push(pp::Sample { location_id: locs, value: values.to_vec(), label: Vec::new() });
     }
     if opts.extras {
         for (i, m) in b.mappings.iter_mut().enumerate() {
@@ -268,18 +227,15 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
     out.location = b.locations;
     out.function = b.functions;
     out.mapping = b.mappings;
-    out.string_table = (0..b.strings.len())
-        .map(|i| b.strings.get(crate::model::StringId(i as u32)).to_owned())
-        .collect();
+    out.string_table =
+        (0..b.strings.len()).map(|i| b.strings.get(crate::model::StringId(i as u32)).to_owned()).collect();
     out.encode_to_vec()
 }
 
 /// Gzip-compresses `bytes` (level 6, no file name, zero mtime: deterministic).
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::GzBuilder::new().mtime(0).write(
-        Vec::with_capacity(bytes.len() / 4 + 64),
-        flate2::Compression::new(6),
-    );
+    let mut enc =
+        flate2::GzBuilder::new().mtime(0).write(Vec::with_capacity(bytes.len() / 4 + 64), flate2::Compression::new(6));
     enc.write_all(bytes).expect("writing to memory");
     enc.finish().expect("writing to memory")
 }

@@ -21,11 +21,7 @@ pub struct SummaryOptions {
 
 impl Default for SummaryOptions {
     fn default() -> Self {
-        SummaryOptions {
-            top: 20,
-            view: ValueKind::UnreleasedSize,
-            annotations: false,
-        }
+        SummaryOptions { top: 20, view: ValueKind::UnreleasedSize, annotations: false }
     }
 }
 
@@ -93,15 +89,8 @@ pub fn summarize(profile: &Profile, opts: &SummaryOptions) -> ProfileSummary {
         unreleased_count: total(ValueKind::UnreleasedCount),
         unreleased_size: total(ValueKind::UnreleasedSize),
     };
-    let index = profile
-        .value_index(opts.view)
-        .or_else(|| profile.value_index(ValueKind::TotalSize))
-        .unwrap_or(0);
-    let ranked_by = profile
-        .sample_types
-        .get(index)
-        .map(|t| t.name.clone())
-        .unwrap_or_default();
+    let index = profile.value_index(opts.view).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
+    let ranked_by = profile.sample_types.get(index).map(|t| t.name.clone()).unwrap_or_default();
     let mut nodes = Vec::new();
     let mut stacks: Vec<(i64, Vec<String>)> = Vec::new();
     let mut flat: HashMap<String, i64> = HashMap::new();
@@ -128,27 +117,14 @@ pub fn summarize(profile: &Profile, opts: &SummaryOptions) -> ProfileSummary {
     stacks.truncate(opts.top);
     let mut funcs: Vec<TopFunction> = cum
         .into_iter()
-        .map(|(name, c)| TopFunction {
-            flat: flat.get(&name).copied().unwrap_or(0),
-            cumulative: c,
-            name,
-        })
+        .map(|(name, c)| TopFunction { flat: flat.get(&name).copied().unwrap_or(0), cumulative: c, name })
         .collect();
-    funcs.sort_by(|a, b| {
-        b.cumulative
-            .cmp(&a.cumulative)
-            .then(b.flat.cmp(&a.flat))
-            .then_with(|| a.name.cmp(&b.name))
-    });
+    funcs.sort_by(|a, b| b.cumulative.cmp(&a.cumulative).then(b.flat.cmp(&a.flat)).then_with(|| a.name.cmp(&b.name)));
     funcs.truncate(opts.top);
     ProfileSummary {
         meta: profile.meta.clone(),
         data_loss: profile.meta.flags.data_loss(),
-        sample_types: profile
-            .sample_types
-            .iter()
-            .map(|t| format!("{}/{}", t.name, t.unit))
-            .collect(),
+        sample_types: profile.sample_types.iter().map(|t| format!("{}/{}", t.name, t.unit)).collect(),
         stacks: profile.sample_count(),
         totals,
         ranked_by,
@@ -207,50 +183,25 @@ fn flag_text(f: &DumpFlags) -> String {
     if f.dump_at_max {
         v.insert(0, "dump_at_max".to_owned());
     }
-    if v.is_empty() {
-        "-".to_owned()
-    } else {
-        v.join(",")
-    }
+    if v.is_empty() { "-".to_owned() } else { v.join(",") }
 }
 
 /// Renders the report of `inspect` for people.
 pub fn inspect_text(report: &TraceReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{}{}",
-        report.source,
-        if report.gzipped { " (gzip)" } else { "" }
-    );
+    let _ = writeln!(s, "{}{}", report.source, if report.gzipped { " (gzip)" } else { "" });
     let _ = writeln!(
         s,
         "  {} bytes, {} packets ({} in compressed bundles: {}), {} clock snapshot(s)",
         report.bytes,
         report.packets,
         report.compressed_bundles,
-        if report.compressed_bundles > 0 {
-            "yes"
-        } else {
-            "no"
-        },
+        if report.compressed_bundles > 0 { "yes" } else { "no" },
         report.clock_snapshots
     );
-    let kinds: Vec<String> = report
-        .packet_kinds
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let _ = writeln!(
-        s,
-        "  payloads: {}",
-        if kinds.is_empty() {
-            "none".to_owned()
-        } else {
-            kinds.join(" ")
-        }
-    );
+    let kinds: Vec<String> = report.packet_kinds.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(s, "  payloads: {}", if kinds.is_empty() { "none".to_owned() } else { kinds.join(" ") });
     let _ = writeln!(s, "sequences:");
     for (id, q) in &report.sequences {
         let _ = writeln!(
@@ -281,16 +232,7 @@ pub fn inspect_text(report: &TraceReport) -> String {
     let _ = writeln!(
         s,
         "  {:>7} {:<20} {:<16} {:>4} {:>14} {:>9} {:>8} {:>12} {:>12} {:>8}  flags",
-        "pid",
-        "process",
-        "heap",
-        "#",
-        "timestamp",
-        "interval",
-        "stacks",
-        "total",
-        "unreleased",
-        "changed"
+        "pid", "process", "heap", "#", "timestamp", "interval", "stacks", "total", "unreleased", "changed"
     );
     for d in &report.dumps {
         let ts = match d.timestamp {
@@ -306,9 +248,7 @@ pub fn inspect_text(report: &TraceReport) -> String {
             d.heap,
             d.index + 1,
             ts,
-            d.sampling_interval
-                .map(|i| i.to_string())
-                .unwrap_or_else(|| "-".to_owned()),
+            d.sampling_interval.map(|i| i.to_string()).unwrap_or_else(|| "-".to_owned()),
             d.stacks,
             human_bytes(d.totals.total_size),
             human_bytes(d.totals.unreleased_size),

@@ -67,10 +67,7 @@ fn classify(path: &str) -> MapClass {
     let ext = &path[i..];
     if ext.starts_with(".so") {
         MapClass::Native
-    } else if [".dex", ".vdex", ".jar", ".apk"]
-        .iter()
-        .any(|e| ext.starts_with(e))
-    {
+    } else if [".dex", ".vdex", ".jar", ".apk"].iter().any(|e| ext.starts_with(e)) {
         MapClass::Interp
     } else if ext.starts_with(".oat") || ext.starts_with(".odex") {
         MapClass::Aot
@@ -91,21 +88,11 @@ pub enum AnnotationState {
     KeepNext,
 }
 
-const INTERP_GLUE: [&str; 5] = [
-    "nterp_",
-    "Nterp",
-    "ExecuteNterp",
-    "ExecuteSwitchImpl",
-    "_ZN3art11interpreter",
-];
+const INTERP_GLUE: [&str; 5] = ["nterp_", "Nterp", "ExecuteNterp", "ExecuteSwitchImpl", "_ZN3art11interpreter"];
 
 /// Annotates one stack node given its parent's state (`AnnotationState::Initial` for a root);
 /// returns the state for its children and its annotation.
-pub fn annotate_node(
-    tables: &Tables,
-    parent: AnnotationState,
-    node: StackId,
-) -> (AnnotationState, Annotation) {
+pub fn annotate_node(tables: &Tables, parent: AnnotationState, node: StackId) -> (AnnotationState, Annotation) {
     use AnnotationState as S;
     let frame = tables.frame(tables.stack_node(node).frame);
     if parent == S::KeepNext {
@@ -115,17 +102,10 @@ pub fn annotate_node(
     if raw == "art_jni_trampoline" {
         return (S::KeepNext, Annotation::CommonFrame);
     }
-    let class = frame
-        .mapping
-        .map(|m| classify(tables.strings.get(tables.mapping(m).path)))
-        .unwrap_or(MapClass::Other);
+    let class = frame.mapping.map(|m| classify(tables.strings.get(tables.mapping(m).path))).unwrap_or(MapClass::Other);
     match class {
         MapClass::Interp | MapClass::Jit | MapClass::Aot => {
-            let state = if parent == S::Initial {
-                S::EraseLibart
-            } else {
-                parent
-            };
+            let state = if parent == S::Initial { S::EraseLibart } else { parent };
             let a = match class {
                 MapClass::Interp => Annotation::Interp,
                 MapClass::Jit => Annotation::Jit,

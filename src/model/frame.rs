@@ -83,18 +83,9 @@ mod tests {
 
     #[test]
     fn demangles_cpp_like_llvm() {
-        assert_eq!(
-            demangle("_ZN3foo6Widget5buildEv").as_deref(),
-            Some("foo::Widget::build()")
-        );
-        assert_eq!(
-            demangle("_ZN3foo4Pool4growEm").as_deref(),
-            Some("foo::Pool::grow(unsigned long)")
-        );
-        assert_eq!(
-            demangle("__ZN3foo4Pool4growEm").as_deref(),
-            Some("foo::Pool::grow(unsigned long)")
-        );
+        assert_eq!(demangle("_ZN3foo6Widget5buildEv").as_deref(), Some("foo::Widget::build()"));
+        assert_eq!(demangle("_ZN3foo4Pool4growEm").as_deref(), Some("foo::Pool::grow(unsigned long)"));
+        assert_eq!(demangle("__ZN3foo4Pool4growEm").as_deref(), Some("foo::Pool::grow(unsigned long)"));
     }
 
     #[test]
@@ -103,10 +94,7 @@ mod tests {
             demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE").as_deref(),
             Some("core::ptr::drop_in_place")
         );
-        assert_eq!(
-            demangle("_RNvCs1234_7mycrate3foo").as_deref(),
-            Some("mycrate::foo")
-        );
+        assert_eq!(demangle("_RNvCs1234_7mycrate3foo").as_deref(), Some("mycrate::foo"));
     }
 
     #[test]

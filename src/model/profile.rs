@@ -44,11 +44,7 @@ pub struct ValueType {
 impl ValueType {
     /// A value type.
     pub fn new(name: &str, unit: &str, kind: ValueKind) -> Self {
-        ValueType {
-            name: name.to_owned(),
-            unit: unit.to_owned(),
-            kind,
-        }
+        ValueType { name: name.to_owned(), unit: unit.to_owned(), kind }
     }
 }
 
@@ -193,23 +189,12 @@ pub struct Profile {
 impl Profile {
     /// An empty profile with the given sample types.
     pub fn new(tables: Arc<Tables>, meta: ProfileMeta, sample_types: Vec<ValueType>) -> Self {
-        Profile {
-            tables,
-            meta,
-            sample_types,
-            default_sample_type: 0,
-            stacks: Vec::new(),
-            values: Vec::new(),
-        }
+        Profile { tables, meta, sample_types, default_sample_type: 0, stacks: Vec::new(), values: Vec::new() }
     }
 
     /// Adds a sample. `values` must have one entry per sample type.
     pub fn push_sample(&mut self, stack: StackId, values: &[i64]) {
-        assert_eq!(
-            values.len(),
-            self.sample_types.len(),
-            "one value per sample type"
-        );
+        assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");
         self.stacks.push(stack);
         self.values.extend_from_slice(values);
     }

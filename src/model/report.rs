@@ -120,6 +120,8 @@ pub struct TraceReport {
     pub problems_omitted: u64,
     /// The error that stopped decoding early, if any: dumps completed before it are valid.
     pub damage: Option<String>,
+    /// Dump chains that never ended (no closing packet): their dumps were not converted.
+    pub unfinished_dumps: u64,
 }
 
 impl TraceReport {
@@ -127,29 +129,21 @@ impl TraceReport {
     pub const MAX_PROBLEMS: usize = 200;
 
     /// Records a problem (or counts it once the list is full).
-    pub fn problem(
-        &mut self,
-        offset: Option<u64>,
-        packet: Option<u64>,
-        message: impl Into<String>,
-    ) {
+    pub fn problem(&mut self, offset: Option<u64>, packet: Option<u64>, message: impl Into<String>) {
         if self.problems.len() < Self::MAX_PROBLEMS {
-            self.problems.push(Problem {
-                offset,
-                packet,
-                message: message.into(),
-            });
+            self.problems.push(Problem { offset, packet, message: message.into() });
         } else {
             self.problems_omitted += 1;
         }
     }
 
+    /// True when data was lost on the way in: the input is damaged or a dump never ended.
+    pub fn is_partial(&self) -> bool {
+        self.damage.is_some() || self.unfinished_dumps > 0
+    }
+
     /// Share of frames with a name, 0..=1 (1 when there are no frames).
     pub fn named_frame_share(&self) -> f64 {
-        if self.frames == 0 {
-            1.0
-        } else {
-            self.frames_with_names as f64 / self.frames as f64
-        }
+        if self.frames == 0 { 1.0 } else { self.frames_with_names as f64 / self.frames as f64 }
     }
 }

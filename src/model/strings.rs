@@ -25,10 +25,7 @@ pub struct StringTable {
 
 impl Default for StringTable {
     fn default() -> Self {
-        let mut t = StringTable {
-            strings: Vec::new(),
-            index: HashMap::new(),
-        };
+        let mut t = StringTable { strings: Vec::new(), index: HashMap::new() };
         t.strings.push("".into());
         t.index.insert("".into(), StringId::EMPTY);
         t

@@ -36,25 +36,14 @@ impl Tables {
 
     /// Interns a native or managed frame by (mapping, rel_pc, raw name). The display name is
     /// the demangled raw name (computed once per distinct name).
-    pub fn intern_frame(
-        &mut self,
-        mapping: Option<MappingId>,
-        rel_pc: u64,
-        raw_name: StringId,
-    ) -> FrameId {
+    pub fn intern_frame(&mut self, mapping: Option<MappingId>, rel_pc: u64, raw_name: StringId) -> FrameId {
         let key = (mapping, rel_pc, raw_name);
         if let Some(&id) = self.frame_index.get(&key) {
             return id;
         }
         let name = self.display_name(raw_name);
         let id = FrameId(to_u32(self.frames.len()));
-        self.frames.push(Frame {
-            mapping,
-            rel_pc,
-            raw_name,
-            name,
-            lines: Vec::new(),
-        });
+        self.frames.push(Frame { mapping, rel_pc, raw_name, name, lines: Vec::new() });
         self.frame_index.insert(key, id);
         id
     }
@@ -82,11 +71,7 @@ impl Tables {
         }
         let depth = parent.map_or(0, |p| self.stacks[p.0 as usize].depth + 1);
         let id = StackId(to_u32(self.stacks.len()));
-        self.stacks.push(StackNode {
-            parent,
-            frame,
-            depth,
-        });
+        self.stacks.push(StackNode { parent, frame, depth });
         self.stack_index.insert(key, id);
         id
     }

@@ -39,8 +39,8 @@ use super::reader::PacketReader;
 use crate::decode::input::{CappedReader, Input};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{
-    DumpFlags, DumpReport, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables,
-    Totals, TraceReport, ValueKind, ValueType,
+    DumpFlags, DumpReport, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables, Totals, TraceReport,
+    ValueKind, ValueType,
 };
 use crate::proto::perfetto as pb;
 
@@ -134,10 +134,7 @@ struct Inline {
 
 impl Inline {
     fn is_empty(&self) -> bool {
-        self.strings.is_empty()
-            && self.mappings.is_empty()
-            && self.frames.is_empty()
-            && self.callstacks.is_empty()
+        self.strings.is_empty() && self.mappings.is_empty() && self.frames.is_empty() && self.callstacks.is_empty()
     }
 }
 
@@ -238,12 +235,7 @@ pub fn decode_heapprofd(
         let (offset, number, bytes) = pkt;
         match d.packet(&bytes, offset, number, sink) {
             Ok(()) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::Malformed | ErrorKind::Truncated | ErrorKind::LimitExceeded
-                ) =>
-            {
+            Err(e) if matches!(e.kind(), ErrorKind::Malformed | ErrorKind::Truncated | ErrorKind::LimitExceeded) => {
                 d.report.damage = Some(e.to_string());
                 break;
             }
@@ -257,10 +249,7 @@ pub fn decode_heapprofd(
 
 /// Decodes a whole trace and returns every dump's profile, all sharing the final tables.
 /// Memory grows with the number of dumps; [`decode_heapprofd`] with a streaming sink does not.
-pub fn decode_heapprofd_all(
-    input: &mut Input,
-    opts: &DecodeOptions,
-) -> Result<(Vec<Profile>, TraceReport)> {
+pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(Vec<Profile>, TraceReport)> {
     let mut out = Vec::new();
     let empty = Arc::new(Tables::default());
     let (report, tables) = decode_heapprofd(input, opts, &mut |mut p| {
@@ -289,11 +278,7 @@ struct Decoder {
 
 impl Decoder {
     fn new(input: &Input, opts: &DecodeOptions) -> Self {
-        let report = TraceReport {
-            source: input.name.clone(),
-            gzipped: input.gzipped,
-            ..Default::default()
-        };
+        let report = TraceReport { source: input.name.clone(), gzipped: input.gzipped, ..Default::default() };
         Decoder {
             name: input.name.clone(),
             opts: opts.clone(),
@@ -320,10 +305,7 @@ impl Decoder {
         let pkt = pb::TracePacket::decode(bytes).map_err(|e| {
             Error::new(
                 ErrorKind::Malformed,
-                format!(
-                    "{} at byte {offset}, packet {number}: bad TracePacket",
-                    self.name
-                ),
+                format!("{} at byte {offset}, packet {number}: bad TracePacket", self.name),
             )
             .with_source(e)
         })?;
@@ -360,30 +342,12 @@ impl Decoder {
         let mut capped = CappedReader::new(inflated, self.opts.max_bundle_bytes);
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut capped, &mut buf).map_err(|e| {
-            let kind = if e.to_string().contains("limit") {
-                ErrorKind::LimitExceeded
-            } else {
-                ErrorKind::Malformed
-            };
-            Error::new(
-                kind,
-                format!(
-                    "{} at byte {offset}, packet {number}: compressed_packets: {e}",
-                    self.name
-                ),
-            )
+            let kind = if e.to_string().contains("limit") { ErrorKind::LimitExceeded } else { ErrorKind::Malformed };
+            Error::new(kind, format!("{} at byte {offset}, packet {number}: compressed_packets: {e}", self.name))
         })?;
-        let inner_name = format!(
-            "{} (compressed_packets at byte {offset}, packet {number})",
-            self.name
-        );
+        let inner_name = format!("{} (compressed_packets at byte {offset}, packet {number})", self.name);
         let len = buf.len() as u64;
-        let mut inner = PacketReader::new(
-            buf.as_slice(),
-            &inner_name,
-            Some(len),
-            self.opts.max_packet_bytes,
-        );
+        let mut inner = PacketReader::new(buf.as_slice(), &inner_name, Some(len), self.opts.max_packet_bytes);
         loop {
             let (ioff, inum, bytes) = match inner.next_packet()? {
                 Some(p) => (p.offset, p.number, p.bytes.to_vec()),
@@ -392,19 +356,13 @@ impl Decoder {
             let pkt = pb::TracePacket::decode(bytes.as_slice()).map_err(|e| {
                 Error::new(
                     ErrorKind::Malformed,
-                    format!(
-                        "{inner_name}: inner byte {ioff}, inner packet {inum}: bad TracePacket"
-                    ),
+                    format!("{inner_name}: inner byte {ioff}, inner packet {inum}: bad TracePacket"),
                 )
                 .with_source(e)
             })?;
             self.report.packets += 1;
             if pkt.compressed_packets.is_some() {
-                self.report.problem(
-                    Some(offset),
-                    Some(number),
-                    "nested compressed_packets ignored",
-                );
+                self.report.problem(Some(offset), Some(number), "nested compressed_packets ignored");
                 continue;
             }
             self.trace_packet(pkt, offset, number, sink)?;
@@ -437,11 +395,7 @@ impl Decoder {
         if let Some(snap) = &pkt.clock_snapshot {
             self.kind("clock_snapshot");
             self.report.clock_snapshots += 1;
-            let clocks = snap
-                .clocks
-                .iter()
-                .filter_map(|c| Some((c.clock_id?, c.timestamp?)))
-                .collect();
+            let clocks = snap.clocks.iter().filter_map(|c| Some((c.clock_id?, c.timestamp?))).collect();
             self.clocks.add_snapshot(clocks, snap.primary_trace_clock);
         }
         if pkt.heap_graph.is_some() {
@@ -453,22 +407,13 @@ impl Decoder {
 
         let seq_id = pkt.trusted_packet_sequence_id.unwrap_or(0);
         let flags = pkt.sequence_flags.unwrap_or(0);
-        let cleared = pkt.incremental_state_cleared.unwrap_or(false)
-            || flags & SEQ_INCREMENTAL_STATE_CLEARED != 0;
+        let cleared = pkt.incremental_state_cleared.unwrap_or(false) || flags & SEQ_INCREMENTAL_STATE_CLEARED != 0;
         let dropped = pkt.previous_packet_dropped.unwrap_or(0) != 0;
         let seq = self.seqs.entry(seq_id).or_default();
         self.report.sequences.entry(seq_id).or_default();
-        self.report
-            .sequences
-            .get_mut(&seq_id)
-            .expect("sequence report")
-            .packets += 1;
+        self.report.sequences.get_mut(&seq_id).expect("sequence report").packets += 1;
         if dropped {
-            self.report
-                .sequences
-                .get_mut(&seq_id)
-                .expect("sequence report")
-                .dropped_packet_marks += 1;
+            self.report.sequences.get_mut(&seq_id).expect("sequence report").dropped_packet_marks += 1;
             seq.dropped_since_dump = true;
             if seq.chain.active {
                 seq.chain.dropped = true;
@@ -483,26 +428,16 @@ impl Decoder {
             seq.valid = true;
             seq.generation += 1;
             seq.interned = Interned::default();
-            self.report
-                .sequences
-                .get_mut(&seq_id)
-                .expect("sequence report")
-                .state_clears += 1;
+            self.report.sequences.get_mut(&seq_id).expect("sequence report").state_clears += 1;
         } else if dropped {
             seq.valid = false;
         }
         if flags & SEQ_NEEDS_INCREMENTAL_STATE != 0 && !seq.valid {
-            self.report
-                .sequences
-                .get_mut(&seq_id)
-                .expect("sequence report")
-                .packets_skipped_invalid_state += 1;
+            self.report.sequences.get_mut(&seq_id).expect("sequence report").packets_skipped_invalid_state += 1;
             self.report.problem(
                 Some(offset),
                 Some(number),
-                format!(
-                    "sequence {seq_id}: packet needs incremental state that is not valid; skipped"
-                ),
+                format!("sequence {seq_id}: packet needs incremental state that is not valid; skipped"),
             );
             return Ok(());
         }
@@ -511,11 +446,7 @@ impl Decoder {
                 let tables = Arc::make_mut(&mut self.tables);
                 intern(tables, &mut seq.interned, interned);
             } else {
-                self.report
-                    .sequences
-                    .get_mut(&seq_id)
-                    .expect("sequence report")
-                    .interned_data_ignored += 1;
+                self.report.sequences.get_mut(&seq_id).expect("sequence report").interned_data_ignored += 1;
                 self.report.problem(
                     Some(offset),
                     Some(number),
@@ -543,11 +474,7 @@ impl Decoder {
     ) -> Result<()> {
         let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
         self.report.sequences.entry(seq_id).or_default();
-        self.report
-            .sequences
-            .get_mut(&seq_id)
-            .expect("sequence report")
-            .profile_packets += 1;
+        self.report.sequences.get_mut(&seq_id).expect("sequence report").profile_packets += 1;
         if !seq.chain.active {
             seq.chain = Chain {
                 active: true,
@@ -563,15 +490,13 @@ impl Decoder {
                 if index > expected {
                     let gap = index - expected;
                     seq.chain.missing_packets += gap;
-                    self.report
-                        .sequences
-                        .get_mut(&seq_id)
-                        .expect("sequence report")
-                        .missing_profile_packets += gap;
+                    self.report.sequences.get_mut(&seq_id).expect("sequence report").missing_profile_packets += gap;
                     self.report.problem(
                         Some(offset),
                         Some(number),
-                        format!("sequence {seq_id}: {gap} ProfilePacket(s) missing (index {index}, expected {expected})"),
+                        format!(
+                            "sequence {seq_id}: {gap} ProfilePacket(s) missing (index {index}, expected {expected})"
+                        ),
                     );
                 } else if index < expected {
                     self.report.problem(
@@ -586,10 +511,7 @@ impl Decoder {
         let inline = &mut seq.chain.inline;
         for s in pp.strings {
             if let Some(iid) = s.iid {
-                inline
-                    .strings
-                    .entry(iid)
-                    .or_insert_with(|| s.str.unwrap_or_default().into_boxed_slice());
+                inline.strings.entry(iid).or_insert_with(|| s.str.unwrap_or_default().into_boxed_slice());
             }
         }
         inline.mappings.extend(pp.mappings);
@@ -597,11 +519,7 @@ impl Decoder {
         inline.callstacks.extend(pp.callstacks);
         for pd in pp.process_dumps {
             let pid = pd.pid.unwrap_or(0);
-            let heap = pd
-                .heap_name
-                .clone()
-                .filter(|h| !h.is_empty())
-                .unwrap_or_else(|| "unknown".to_owned());
+            let heap = pd.heap_name.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "unknown".to_owned());
             let dumps = &mut seq.chain.dumps;
             let idx = match dumps.iter().position(|d| d.pid == pid && d.heap == heap) {
                 Some(i) => i,
@@ -656,11 +574,7 @@ impl Decoder {
         Ok(())
     }
 
-    fn finish_chain(
-        &mut self,
-        seq_id: u32,
-        sink: &mut dyn FnMut(Profile) -> Result<()>,
-    ) -> Result<()> {
+    fn finish_chain(&mut self, seq_id: u32, sink: &mut dyn FnMut(Profile) -> Result<()>) -> Result<()> {
         let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
         let chain = std::mem::take(&mut seq.chain);
         let generation = seq.generation;
@@ -674,11 +588,7 @@ impl Decoder {
             resolve_inline(tables, &chain.inline, &seq.interned, &mut problems)
         };
         for p in problems {
-            self.report.problem(
-                Some(chain.first_offset),
-                Some(chain.first_packet),
-                format!("sequence {seq_id}: {p}"),
-            );
+            self.report.problem(Some(chain.first_offset), Some(chain.first_packet), format!("sequence {seq_id}: {p}"));
         }
         for dump in chain.dumps {
             if !self.opts.pids.is_empty() && !self.opts.pids.contains(&dump.pid) {
@@ -707,11 +617,7 @@ impl Decoder {
                     Cum {
                         alloc_bytes: s.max_bytes.unwrap_or(0),
                         freed_bytes: 0,
-                        alloc_count: if orig > 0 {
-                            s.max_count.unwrap_or(0)
-                        } else {
-                            0
-                        },
+                        alloc_count: if orig > 0 { s.max_count.unwrap_or(0) } else { 0 },
                         free_count: 0,
                     }
                 } else {
@@ -725,10 +631,7 @@ impl Decoder {
                 let entry = series
                     .entries
                     .entry((seq_id, generation, s.callstack))
-                    .or_insert(Entry {
-                        stack,
-                        cum: Cum::default(),
-                    });
+                    .or_insert(Entry { stack, cum: Cum::default() });
                 let old = entry.cum;
                 if new.alloc_bytes < old.alloc_bytes
                     || new.alloc_count < old.alloc_count
@@ -776,10 +679,7 @@ impl Decoder {
                 c.alloc_count += e.cum.alloc_count;
                 c.free_count += e.cum.free_count;
             }
-            let mut rows: Vec<(StackId, Cum)> = by_stack
-                .into_iter()
-                .filter(|(_, c)| *c != Cum::default())
-                .collect();
+            let mut rows: Vec<(StackId, Cum)> = by_stack.into_iter().filter(|(_, c)| *c != Cum::default()).collect();
             rows.sort_unstable_by_key(|r| r.0);
 
             let (timestamp, converted) = match dump.timestamp {
@@ -850,21 +750,13 @@ impl Decoder {
     }
 
     fn finish(&mut self) {
-        let mut open: Vec<u32> = self
-            .seqs
-            .iter()
-            .filter(|(_, s)| s.chain.active)
-            .map(|(&id, _)| id)
-            .collect();
+        let mut open: Vec<u32> = self.seqs.iter().filter(|(_, s)| s.chain.active).map(|(&id, _)| id).collect();
         open.sort_unstable();
         for id in open {
             let c = &self.seqs[&id].chain;
             let (off, num) = (c.first_offset, c.first_packet);
-            let what: Vec<String> = c
-                .dumps
-                .iter()
-                .map(|d| format!("pid {} heap {}", d.pid, d.heap))
-                .collect();
+            let what: Vec<String> = c.dumps.iter().map(|d| format!("pid {} heap {}", d.pid, d.heap)).collect();
+            self.report.unfinished_dumps += c.dumps.len() as u64;
             self.report.problem(
                 Some(off),
                 Some(num),
@@ -876,20 +768,10 @@ impl Decoder {
         }
         let t = &self.tables;
         self.report.frames = t.frames().len() as u64;
-        self.report.frames_with_names =
-            t.frames().iter().filter(|f| !f.raw_name.is_empty()).count() as u64;
+        self.report.frames_with_names = t.frames().iter().filter(|f| !f.raw_name.is_empty()).count() as u64;
         self.report.mappings = t.mappings().len() as u64;
-        self.report.callstacks = self
-            .seqs
-            .values()
-            .map(|s| {
-                s.interned
-                    .callstacks
-                    .values()
-                    .filter(|c| c.is_some())
-                    .count() as u64
-            })
-            .sum();
+        self.report.callstacks =
+            self.seqs.values().map(|s| s.interned.callstacks.values().filter(|c| c.is_some()).count() as u64).sum();
         // Process names may arrive after the dumps that use them.
         for d in &mut self.report.dumps {
             if d.process_name.is_none() {
@@ -926,25 +808,19 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData) {
     for s in d.function_names {
         if let Some(iid) = s.iid {
             if !t.function_names.contains_key(&iid) {
-                let id = tables
-                    .strings
-                    .intern(&lossy(s.str.as_deref().unwrap_or_default()));
+                let id = tables.strings.intern(&lossy(s.str.as_deref().unwrap_or_default()));
                 t.function_names.insert(iid, id);
             }
         }
     }
     for s in d.build_ids {
         if let Some(iid) = s.iid {
-            t.build_ids
-                .entry(iid)
-                .or_insert_with(|| s.str.unwrap_or_default().into_boxed_slice());
+            t.build_ids.entry(iid).or_insert_with(|| s.str.unwrap_or_default().into_boxed_slice());
         }
     }
     for s in d.mapping_paths {
         if let Some(iid) = s.iid {
-            t.mapping_paths
-                .entry(iid)
-                .or_insert_with(|| lossy(s.str.as_deref().unwrap_or_default()).into());
+            t.mapping_paths.entry(iid).or_insert_with(|| lossy(s.str.as_deref().unwrap_or_default()).into());
         }
     }
     for m in d.mappings {
@@ -969,12 +845,7 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData) {
         if t.frames.contains_key(&iid) {
             continue;
         }
-        match try_frame(
-            tables,
-            &f,
-            |id| t.function_names.get(&id).copied(),
-            |id| t.mappings.get(&id).copied(),
-        ) {
+        match try_frame(tables, &f, |id| t.function_names.get(&id).copied(), |id| t.mappings.get(&id).copied()) {
             Some(fid) => {
                 t.frames.insert(iid, fid);
             }
@@ -1054,10 +925,7 @@ fn try_callstack(
 /// Resolves definitions that arrived before what they reference. What still cannot be
 /// resolved is reported and, for names and build ids, resolved as empty.
 fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<String>) {
-    if t.pending.mappings.is_empty()
-        && t.pending.frames.is_empty()
-        && t.pending.callstacks.is_empty()
-    {
+    if t.pending.mappings.is_empty() && t.pending.frames.is_empty() && t.pending.callstacks.is_empty() {
         return;
     }
     let pending = std::mem::take(&mut t.pending);
@@ -1070,21 +938,13 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
             |id| t.mapping_paths.get(&id).map(|s| &**s),
         )
         .unwrap_or_else(|| {
-            problems.push(format!(
-                "mapping {iid} names a build id or path string that was never defined"
-            ));
-            let parts: Vec<&str> = m
-                .path_string_ids
-                .iter()
-                .map_while(|p| t.mapping_paths.get(p).map(|s| &**s))
-                .collect();
+            problems.push(format!("mapping {iid} names a build id or path string that was never defined"));
+            let parts: Vec<&str> =
+                m.path_string_ids.iter().map_while(|p| t.mapping_paths.get(p).map(|s| &**s)).collect();
             let path = tables.strings.intern(&join_path(&parts));
             tables.intern_mapping(Mapping {
                 path,
-                build_id: m
-                    .build_id
-                    .and_then(|b| t.build_ids.get(&b).cloned())
-                    .unwrap_or_default(),
+                build_id: m.build_id.and_then(|b| t.build_ids.get(&b).cloned()).unwrap_or_default(),
                 start: m.start.unwrap_or(0),
                 end: m.end.unwrap_or(0),
                 start_offset: m.start_offset.unwrap_or(0),
@@ -1096,12 +956,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
     }
     for f in pending.frames {
         let iid = f.iid.unwrap_or(0);
-        let got = try_frame(
-            tables,
-            &f,
-            |id| t.function_names.get(&id).copied(),
-            |id| t.mappings.get(&id).copied(),
-        );
+        let got = try_frame(tables, &f, |id| t.function_names.get(&id).copied(), |id| t.mappings.get(&id).copied());
         match got {
             Some(fid) => {
                 t.frames.insert(iid, fid);
@@ -1113,14 +968,8 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
                 };
                 match map {
                     Some(map) => {
-                        problems.push(format!(
-                            "frame {iid} names a function string that was never defined"
-                        ));
-                        let fid = tables.intern_frame(
-                            map,
-                            f.rel_pc.unwrap_or(0),
-                            crate::model::StringId::EMPTY,
-                        );
+                        problems.push(format!("frame {iid} names a function string that was never defined"));
+                        let fid = tables.intern_frame(map, f.rel_pc.unwrap_or(0), crate::model::StringId::EMPTY);
                         t.frames.insert(iid, fid);
                     }
                     None => problems.push(format!(
@@ -1139,9 +988,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
             }
             None => {
                 // Keep it pending: its frames may still come in a later chain.
-                problems.push(format!(
-                    "callstack {iid} names frames that are not defined yet"
-                ));
+                problems.push(format!("callstack {iid} names frames that are not defined yet"));
                 t.pending.callstacks.push(c);
             }
         }
@@ -1165,18 +1012,14 @@ fn resolve_inline(
             m,
             |id| str_of(id).or_else(|| t.build_ids.get(&id).map(|b| &**b)),
             |id| {
-                str_of(id)
-                    .and_then(|b| std::str::from_utf8(b).ok())
-                    .or_else(|| t.mapping_paths.get(&id).map(|s| &**s))
+                str_of(id).and_then(|b| std::str::from_utf8(b).ok()).or_else(|| t.mapping_paths.get(&id).map(|s| &**s))
             },
         );
         match got {
             Some(mid) => {
                 mappings.entry(iid).or_insert(mid);
             }
-            None => problems.push(format!(
-                "inline mapping {iid} names a string that is not in the packet"
-            )),
+            None => problems.push(format!("inline mapping {iid} names a string that is not in the packet")),
         }
     }
     let mut frames: HashMap<u64, FrameId> = HashMap::new();
@@ -1191,9 +1034,7 @@ fn resolve_inline(
             Some(r) => r,
             None if name_id == 0 => crate::model::StringId::EMPTY,
             None => {
-                problems.push(format!(
-                    "inline frame {iid} names function string {name_id} that is not in the packet"
-                ));
+                problems.push(format!("inline frame {iid} names function string {name_id} that is not in the packet"));
                 crate::model::StringId::EMPTY
             }
         };
@@ -1202,9 +1043,7 @@ fn resolve_inline(
             Some(id) => match mappings.get(&id).or_else(|| t.mappings.get(&id)) {
                 Some(&m) => Some(m),
                 None => {
-                    problems.push(format!(
-                        "inline frame {iid} names mapping {id} that is not defined"
-                    ));
+                    problems.push(format!("inline frame {iid} names mapping {id} that is not defined"));
                     continue;
                 }
             },
@@ -1215,15 +1054,11 @@ fn resolve_inline(
     let mut stacks = HashMap::new();
     for c in &inl.callstacks {
         let Some(iid) = c.iid else { continue };
-        match try_callstack(tables, c, |id| {
-            frames.get(&id).or_else(|| t.frames.get(&id)).copied()
-        }) {
+        match try_callstack(tables, c, |id| frames.get(&id).or_else(|| t.frames.get(&id)).copied()) {
             Some(st) => {
                 stacks.entry(iid).or_insert(st);
             }
-            None => problems.push(format!(
-                "inline callstack {iid} names a frame that is not defined"
-            )),
+            None => problems.push(format!("inline callstack {iid} names a frame that is not defined")),
         }
     }
     stacks

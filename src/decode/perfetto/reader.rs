@@ -56,11 +56,22 @@ impl<R: Read> PacketReader<R> {
         self.offset
     }
 
+    /// Errors from the byte stream: a decompressor reports damaged data through `io::Error`,
+    /// which is the input's fault, not the disk's.
+    fn io_err(&self, e: std::io::Error) -> Error {
+        use std::io::ErrorKind as K;
+        let kind = match e.kind() {
+            K::UnexpectedEof => ErrorKind::Truncated,
+            K::InvalidData | K::InvalidInput => ErrorKind::Malformed,
+            _ if e.to_string().contains("exceeds the limit") => ErrorKind::LimitExceeded,
+            _ => ErrorKind::Io,
+        };
+        let what = if kind == ErrorKind::Io { "read failed" } else { "the compressed stream is damaged" };
+        self.err(kind, self.offset, what).with_source(e)
+    }
+
     fn err(&self, kind: ErrorKind, at: u64, what: impl std::fmt::Display) -> Error {
-        Error::new(
-            kind,
-            format!("{} at byte {at}, packet {}: {what}", self.name, self.number),
-        )
+        Error::new(kind, format!("{} at byte {at}, packet {}: {what}", self.name, self.number))
     }
 
     fn byte(&mut self) -> Result<Byte> {
@@ -77,13 +88,7 @@ impl<R: Read> PacketReader<R> {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    return Err(Error::io(
-                        format!(
-                            "{} at byte {}, packet {}",
-                            self.name, self.offset, self.number
-                        ),
-                        e,
-                    ));
+                    return Err(self.io_err(e));
                 }
             }
         }
@@ -96,19 +101,11 @@ impl<R: Read> PacketReader<R> {
             match self.byte()? {
                 Byte::Eof if i == 0 => return Ok(None),
                 Byte::Eof => {
-                    return Err(self.err(
-                        ErrorKind::Truncated,
-                        start,
-                        "stream ends inside a varint",
-                    ));
+                    return Err(self.err(ErrorKind::Truncated, start, "stream ends inside a varint"));
                 }
                 Byte::Got(b) => {
                     if i == 9 && b > 1 {
-                        return Err(self.err(
-                            ErrorKind::Malformed,
-                            start,
-                            "varint longer than 64 bits",
-                        ));
+                        return Err(self.err(ErrorKind::Malformed, start, "varint longer than 64 bits"));
                     }
                     v |= u64::from(b & 0x7f) << (7 * i);
                     if b & 0x80 == 0 {
@@ -142,13 +139,7 @@ impl<R: Read> PacketReader<R> {
                     Ok(n) => filled += n,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => {
-                        return Err(Error::io(
-                            format!(
-                                "{} at byte {}, packet {}",
-                                self.name, self.offset, self.number
-                            ),
-                            e,
-                        ));
+                        return Err(self.io_err(e));
                     }
                 }
             }
@@ -178,21 +169,14 @@ impl<R: Read> PacketReader<R> {
                     ),
                 ));
         }
-        let len = self.varint(start)?.ok_or_else(|| {
-            self.err(
-                ErrorKind::Truncated,
-                start,
-                "stream ends after a packet tag",
-            )
-        })?;
+        let len = self
+            .varint(start)?
+            .ok_or_else(|| self.err(ErrorKind::Truncated, start, "stream ends after a packet tag"))?;
         if len > self.max_packet {
             return Err(self.err(
                 ErrorKind::LimitExceeded,
                 start,
-                format!(
-                    "packet claims {len} bytes, more than the limit of {} bytes",
-                    self.max_packet
-                ),
+                format!("packet claims {len} bytes, more than the limit of {} bytes", self.max_packet),
             ));
         }
         if let Some(r) = self.remaining {
@@ -207,10 +191,6 @@ impl<R: Read> PacketReader<R> {
         self.read_body(len, start)?;
         let number = self.number;
         self.number += 1;
-        Ok(Some(RawPacket {
-            offset: start,
-            number,
-            bytes: &self.buf,
-        }))
+        Ok(Some(RawPacket { offset: start, number, bytes: &self.buf }))
     }
 }
