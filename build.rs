@@ -22,10 +22,7 @@ fn main() {
     let mut set = protobuf::descriptor::FileDescriptorSet::new();
     set.file = parsed.file_descriptors;
     let bytes = set.write_to_bytes().expect("descriptor set serializes");
-    let fds =
-        prost_types::FileDescriptorSet::decode(bytes.as_slice()).expect("descriptor set decodes");
+    let fds = prost_types::FileDescriptorSet::decode(bytes.as_slice()).expect("descriptor set decodes");
 
-    prost_build::Config::new()
-        .compile_fds(fds)
-        .expect("prost-build generates code");
+    prost_build::Config::new().compile_fds(fds).expect("prost-build generates code");
 }

@@ -73,12 +73,7 @@ pub fn normalize(p: &pp::Profile) -> (Vec<(String, String)>, Vec<NormSample>) {
             let mut frames = Vec::new();
             for lid in &smp.location_id {
                 let loc = p.location.iter().find(|l| l.id == *lid).expect("location exists");
-                let map = p
-                    .mapping
-                    .iter()
-                    .find(|m| m.id == loc.mapping_id)
-                    .map(|m| s(m.filename))
-                    .unwrap_or_default();
+                let map = p.mapping.iter().find(|m| m.id == loc.mapping_id).map(|m| s(m.filename)).unwrap_or_default();
                 for line in &loc.line {
                     let f = p.function.iter().find(|f| f.id == line.function_id).expect("function exists");
                     frames.push((s(f.name), s(f.system_name), map.clone()));
@@ -111,7 +106,12 @@ pub fn pprof_raw(path: &Path) -> String {
         .env("PPROF_BINARY_PATH", "/nonexistent")
         .output()
         .expect("go tool pprof runs");
-    assert!(out.status.success(), "go tool pprof -raw {} failed: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "go tool pprof -raw {} failed: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("utf-8")
 }
 

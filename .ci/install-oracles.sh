@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs the independent "oracle" tools heapconv's tests and fixtures use:
+#   * Go (Debian golang-go) for `go tool pprof -raw`;
+#   * llvm-cxxfilt (Debian llvm) for tests/data/expected_oracle.py;
+#   * a Python venv at $REPO/target/oracle-venv with PyPI `perfetto` and
+#     `protobuf` (Google's trace schema, for ../shared/tools/perfetto_encode.py
+#     and tests/data/expected_oracle.py). Debian's python3-protobuf is too old.
+# Idempotent. Runs as root on a fresh Debian 12 machine (no sudo).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$REPO/target/oracle-venv"
+PY="${PYTHON:-python3}"
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# --- Debian packages ---------------------------------------------------------
+pkgs=()
+command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
+command -v llvm-cxxfilt >/dev/null 2>&1 || pkgs+=(llvm)
+if [ "${#pkgs[@]}" -gt 0 ]; then
+  apt_install "${pkgs[@]}"
+fi
+
+# --- Python venv with Google's Perfetto schema ---------------------------------
+venv_ok() {
+  [ -x "$VENV/bin/python" ] &&
+    "$VENV/bin/python" -c 'import google.protobuf, perfetto.protos.perfetto.trace.perfetto_trace_pb2' \
+      >/dev/null 2>&1
+}
+
+if ! venv_ok; then
+  mkdir -p "$REPO/target"
+  if ! { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -m pip --version >/dev/null 2>&1; }; then
+    rm -rf "$VENV"
+    if ! "$PY" -m venv "$VENV" >/dev/null 2>&1; then
+      # python3 -m venv without ensurepip: fall back to virtualenv.
+      rm -rf "$VENV"
+      "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore virtualenv
+      "$PY" -m virtualenv -q "$VENV"
+    fi
+  fi
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check perfetto protobuf
+  venv_ok || { echo "install-oracles: perfetto/protobuf not importable in $VENV" >&2; exit 1; }
+fi
+
+# --- Versions ------------------------------------------------------------------
+go version
+llvm-cxxfilt --version | head -n 2 | tail -n 1 | sed 's/^ */llvm-cxxfilt: /'
+echo "venv: $VENV ($("$VENV/bin/python" --version 2>&1))"
+"$VENV/bin/python" -m pip list --disable-pip-version-check 2>/dev/null | grep -Ei '^(perfetto|protobuf) '
