@@ -52,9 +52,11 @@ use std::io::{self, Write};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SynthOptions {
     /// Number of distinct callstacks in the shared pool (before recycling
-    /// creates new iids). Each process uses roughly 70 % of them.
+    /// creates new iids). Each process uses about 95 % of them, every
+    /// callstack is used by at least one process, and about 2 % are recycled.
     pub callstacks: usize,
-    /// Typical callstack depth in frames; each stack varies by ±25 %.
+    /// Typical callstack depth in frames (root and allocator frames
+    /// included); each stack varies by about ±25 %.
     /// Values below 3 are treated as 3.
     pub depth: usize,
     /// Number of dumps (continuous-dump rounds); one chain per process each.
@@ -439,9 +441,8 @@ impl<W: Write> Sink<W> {
         let mut hdr = Vec::with_capacity(32);
         // Outer framing: Trace.packet.
         hdr.push(0x0a);
-        let inner_len = varint_len((u64::from(f::TP_COMPRESSED_PACKETS) << 3) | WT_LEN)
-            + varint_len(zlen as u64)
-            + zlen;
+        let inner_len =
+            varint_len((u64::from(f::TP_COMPRESSED_PACKETS) << 3) | WT_LEN) + varint_len(zlen as u64) + zlen;
         put_varint(&mut hdr, inner_len as u64);
         // TracePacket.compressed_packets.
         put_key(&mut hdr, f::TP_COMPRESSED_PACKETS, WT_LEN);
@@ -457,13 +458,7 @@ impl<W: Write> Sink<W> {
                 let last = chunks.peek().is_none();
                 let len = chunk.len() as u16;
                 let nlen = !len;
-                let bh = [
-                    u8::from(last),
-                    (len & 0xff) as u8,
-                    (len >> 8) as u8,
-                    (nlen & 0xff) as u8,
-                    (nlen >> 8) as u8,
-                ];
+                let bh = [u8::from(last), (len & 0xff) as u8, (len >> 8) as u8, (nlen & 0xff) as u8, (nlen >> 8) as u8];
                 self.write(&bh)?;
                 self.write(chunk)?;
             }
@@ -506,12 +501,12 @@ const MAXDEG: usize = 64;
 
 const NAMESPACES: [&str; 10] = ["app", "core", "gfx", "net", "io", "util", "media", "ui", "db", "render"];
 const CLASSES: [&str; 16] = [
-    "Module", "Engine", "Buffer", "Parser", "Cache", "Loader", "Session", "Queue", "Pool", "Layer",
-    "Decoder", "Stream", "Manager", "Worker", "Node", "Graph",
+    "Module", "Engine", "Buffer", "Parser", "Cache", "Loader", "Session", "Queue", "Pool", "Layer", "Decoder",
+    "Stream", "Manager", "Worker", "Node", "Graph",
 ];
 const METHODS: [&str; 16] = [
-    "step", "run", "update", "process", "flush", "resize", "allocate", "append", "reset", "dispatch",
-    "visit", "build", "commit", "load", "parse", "decode",
+    "step", "run", "update", "process", "flush", "resize", "allocate", "append", "reset", "dispatch", "visit", "build",
+    "commit", "load", "parse", "decode",
 ];
 /// Itanium encodings of simple parameter lists (no substitutions needed).
 const PARAMS: [&str; 10] = ["v", "i", "j", "m", "Pv", "PKc", "ib", "Pvm", "RKi", "PKvm"];
@@ -584,8 +579,11 @@ struct Model {
     mappings: Vec<MappingDef>,
     funcs: Vec<FuncDef>,
     frames: Vec<FrameDef>,
-    /// (function × MAXDEG + call site) → index into `frames`, or u32::MAX.
-    frame_of: Vec<u32>,
+    /// Per function: offset of its block of MAXDEG slots in `frame_slots`
+    /// (allocated on first use), or u32::MAX.
+    func_slots: Vec<u32>,
+    /// Call site → index into `frames`, or u32::MAX.
+    frame_slots: Vec<u32>,
     /// Frames of base callstack i are `cs_frames[cs_off[i]..cs_off[i + 1]]`
     /// (indices into `frames`, root first).
     cs_frames: Vec<u32>,
@@ -613,7 +611,8 @@ impl Model {
             mappings: Vec::with_capacity(n_app_maps + 2),
             funcs: Vec::with_capacity(n_app_funcs + FIXED.len()),
             frames: Vec::new(),
-            frame_of: vec![u32::MAX; (n_app_funcs + FIXED.len()) * MAXDEG],
+            func_slots: vec![u32::MAX; n_app_funcs + FIXED.len()],
+            frame_slots: Vec::new(),
             cs_frames: Vec::with_capacity(opts.callstacks.saturating_mul(opts.depth.max(3) + 2)),
             cs_off: Vec::with_capacity(opts.callstacks + 1),
             cs_iid: Vec::with_capacity(opts.callstacks + opts.callstacks / 16),
@@ -689,16 +688,11 @@ impl Model {
             return;
         }
         let comps: Vec<String> = match map {
-            MAP_LIBC => ["apex", "com.android.runtime", "lib64", "bionic", "libc.so"]
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect(),
+            MAP_LIBC => {
+                ["apex", "com.android.runtime", "lib64", "bionic", "libc.so"].iter().map(|s| (*s).to_owned()).collect()
+            }
             MAP_LIBCXX => vec!["system".into(), "lib64".into(), "libc++.so".into()],
-            _ => vec![
-                "system".into(),
-                "lib64".into(),
-                format!("libfoo_{}.so", map - MAP_FIRST_APP),
-            ],
+            _ => vec!["system".into(), "lib64".into(), format!("libfoo_{}.so", map - MAP_FIRST_APP)],
         };
         let path_iids: Vec<u64> = comps.iter().map(|c| self.intern_path(c)).collect();
         let mut build_id = Vec::with_capacity(20);
@@ -717,8 +711,12 @@ impl Model {
     /// Frame index for call site `site` of function `func`, creating it (and
     /// interning its mapping and name) on first use.
     fn frame(&mut self, func: usize, site: usize) -> u32 {
-        let key = func * MAXDEG + site;
-        let idx = self.frame_of[key];
+        if self.func_slots[func] == u32::MAX {
+            self.func_slots[func] = self.frame_slots.len() as u32;
+            self.frame_slots.resize(self.frame_slots.len() + MAXDEG, u32::MAX);
+        }
+        let key = self.func_slots[func] as usize + site;
+        let idx = self.frame_slots[key];
         if idx != u32::MAX {
             return idx;
         }
@@ -738,7 +736,7 @@ impl Model {
         let rel_pc = self.funcs[func].base + 0x14 + 0x10 * site as u64;
         let idx = self.frames.len() as u32;
         self.frames.push(FrameDef { iid: u64::from(idx) + 1, func: func as u32, rel_pc });
-        self.frame_of[key] = idx;
+        self.frame_slots[key] = idx;
         idx
     }
 
@@ -765,7 +763,7 @@ impl Model {
         let mut seen: HashSet<u64> = HashSet::with_capacity(n);
         let mut stack: Vec<u32> = Vec::with_capacity(depth * 2);
         // Per stack: number of frames before the allocator frames.
-        let mut user_end: Vec<u16> = Vec::with_capacity(n);
+        let mut user_end: Vec<u32> = Vec::with_capacity(n);
         let nf = self.n_app_funcs;
         for i in 0..n {
             let mut extra = 0usize;
@@ -780,8 +778,9 @@ impl Model {
                     13..=17 => &[FX_NEW, FX_MALLOC],
                     _ => &[FX_NEW_ARRAY, FX_MALLOC],
                 };
-                // Where the walk starts: (position, function at that position).
+                // Where the walk starts; `shared` frames are already in the trie.
                 let mut func;
+                let shared;
                 if i == 0 || rng.below(100) < 4 {
                     let root = if rng.below(10) < 6 {
                         stack.push(self.frame(nf + FX_START_THREAD, 0));
@@ -793,14 +792,16 @@ impl Model {
                         nf + FX_MAIN
                     };
                     func = self.callee(root, rng.biased(8));
+                    shared = if i == 0 { 0 } else { 2 };
                 } else {
                     let j = rng.below(i);
-                    let ue = usize::from(user_end[j]);
+                    let ue = user_end[j] as usize;
                     let (a, b) = (rng.below(ue - 2), rng.below(ue - 2));
                     let cut = 2 + a.max(b);
                     let lo_j = self.cs_off[j] as usize;
                     stack.extend_from_slice(&self.cs_frames[lo_j..lo_j + cut]);
                     func = self.frames[self.cs_frames[lo_j + cut] as usize].func as usize;
+                    shared = cut;
                 }
                 let end = len.saturating_sub(leaf.len()).max(stack.len() + 1);
                 for k in stack.len()..end {
@@ -818,7 +819,10 @@ impl Model {
                     h = mix(h ^ u64::from(fr));
                 }
                 if seen.insert(h) {
-                    user_end.push(ue.min(usize::from(u16::MAX)) as u16);
+                    user_end.push(ue as u32);
+                    // Trie node ids are shared with inner nodes: one id per
+                    // new node, the leaf's being the callstack iid.
+                    self.next_node_id += (stack.len() - shared) as u64;
                     break;
                 }
                 tries += 1;
@@ -829,16 +833,15 @@ impl Model {
             self.cs_frames.extend_from_slice(&stack);
             self.cs_off.push(self.cs_frames.len() as u32);
             let base = self.cs_base.len() as u32;
-            let iid = self.new_node_id(&mut rng);
-            self.cs_iid.push(iid);
+            self.cs_iid.push(self.next_node_id);
             self.cs_base.push(base);
         }
     }
 
-    /// Next callstack iid: trie node ids are shared with inner nodes, so
-    /// consecutive callstacks get sparse ids.
+    /// Callstack iid for a recreated entry: its leaf node (and maybe a few
+    /// ancestors that died with it) get fresh trie node ids.
     fn new_node_id(&mut self, rng: &mut Rng) -> u64 {
-        self.next_node_id += 1 + rng.below(self.depth * 3 / 4 + 1) as u64;
+        self.next_node_id += 1 + rng.below(4) as u64;
         self.next_node_id
     }
 
@@ -867,16 +870,7 @@ fn app_function_name(seed: u64, fi: usize) -> Option<String> {
         }
         25..=34 => format!("_ZNK{}{}{}{}{}{}Ev", ns.len(), ns, class.len(), class, method.len(), method),
         35..=44 if slot == 0 => format!("_ZN{}{}{}{}C2E{}", ns.len(), ns, class.len(), class, params),
-        _ => format!(
-            "_ZN{}{}{}{}{}{}E{}",
-            ns.len(),
-            ns,
-            class.len(),
-            class,
-            method.len(),
-            method,
-            params
-        ),
+        _ => format!("_ZN{}{}{}{}{}{}E{}", ns.len(), ns, class.len(), class, method.len(), method, params),
     };
     Some(name)
 }
@@ -895,7 +889,7 @@ const ST_ACTIVE: u8 = 2;
 const ST_GONE: u8 = 3;
 
 /// Percentage of the callstack pool each process uses.
-const MEMBER_PCT: u64 = 90;
+const MEMBER_PCT: u64 = 95;
 /// Percentage of the pool that is recycled (and possibly recreated).
 const RECYCLE_PCT: u64 = 2;
 
@@ -1033,7 +1027,7 @@ impl Gen {
                     continue;
                 }
                 let h = hash(seed, 0xe7, p as u64, c as u64);
-                let mut start = if h % 100 < 90 || dmax <= 1 { 0 } else { 1 + (h >> 8) % (dmax - 1) };
+                let mut start = if h % 100 < 95 || dmax <= 1 { 0 } else { 1 + (h >> 8) % (dmax - 1) };
                 let mut class = match (h >> 16) % 100 {
                     0..=5 => CLASS_TRANSIENT,
                     6..=30 => CLASS_LEAK,
@@ -1135,7 +1129,14 @@ impl Gen {
     }
 
     /// Appends the service-written trusted fields and emits the packet.
-    fn end_packet<W: Write>(&mut self, sink: &mut Sink<W>, uid: u64, seq: u64, pid: u64, first: bool) -> io::Result<()> {
+    fn end_packet<W: Write>(
+        &mut self,
+        sink: &mut Sink<W>,
+        uid: u64,
+        seq: u64,
+        pid: u64,
+        first: bool,
+    ) -> io::Result<()> {
         let b = &mut self.pkt;
         put_u64(b, f::TP_TRUSTED_UID, uid);
         put_u64(b, f::TP_TRUSTED_SEQ_ID, seq);
@@ -1279,7 +1280,10 @@ impl Gen {
             });
         }
         // Dump timestamp (MONOTONIC_COARSE) and header.
-        let mono = MONO_BASE + (d as u64 + 1) * DUMP_INTERVAL + p as u64 * 3_000_000 + hash(seed, 0x75, p as u64, d as u64) % 1_000_000;
+        let mono = MONO_BASE
+            + (d as u64 + 1) * DUMP_INTERVAL
+            + p as u64 * 3_000_000
+            + hash(seed, 0x75, p as u64, d as u64) % 1_000_000;
         let start = pr.last_mono;
         pr.last_mono = mono;
         self.totals.push(SynthDumpTotals {
@@ -1495,7 +1499,15 @@ mod tests {
     use super::*;
 
     fn small(compress: bool) -> SynthOptions {
-        SynthOptions { callstacks: 300, depth: 12, dumps: 4, processes: 2, packet_bytes: 4096, compress, ..Default::default() }
+        SynthOptions {
+            callstacks: 300,
+            depth: 12,
+            dumps: 4,
+            processes: 2,
+            packet_bytes: 4096,
+            compress,
+            ..Default::default()
+        }
     }
 
     fn generate(opts: &SynthOptions) -> (Vec<u8>, SynthSummary) {

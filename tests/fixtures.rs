@@ -89,6 +89,18 @@ fn every_fixture_matches_the_independent_oracle() {
             let file = e["file"].as_str().unwrap();
             let ours = read_pprof(&out.path().join(file));
             assert_eq!(our_rows(&ours), expected_rows(e), "{name}/{file}");
+            // Function names (demangled, annotated) exactly as traceconv writes them.
+            let mut got_names: Vec<Vec<String>> =
+                normalize(&ours).1.into_iter().map(|(_, f)| f.into_iter().rev().map(|x| x.0).collect()).collect();
+            let mut want_names: Vec<Vec<String>> = e["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["function_names"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_owned()).collect())
+                .collect();
+            got_names.sort();
+            want_names.sort();
+            assert_eq!(got_names, want_names, "{name}/{file}: function names");
             // Period is the sampling interval when the dump carries one.
             if let Some(i) = e["sampling_interval_bytes"].as_i64().filter(|&i| i > 0) {
                 assert_eq!(ours.period, i, "{name}/{file}: period");

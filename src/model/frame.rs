@@ -38,14 +38,15 @@ pub struct Frame {
     pub lines: Vec<Line>,
 }
 
-/// Demangles a C++ (Itanium) or Rust (legacy and v0) symbol; `None` when `raw` is not a
+/// Demangles a C++ (Itanium) or Rust (legacy and v0) symbol as LLVM's demangler does; `None` when `raw` is not a
 /// mangled name (or fails to demangle), in which case callers show `raw` as it is.
 pub fn demangle(raw: &str) -> Option<String> {
     if raw.len() < 3 {
         return None;
     }
-    // Rust: v0 (`_R…`) and legacy (`_ZN…17h<hash>E`) manglings.
-    if raw.starts_with("_R") || (raw.starts_with("_ZN") && looks_like_rust_legacy(raw)) {
+    // Rust v0 (`_R…`). Legacy Rust names (`_ZN…17h<hash>E`) are valid Itanium names and are
+    // demangled below as LLVM does, keeping the `::h<hash>` segment (traceconv parity).
+    if raw.starts_with("_R") {
         if let Ok(d) = rustc_demangle::try_demangle(raw) {
             let s = format!("{d:#}");
             if s != raw {
@@ -69,14 +70,6 @@ pub fn demangle(raw: &str) -> Option<String> {
     None
 }
 
-fn looks_like_rust_legacy(raw: &str) -> bool {
-    // `…17h0123456789abcdefE`: a 16-hex-digit hash segment before the final `E`.
-    let Some(stem) = raw.strip_suffix('E') else {
-        return false;
-    };
-    stem.len() > 20 && stem[stem.len() - 20..].starts_with("17h")
-}
-
 #[cfg(test)]
 mod tests {
     use super::demangle;
@@ -92,7 +85,7 @@ mod tests {
     fn demangles_rust() {
         assert_eq!(
             demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE").as_deref(),
-            Some("core::ptr::drop_in_place")
+            Some("core::ptr::drop_in_place::h0123456789abcdef")
         );
         assert_eq!(demangle("_RNvCs1234_7mycrate3foo").as_deref(), Some("mycrate::foo"));
     }
