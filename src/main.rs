@@ -44,6 +44,34 @@ enum Command {
     Convert(ConvertArgs),
     /// Show what a trace holds: sequences, processes, heaps, dumps, flags and problems.
     Inspect(InspectArgs),
+    /// Write a synthetic heapprofd trace (for benchmarks and tests), as heapprofd writes them.
+    #[command(hide = true)]
+    Synth(SynthArgs),
+}
+
+#[derive(Args, Debug)]
+struct SynthArgs {
+    /// Output file.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Distinct callstacks.
+    #[arg(long, default_value_t = 1000)]
+    callstacks: usize,
+    /// Typical stack depth.
+    #[arg(long, default_value_t = 30)]
+    depth: usize,
+    /// Dumps per process.
+    #[arg(long, default_value_t = 4)]
+    dumps: usize,
+    /// Processes.
+    #[arg(long, default_value_t = 2)]
+    processes: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Wrap packets in compressed_packets bundles.
+    #[arg(long)]
+    compress: bool,
 }
 
 #[derive(Args, Debug)]
@@ -297,6 +325,29 @@ fn run(cli: Cli) -> Result<u8, Error> {
             stdout.flush().map_err(|e| Error::io("writing standard output", e))?;
             let damaged = report_problems(&ui, &run.report);
             Ok(if damaged { EXIT_PARTIAL } else { EXIT_OK })
+        }
+        Command::Synth(a) => {
+            let opts = heapconv::synth::SynthOptions {
+                callstacks: a.callstacks,
+                depth: a.depth,
+                dumps: a.dumps,
+                processes: a.processes,
+                seed: a.seed,
+                compress: a.compress,
+                ..Default::default()
+            };
+            let mut buf = Vec::new();
+            let summary = heapconv::synth::write_synthetic_trace(&opts, &mut buf)
+                .map_err(|e| Error::io("generating the synthetic trace", e))?;
+            heapconv::output::write_atomic(&a.output, &buf, &[])?;
+            ui.info(&format!(
+                "wrote {} ({} bytes, {} packets, {} samples)",
+                a.output.display(),
+                summary.bytes,
+                summary.packets,
+                summary.samples
+            ));
+            Ok(EXIT_OK)
         }
         Command::Inspect(a) => {
             let report = pipeline::run_inspect(&a.input, &a.decode.options())?;

@@ -16,12 +16,12 @@
 //!
 //! Everything is numbered in first-use order, so the same profile gives the same bytes.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 
 use prost::Message;
 
-use crate::model::annotate::{Annotation, AnnotationState, annotate_node};
+use crate::model::annotate::{Annotation, AnnotationState, annotate_with, classify_frames};
 use crate::model::{FrameId, MappingId, Profile, StringTable};
 use crate::proto::pprof as pp;
 
@@ -143,11 +143,11 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
         opts,
         strings: StringTable::default(),
         functions: Vec::new(),
-        function_index: HashMap::new(),
+        function_index: HashMap::default(),
         locations: Vec::new(),
-        location_index: HashMap::new(),
+        location_index: HashMap::default(),
         mappings: Vec::new(),
-        mapping_index: HashMap::new(),
+        mapping_index: HashMap::default(),
         mapping_symbolized: Vec::new(),
     };
     let mut out = pp::Profile::default();
@@ -158,7 +158,8 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
     }
     let tables = std::sync::Arc::clone(&profile.tables);
     // Per stack node: its location id and the annotation state handed to its children.
-    let mut node_loc: HashMap<u32, (u64, AnnotationState)> = HashMap::new();
+    let classes = classify_frames(&tables);
+    let mut node_loc: Vec<(u32, AnnotationState)> = vec![(0, AnnotationState::Initial); tables.stack_count()];
     let mut path = Vec::new();
     out.sample.reserve(profile.sample_count());
     for (stack, values) in profile.samples() {
@@ -167,7 +168,8 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
         let mut cur = Some(stack);
         let mut state = AnnotationState::Initial;
         while let Some(s) = cur {
-            if let Some(&(_, st)) = node_loc.get(&s.0) {
+            let (loc, st) = node_loc[s.0 as usize];
+            if loc != 0 {
                 state = st;
                 break;
             }
@@ -175,15 +177,16 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
             cur = tables.stack_node(s).parent;
         }
         for &node in path.iter().rev() {
-            let (next, ann) = annotate_node(&tables, state, node);
-            let loc = b.location(tables.stack_node(node).frame, ann);
-            node_loc.insert(node.0, (loc, next));
+            let frame = tables.stack_node(node).frame;
+            let (next, ann) = annotate_with(state, classes[frame.0 as usize]);
+            let loc = b.location(frame, ann);
+            node_loc[node.0 as usize] = (u32::try_from(loc).expect("fewer than 2^32 locations"), next);
             state = next;
         }
         let mut locs = Vec::with_capacity(tables.stack_node(stack).depth as usize + 1);
         let mut cur = Some(stack);
         while let Some(s) = cur {
-            locs.push(node_loc[&s.0].0);
+            locs.push(u64::from(node_loc[s.0 as usize].0));
             cur = tables.stack_node(s).parent;
         }
         out.sample.push(pp::Sample { location_id: locs, value: values.to_vec(), label: Vec::new() });

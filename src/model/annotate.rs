@@ -37,7 +37,7 @@ impl Annotation {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MapClass {
     Jit,
     Libart,
@@ -119,6 +119,57 @@ pub fn annotate_node(tables: &Tables, parent: AnnotationState, node: StackId) ->
             } else {
                 (parent, Annotation::CommonFrame)
             }
+        }
+        _ => (parent, Annotation::None),
+    }
+}
+
+/// What annotation needs to know of one frame, computed once per frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameClass {
+    class: MapClass,
+    jni_trampoline: bool,
+    interp_glue: bool,
+}
+
+/// Classifies every frame of `tables` (index = `FrameId`), for [`annotate_with`].
+pub fn classify_frames(tables: &Tables) -> Vec<FrameClass> {
+    let map_classes: Vec<MapClass> = tables.mappings().iter().map(|m| classify(tables.strings.get(m.path))).collect();
+    tables
+        .frames()
+        .iter()
+        .map(|f| {
+            let raw = tables.strings.get(f.raw_name);
+            FrameClass {
+                class: f.mapping.map(|m| map_classes[m.0 as usize]).unwrap_or(MapClass::Other),
+                jni_trampoline: raw == "art_jni_trampoline",
+                interp_glue: INTERP_GLUE.iter().any(|p| raw.starts_with(p)),
+            }
+        })
+        .collect()
+}
+
+/// [`annotate_node`] with the frame's precomputed class.
+pub fn annotate_with(parent: AnnotationState, f: FrameClass) -> (AnnotationState, Annotation) {
+    use AnnotationState as S;
+    if parent == S::KeepNext {
+        return (S::EraseLibart, Annotation::None);
+    }
+    if f.jni_trampoline {
+        return (S::KeepNext, Annotation::CommonFrame);
+    }
+    match f.class {
+        MapClass::Interp | MapClass::Jit | MapClass::Aot => {
+            let state = if parent == S::Initial { S::EraseLibart } else { parent };
+            let a = match f.class {
+                MapClass::Interp => Annotation::Interp,
+                MapClass::Jit => Annotation::Jit,
+                _ => Annotation::Aot,
+            };
+            (state, a)
+        }
+        MapClass::Libart if parent == S::EraseLibart => {
+            (parent, if f.interp_glue { Annotation::CommonFrameInterp } else { Annotation::CommonFrame })
         }
         _ => (parent, Annotation::None),
     }

@@ -1,6 +1,6 @@
 //! Interned strings. Index 0 is always the empty string, as in pprof.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Index of a string in a [`StringTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -25,7 +25,7 @@ pub struct StringTable {
 
 impl Default for StringTable {
     fn default() -> Self {
-        let mut t = StringTable { strings: Vec::new(), index: HashMap::new() };
+        let mut t = StringTable { strings: Vec::new(), index: HashMap::default() };
         t.strings.push("".into());
         t.index.insert("".into(), StringId::EMPTY);
         t

@@ -1,6 +1,6 @@
 //! The interned tables that profiles point into: strings, mappings, frames and stacks.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::frame::{Frame, FrameId, demangle};
 use super::mapping::{Mapping, MappingId};

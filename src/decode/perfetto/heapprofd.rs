@@ -29,7 +29,7 @@
 //! * Dump timestamps are CLOCK_MONOTONIC_COARSE and are converted to the trace clock through
 //!   ClockSnapshot packets.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use prost::Message;
@@ -283,9 +283,9 @@ impl Decoder {
             name: input.name.clone(),
             opts: opts.clone(),
             tables: Arc::new(Tables::default()),
-            seqs: HashMap::new(),
+            seqs: HashMap::default(),
             clocks: Clocks::default(),
-            series: HashMap::new(),
+            series: HashMap::default(),
             last_ts: None,
             report,
         }
@@ -408,7 +408,10 @@ impl Decoder {
         let seq_id = pkt.trusted_packet_sequence_id.unwrap_or(0);
         let flags = pkt.sequence_flags.unwrap_or(0);
         let cleared = pkt.incremental_state_cleared.unwrap_or(false) || flags & SEQ_INCREMENTAL_STATE_CLEARED != 0;
-        let dropped = pkt.previous_packet_dropped.unwrap_or(0) != 0;
+        let first_on_seq = !self.seqs.contains_key(&seq_id) || pkt.first_packet_on_sequence.unwrap_or(false);
+        // Perfetto marks the first packet of every writer sequence as "previous packet
+        // dropped" (there is no previous packet); only later marks mean data was lost.
+        let dropped = pkt.previous_packet_dropped.unwrap_or(0) != 0 && !first_on_seq;
         let seq = self.seqs.entry(seq_id).or_default();
         self.report.sequences.entry(seq_id).or_default();
         self.report.sequences.get_mut(&seq_id).expect("sequence report").packets += 1;
@@ -583,7 +586,7 @@ impl Decoder {
         // Resolve what was waiting for later definitions, then the chain's inline tables.
         resolve_pending(tables, &mut seq.interned, &mut problems);
         let inline_stacks = if chain.inline.is_empty() {
-            HashMap::new()
+            HashMap::default()
         } else {
             resolve_inline(tables, &chain.inline, &seq.interned, &mut problems)
         };
@@ -671,7 +674,8 @@ impl Decoder {
             series.dumps += 1;
 
             // Aggregate per stack: the latest value of every entry, summed.
-            let mut by_stack: HashMap<StackId, Cum> = HashMap::with_capacity(series.entries.len());
+            let mut by_stack: HashMap<StackId, Cum> =
+                HashMap::with_capacity_and_hasher(series.entries.len(), Default::default());
             for e in series.entries.values() {
                 let c = by_stack.entry(e.stack).or_default();
                 c.alloc_bytes += e.cum.alloc_bytes;
@@ -1004,7 +1008,7 @@ fn resolve_inline(
     problems: &mut Vec<String>,
 ) -> HashMap<u64, Option<StackId>> {
     let str_of = |id: u64| inl.strings.get(&id).map(|b| &**b);
-    let mut mappings: HashMap<u64, MappingId> = HashMap::new();
+    let mut mappings: HashMap<u64, MappingId> = HashMap::default();
     for m in &inl.mappings {
         let Some(iid) = m.iid else { continue };
         let got = try_mapping(
@@ -1022,7 +1026,7 @@ fn resolve_inline(
             None => problems.push(format!("inline mapping {iid} names a string that is not in the packet")),
         }
     }
-    let mut frames: HashMap<u64, FrameId> = HashMap::new();
+    let mut frames: HashMap<u64, FrameId> = HashMap::default();
     for f in &inl.frames {
         let Some(iid) = f.iid else { continue };
         let name_id = f.function_name_id.unwrap_or(0);
@@ -1051,7 +1055,7 @@ fn resolve_inline(
         let fid = tables.intern_frame(map, f.rel_pc.unwrap_or(0), raw);
         frames.entry(iid).or_insert(fid);
     }
-    let mut stacks = HashMap::new();
+    let mut stacks = HashMap::default();
     for c in &inl.callstacks {
         let Some(iid) = c.iid else { continue };
         match try_callstack(tables, c, |id| frames.get(&id).or_else(|| t.frames.get(&id)).copied()) {
