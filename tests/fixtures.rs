@@ -78,8 +78,10 @@ fn every_fixture_matches_the_independent_oracle() {
         let out = tempfile::tempdir().unwrap();
         let run = heapconv(&["profile", input.to_str().unwrap(), "--raw", "-q", "-o", out.path().to_str().unwrap()]);
         assert!(matches!(run.status.code(), Some(0)), "{name}: {}", String::from_utf8_lossy(&run.stderr));
-        let got: BTreeSet<String> =
-            std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let got: BTreeSet<String> = std::fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         let want: BTreeSet<String> = entries.iter().map(|e| e["file"].as_str().unwrap().to_owned()).collect();
         assert_eq!(got, want, "{name}: files written");
 
@@ -96,7 +98,9 @@ fn every_fixture_matches_the_independent_oracle() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|s| s["function_names"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_owned()).collect())
+                .map(|s| {
+                    s["function_names"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_owned()).collect()
+                })
                 .collect();
             got_names.sort();
             want_names.sort();
@@ -110,12 +114,15 @@ fn every_fixture_matches_the_independent_oracle() {
                 .unwrap()
                 .iter()
                 .find(|d| {
-                    d["pid"] == e["pid"] && d["heap"] == e["heap"] && d["raw_timestamp"].as_u64() == e["ts_raw"].as_u64()
+                    d["pid"] == e["pid"]
+                        && d["heap"] == e["heap"]
+                        && d["raw_timestamp"].as_u64() == e["ts_raw"].as_u64()
                 })
                 .unwrap_or_else(|| panic!("{name}/{file}: dump in inspect --json"));
             assert_eq!(dump["timestamp"].as_i64(), e["ts_converted"].as_i64(), "{name}/{file}: timestamp");
             let flags = &dump["flags"];
-            let want_flags: BTreeSet<&str> = e["flags"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+            let want_flags: BTreeSet<&str> =
+                e["flags"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
             for (key, json) in [
                 ("from_startup", "from_startup"),
                 ("buffer_overran", "buffer_overran"),
@@ -124,7 +131,8 @@ fn every_fixture_matches_the_independent_oracle() {
                 ("hit_guardrail", "hit_guardrail"),
                 ("rejected_concurrent", "rejected_concurrent"),
             ] {
-                let want = want_flags.contains(key) || (key == "buffer_overran" && want_flags.iter().any(|f| f.contains("HIT_TIMEOUT")));
+                let want = want_flags.contains(key)
+                    || (key == "buffer_overran" && want_flags.iter().any(|f| f.contains("HIT_TIMEOUT")));
                 assert_eq!(flags[json].as_bool(), Some(want), "{name}/{file}: flag {key}");
             }
             let want_err = if want_flags.iter().any(|f| f.contains("HIT_TIMEOUT")) { 1 } else { 0 };

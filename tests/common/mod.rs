@@ -117,7 +117,10 @@ pub fn pprof_raw(path: &Path) -> String {
 
 /// A parsed `go tool pprof -raw` text: sample type line and, per sample, values and leaf-first
 /// (function name, mapping file) pairs, sorted.
-pub type RawSamples = (String, Vec<(Vec<i64>, Vec<(String, String)>)>);
+pub type RawSample = (Vec<i64>, Vec<(String, String)>);
+
+/// All samples of a raw text, with the sample type line.
+pub type RawSamples = (String, Vec<RawSample>);
 
 /// Parses `go tool pprof -raw` output into a comparable form (location ids and order removed).
 pub fn parse_raw(text: &str) -> RawSamples {
@@ -184,7 +187,7 @@ pub fn parse_raw(text: &str) -> RawSamples {
             _ => {}
         }
     }
-    let mut out: Vec<(Vec<i64>, Vec<(String, String)>)> = samples
+    let mut out: Vec<RawSample> = samples
         .into_iter()
         .map(|(v, ids)| {
             let frames = ids

@@ -811,10 +811,9 @@ fn join_path(parts: &[&str]) -> String {
 fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData) {
     for s in d.function_names {
         if let Some(iid) = s.iid {
-            if !t.function_names.contains_key(&iid) {
-                let id = tables.strings.intern(&lossy(s.str.as_deref().unwrap_or_default()));
-                t.function_names.insert(iid, id);
-            }
+            t.function_names
+                .entry(iid)
+                .or_insert_with(|| tables.strings.intern(&lossy(s.str.as_deref().unwrap_or_default())));
         }
     }
     for s in d.build_ids {
