@@ -55,3 +55,36 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<()>
 pub fn ensure_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating directory {}", dir.display()), e))
 }
+
+/// Writes `bytes` to a hidden temporary file in `dir` (named after `tag`), to be renamed into
+/// place later with [`commit_staged`] or removed with [`discard_staged`]. Lets a command write
+/// outputs as soon as they are ready and still choose their final names at the end.
+pub fn stage(dir: &Path, tag: usize, bytes: &[u8]) -> Result<PathBuf> {
+    let tmp = dir.join(format!(".heapconv-{}-{tag}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(format!("writing {}", tmp.display()), e));
+    }
+    Ok(tmp)
+}
+
+/// Renames a staged file to `path`, refusing to replace an input.
+pub fn commit_staged(tmp: &Path, path: &Path, inputs: &[PathBuf]) -> Result<()> {
+    if let Err(e) = check_not_input(path, inputs) {
+        let _ = fs::remove_file(tmp);
+        return Err(e);
+    }
+    fs::rename(tmp, path).map_err(|e| Error::io(format!("renaming {} to {}", tmp.display(), path.display()), e))
+}
+
+/// Removes staged files that will not be committed.
+pub fn discard_staged(tmps: impl IntoIterator<Item = PathBuf>) {
+    for t in tmps {
+        let _ = fs::remove_file(t);
+    }
+}

@@ -14,7 +14,7 @@ use crate::encode::pprof::{PprofOptions, encode_pprof, gzip};
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport, ValueKind};
-use crate::output::{check_not_input, ensure_dir, write_atomic};
+use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage, write_atomic};
 
 /// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
 #[derive(Debug, Clone)]
@@ -69,13 +69,28 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     decode.pids = opts.pids.clone();
     decode.include_unchanged = false;
     let pprof = PprofOptions { annotations: opts.annotations, extras: true };
-    let (tx, rx) = mpsc::channel::<(usize, Option<i64>, String, Vec<u8>)>();
+    // Each profile is encoded as soon as its dump ends, compressed and written to a staged
+    // file in parallel; names are given at the end, in trace-time order, by renaming.
+    type Staged = (usize, Option<i64>, String, Result<PathBuf>);
+    let (tx, rx) = mpsc::channel::<Staged>();
     let mut count = 0usize;
+    let mut dir_ready = false;
+    // At most two profiles wait for compression at a time, so memory stays bounded by a few
+    // encoded profiles however many dumps the trace has.
+    let (permit_tx, permit_rx) = mpsc::sync_channel::<()>(2);
+    for _ in 0..2 {
+        permit_tx.send(()).expect("room for two permits");
+    }
+    let permit_rx = std::sync::Mutex::new(permit_rx);
     let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
     rayon::scope(|scope| {
         result = decode_heapprofd(&mut inp, &decode, &mut |p: Profile| {
             if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
                 return Ok(());
+            }
+            if !dir_ready {
+                ensure_dir(&opts.output_dir)?;
+                dir_ready = true;
             }
             let order = count;
             count += 1;
@@ -84,32 +99,50 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
             let key = format!("{}.{}", p.meta.pid.unwrap_or(0), p.meta.heap);
             let ts = p.meta.timestamp;
             drop(p);
+            let _ = permit_rx.lock().map(|rx| rx.recv());
+            let permit = permit_tx.clone();
             let tx = tx.clone();
             let raw = opts.raw;
+            let dir = opts.output_dir.clone();
             scope.spawn(move |_| {
-                let out = if raw { bytes } else { gzip(&bytes) };
-                let _ = tx.send((order, ts, key, out));
+                let staged = if raw { stage(&dir, order, &bytes) } else { stage(&dir, order, &gzip(&bytes)) };
+                let _ = tx.send((order, ts, key, staged));
+                let _ = permit.send(());
             });
             Ok(())
         });
     });
     drop(tx);
-    let (report, _tables) = result?;
+    let mut outs: Vec<Staged> = rx.into_iter().collect();
+    let staged_paths = |outs: &mut Vec<Staged>| -> Vec<PathBuf> { outs.drain(..).filter_map(|o| o.3.ok()).collect() };
+    let (report, _tables) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            discard_staged(staged_paths(&mut outs));
+            return Err(e);
+        }
+    };
+    if let Some(e) = outs.iter().find_map(|o| o.3.as_ref().err()) {
+        let e = Error::new(e.kind(), e.to_string());
+        discard_staged(staged_paths(&mut outs));
+        return Err(e);
+    }
     if report.dumps.is_empty() && report.damage.is_none() {
         return Err(Error::new(ErrorKind::NoData, format!("{}: no heapprofd profile found in the trace", inp.name)));
     }
-    let mut outs: Vec<_> = rx.into_iter().collect();
     // Files are numbered in trace-time order (stable for dumps at the same time).
     outs.sort_by_key(|o| (o.1.unwrap_or(i64::MIN), o.0));
-    let mut written = Vec::new();
-    if !outs.is_empty() {
-        ensure_dir(&opts.output_dir)?;
-    }
     let ext = if opts.raw { "pb" } else { "pb.gz" };
     let inputs = [input.to_path_buf()];
-    for (n, (_, _, key, bytes)) in outs.into_iter().enumerate() {
+    let mut written = Vec::new();
+    let mut rest = outs.into_iter().enumerate();
+    while let Some((n, (_, _, key, staged))) = rest.next() {
+        let tmp = staged.expect("errors handled above");
         let path = opts.output_dir.join(format!("heap_dump.{}.{key}.{ext}", n + 1));
-        write_atomic(&path, &bytes, &inputs)?;
+        if let Err(e) = commit_staged(&tmp, &path, &inputs) {
+            discard_staged(rest.filter_map(|(_, o)| o.3.ok()));
+            return Err(e);
+        }
         written.push(path);
     }
     Ok(ProfileRun { written, report })

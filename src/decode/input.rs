@@ -1,4 +1,4 @@
-//! Opening inputs: files (memory-mapped), stdin, and whole-file gzip, as one byte stream.
+//! Opening inputs: files (buffered reads), stdin, and whole-file gzip, as one byte stream.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -20,22 +20,6 @@ pub struct Input {
 impl std::fmt::Debug for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Input").field("name", &self.name).field("gzipped", &self.gzipped).finish()
-    }
-}
-
-/// A reader over a memory map.
-struct MmapReader {
-    map: memmap2::Mmap,
-    pos: usize,
-}
-
-impl Read for MmapReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let rest = &self.map[self.pos.min(self.map.len())..];
-        let n = rest.len().min(buf.len());
-        buf[..n].copy_from_slice(&rest[..n]);
-        self.pos += n;
-        Ok(n)
     }
 }
 
@@ -85,14 +69,9 @@ impl Input {
             return Err(Error::new(ErrorKind::Usage, format!("{name} is a directory, not a trace")));
         }
         let size = meta.len();
-        let reader: Box<dyn Read + Send> = if meta.is_file() && size > 0 {
-            // SAFETY: the map is read-only; heapconv never writes to its inputs. A file
-            // truncated by another process while mapped is outside what we can guard.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(format!("mapping {name}"), e))?;
-            Box::new(MmapReader { map, pos: 0 })
-        } else {
-            Box::new(io::BufReader::with_capacity(1 << 20, file))
-        };
+        // Plain buffered reads: the page cache serves them without mapping the file into our
+        // address space, so a large trace does not count against heapconv's resident memory.
+        let reader: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(1 << 20, file));
         Self::from_reader(name, reader, Some(size), max_expanded)
     }
 

@@ -159,18 +159,26 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
     let tables = std::sync::Arc::clone(&profile.tables);
     // Per stack node: its location id and the annotation state handed to its children.
     let classes = classify_frames(&tables);
-    let mut node_loc: Vec<(u32, AnnotationState)> = vec![(0, AnnotationState::Initial); tables.stack_count()];
+    // Per stack node: (location id, parent + 1), so that walking a stack touches one array;
+    // and the annotation state handed to the node's children.
+    let mut node_loc: Vec<(u32, u32)> = vec![(0, 0); tables.stack_count()];
+    let mut node_state: Vec<AnnotationState> = vec![AnnotationState::Initial; tables.stack_count()];
     let mut path = Vec::new();
-    out.sample.reserve(profile.sample_count());
+    // Samples are the bulk of a profile: they are written straight to wire format (field 2 of
+    // Profile) right after the sample types, instead of being built as messages first; the
+    // other fields follow (a message's fields may come in any order; this is traceconv's).
+    let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
+    let mut bytes = head.encode_to_vec();
+    bytes.reserve(profile.sample_count() * 64);
+    let mut locs: Vec<u64> = Vec::new();
     for (stack, values) in profile.samples() {
         // Walk up to the nearest node already done, then down again computing annotations.
         path.clear();
         let mut cur = Some(stack);
         let mut state = AnnotationState::Initial;
         while let Some(s) = cur {
-            let (loc, st) = node_loc[s.0 as usize];
-            if loc != 0 {
-                state = st;
+            if node_loc[s.0 as usize].0 != 0 {
+                state = node_state[s.0 as usize];
                 break;
             }
             path.push(s);
@@ -180,16 +188,19 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
             let frame = tables.stack_node(node).frame;
             let (next, ann) = annotate_with(state, classes[frame.0 as usize]);
             let loc = b.location(frame, ann);
-            node_loc[node.0 as usize] = (u32::try_from(loc).expect("fewer than 2^32 locations"), next);
+            let parent = tables.stack_node(node).parent.map_or(0, |p| p.0 + 1);
+            node_loc[node.0 as usize] = (u32::try_from(loc).expect("fewer than 2^32 locations"), parent);
+            node_state[node.0 as usize] = next;
             state = next;
         }
-        let mut locs = Vec::with_capacity(tables.stack_node(stack).depth as usize + 1);
-        let mut cur = Some(stack);
-        while let Some(s) = cur {
-            locs.push(u64::from(node_loc[s.0 as usize].0));
-            cur = tables.stack_node(s).parent;
+        locs.clear();
+        let mut cur = stack.0 + 1;
+        while cur != 0 {
+            let (loc, parent) = node_loc[cur as usize - 1];
+            locs.push(u64::from(loc));
+            cur = parent;
         }
-        out.sample.push(pp::Sample { location_id: locs, value: values.to_vec(), label: Vec::new() });
+        write_sample(&mut bytes, &locs, values);
     }
     if opts.extras {
         for (i, m) in b.mappings.iter_mut().enumerate() {
@@ -232,7 +243,40 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
     out.mapping = b.mappings;
     out.string_table =
         (0..b.strings.len()).map(|i| b.strings.get(crate::model::StringId(i as u32)).to_owned()).collect();
-    out.encode_to_vec()
+    bytes.reserve(out.encoded_len());
+    out.encode(&mut bytes).expect("a Vec grows as needed");
+    bytes
+}
+
+/// Appends one `Sample` (Profile field 2) in wire format: packed `location_id` (1) and packed
+/// `value` (2, int64 as two's-complement varints).
+fn write_sample(buf: &mut Vec<u8>, locs: &[u64], values: &[i64]) {
+    use prost::encoding::{encode_varint, encoded_len_varint};
+    let locs_len: usize = locs.iter().map(|&l| encoded_len_varint(l)).sum();
+    let vals_len: usize = values.iter().map(|&v| encoded_len_varint(v as u64)).sum();
+    let mut inner = 0;
+    if !locs.is_empty() {
+        inner += 1 + encoded_len_varint(locs_len as u64) + locs_len;
+    }
+    if !values.is_empty() {
+        inner += 1 + encoded_len_varint(vals_len as u64) + vals_len;
+    }
+    buf.push(0x12);
+    encode_varint(inner as u64, buf);
+    if !locs.is_empty() {
+        buf.push(0x0a);
+        encode_varint(locs_len as u64, buf);
+        for &l in locs {
+            encode_varint(l, buf);
+        }
+    }
+    if !values.is_empty() {
+        buf.push(0x12);
+        encode_varint(vals_len as u64, buf);
+        for &v in values {
+            encode_varint(v as u64, buf);
+        }
+    }
 }
 
 /// Gzip-compresses `bytes` (level 6, no file name, zero mtime: deterministic).

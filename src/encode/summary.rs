@@ -222,8 +222,9 @@ pub fn inspect_text(report: &TraceReport) -> String {
     }
     let _ = writeln!(
         s,
-        "tables: {} callstacks, {} frames ({:.1}% named), {} mappings",
+        "tables: {} callstacks ({} stack tree nodes), {} frames ({:.1}% named), {} mappings",
         report.callstacks,
+        report.stack_nodes,
         report.frames,
         100.0 * report.named_frame_share(),
         report.mappings

@@ -110,6 +110,8 @@ pub struct TraceReport {
     pub callstacks: u64,
     /// Distinct frames.
     pub frames: u64,
+    /// Nodes of the stack prefix tree (distinct (caller path, frame) pairs).
+    pub stack_nodes: u64,
     /// Frames that carry a function name.
     pub frames_with_names: u64,
     /// Distinct mappings.

@@ -11,8 +11,6 @@ pub struct StackId(pub u32);
 pub struct StackNode {
     /// The caller's node; `None` for an outermost frame.
     pub parent: Option<StackId>,
-    /// The frame at this depth.
+    /// The frame at this node.
     pub frame: FrameId,
-    /// Depth from the root (the outermost frame has depth 0).
-    pub depth: u32,
 }

@@ -20,6 +20,10 @@ pub struct Tables {
     stacks: Vec<StackNode>,
     stack_index: HashMap<(u32, FrameId), StackId>,
     demangled: HashMap<StringId, StringId>,
+    // The last stack interned, to skip the lookups of the prefix the next one shares with it
+    // (producers emit callstacks in tree order, so consecutive ones share long prefixes).
+    last_frames: Vec<FrameId>,
+    last_nodes: Vec<StackId>,
 }
 
 impl Tables {
@@ -69,18 +73,23 @@ impl Tables {
         if let Some(&id) = self.stack_index.get(&key) {
             return id;
         }
-        let depth = parent.map_or(0, |p| self.stacks[p.0 as usize].depth + 1);
         let id = StackId(to_u32(self.stacks.len()));
-        self.stacks.push(StackNode { parent, frame, depth });
+        self.stacks.push(StackNode { parent, frame });
         self.stack_index.insert(key, id);
         id
     }
 
     /// Interns a whole stack given root first; `None` for an empty list.
     pub fn intern_stack(&mut self, frames_root_first: &[FrameId]) -> Option<StackId> {
-        let mut node = None;
-        for &f in frames_root_first {
-            node = Some(self.intern_stack_node(node, f));
+        let shared = self.last_frames.iter().zip(frames_root_first).take_while(|(a, b)| a == b).count();
+        self.last_frames.truncate(shared);
+        self.last_nodes.truncate(shared);
+        let mut node = self.last_nodes.last().copied();
+        for &f in &frames_root_first[shared..] {
+            let n = self.intern_stack_node(node, f);
+            self.last_frames.push(f);
+            self.last_nodes.push(n);
+            node = Some(n);
         }
         node
     }

@@ -772,6 +772,7 @@ impl Decoder {
         }
         let t = &self.tables;
         self.report.frames = t.frames().len() as u64;
+        self.report.stack_nodes = t.stack_count() as u64;
         self.report.frames_with_names = t.frames().iter().filter(|f| !f.raw_name.is_empty()).count() as u64;
         self.report.mappings = t.mappings().len() as u64;
         self.report.callstacks =
