@@ -56,7 +56,8 @@ pub struct DecodeOptions {
     /// Build profiles for dumps in which nothing changed (traceconv writes no file for them).
     /// Default: true.
     pub include_unchanged: bool,
-    /// Keep only these pids (empty: all). Default: empty.
+    /// Hand only these pids' dumps to the sink (empty: all); every dump is still reported.
+    /// Default: empty.
     pub pids: Vec<u64>,
 }
 
@@ -594,9 +595,9 @@ impl Decoder {
             self.report.problem(Some(chain.first_offset), Some(chain.first_packet), format!("sequence {seq_id}: {p}"));
         }
         for dump in chain.dumps {
-            if !self.opts.pids.is_empty() && !self.opts.pids.contains(&dump.pid) {
-                continue;
-            }
+            // Dumps of other pids are still decoded and reported (inspect, "no match" vs
+            // "no data"), just not handed to the sink.
+            let wanted = self.opts.pids.is_empty() || self.opts.pids.contains(&dump.pid);
             let seq = &self.seqs[&seq_id];
             let mut flags = dump.flags.clone();
             flags.missing_packets = chain.missing_packets;
@@ -746,7 +747,7 @@ impl Decoder {
                 totals,
                 flags,
             });
-            if changed || self.opts.include_unchanged {
+            if wanted && (changed || self.opts.include_unchanged) {
                 sink(profile)?;
             }
         }

@@ -1,0 +1,220 @@
+//! The command line as a user meets it: filters, stdin, exit codes, damaged and hostile
+//! inputs, refusing to overwrite inputs, and data-loss flags surfacing in every output.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn files(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn pid_and_timestamp_filters_select_dumps() {
+    let input = data("heaps_and_procs.pftrace");
+    let out = tempfile::tempdir().unwrap();
+    heapconv_ok(&["profile", input.to_str().unwrap(), "-q", "--pid", "20", "-o", out.path().to_str().unwrap()], 0);
+    assert_eq!(files(out.path()), ["heap_dump.1.20.libc.malloc.pb.gz"]);
+
+    // Timestamps are trace-clock values: in clock_offsets the dumps at raw 8.5 s and 20 s are
+    // 9.5 s and 25 s after conversion through the clock snapshots.
+    let input = data("clock_offsets.pftrace");
+    let out = tempfile::tempdir().unwrap();
+    heapconv_ok(
+        &[
+            "profile",
+            input.to_str().unwrap(),
+            "-q",
+            "--raw",
+            "--timestamps",
+            "9500000000,25000000000,8500000000",
+            "-o",
+            out.path().to_str().unwrap(),
+        ],
+        0,
+    );
+    assert_eq!(files(out.path()), ["heap_dump.1.10.libc.malloc.pb", "heap_dump.2.10.libc.malloc.pb"]);
+    let p = read_pprof(&out.path().join("heap_dump.2.10.libc.malloc.pb"));
+    let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
+    assert!(comments[0].contains("at 25000000000 ns"), "{comments:?}");
+}
+
+#[test]
+fn nothing_matching_writes_nothing_and_creates_no_directory() {
+    let input = data("heaps_and_procs.pftrace");
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("never");
+    let o = heapconv_ok(&["profile", input.to_str().unwrap(), "--pid", "999", "-o", target.to_str().unwrap()], 0);
+    assert!(stderr(&o).contains("No profile matched"));
+    assert!(!target.exists());
+}
+
+#[test]
+fn reads_standard_input_including_gzip() {
+    for name in ["continuous_recycle.pftrace", "continuous_recycle.pftrace.gz"] {
+        let bytes = std::fs::read(data(name)).unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heapconv"))
+            .args(["convert", "-", "--to", "folded", "--view", "total-count"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(&bytes).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{name}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        let total: i64 = text.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<i64>().unwrap()).sum();
+        let exp: Value = serde_json::from_str(&std::fs::read_to_string(data("expected.json")).unwrap()).unwrap();
+        let last = exp["continuous_recycle"].as_array().unwrap().last().unwrap();
+        let want: i64 = last["samples"].as_array().unwrap().iter().map(|s| s["total_count"].as_i64().unwrap()).sum();
+        assert_eq!(total, want, "{name}");
+    }
+}
+
+#[test]
+fn truncated_traces_give_partial_results_with_file_offset_and_packet() {
+    for (name, complete_dumps) in [
+        // The only dump's chain is cut: nothing complete, nothing written, still exit 3.
+        ("interned_chain_spill.trunc-midpacket.pftrace", 0),
+        ("interned_chain_spill.trunc-midvarint.pftrace", 0),
+        ("interned_chain_spill.trunc-tag.pftrace", 0),
+        ("interned_chain_spill.zlib.trunc-zlib.pftrace", 0),
+        ("continuous_recycle.trunc-gzip.pftrace", 0),
+        // Cut on a packet boundary inside the last dump's chain: the 3 changed dumps before it.
+        ("continuous_recycle.trunc-midchain.pftrace", 3),
+    ] {
+        let input = data(name);
+        let out = tempfile::tempdir().unwrap();
+        let o = heapconv(&["profile", input.to_str().unwrap(), "-o", out.path().to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(3), "{name}: {}", stderr(&o));
+        let err = stderr(&o);
+        if name.contains("midchain") {
+            assert!(err.contains("never finished"), "{name}: {err}");
+        } else {
+            assert!(err.contains(name) && err.contains("at byte ") && err.contains("packet "), "{name}: {err}");
+        }
+        // Dumps complete before the damage are written; anything after is not.
+        let report: Value =
+            serde_json::from_slice(&heapconv(&["inspect", "--json", input.to_str().unwrap()]).stdout).unwrap();
+        let changed = report["dumps"].as_array().unwrap().iter().filter(|d| d["changed"] == true).count();
+        assert_eq!(changed, complete_dumps, "{name}");
+        assert_eq!(files(out.path()).len(), complete_dumps, "{name}");
+        assert!(files(out.path()).iter().all(|f| !f.ends_with(".tmp")));
+    }
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "this is not a trace\n").unwrap();
+    let o = heapconv(&["inspect", text.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("not a Perfetto trace"));
+    let o = heapconv(&["profile", text.to_str().unwrap(), "-o", dir.path().join("o").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(!dir.path().join("o").exists());
+
+    let empty = dir.path().join("empty.pftrace");
+    std::fs::write(&empty, b"").unwrap();
+    let o = heapconv(&["profile", empty.to_str().unwrap(), "-o", dir.path().join("o").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no heapprofd profile"), "{}", stderr(&o));
+
+    let missing = dir.path().join("missing.pftrace");
+    let o = heapconv(&["convert", missing.to_str().unwrap(), "--to", "folded"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("missing.pftrace"));
+
+    // A length prefix near 4 GiB is refused before anything is allocated.
+    let huge = dir.path().join("huge.pftrace");
+    std::fs::write(&huge, [0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00]).unwrap();
+    let o = heapconv(&["inspect", huge.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("claims 4294967295 bytes"));
+}
+
+#[test]
+fn compressed_bundles_are_capped() {
+    let input = data("interned_chain_spill.zlib.pftrace");
+    let o = heapconv(&["inspect", "--max-bundle-mib", "0", input.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("exceeds the limit"), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn never_overwrites_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.pftrace");
+    std::fs::copy(data("heaps_and_procs.pftrace"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let o =
+        heapconv(&["convert", input.to_str().unwrap(), "--pid", "20", "--to", "folded", "-o", input.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("it is an input"));
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}
+
+#[test]
+fn several_matches_need_a_choice_or_a_directory() {
+    let input = data("heaps_and_procs.pftrace");
+    let dir = tempfile::tempdir().unwrap();
+    let o = heapconv(&[
+        "convert",
+        input.to_str().unwrap(),
+        "--to",
+        "svg",
+        "-o",
+        dir.path().join("x.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("profiles match"));
+    let outdir = format!("{}/all/", dir.path().display());
+    heapconv_ok(&["convert", input.to_str().unwrap(), "--to", "svg", "--dump", "all", "-o", &outdir], 0);
+    // `convert --dump all` writes every dump, unchanged ones too (8), unlike `profile` (5).
+    assert_eq!(files(&dir.path().join("all")).len(), 8);
+}
+
+#[test]
+fn data_loss_reaches_every_output() {
+    let input = data("data_loss.pftrace");
+    let out = tempfile::tempdir().unwrap();
+    let o = heapconv_ok(&["profile", input.to_str().unwrap(), "-o", out.path().to_str().unwrap()], 0);
+    assert!(stderr(&o).contains("buffer_overran"), "{}", stderr(&o));
+    let p = read_pprof(&out.path().join("heap_dump.2.12.libc.malloc.pb.gz"));
+    let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
+    // This dump's chain also has an index gap (a ProfilePacket was lost).
+    assert!(comments.iter().any(|c| *c == "data loss: disconnected, buffer_overran, missing_packets"), "{comments:?}");
+
+    let svg = heapconv_ok(&["convert", input.to_str().unwrap(), "--pid", "13", "--to", "svg"], 0).stdout;
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(svg.contains("DATA LOSS: buffer_corrupted, hit_guardrail"), "subtitle names the loss");
+
+    let json = heapconv_ok(&["convert", input.to_str().unwrap(), "--pid", "14", "--to", "json"], 0).stdout;
+    let v: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        v["profiles"][0]["data_loss"],
+        serde_json::json!(["buffer_overran", "client_error=HIT_TIMEOUT", "missing_packets"])
+    );
+}
+
+#[test]
+fn inspect_reports_sequences_dumps_and_problems() {
+    let input = data("sequences.pftrace");
+    let v: Value =
+        serde_json::from_slice(&heapconv_ok(&["inspect", "--json", input.to_str().unwrap()], 0).stdout).unwrap();
+    assert!(v["sequences"].as_object().unwrap().len() >= 2);
+    assert_eq!(v["dumps"].as_array().unwrap().len(), 3);
+    let text =
+        String::from_utf8(heapconv_ok(&["inspect", data("no_clock.pftrace").to_str().unwrap()], 0).stdout).unwrap();
+    assert!(text.contains("777000(raw)"), "{text}");
+}
