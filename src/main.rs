@@ -379,3 +379,40 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Command {
+        Cli::try_parse_from(args).expect("valid command line").command
+    }
+
+    #[test]
+    fn cli_defaults_equal_option_defaults() {
+        let Command::Profile(a) = parse(&["heapconv", "profile", "t.pftrace"]) else { panic!("profile") };
+        let d = ProfileOptions::default();
+        assert_eq!(a.output_dir, d.output_dir);
+        assert_eq!(a.pid.into_iter().collect::<Vec<_>>(), d.pids);
+        assert_eq!(a.timestamps, d.timestamps);
+        assert_eq!(!a.no_annotations, d.annotations);
+        assert_eq!(a.raw, d.raw);
+        assert_eq!(a.decode.options().max_bundle_bytes, DecodeOptions::default().max_bundle_bytes);
+
+        let Command::Convert(a) = parse(&["heapconv", "convert", "t.pftrace"]) else { panic!("convert") };
+        let d = ConvertOptions::default();
+        assert!(matches!(a.to, ToArg::Pprof) && d.format == Format::Pprof);
+        assert_eq!(parse_dump(&a.dump).unwrap(), d.dump);
+        assert_eq!(view_kind(a.view), d.view);
+        assert_eq!(!a.no_annotations, d.annotations);
+        assert_eq!(a.heap, d.heap);
+    }
+
+    #[test]
+    fn dump_selection_parses() {
+        assert_eq!(parse_dump("3").unwrap(), DumpSelect::Nth(3));
+        assert_eq!(parse_dump("all").unwrap(), DumpSelect::All);
+        assert!(parse_dump("0").is_err());
+        assert!(parse_dump("first").is_err());
+    }
+}
