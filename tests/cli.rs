@@ -193,7 +193,7 @@ fn data_loss_reaches_every_output() {
     let p = read_pprof(&out.path().join("heap_dump.2.12.libc.malloc.pb.gz"));
     let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
     // This dump's chain also has an index gap (a ProfilePacket was lost).
-    assert!(comments.iter().any(|c| *c == "data loss: disconnected, buffer_overran, missing_packets"), "{comments:?}");
+    assert!(comments.contains(&"data loss: disconnected, buffer_overran, missing_packets"), "{comments:?}");
 
     let svg = heapconv_ok(&["convert", input.to_str().unwrap(), "--pid", "13", "--to", "svg"], 0).stdout;
     let svg = String::from_utf8(svg).unwrap();
