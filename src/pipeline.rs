@@ -10,7 +10,7 @@ use crate::decode::Input;
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd};
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
-use crate::encode::pprof::{PprofOptions, encode_pprof, gzip};
+use crate::encode::pprof::{PprofEncoder, PprofOptions, encode_pprof, gzip};
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport, ValueKind};
@@ -68,7 +68,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let mut decode = opts.decode.clone();
     decode.pids = opts.pids.clone();
     decode.include_unchanged = false;
-    let pprof = PprofOptions { annotations: opts.annotations, extras: true };
+    let mut encoder = PprofEncoder::new(PprofOptions { annotations: opts.annotations, extras: true });
     // Each profile is encoded as soon as its dump ends, compressed and written to a staged
     // file in parallel; names are given at the end, in trace-time order, by renaming.
     type Staged = (usize, Option<i64>, String, Result<PathBuf>);
@@ -95,7 +95,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
             let order = count;
             count += 1;
             progress(count);
-            let bytes = encode_pprof(&p, &pprof);
+            let bytes = encoder.encode(&p);
             let key = format!("{}.{}", p.meta.pid.unwrap_or(0), p.meta.heap);
             let ts = p.meta.timestamp;
             drop(p);

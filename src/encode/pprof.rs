@@ -21,8 +21,8 @@ use std::io::Write;
 
 use prost::Message;
 
-use crate::model::annotate::{Annotation, AnnotationState, annotate_with, classify_frames};
-use crate::model::{FrameId, MappingId, Profile, StringTable};
+use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames_from};
+use crate::model::{FrameId, MappingId, Profile, StackId, StringTable, Tables};
 use crate::proto::pprof as pp;
 
 /// Options of the pprof encoder.
@@ -48,7 +48,6 @@ struct Builder<'a> {
     functions: Vec<pp::Function>,
     function_index: HashMap<(i64, i64, i64), u64>,
     locations: Vec<pp::Location>,
-    location_index: HashMap<(FrameId, Annotation), u64>,
     mappings: Vec<pp::Mapping>,
     mapping_index: HashMap<MappingId, u64>,
     mapping_symbolized: Vec<bool>,
@@ -93,15 +92,12 @@ impl Builder<'_> {
         id
     }
 
-    fn location(&mut self, frame_id: FrameId, annotation: Annotation) -> u64 {
-        let key = (frame_id, if self.opts.annotations { annotation } else { Annotation::None });
-        if let Some(&id) = self.location_index.get(&key) {
-            return id;
-        }
+    /// Writes the Location message for global location `id` = (frame, annotation).
+    fn location(&mut self, id: u64, frame_id: FrameId, annotation: Annotation) {
         let tables = std::sync::Arc::clone(&self.profile.tables);
         let frame = tables.frame(frame_id);
         let mapping_id = frame.mapping.map(|m| self.mapping(m)).unwrap_or(0);
-        let suffix = match key.1 {
+        let suffix = match annotation {
             Annotation::None => String::new(),
             a => format!(" [{}]", a.label()),
         };
@@ -123,7 +119,6 @@ impl Builder<'_> {
                 lines.push(pp::Line { function_id: f, line: i64::from(l.line), column: i64::from(l.column) });
             }
         }
-        let id = self.locations.len() as u64 + 1;
         self.locations.push(pp::Location {
             id,
             mapping_id,
@@ -131,77 +126,175 @@ impl Builder<'_> {
             line: lines,
             is_folded: false,
         });
-        self.location_index.insert(key, id);
-        id
     }
 }
 
-/// Encodes a profile as uncompressed pprof bytes.
-pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
-    let mut b = Builder {
-        profile,
-        opts,
-        strings: StringTable::default(),
-        functions: Vec::new(),
-        function_index: HashMap::default(),
-        locations: Vec::new(),
-        location_index: HashMap::default(),
-        mappings: Vec::new(),
-        mapping_index: HashMap::default(),
-        mapping_symbolized: Vec::new(),
-    };
-    let mut out = pp::Profile::default();
-    for t in &profile.sample_types {
-        let ty = b.s(&t.name);
-        let unit = b.s(&t.unit);
-        out.sample_type.push(pp::ValueType { r#type: ty, unit });
+/// A pprof encoder for the profiles of one input (which share growing [`crate::model::Tables`]).
+///
+/// Location ids are given once per (frame, annotation) and kept across the profiles it encodes,
+/// as traceconv numbers them per trace, and the location list of every stack is computed once:
+/// the dumps of a continuous trace repeat the same stacks, so later dumps cost little more than
+/// copying. Function, mapping and string ids are per profile, and only what a profile uses is
+/// written. Use one encoder per decoded input; the output depends only on the profiles given
+/// to it, in order.
+#[derive(Debug)]
+pub struct PprofEncoder {
+    opts: PprofOptions,
+    classes: Vec<FrameClass>,
+    node_loc: Vec<u32>,
+    node_state: Vec<AnnotationState>,
+    locs: Vec<(FrameId, Annotation)>,
+    loc_index: HashMap<(FrameId, Annotation), u32>,
+    paths: HashMap<u32, (u32, u32)>,
+    arena: Vec<u8>,
+    walk: Vec<StackId>,
+}
+
+impl PprofEncoder {
+    /// An encoder with `opts`.
+    pub fn new(opts: PprofOptions) -> Self {
+        PprofEncoder {
+            opts,
+            classes: Vec::new(),
+            node_loc: Vec::new(),
+            node_state: Vec::new(),
+            locs: Vec::new(),
+            loc_index: HashMap::default(),
+            paths: HashMap::default(),
+            arena: Vec::new(),
+            walk: Vec::new(),
+        }
     }
-    let tables = std::sync::Arc::clone(&profile.tables);
-    // Per stack node: its location id and the annotation state handed to its children.
-    let classes = classify_frames(&tables);
-    // Per stack node: (location id, parent + 1), so that walking a stack touches one array;
-    // and the annotation state handed to the node's children.
-    let mut node_loc: Vec<(u32, u32)> = vec![(0, 0); tables.stack_count()];
-    let mut node_state: Vec<AnnotationState> = vec![AnnotationState::Initial; tables.stack_count()];
-    let mut path = Vec::new();
-    // Samples are the bulk of a profile: they are written straight to wire format (field 2 of
-    // Profile) right after the sample types, instead of being built as messages first; the
-    // other fields follow (a message's fields may come in any order; this is traceconv's).
-    let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
-    let mut bytes = head.encode_to_vec();
-    bytes.reserve(profile.sample_count() * 64);
-    let mut locs: Vec<u64> = Vec::new();
-    for (stack, values) in profile.samples() {
-        // Walk up to the nearest node already done, then down again computing annotations.
-        path.clear();
+
+    fn sync(&mut self, tables: &Tables) {
+        if self.classes.len() < tables.frames().len() {
+            let start = self.classes.len();
+            self.classes.extend(classify_frames_from(tables, start));
+        }
+        if self.node_loc.len() < tables.stack_count() {
+            self.node_loc.resize(tables.stack_count(), 0);
+            self.node_state.resize(tables.stack_count(), AnnotationState::Initial);
+        }
+    }
+
+    /// Global location id of every node from `stack` up to the nearest one already known.
+    fn resolve_nodes(&mut self, tables: &Tables, stack: StackId) {
+        self.walk.clear();
         let mut cur = Some(stack);
         let mut state = AnnotationState::Initial;
         while let Some(s) = cur {
-            if node_loc[s.0 as usize].0 != 0 {
-                state = node_state[s.0 as usize];
+            if self.node_loc[s.0 as usize] != 0 {
+                state = self.node_state[s.0 as usize];
                 break;
             }
-            path.push(s);
+            self.walk.push(s);
             cur = tables.stack_node(s).parent;
         }
-        for &node in path.iter().rev() {
+        for i in (0..self.walk.len()).rev() {
+            let node = self.walk[i];
             let frame = tables.stack_node(node).frame;
-            let (next, ann) = annotate_with(state, classes[frame.0 as usize]);
-            let loc = b.location(frame, ann);
-            let parent = tables.stack_node(node).parent.map_or(0, |p| p.0 + 1);
-            node_loc[node.0 as usize] = (u32::try_from(loc).expect("fewer than 2^32 locations"), parent);
-            node_state[node.0 as usize] = next;
+            let (next, ann) = annotate_with(state, self.classes[frame.0 as usize]);
+            let key = (frame, if self.opts.annotations { ann } else { Annotation::None });
+            let id = match self.loc_index.get(&key) {
+                Some(&id) => id,
+                None => {
+                    self.locs.push(key);
+                    let id = u32::try_from(self.locs.len()).expect("fewer than 2^32 locations");
+                    self.loc_index.insert(key, id);
+                    id
+                }
+            };
+            self.node_loc[node.0 as usize] = id;
+            self.node_state[node.0 as usize] = next;
             state = next;
         }
-        locs.clear();
-        let mut cur = stack.0 + 1;
-        while cur != 0 {
-            let (loc, parent) = node_loc[cur as usize - 1];
-            locs.push(u64::from(loc));
-            cur = parent;
-        }
-        write_sample(&mut bytes, &locs, values);
     }
+
+    /// The packed location ids of `stack`, leaf first, as (offset, length) in the arena.
+    fn path(&mut self, tables: &Tables, stack: StackId) -> (usize, usize) {
+        if let Some(&(off, len)) = self.paths.get(&stack.0) {
+            return (off as usize, len as usize);
+        }
+        self.resolve_nodes(tables, stack);
+        let off = self.arena.len();
+        let mut cur = Some(stack);
+        while let Some(s) = cur {
+            prost::encoding::encode_varint(u64::from(self.node_loc[s.0 as usize]), &mut self.arena);
+            cur = tables.stack_node(s).parent;
+        }
+        let len = self.arena.len() - off;
+        self.paths.insert(stack.0, (u32::try_from(off).expect("arena under 4 GiB"), len as u32));
+        (off, len)
+    }
+
+    /// Encodes a profile as uncompressed pprof bytes.
+    pub fn encode(&mut self, profile: &Profile) -> Vec<u8> {
+        let tables = std::sync::Arc::clone(&profile.tables);
+        self.sync(&tables);
+        let opts = self.opts.clone();
+        let mut b = Builder {
+            profile,
+            opts: &opts,
+            strings: StringTable::default(),
+            functions: Vec::new(),
+            function_index: HashMap::default(),
+            locations: Vec::new(),
+            mappings: Vec::new(),
+            mapping_index: HashMap::default(),
+            mapping_symbolized: Vec::new(),
+        };
+        let mut out = pp::Profile::default();
+        for t in &profile.sample_types {
+            let ty = b.s(&t.name);
+            let unit = b.s(&t.unit);
+            out.sample_type.push(pp::ValueType { r#type: ty, unit });
+        }
+        // Samples are the bulk of a profile: they are written straight to wire format (field 2
+        // of Profile) right after the sample types; the other fields follow (a message's
+        // fields may come in any order; this is traceconv's).
+        let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
+        let mut bytes = head.encode_to_vec();
+        bytes.reserve(profile.sample_count() * 64);
+        let mut used = vec![0u64; self.locs.len() / 64 + 1];
+        for (stack, values) in profile.samples() {
+            let (off, len) = self.path(&tables, stack);
+            if used.len() * 64 <= self.locs.len() {
+                used.resize(self.locs.len() / 64 + 1, 0);
+            }
+            let path = &self.arena[off..off + len];
+            let mut rest = path;
+            while !rest.is_empty() {
+                let id = prost::encoding::decode_varint(&mut rest).expect("we wrote these varints") as usize;
+                used[id / 64] |= 1 << (id % 64);
+            }
+            write_sample(&mut bytes, path, values);
+        }
+        for (word_index, &word) in used.iter().enumerate() {
+            let mut w = word;
+            while w != 0 {
+                let bit = w.trailing_zeros() as usize;
+                w &= w - 1;
+                let id = word_index * 64 + bit;
+                let (frame, ann) = self.locs[id - 1];
+                b.location(id as u64, frame, ann);
+            }
+        }
+        finish(b, out, profile, &opts, bytes)
+    }
+}
+
+/// Encodes one profile as uncompressed pprof bytes (a fresh [`PprofEncoder`]).
+pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
+    PprofEncoder::new(opts.clone()).encode(profile)
+}
+
+fn finish(
+    mut b: Builder<'_>,
+    mut out: pp::Profile,
+    profile: &Profile,
+    opts: &PprofOptions,
+    mut bytes: Vec<u8>,
+) -> Vec<u8> {
     if opts.extras {
         for (i, m) in b.mappings.iter_mut().enumerate() {
             // `Location.address` holds rel_pc, not a process address, so pprof must not try to
@@ -248,11 +341,11 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
     bytes
 }
 
-/// Appends one `Sample` (Profile field 2) in wire format: packed `location_id` (1) and packed
-/// `value` (2, int64 as two's-complement varints).
-fn write_sample(buf: &mut Vec<u8>, locs: &[u64], values: &[i64]) {
+/// Appends one `Sample` (Profile field 2) in wire format: packed `location_id` (1, given
+/// already packed) and packed `value` (2, int64 as two's-complement varints).
+fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64]) {
     use prost::encoding::{encode_varint, encoded_len_varint};
-    let locs_len: usize = locs.iter().map(|&l| encoded_len_varint(l)).sum();
+    let locs_len = locs.len();
     let vals_len: usize = values.iter().map(|&v| encoded_len_varint(v as u64)).sum();
     let mut inner = 0;
     if !locs.is_empty() {
@@ -266,9 +359,7 @@ fn write_sample(buf: &mut Vec<u8>, locs: &[u64], values: &[i64]) {
     if !locs.is_empty() {
         buf.push(0x0a);
         encode_varint(locs_len as u64, buf);
-        for &l in locs {
-            encode_varint(l, buf);
-        }
+        buf.extend_from_slice(locs);
     }
     if !values.is_empty() {
         buf.push(0x12);
@@ -279,10 +370,11 @@ fn write_sample(buf: &mut Vec<u8>, locs: &[u64], values: &[i64]) {
     }
 }
 
-/// Gzip-compresses `bytes` (level 6, no file name, zero mtime: deterministic).
+/// Gzip-compresses `bytes` at the fastest level, as Go's pprof writer does (`gzip.BestSpeed`);
+/// no file name and a zero mtime, so the output is deterministic.
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut enc =
-        flate2::GzBuilder::new().mtime(0).write(Vec::with_capacity(bytes.len() / 4 + 64), flate2::Compression::new(6));
+        flate2::GzBuilder::new().mtime(0).write(Vec::with_capacity(bytes.len() / 4 + 64), flate2::Compression::fast());
     enc.write_all(bytes).expect("writing to memory");
     enc.finish().expect("writing to memory")
 }

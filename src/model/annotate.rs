@@ -134,9 +134,13 @@ pub struct FrameClass {
 
 /// Classifies every frame of `tables` (index = `FrameId`), for [`annotate_with`].
 pub fn classify_frames(tables: &Tables) -> Vec<FrameClass> {
+    classify_frames_from(tables, 0)
+}
+
+/// Classifies the frames of `tables` from index `start` on.
+pub fn classify_frames_from(tables: &Tables, start: usize) -> Vec<FrameClass> {
     let map_classes: Vec<MapClass> = tables.mappings().iter().map(|m| classify(tables.strings.get(m.path))).collect();
-    tables
-        .frames()
+    tables.frames()[start.min(tables.frames().len())..]
         .iter()
         .map(|f| {
             let raw = tables.strings.get(f.raw_name);

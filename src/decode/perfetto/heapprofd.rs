@@ -120,7 +120,8 @@ struct Interned {
     mapping_paths: HashMap<u64, Box<str>>,
     mappings: HashMap<u64, MappingId>,
     frames: HashMap<u64, FrameId>,
-    callstacks: HashMap<u64, Option<StackId>>,
+    /// iid -> (stack, dense index of the iid in this generation).
+    callstacks: HashMap<u64, (Option<StackId>, u32)>,
     pending: Pending,
 }
 
@@ -201,9 +202,14 @@ struct Entry {
 /// State of one (pid, heap) series of dumps.
 #[derive(Default)]
 struct Series {
-    entries: HashMap<(u32, u32, u64), Entry>,
+    /// Entries of interned callstacks, by (sequence, generation), indexed by dense iid index.
+    dense: HashMap<(u32, u32), Vec<Entry>>,
+    /// Entries of Android Q inline callstacks, by (sequence, iid).
+    inline: HashMap<(u32, u64), Entry>,
     dumps: usize,
 }
+
+const NO_STACK: StackId = StackId(u32::MAX);
 
 /// Decodes heapprofd dumps from a Perfetto trace, handing each completed dump to `sink` as a
 /// profile as soon as its chain ends (so memory grows with unique stacks, not with dumps).
@@ -608,9 +614,12 @@ impl Decoder {
             let orig = dump.orig_sampling_interval.unwrap_or(0);
             let mut changed = false;
             for s in &dump.samples {
-                let stack = match inline_stacks.get(&s.callstack) {
-                    Some(st) => *st,
-                    None => seq.interned.callstacks.get(&s.callstack).copied().flatten(),
+                let (stack, dense) = match inline_stacks.get(&s.callstack) {
+                    Some(st) => (*st, None),
+                    None => match seq.interned.callstacks.get(&s.callstack) {
+                        Some(&(st, d)) => (st, Some(d)),
+                        None => (None, None),
+                    },
                 };
                 let Some(stack) = stack else {
                     flags.unresolved_samples += 1;
@@ -632,10 +641,20 @@ impl Decoder {
                         free_count: if frees { s.free_count } else { 0 },
                     }
                 };
-                let entry = series
-                    .entries
-                    .entry((seq_id, generation, s.callstack))
-                    .or_insert(Entry { stack, cum: Cum::default() });
+                let entry = match dense {
+                    Some(d) => {
+                        let v = series.dense.entry((seq_id, generation)).or_default();
+                        let d = d as usize;
+                        if v.len() <= d {
+                            v.resize_with(d + 1, || Entry { stack: NO_STACK, cum: Cum::default() });
+                        }
+                        &mut v[d]
+                    }
+                    None => series
+                        .inline
+                        .entry((seq_id, s.callstack))
+                        .or_insert(Entry { stack: NO_STACK, cum: Cum::default() }),
+                };
                 let old = entry.cum;
                 if new.alloc_bytes < old.alloc_bytes
                     || new.alloc_count < old.alloc_count
@@ -674,18 +693,28 @@ impl Decoder {
             let dump_index = series.dumps;
             series.dumps += 1;
 
-            // Aggregate per stack: the latest value of every entry, summed.
-            let mut by_stack: HashMap<StackId, Cum> =
-                HashMap::with_capacity_and_hasher(series.entries.len(), Default::default());
-            for e in series.entries.values() {
-                let c = by_stack.entry(e.stack).or_default();
-                c.alloc_bytes += e.cum.alloc_bytes;
-                c.freed_bytes += e.cum.freed_bytes;
-                c.alloc_count += e.cum.alloc_count;
-                c.free_count += e.cum.free_count;
-            }
-            let mut rows: Vec<(StackId, Cum)> = by_stack.into_iter().filter(|(_, c)| *c != Cum::default()).collect();
+            // Aggregate per stack: the latest value of every entry, summed (entries of recycled
+            // callstack ids land on the same stack).
+            let mut rows: Vec<(StackId, Cum)> = series
+                .dense
+                .values()
+                .flatten()
+                .chain(series.inline.values())
+                .filter(|e| e.stack != NO_STACK && e.cum != Cum::default())
+                .map(|e| (e.stack, e.cum))
+                .collect();
             rows.sort_unstable_by_key(|r| r.0);
+            rows.dedup_by(|b, a| {
+                if a.0 == b.0 {
+                    a.1.alloc_bytes += b.1.alloc_bytes;
+                    a.1.freed_bytes += b.1.freed_bytes;
+                    a.1.alloc_count += b.1.alloc_count;
+                    a.1.free_count += b.1.free_count;
+                    true
+                } else {
+                    false
+                }
+            });
 
             let (timestamp, converted) = match dump.timestamp {
                 Some(t) => match self.clocks.to_trace(MONOTONIC_COARSE, t) {
@@ -777,7 +806,7 @@ impl Decoder {
         self.report.frames_with_names = t.frames().iter().filter(|f| !f.raw_name.is_empty()).count() as u64;
         self.report.mappings = t.mappings().len() as u64;
         self.report.callstacks =
-            self.seqs.values().map(|s| s.interned.callstacks.values().filter(|c| c.is_some()).count() as u64).sum();
+            self.seqs.values().map(|s| s.interned.callstacks.values().filter(|c| c.0.is_some()).count() as u64).sum();
         // Process names may arrive after the dumps that use them.
         for d in &mut self.report.dumps {
             if d.process_name.is_none() {
@@ -864,7 +893,8 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData) {
         }
         match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
             Some(st) => {
-                t.callstacks.insert(iid, st);
+                let dense = t.callstacks.len() as u32;
+                t.callstacks.insert(iid, (st, dense));
             }
             None => t.pending.callstacks.push(c),
         }
@@ -989,7 +1019,8 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
         let iid = c.iid.unwrap_or(0);
         match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
             Some(st) => {
-                t.callstacks.insert(iid, st);
+                let dense = t.callstacks.len() as u32;
+                t.callstacks.insert(iid, (st, dense));
             }
             None => {
                 // Keep it pending: its frames may still come in a later chain.
