@@ -30,6 +30,7 @@ pub mod error;
 pub mod model;
 pub mod output;
 pub mod pipeline;
+pub mod symbolize;
 pub mod synth;
 
 pub use error::{Error, ErrorKind, Result};

@@ -1,7 +1,8 @@
 //! The `heapconv` command-line program: a thin layer over [`heapconv::pipeline`].
 //!
 //! Exit codes: 0 success; 1 bad input, no data or I/O error; 2 usage error; 3 partial result
-//! (the input is damaged or a dump never finished: what was complete was converted and written).
+//! (the input is damaged or a dump never finished: what was complete was converted and written);
+//! 4 symbolization coverage below `--min-symbolized`.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -12,12 +13,14 @@ use heapconv::decode::perfetto::DecodeOptions;
 use heapconv::encode::summary::{inspect_json, inspect_text};
 use heapconv::model::{TraceReport, ValueKind};
 use heapconv::pipeline::{self, ConvertOptions, Destination, DumpSelect, Format, ProfileOptions};
+use heapconv::symbolize::{SymbolizeOptions, SymbolizeReport};
 use heapconv::{Error, ErrorKind};
 
 const EXIT_OK: u8 = 0;
 const EXIT_INPUT: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 const EXIT_PARTIAL: u8 = 3;
+const EXIT_SYMBOLS_GATE: u8 = 4;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -44,6 +47,9 @@ enum Command {
     Convert(ConvertArgs),
     /// Show what a trace holds: sequences, processes, heaps, dumps, flags and problems.
     Inspect(InspectArgs),
+    /// Symbolize a trace's native frames offline and write Perfetto ModuleSymbols packets, as
+    /// `traceconv symbolize` does (`cat trace symbols > symbolized`).
+    Symbolize(SymbolizeArgs),
     /// Write a synthetic heapprofd trace (for benchmarks and tests), as heapprofd writes them.
     #[command(hide = true)]
     Synth(SynthArgs),
@@ -72,6 +78,82 @@ struct SynthArgs {
     /// Wrap packets in compressed_packets bundles.
     #[arg(long)]
     compress: bool,
+}
+
+#[derive(Args, Debug, Default)]
+struct SymbolArgs {
+    /// Symbolize native frames from binaries and debug files under DIR (searched recursively
+    /// by build id; repeatable). PERFETTO_BINARY_PATH (`:`-separated) is used too.
+    #[arg(long = "symbol-dir", value_name = "DIR")]
+    symbol_dirs: Vec<PathBuf>,
+    /// Use a file found by path even if its build id differs from the trace's (or the trace
+    /// has none). Symbols may then be wrong.
+    #[arg(long)]
+    ignore_build_id: bool,
+    /// Fail (exit code 4) when fewer than PCT percent of native frames get symbols.
+    #[arg(long, value_name = "PCT")]
+    min_symbolized: Option<f64>,
+}
+
+impl SymbolArgs {
+    fn options(&self, ui: &Ui) -> Option<SymbolizeOptions> {
+        let mut dirs = self.symbol_dirs.clone();
+        if let Some(env) = std::env::var_os("PERFETTO_BINARY_PATH") {
+            dirs.extend(std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()));
+        }
+        if dirs.is_empty() {
+            if self.min_symbolized.is_some() {
+                ui.warn("--min-symbolized without --symbol-dir: only symbols already in the trace count");
+            }
+            return None;
+        }
+        if self.ignore_build_id {
+            ui.warn("--ignore-build-id: files are matched by path only; symbols may belong to another build");
+        }
+        Some(SymbolizeOptions { symbol_dirs: dirs, ignore_build_id: self.ignore_build_id })
+    }
+}
+
+/// Prints the symbolization report; returns false when the coverage gate fails.
+fn report_symbols(ui: &Ui, report: &SymbolizeReport, min: Option<f64>) -> bool {
+    if !ui.quiet {
+        eprintln!(
+            "symbolized {} of {} native frames ({:.1}%) from {} indexed file(s)",
+            report.frames_symbolized,
+            report.frames,
+            report.frame_percent(),
+            report.indexed_files
+        );
+        for m in &report.mappings {
+            eprintln!(
+                "  {:<48} {:<16} {:>5}/{:<5} {:?}{}",
+                m.path,
+                if m.build_id.len() > 16 { &m.build_id[..16] } else { &m.build_id },
+                m.symbolized,
+                m.frames,
+                m.outcome,
+                m.file.as_deref().map(|f| format!(" <- {f}")).unwrap_or_default()
+            );
+            if ui.verbose > 0 {
+                for t in &m.tried {
+                    eprintln!("      tried {t}");
+                }
+                for t in &m.mismatched {
+                    eprintln!("      rejected (build id or CRC differs): {t}");
+                }
+            }
+        }
+    }
+    match min {
+        Some(pct) if report.frame_percent() < pct => {
+            eprintln!(
+                "heapconv: error: symbolization coverage {:.1}% is below --min-symbolized {pct}%",
+                report.frame_percent()
+            );
+            false
+        }
+        _ => true,
+    }
 }
 
 #[derive(Args, Debug)]
@@ -106,6 +188,8 @@ struct ProfileArgs {
     /// Write uncompressed .pb files, named exactly as traceconv names them.
     #[arg(long)]
     raw: bool,
+    #[command(flatten)]
+    symbols: SymbolArgs,
     #[command(flatten)]
     decode: DecodeArgs,
 }
@@ -152,6 +236,24 @@ struct ConvertArgs {
     /// Do not annotate ART frames.
     #[arg(long)]
     no_annotations: bool,
+    #[command(flatten)]
+    symbols: SymbolArgs,
+    #[command(flatten)]
+    decode: DecodeArgs,
+}
+
+#[derive(Args, Debug)]
+struct SymbolizeArgs {
+    /// The trace (`-` for standard input; gzip is detected).
+    trace: PathBuf,
+    /// Output file for the ModuleSymbols packets (`-` or none: standard output).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Print the report as JSON on standard error.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    symbols: SymbolArgs,
     #[command(flatten)]
     decode: DecodeArgs,
 }
@@ -260,6 +362,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 annotations: !a.no_annotations,
                 raw: a.raw,
                 decode: a.decode.options(),
+                symbolize: a.symbols.options(&ui),
             };
             let pb = progress_bar(&ui);
             let tick = |n: usize| {
@@ -273,6 +376,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 pb.finish_and_clear();
             }
             let damaged = report_problems(&ui, &run.report);
+            let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
             if run.written.is_empty() {
                 ui.info("No profile matched; nothing written.");
             } else {
@@ -283,7 +387,13 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     }
                 }
             }
-            Ok(if damaged { EXIT_PARTIAL } else { EXIT_OK })
+            Ok(if !gate_ok {
+                EXIT_SYMBOLS_GATE
+            } else if damaged {
+                EXIT_PARTIAL
+            } else {
+                EXIT_OK
+            })
         }
         Command::Convert(a) => {
             let format = match a.to {
@@ -300,6 +410,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 view: view_kind(a.view),
                 annotations: !a.no_annotations,
                 decode: a.decode.options(),
+                symbolize: a.symbols.options(&ui),
             };
             let dest = match &a.output {
                 None => Destination::Stdout,
@@ -324,7 +435,49 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
             stdout.flush().map_err(|e| Error::io("writing standard output", e))?;
             let damaged = report_problems(&ui, &run.report);
-            Ok(if damaged { EXIT_PARTIAL } else { EXIT_OK })
+            let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
+            Ok(if !gate_ok {
+                EXIT_SYMBOLS_GATE
+            } else if damaged {
+                EXIT_PARTIAL
+            } else {
+                EXIT_OK
+            })
+        }
+        Command::Symbolize(a) => {
+            let Some(opts) = a.symbols.options(&ui) else {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "no symbol directories: give --symbol-dir DIR (repeatable) or set PERFETTO_BINARY_PATH",
+                ));
+            };
+            let to_stdout = a.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
+            if to_stdout && std::io::stdout().is_terminal() {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "refusing to write binary ModuleSymbols packets to a terminal; use -o FILE or redirect",
+                ));
+            }
+            let out = if to_stdout { None } else { a.output.as_deref() };
+            let run = pipeline::run_symbolize(&a.trace, out, &opts, &a.decode.options())?;
+            if to_stdout {
+                let mut so = std::io::stdout().lock();
+                so.write_all(&run.symbols).map_err(|e| Error::io("writing standard output", e))?;
+                so.flush().map_err(|e| Error::io("writing standard output", e))?;
+            }
+            if a.json {
+                eprintln!("{}", serde_json::to_string_pretty(&run.report).expect("report serializes"));
+            }
+            let quiet_ui = Ui { verbose: ui.verbose, quiet: ui.quiet || a.json };
+            let gate_ok = report_symbols(&quiet_ui, &run.report, a.symbols.min_symbolized);
+            let damaged = report_problems(&ui, &run.trace);
+            Ok(if !gate_ok {
+                EXIT_SYMBOLS_GATE
+            } else if damaged {
+                EXIT_PARTIAL
+            } else {
+                EXIT_OK
+            })
         }
         Command::Synth(a) => {
             let opts = heapconv::synth::SynthOptions {

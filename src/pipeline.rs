@@ -7,14 +7,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
 use crate::decode::Input;
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd};
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_with};
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
+use crate::encode::module_symbols::encode_module_symbols;
 use crate::encode::pprof::{PprofEncoder, PprofOptions, encode_pprof, gzip};
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage, write_atomic};
+use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
 /// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
 #[derive(Debug, Clone)]
@@ -31,6 +33,9 @@ pub struct ProfileOptions {
     pub raw: bool,
     /// Decoder options. Default: [`DecodeOptions::default`].
     pub decode: DecodeOptions,
+    /// Symbolize native frames from these symbol directories. Default: `None` (no
+    /// symbolization; symbols already in the trace are still used).
+    pub symbolize: Option<SymbolizeOptions>,
 }
 
 impl Default for ProfileOptions {
@@ -42,6 +47,7 @@ impl Default for ProfileOptions {
             annotations: true,
             raw: false,
             decode: DecodeOptions::default(),
+            symbolize: None,
         }
     }
 }
@@ -53,6 +59,8 @@ pub struct ProfileRun {
     pub written: Vec<PathBuf>,
     /// What the trace holds.
     pub report: TraceReport,
+    /// The symbolization report, when symbolization was asked for.
+    pub symbols: Option<SymbolizeReport>,
 }
 
 /// The file name traceconv gives a heapprofd dump: `heap_dump.N.PID.HEAP.pb`.
@@ -69,6 +77,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     decode.pids = opts.pids.clone();
     decode.include_unchanged = false;
     let mut encoder = PprofEncoder::new(PprofOptions { annotations: opts.annotations, extras: true });
+    let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
     // Each profile is encoded as soon as its dump ends, compressed and written to a staged
     // file in parallel; names are given at the end, in trace-time order, by renaming.
     type Staged = (usize, Option<i64>, String, Result<PathBuf>);
@@ -84,38 +93,43 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let permit_rx = std::sync::Mutex::new(permit_rx);
     let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
     rayon::scope(|scope| {
-        result = decode_heapprofd(&mut inp, &decode, &mut |p: Profile| {
-            if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
-                return Ok(());
-            }
-            if !dir_ready {
-                ensure_dir(&opts.output_dir)?;
-                dir_ready = true;
-            }
-            let order = count;
-            count += 1;
-            progress(count);
-            let bytes = encoder.encode(&p);
-            let key = format!("{}.{}", p.meta.pid.unwrap_or(0), p.meta.heap);
-            let ts = p.meta.timestamp;
-            drop(p);
-            let _ = permit_rx.lock().map(|rx| rx.recv());
-            let permit = permit_tx.clone();
-            let tx = tx.clone();
-            let raw = opts.raw;
-            let dir = opts.output_dir.clone();
-            scope.spawn(move |_| {
-                let staged = if raw { stage(&dir, order, &bytes) } else { stage(&dir, order, &gzip(&bytes)) };
-                let _ = tx.send((order, ts, key, staged));
-                let _ = permit.send(());
-            });
-            Ok(())
-        });
+        result = decode_heapprofd_with(
+            &mut inp,
+            &decode,
+            &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+            &mut |p: Profile| {
+                if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+                    return Ok(());
+                }
+                if !dir_ready {
+                    ensure_dir(&opts.output_dir)?;
+                    dir_ready = true;
+                }
+                let order = count;
+                count += 1;
+                progress(count);
+                let bytes = encoder.encode(&p);
+                let key = format!("{}.{}", p.meta.pid.unwrap_or(0), p.meta.heap);
+                let ts = p.meta.timestamp;
+                drop(p);
+                let _ = permit_rx.lock().map(|rx| rx.recv());
+                let permit = permit_tx.clone();
+                let tx = tx.clone();
+                let raw = opts.raw;
+                let dir = opts.output_dir.clone();
+                scope.spawn(move |_| {
+                    let staged = if raw { stage(&dir, order, &bytes) } else { stage(&dir, order, &gzip(&bytes)) };
+                    let _ = tx.send((order, ts, key, staged));
+                    let _ = permit.send(());
+                });
+                Ok(())
+            },
+        );
     });
     drop(tx);
     let mut outs: Vec<Staged> = rx.into_iter().collect();
     let staged_paths = |outs: &mut Vec<Staged>| -> Vec<PathBuf> { outs.drain(..).filter_map(|o| o.3.ok()).collect() };
-    let (report, _tables) = match result {
+    let (report, tables) = match result {
         Ok(r) => r,
         Err(e) => {
             discard_staged(staged_paths(&mut outs));
@@ -145,7 +159,14 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         }
         written.push(path);
     }
-    Ok(ProfileRun { written, report })
+    let symbols = symbolizer.map(|s| s.report(&tables));
+    Ok(ProfileRun { written, report, symbols })
+}
+
+fn symbolize_hook(s: &mut Option<Symbolizer>, tables: &mut Tables, range: std::ops::Range<usize>) {
+    if let Some(s) = s {
+        s.symbolize(tables, range);
+    }
 }
 
 /// Output formats of `convert`.
@@ -208,6 +229,8 @@ pub struct ConvertOptions {
     pub annotations: bool,
     /// Decoder options. Default: [`DecodeOptions::default`].
     pub decode: DecodeOptions,
+    /// Symbolize native frames from these symbol directories. Default: `None`.
+    pub symbolize: Option<SymbolizeOptions>,
 }
 
 impl Default for ConvertOptions {
@@ -220,12 +243,16 @@ impl Default for ConvertOptions {
             view: ValueKind::UnreleasedSize,
             annotations: true,
             decode: DecodeOptions::default(),
+            symbolize: None,
         }
     }
 }
 
 /// Decodes `input` and keeps the profiles `opts` selects, in trace order.
-pub fn select_profiles(input: &Path, opts: &ConvertOptions) -> Result<(Vec<Profile>, TraceReport)> {
+pub fn select_profiles(
+    input: &Path,
+    opts: &ConvertOptions,
+) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
     let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
     let mut decode = opts.decode.clone();
     decode.pids = opts.pids.clone();
@@ -233,29 +260,35 @@ pub fn select_profiles(input: &Path, opts: &ConvertOptions) -> Result<(Vec<Profi
     let empty = Arc::new(Tables::default());
     let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
-    let (report, tables) = decode_heapprofd(&mut inp, &decode, &mut |mut p: Profile| {
-        if opts.heap.as_ref().is_some_and(|h| *h != p.meta.heap) {
-            return Ok(());
-        }
-        let keep = match opts.dump {
-            DumpSelect::Last | DumpSelect::All => true,
-            DumpSelect::Nth(n) => p.meta.dump_index + 1 == n,
-        };
-        if !keep {
-            return Ok(());
-        }
-        p.tables = Arc::clone(&empty);
-        let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
-        let slot = kept.entry(key.clone()).or_default();
-        if slot.is_empty() {
-            order.push(key);
-        }
-        if opts.dump == DumpSelect::Last {
-            slot.clear();
-        }
-        slot.push(p);
-        Ok(())
-    })?;
+    let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
+    let (report, tables) = decode_heapprofd_with(
+        &mut inp,
+        &decode,
+        &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+        &mut |mut p: Profile| {
+            if opts.heap.as_ref().is_some_and(|h| *h != p.meta.heap) {
+                return Ok(());
+            }
+            let keep = match opts.dump {
+                DumpSelect::Last | DumpSelect::All => true,
+                DumpSelect::Nth(n) => p.meta.dump_index + 1 == n,
+            };
+            if !keep {
+                return Ok(());
+            }
+            p.tables = Arc::clone(&empty);
+            let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
+            let slot = kept.entry(key.clone()).or_default();
+            if slot.is_empty() {
+                order.push(key);
+            }
+            if opts.dump == DumpSelect::Last {
+                slot.clear();
+            }
+            slot.push(p);
+            Ok(())
+        },
+    )?;
     if report.dumps.is_empty() && report.damage.is_none() {
         return Err(Error::new(ErrorKind::NoData, format!("{}: no heapprofd profile found in the trace", inp.name)));
     }
@@ -267,7 +300,8 @@ pub fn select_profiles(input: &Path, opts: &ConvertOptions) -> Result<(Vec<Profi
         }
     }
     out.sort_by_key(|p| p.meta.timestamp.unwrap_or(i64::MIN));
-    Ok((out, report))
+    let symbols = symbolizer.map(|s| s.report(&tables));
+    Ok((out, report, symbols))
 }
 
 /// Encodes one profile in `format` with the view of `opts`.
@@ -315,12 +349,14 @@ pub struct ConvertRun {
     pub outputs: Vec<(Option<PathBuf>, Vec<u8>)>,
     /// What the trace holds.
     pub report: TraceReport,
+    /// The symbolization report, when symbolization was asked for.
+    pub symbols: Option<SymbolizeReport>,
 }
 
 /// Runs `convert`: decodes, selects, encodes (in parallel) and writes.
 pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
     use rayon::prelude::*;
-    let (profiles, report) = select_profiles(input, opts)?;
+    let (profiles, report, symbols) = select_profiles(input, opts)?;
     if profiles.is_empty() {
         return Err(Error::new(
             ErrorKind::NoData,
@@ -369,7 +405,7 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
             None => check_not_input(Path::new("-"), &inputs)?,
         }
     }
-    Ok(ConvertRun { outputs, report })
+    Ok(ConvertRun { outputs, report, symbols })
 }
 
 /// The input's file name without directories and trace extensions.
@@ -391,4 +427,37 @@ pub fn run_inspect(input: &Path, decode: &DecodeOptions) -> Result<TraceReport> 
     opts.include_unchanged = false;
     let (report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
     Ok(report)
+}
+
+/// What `symbolize` did.
+#[derive(Debug)]
+pub struct SymbolizeRun {
+    /// The ModuleSymbols packets (concatenated `Trace` messages).
+    pub symbols: Vec<u8>,
+    /// Per-mapping report.
+    pub report: SymbolizeReport,
+    /// What the trace holds.
+    pub trace: TraceReport,
+}
+
+/// Runs `symbolize`: decodes `input`, symbolizes every native frame, and returns Perfetto
+/// ModuleSymbols packets (written to `output` when given).
+pub fn run_symbolize(
+    input: &Path,
+    output: Option<&Path>,
+    opts: &SymbolizeOptions,
+    decode: &DecodeOptions,
+) -> Result<SymbolizeRun> {
+    let mut inp = Input::open(input, decode.max_gzip_bytes)?;
+    let mut dopts = decode.clone();
+    dopts.include_unchanged = false;
+    let mut symbolizer = Symbolizer::new(opts.clone());
+    let (trace, tables) =
+        decode_heapprofd_with(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |_| Ok(()))?;
+    let report = symbolizer.report(&tables);
+    let symbols = encode_module_symbols(&tables);
+    if let Some(out) = output {
+        write_atomic(out, &symbols, &[input.to_path_buf()])?;
+    }
+    Ok(SymbolizeRun { symbols, report, trace })
 }

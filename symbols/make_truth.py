@@ -416,7 +416,10 @@ def build_truth():
 def fmt_syms(syms):
   parts = []
   for s in syms:
-    parts.append('%s (%s:%d)' % (s['FunctionName'], s['FileName'] or '??', s['Line']))
+    name = s['FunctionName']
+    if len(name) > 70:
+      name = name[:69] + '…'
+    parts.append('%s (%s:%d)' % (name, s['FileName'] or '??', s['Line']))
   return ' ← '.join(parts).replace('|', '\\|') if parts else '(none)'
 
 
@@ -451,7 +454,7 @@ def readme_tables(t):
                    (label, f['start'], a['address'], a['kind'], fmt_syms(a['Symbol'])))
       # one call-site return address into an allocator, if any
       for a in f['addresses']:
-        if a['kind'] == 'return' and re.search(r'alloc|_Zn[wa]m|strdup', a.get('callee', '')):
+        if a['kind'] == 'return' and re.fullmatch(r'malloc|calloc|realloc|strdup|_Zn[wa]m', a.get('callee', '')):
           out.append('| `%s` | 0x%x | 0x%x | return after call to `%s` | %s |' %
                      (label, f['start'], a['address'], a['callee'], fmt_syms(a['Symbol'])))
           break

@@ -3,5 +3,6 @@
 pub mod flamegraph_svg;
 pub mod folded;
 pub mod labels;
+pub mod module_symbols;
 pub mod pprof;
 pub mod summary;

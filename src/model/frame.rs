@@ -57,17 +57,166 @@ pub fn demangle(raw: &str) -> Option<String> {
     let body = raw.trim_start_matches('_');
     let underscores = raw.len() - body.len();
     if (1..=4).contains(&underscores) && body.starts_with('Z') {
-        let sym = &raw[underscores - 1..];
+        let fixed = fix_template_ctor(&raw[underscores - 1..]);
+        let sym = fixed.as_str();
         if let Ok(sym) = cpp_demangle::Symbol::new(sym.as_bytes()) {
             let opts = cpp_demangle::DemangleOptions::new();
             if let Ok(s) = sym.demangle_with_options(&opts) {
                 if s != raw {
-                    return Some(s);
+                    return Some(llvm_style(&s));
                 }
             }
         }
     }
     None
+}
+
+/// cpp_demangle reads the first parameter of a templated constructor or destructor
+/// (`…C2IS3_EEPKcRKS3_`) as a return type and drops it, although constructors have none. This
+/// inserts an explicit `void` return type after the template arguments so that every
+/// parameter is printed, as LLVM does. Names without that shape are returned unchanged.
+fn fix_template_ctor(sym: &str) -> String {
+    let b = sym.as_bytes();
+    let mut i = 0;
+    while i + 2 < b.len() {
+        let ctor =
+            (b[i] == b'C' && matches!(b[i + 1], b'1'..=b'5')) || (b[i] == b'D' && matches!(b[i + 1], b'0'..=b'5'));
+        // A ctor/dtor name ends a nested name: it is followed by template args `I` or `E`.
+        if ctor && i > 0 && b[i + 2] == b'I' {
+            if let Some(end) = skip_template_args(b, i + 3) {
+                // `end` is just past the template args' `E`; the nested name closes with `E`.
+                if b.get(end) == Some(&b'E') && end + 1 < b.len() {
+                    return format!("{}v{}", &sym[..end + 1], &sym[end + 1..]);
+                }
+            }
+            return sym.to_owned();
+        }
+        if b[i].is_ascii_digit() {
+            // <source-name>: a length, then that many bytes (which may hold anything).
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            let n: usize = sym[start..i].parse().unwrap_or(0);
+            i += n;
+            continue;
+        }
+        i += 1;
+    }
+    sym.to_owned()
+}
+
+/// From just after a template-args `I`, returns the index just past its closing `E`.
+fn skip_template_args(b: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 1usize;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            let n: usize = std::str::from_utf8(&b[start..i]).ok()?.parse().ok()?;
+            i += n;
+            continue;
+        }
+        match c {
+            b'S' | b'T' => {
+                // Substitutions and template params: S_, S3_, T_, T0_, or St/Sa/Ss/… .
+                i += 1;
+                if c == b'S' && i < b.len() && b[i].is_ascii_lowercase() {
+                    i += 1;
+                    continue;
+                }
+                while i < b.len() && b[i] != b'_' && (b[i].is_ascii_digit() || b[i].is_ascii_uppercase()) {
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            b'I' | b'N' | b'L' => depth += 1,
+            b'E' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Rewrites the few constructs that cpp_demangle prints differently from LLVM's demangler
+/// (which traceconv and llvm-symbolizer use): `{lambda(int)#1}` is `'lambda'(int)` (`#2` is
+/// `'lambda0'`, and so on), `{unnamed type#1}` is `'unnamed'`, and ` [clone .cold]` is
+/// ` (.cold)`.
+fn llvm_style(s: &str) -> String {
+    if !s.contains('{') && !s.contains(" [clone ") {
+        return s.to_owned();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(['{', '[']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if let Some(t) = tail.strip_prefix("{lambda(") {
+            // Find the matching ')' of the parameter list, then "#N}".
+            let mut depth = 1usize;
+            let mut end = None;
+            for (j, c) in t.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(j);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(j) = end {
+                let params = &t[..j];
+                let after = &t[j + 1..];
+                if let Some(after) = after.strip_prefix('#') {
+                    if let Some(k) = after.find('}') {
+                        if let Ok(n) = after[..k].parse::<u32>() {
+                            let suffix = if n > 1 { (n - 2).to_string() } else { String::new() };
+                            out.push_str(&format!("'lambda{suffix}'({params})"));
+                            rest = &after[k + 1..];
+                            continue;
+                        }
+                    }
+                }
+            }
+        } else if let Some(t) = tail.strip_prefix("{unnamed type#") {
+            if let Some(k) = t.find('}') {
+                if let Ok(n) = t[..k].parse::<u32>() {
+                    let suffix = if n > 1 { (n - 2).to_string() } else { String::new() };
+                    out.push_str(&format!("'unnamed{suffix}'"));
+                    rest = &t[k + 1..];
+                    continue;
+                }
+            }
+        } else if let Some(t) = tail.strip_prefix("[clone ") {
+            if out.ends_with(' ') {
+                if let Some(k) = t.find(']') {
+                    out.push('(');
+                    out.push_str(&t[..k]);
+                    out.push(')');
+                    rest = &t[k + 1..];
+                    continue;
+                }
+            }
+        }
+        out.push_str(&tail[..1]);
+        rest = &tail[1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -88,6 +237,30 @@ mod tests {
             Some("core::ptr::drop_in_place::h0123456789abcdef")
         );
         assert_eq!(demangle("_RNvCs1234_7mycrate3foo").as_deref(), Some("mycrate::foo"));
+    }
+
+    #[test]
+    fn formats_like_llvm() {
+        assert_eq!(
+            demangle("_ZN3app12_GLOBAL__N_16repeatIZNS_7Session3runEvEUliE_EEiiT_").as_deref(),
+            Some(
+                "int app::(anonymous namespace)::repeat<app::Session::run()::'lambda'(int)>(int, app::Session::run()::'lambda'(int))"
+            )
+        );
+        assert_eq!(
+            demangle("_ZN3app7SessionC2ERKNS_7OptionsE.cold").as_deref(),
+            Some("app::Session::Session(app::Options const&) (.cold)")
+        );
+        assert_eq!(super::llvm_style("f({lambda()#3}) [clone .isra.0]"), "f('lambda1'()) (.isra.0)");
+        assert_eq!(super::llvm_style("a::{unnamed type#1}::b"), "a::'unnamed'::b");
+        // A templated constructor keeps its first parameter.
+        assert_eq!(
+            demangle("_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEC4IS3_EEPKcRKS3_").as_deref(),
+            Some(
+                "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::basic_string<std::allocator<char> >(char const*, std::allocator<char> const&)"
+            )
+        );
+        assert_eq!(demangle("_ZN3FooC2Ev").as_deref(), Some("Foo::Foo()"));
     }
 
     #[test]

@@ -56,7 +56,6 @@ end=$(date +%s.%N)
 
 size=$(stat -c %s "$OUT/libsqlite3.so")
 bid=$(readelf -nW "$OUT/libsqlite3.so" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p')
-nfunc=$(readelf -sW "$OUT/libsqlite3.so" | awk '$4 == "FUNC" && $3 != 0 && $7 != "UND"' | wc -l)
-printf 'built %s: %d bytes (%.1f MiB), build id %s, %d FUNC symbols (both tables), %.1f s\n' \
-  "$OUT/libsqlite3.so" "$size" "$(echo "$size / 1048576" | bc -l)" "$bid" "$nfunc" \
-  "$(echo "$end - $start" | bc -l)"
+nfunc=$(readelf -sW --syms "$OUT/libsqlite3.so" | awk '/^Symbol table/ { t = $3 } t == "\x27.symtab\x27" && $4 == "FUNC" && $3 != 0 && $7 != "UND"' | wc -l)
+awk -v f="$OUT/libsqlite3.so" -v s="$size" -v b="$bid" -v n="$nfunc" -v t0="$start" -v t1="$end" \
+  'BEGIN { printf "built %s: %d bytes (%.1f MiB), build id %s, %d FUNC symbols of size > 0 in .symtab, compiled in %.1f s\n", f, s, s / 1048576, b, n, t1 - t0 }'

@@ -225,6 +225,21 @@ pub fn decode_heapprofd(
     opts: &DecodeOptions,
     sink: &mut dyn FnMut(Profile) -> Result<()>,
 ) -> Result<(TraceReport, Arc<Tables>)> {
+    decode_heapprofd_with(input, opts, &mut |_, _| {}, sink)
+}
+
+/// A callback that sees the tables each time a dump chain ends, before its profiles are built,
+/// with the range of frames added since the previous call: where a later stage (for example
+/// symbolization, wired by the pipeline) can fill in what those frames lack.
+pub type FrameHook<'a> = dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'a;
+
+/// [`decode_heapprofd`] with a [`FrameHook`].
+pub fn decode_heapprofd_with(
+    input: &mut Input,
+    opts: &DecodeOptions,
+    hook: &mut FrameHook<'_>,
+    sink: &mut dyn FnMut(Profile) -> Result<()>,
+) -> Result<(TraceReport, Arc<Tables>)> {
     let mut d = Decoder::new(input, opts);
     let size = if input.gzipped { None } else { input.file_size };
     let name = input.name.clone();
@@ -240,7 +255,8 @@ pub fn decode_heapprofd(
             }
         };
         let (offset, number, bytes) = pkt;
-        match d.packet(&bytes, offset, number, sink) {
+        let mut out = Out { hook: &mut *hook, sink: &mut *sink };
+        match d.packet(&bytes, offset, number, &mut out) {
             Ok(()) => {}
             Err(e) if matches!(e.kind(), ErrorKind::Malformed | ErrorKind::Truncated | ErrorKind::LimitExceeded) => {
                 d.report.damage = Some(e.to_string());
@@ -272,6 +288,12 @@ pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(
     Ok((out, report))
 }
 
+/// Where finished dumps go: the frame hook, then the sink.
+struct Out<'a, 'b> {
+    hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
+    sink: &'a mut (dyn FnMut(Profile) -> Result<()> + 'b),
+}
+
 struct Decoder {
     name: String,
     opts: DecodeOptions,
@@ -281,6 +303,7 @@ struct Decoder {
     series: HashMap<(u64, String), Series>,
     last_ts: Option<u64>,
     report: TraceReport,
+    frames_hooked: usize,
 }
 
 impl Decoder {
@@ -295,6 +318,7 @@ impl Decoder {
             series: HashMap::default(),
             last_ts: None,
             report,
+            frames_hooked: 0,
         }
     }
 
@@ -302,13 +326,7 @@ impl Decoder {
         *self.report.packet_kinds.entry(k.to_owned()).or_default() += 1;
     }
 
-    fn packet(
-        &mut self,
-        bytes: &[u8],
-        offset: u64,
-        number: u64,
-        sink: &mut dyn FnMut(Profile) -> Result<()>,
-    ) -> Result<()> {
+    fn packet(&mut self, bytes: &[u8], offset: u64, number: u64, out: &mut Out<'_, '_>) -> Result<()> {
         let pkt = pb::TracePacket::decode(bytes).map_err(|e| {
             Error::new(
                 ErrorKind::Malformed,
@@ -319,7 +337,7 @@ impl Decoder {
         self.report.packets += 1;
         if let Some(data) = &pkt.compressed_packets {
             self.kind("compressed_packets");
-            return self.compressed(data, offset, number, sink);
+            return self.compressed(data, offset, number, out);
         }
         if pkt.zstd_compressed_packets.is_some() {
             self.kind("zstd_compressed_packets");
@@ -330,16 +348,10 @@ impl Decoder {
             );
             return Ok(());
         }
-        self.trace_packet(pkt, offset, number, sink)
+        self.trace_packet(pkt, offset, number, out)
     }
 
-    fn compressed(
-        &mut self,
-        data: &[u8],
-        offset: u64,
-        number: u64,
-        sink: &mut dyn FnMut(Profile) -> Result<()>,
-    ) -> Result<()> {
+    fn compressed(&mut self, data: &[u8], offset: u64, number: u64, out: &mut Out<'_, '_>) -> Result<()> {
         self.report.compressed_bundles += 1;
         let inflated: Box<dyn std::io::Read> = if data.starts_with(&[0x1f, 0x8b]) {
             Box::new(flate2::read::GzDecoder::new(data))
@@ -372,18 +384,12 @@ impl Decoder {
                 self.report.problem(Some(offset), Some(number), "nested compressed_packets ignored");
                 continue;
             }
-            self.trace_packet(pkt, offset, number, sink)?;
+            self.trace_packet(pkt, offset, number, out)?;
         }
         Ok(())
     }
 
-    fn trace_packet(
-        &mut self,
-        pkt: pb::TracePacket,
-        offset: u64,
-        number: u64,
-        sink: &mut dyn FnMut(Profile) -> Result<()>,
-    ) -> Result<()> {
+    fn trace_packet(&mut self, pkt: pb::TracePacket, offset: u64, number: u64, out: &mut Out<'_, '_>) -> Result<()> {
         if let Some(ts) = pkt.timestamp {
             self.last_ts = Some(ts);
         }
@@ -468,7 +474,7 @@ impl Decoder {
         }
         if let Some(pp) = pkt.profile_packet {
             self.kind("profile_packet");
-            self.profile_packet(seq_id, pp, pkt.timestamp, offset, number, sink)?;
+            self.profile_packet(seq_id, pp, pkt.timestamp, offset, number, out)?;
         }
         Ok(())
     }
@@ -480,7 +486,7 @@ impl Decoder {
         packet_ts: Option<u64>,
         offset: u64,
         number: u64,
-        sink: &mut dyn FnMut(Profile) -> Result<()>,
+        out: &mut Out<'_, '_>,
     ) -> Result<()> {
         let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
         self.report.sequences.entry(seq_id).or_default();
@@ -579,12 +585,12 @@ impl Decoder {
             }
         }
         if !pp.continued.unwrap_or(false) {
-            self.finish_chain(seq_id, sink)?;
+            self.finish_chain(seq_id, out)?;
         }
         Ok(())
     }
 
-    fn finish_chain(&mut self, seq_id: u32, sink: &mut dyn FnMut(Profile) -> Result<()>) -> Result<()> {
+    fn finish_chain(&mut self, seq_id: u32, out: &mut Out<'_, '_>) -> Result<()> {
         let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
         let chain = std::mem::take(&mut seq.chain);
         let generation = seq.generation;
@@ -599,6 +605,11 @@ impl Decoder {
         };
         for p in problems {
             self.report.problem(Some(chain.first_offset), Some(chain.first_packet), format!("sequence {seq_id}: {p}"));
+        }
+        let nframes = tables.frames().len();
+        if nframes > self.frames_hooked {
+            (out.hook)(tables, self.frames_hooked..nframes);
+            self.frames_hooked = nframes;
         }
         for dump in chain.dumps {
             // Dumps of other pids are still decoded and reported (inspect, "no match" vs
@@ -777,7 +788,7 @@ impl Decoder {
                 flags,
             });
             if wanted && (changed || self.opts.include_unchanged) {
-                sink(profile)?;
+                (out.sink)(profile)?;
             }
         }
         Ok(())

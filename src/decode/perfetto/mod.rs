@@ -4,4 +4,6 @@ pub mod clock;
 pub mod heapprofd;
 pub mod reader;
 
-pub use heapprofd::{DecodeOptions, decode_heapprofd, decode_heapprofd_all, sample_types_for_heap};
+pub use heapprofd::{
+    DecodeOptions, FrameHook, decode_heapprofd, decode_heapprofd_all, decode_heapprofd_with, sample_types_for_heap,
+};

@@ -1,0 +1,370 @@
+//! The symbolize stage: native frames (mapping + `rel_pc`) get function names, source files,
+//! lines and inline chains from the DWARF of files found in symbol directories, in pure Rust
+//! (gimli/addr2line over memory-mapped files), with no llvm-symbolizer.
+//!
+//! Each unique (mapping, rel_pc) is looked up once; mappings are symbolized in parallel, each
+//! debug file opened once per batch. A missing symbol is not an error: the frame stays as it
+//! was and the per-mapping report says why (no build id, no file found, build-id mismatch, no
+//! debug info, address outside any function).
+
+pub mod elf;
+pub mod locate;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::model::{FrameId, Line, MappingId, Tables};
+use locate::{Located, SymbolIndex, hex};
+
+/// Options of the symbolize stage.
+#[derive(Debug, Clone, Default)]
+pub struct SymbolizeOptions {
+    /// Directories searched recursively for binaries and debug files. Default: none.
+    pub symbol_dirs: Vec<PathBuf>,
+    /// Use a file found by path even when its build id differs (or the trace has none).
+    /// Default: false.
+    pub ignore_build_id: bool,
+}
+
+/// Why a mapping's frames are (or are not) symbolized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Symbolized from DWARF.
+    Symbolized,
+    /// Only function names, from the symbol table (no DWARF found).
+    SymbolTableOnly,
+    /// The trace records no build id for the mapping (and `--ignore-build-id` is off).
+    NoBuildId,
+    /// No file with this build id in the symbol directories.
+    NoFileFound,
+    /// Files were found at the mapping's path, but their build ids differ.
+    BuildIdMismatch,
+    /// The file has neither DWARF nor a symbol table.
+    NoDebugInfo,
+    /// The file was found but no frame's address lies inside a known function.
+    AddressOutsideFunctions,
+    /// Every frame already had symbols (from ModuleSymbols in the trace).
+    AlreadySymbolized,
+}
+
+/// The report for one mapping.
+#[derive(Debug, Clone, Serialize)]
+pub struct MappingReport {
+    /// Mapping path as the trace names it.
+    pub path: String,
+    /// Build id, hex.
+    pub build_id: String,
+    /// Frames in the mapping.
+    pub frames: u64,
+    /// Frames symbolized.
+    pub symbolized: u64,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// The file whose symbols were used.
+    pub file: Option<String>,
+    /// Paths looked at.
+    pub tried: Vec<String>,
+    /// Files rejected because their build id (or debuglink CRC) differs.
+    pub mismatched: Vec<String>,
+}
+
+/// The symbolization report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SymbolizeReport {
+    /// Per mapping, in mapping order.
+    pub mappings: Vec<MappingReport>,
+    /// Native frames seen.
+    pub frames: u64,
+    /// Native frames symbolized.
+    pub frames_symbolized: u64,
+    /// ELF files in the build-id index.
+    pub indexed_files: usize,
+    /// Problems while indexing the symbol directories.
+    pub problems: Vec<String>,
+}
+
+impl SymbolizeReport {
+    /// Share of frames symbolized, in percent (100 when there are none).
+    pub fn frame_percent(&self) -> f64 {
+        if self.frames == 0 { 100.0 } else { 100.0 * self.frames_symbolized as f64 / self.frames as f64 }
+    }
+}
+
+struct MappingState {
+    located: Located,
+    frames: u64,
+    symbolized: u64,
+    outcome: Outcome,
+}
+
+/// A symbolizer over a set of symbol directories; feed it the frames of one input as they
+/// appear (it remembers where each mapping's file is).
+pub struct Symbolizer {
+    opts: SymbolizeOptions,
+    index: SymbolIndex,
+    mappings: BTreeMap<MappingId, MappingState>,
+}
+
+impl std::fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbolizer").field("indexed_files", &self.index.len()).finish()
+    }
+}
+
+/// One symbolized address: lines innermost first, with owned strings.
+type RawLines = Vec<ResolvedLine>;
+
+impl Symbolizer {
+    /// Indexes the symbol directories (recursively, in parallel).
+    pub fn new(opts: SymbolizeOptions) -> Self {
+        let index = SymbolIndex::build(&opts.symbol_dirs);
+        Symbolizer { opts, index, mappings: BTreeMap::new() }
+    }
+
+    /// Symbolizes the frames `range` of `tables` (all frames: `0..tables.frames().len()`).
+    pub fn symbolize(&mut self, tables: &mut Tables, range: Range<usize>) {
+        // Group the frames to look up by mapping.
+        let mut groups: BTreeMap<MappingId, Vec<FrameId>> = BTreeMap::new();
+        for i in range.clone() {
+            let f = &tables.frames()[i];
+            if let Some(m) = f.mapping {
+                groups.entry(m).or_default().push(FrameId(i as u32));
+            }
+        }
+        // Locate files for mappings not seen before.
+        for &m in groups.keys() {
+            if self.mappings.contains_key(&m) {
+                continue;
+            }
+            let mapping = tables.mapping(m);
+            let path = tables.strings.get(mapping.path).to_owned();
+            let no_id = mapping.build_id.is_empty();
+            let located = if no_id && !self.opts.ignore_build_id {
+                Located::default()
+            } else {
+                self.index.locate(&path, &mapping.build_id, self.opts.ignore_build_id)
+            };
+            let outcome = if no_id && !self.opts.ignore_build_id {
+                Outcome::NoBuildId
+            } else {
+                match &located.info {
+                    Some(i) if i.has_dwarf => Outcome::Symbolized,
+                    Some(i) if i.has_symbols => Outcome::SymbolTableOnly,
+                    Some(_) => Outcome::NoDebugInfo,
+                    None if !located.mismatched.is_empty() => Outcome::BuildIdMismatch,
+                    None => Outcome::NoFileFound,
+                }
+            };
+            self.mappings.insert(m, MappingState { located, frames: 0, symbolized: 0, outcome });
+        }
+        // Look up every unique address, one task per mapping.
+        let work: Vec<(MappingId, PathBuf, Vec<(FrameId, u64)>)> = groups
+            .iter()
+            .filter_map(|(m, frames)| {
+                let st = &self.mappings[m];
+                let file = st.located.file.clone()?;
+                let mapping = tables.mapping(*m);
+                let addrs = frames
+                    .iter()
+                    .filter(|f| tables.frame(**f).lines.is_empty())
+                    .map(|f| {
+                        let rel = tables.frame(*f).rel_pc;
+                        let a = elf::corrected_address(
+                            rel,
+                            st.located.exec_load,
+                            mapping.exact_offset,
+                            mapping.start_offset,
+                            mapping.load_bias,
+                        );
+                        (*f, a)
+                    })
+                    .collect();
+                Some((*m, file, addrs))
+            })
+            .collect();
+        let results: Vec<(MappingId, Vec<(FrameId, RawLines)>)> =
+            work.into_par_iter().map(|(m, file, addrs)| (m, lookup_all(&file, &addrs))).collect();
+        // Count frames and apply results, in mapping order.
+        for (m, frames) in &groups {
+            let st = self.mappings.get_mut(m).expect("located above");
+            st.frames += frames.len() as u64;
+            let already = frames.iter().filter(|f| !tables.frame(**f).lines.is_empty()).count() as u64;
+            st.symbolized += already;
+        }
+        for (m, found) in results {
+            let mut n = 0;
+            for (fid, lines) in found {
+                if lines.is_empty() {
+                    continue;
+                }
+                let lines: Vec<Line> = lines
+                    .into_iter()
+                    .map(|(function, system, file, line, column)| Line {
+                        function: tables.strings.intern(&function),
+                        system_name: tables.strings.intern(&system),
+                        file: tables.strings.intern(&file),
+                        line,
+                        column,
+                    })
+                    .collect();
+                tables.frames_mut()[fid.0 as usize].lines = lines;
+                n += 1;
+            }
+            let st = self.mappings.get_mut(&m).expect("located above");
+            st.symbolized += n;
+        }
+        for st in self.mappings.values_mut() {
+            if st.symbolized == 0
+                && matches!(st.outcome, Outcome::Symbolized | Outcome::SymbolTableOnly)
+                && st.frames > 0
+            {
+                st.outcome = Outcome::AddressOutsideFunctions;
+            } else if st.symbolized > 0 && st.outcome == Outcome::AddressOutsideFunctions {
+                st.outcome = Outcome::Symbolized;
+            }
+        }
+    }
+
+    /// The report so far.
+    pub fn report(&self, tables: &Tables) -> SymbolizeReport {
+        let mut r = SymbolizeReport {
+            indexed_files: self.index.len(),
+            problems: self.index.problems.clone(),
+            ..Default::default()
+        };
+        for (m, st) in &self.mappings {
+            let mapping = tables.mapping(*m);
+            r.frames += st.frames;
+            r.frames_symbolized += st.symbolized;
+            r.mappings.push(MappingReport {
+                path: tables.strings.get(mapping.path).to_owned(),
+                build_id: hex(&mapping.build_id),
+                frames: st.frames,
+                symbolized: st.symbolized,
+                outcome: st.outcome,
+                file: st.located.file.as_ref().map(|p| p.display().to_string()),
+                tried: st.located.tried.clone(),
+                mismatched: st.located.mismatched.iter().map(|p| p.display().to_string()).collect(),
+            });
+        }
+        r
+    }
+}
+
+/// One source line of a symbolized address: (function for display, name as in the file,
+/// source file, line, column).
+pub type ResolvedLine = (String, String, String, u32, u32);
+
+/// Symbolizes `addrs` (ELF virtual addresses) in the file at `path`, as the symbolizer does for
+/// frames: for each address its lines, innermost first (empty when nothing is known). For
+/// tests and tools that compare with other symbolizers.
+pub fn symbolize_addresses(path: &std::path::Path, addrs: &[u64]) -> Vec<Vec<ResolvedLine>> {
+    let with_ids: Vec<(FrameId, u64)> = addrs.iter().enumerate().map(|(i, &a)| (FrameId(i as u32), a)).collect();
+    let mut out = vec![Vec::new(); addrs.len()];
+    for (fid, lines) in lookup_all(path, &with_ids) {
+        out[fid.0 as usize] = lines;
+    }
+    out
+}
+
+/// Looks up every address in one file: DWARF first (inline chain, innermost first), then the
+/// symbol table.
+fn lookup_all(file: &std::path::Path, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, RawLines)> {
+    let Ok(loader) = addr2line::Loader::new(file) else {
+        return Vec::new();
+    };
+    let symbols = SymbolTable::read(file);
+    let mut cache: std::collections::HashMap<u64, RawLines> = std::collections::HashMap::new();
+    addrs
+        .iter()
+        .map(|&(fid, addr)| {
+            let lines = cache.entry(addr).or_insert_with(|| lookup(&loader, &symbols, addr)).clone();
+            (fid, lines)
+        })
+        .collect()
+}
+
+/// Function symbols of a file, sorted by address, found the way llvm-symbolizer finds them:
+/// the last symbol starting at or before the address, unless it has a size and ends before it.
+#[derive(Default)]
+struct SymbolTable {
+    syms: Vec<(u64, u64, String)>,
+}
+
+impl SymbolTable {
+    fn read(path: &std::path::Path) -> SymbolTable {
+        use object::{Object, ObjectSymbol};
+        let Ok(file) = std::fs::File::open(path) else { return SymbolTable::default() };
+        // SAFETY: read-only map of a symbol file heapconv never writes.
+        let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else { return SymbolTable::default() };
+        let Ok(obj) = object::File::parse(&*map) else { return SymbolTable::default() };
+        let collect = |it: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| -> Vec<(u64, u64, String)> {
+            it.filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition())
+                .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_owned())))
+                .collect()
+        };
+        let mut syms = collect(&mut obj.symbols());
+        if syms.is_empty() {
+            syms = collect(&mut obj.dynamic_symbols());
+        }
+        // Sorted by (address, size); of several at one address the first (smallest) is kept.
+        syms.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        syms.dedup_by(|later, first| later.0 == first.0);
+        SymbolTable { syms }
+    }
+
+    fn find(&self, addr: u64) -> Option<&str> {
+        let i = self.syms.partition_point(|s| s.0 <= addr);
+        let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
+        if *size != 0 && start + size <= addr {
+            return None;
+        }
+        Some(name)
+    }
+}
+
+fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, addr: u64) -> RawLines {
+    let mut out = RawLines::new();
+    if let Ok(mut frames) = loader.find_frames(addr) {
+        while let Ok(Some(f)) = frames.next() {
+            let (system, function) = match &f.function {
+                Some(func) => {
+                    let raw = func.raw_name().map(|s| s.into_owned()).unwrap_or_default();
+                    // Our demangler, so that names read the same as llvm-symbolizer's.
+                    let dem = crate::model::frame::demangle(&raw).unwrap_or_else(|| raw.clone());
+                    (raw, dem)
+                }
+                None => (String::new(), String::new()),
+            };
+            let (file, line, column) = match &f.location {
+                Some(l) => (l.file.unwrap_or("").to_owned(), l.line.unwrap_or(0), l.column.unwrap_or(0)),
+                None => (String::new(), 0, 0),
+            };
+            if function.is_empty() && file.is_empty() {
+                continue;
+            }
+            out.push((function, system, file, line, column));
+        }
+    }
+    // As llvm-symbolizer does with DWARF: the symbol table's name for the address, when there
+    // is one, replaces the outermost frame's (clones such as `main.cold`, and functions whose
+    // DWARF has no linkage name, read as the symbol table says).
+    if let Some(last) = out.last_mut() {
+        if let Some(name) = symbols.find(addr) {
+            last.0 = crate::model::frame::demangle(name).unwrap_or_else(|| name.to_owned());
+            last.1 = name.to_owned();
+        }
+    }
+    if out.is_empty() {
+        if let Some(name) = symbols.find(addr) {
+            let dem = crate::model::frame::demangle(name).unwrap_or_else(|| name.to_owned());
+            out.push((dem, name.to_owned(), String::new(), 0, 0));
+        }
+    }
+    out
+}
