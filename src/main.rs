@@ -53,6 +53,16 @@ enum Command {
     /// Write a synthetic heapprofd trace (for benchmarks and tests), as heapprofd writes them.
     #[command(hide = true)]
     Synth(SynthArgs),
+    /// Symbolize addresses (hex, one per line on standard input) in one ELF file, printing one
+    /// JSON line per address in llvm-symbolizer's `--output-style=JSON` shape.
+    Addr2line(Addr2lineArgs),
+}
+
+#[derive(Args, Debug)]
+struct Addr2lineArgs {
+    /// The ELF file with DWARF (or a symbol table).
+    #[arg(long)]
+    obj: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -478,6 +488,34 @@ fn run(cli: Cli) -> Result<u8, Error> {
             } else {
                 EXIT_OK
             })
+        }
+        Command::Addr2line(a) => {
+            use std::io::BufRead;
+            let mut addrs = Vec::new();
+            for line in std::io::stdin().lock().lines() {
+                let line = line.map_err(|e| Error::io("reading standard input", e))?;
+                let t = line.trim();
+                if t.is_empty() {
+                    continue;
+                }
+                let v = u64::from_str_radix(t.trim_start_matches("0x"), 16)
+                    .map_err(|_| Error::new(ErrorKind::Usage, format!("not a hex address: {t:?}")))?;
+                addrs.push(v);
+            }
+            let results = heapconv::symbolize::symbolize_addresses(&a.obj, &addrs);
+            let mut so = std::io::BufWriter::new(std::io::stdout().lock());
+            for (addr, lines) in addrs.iter().zip(results) {
+                let syms: Vec<serde_json::Value> = lines
+                    .iter()
+                    .map(|l| {
+                        serde_json::json!({"FunctionName": l.0, "FileName": l.2, "Line": l.3, "Column": l.4})
+                    })
+                    .collect();
+                let doc = serde_json::json!({"Address": format!("{addr:#x}"), "ModuleName": a.obj.display().to_string(), "Symbol": syms});
+                writeln!(so, "{doc}").map_err(|e| Error::io("writing standard output", e))?;
+            }
+            so.flush().map_err(|e| Error::io("writing standard output", e))?;
+            Ok(EXIT_OK)
         }
         Command::Synth(a) => {
             let opts = heapconv::synth::SynthOptions {
