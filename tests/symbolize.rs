@@ -65,3 +65,367 @@ fn every_truth_address_matches_llvm_symbolizer() {
     assert!(checked > 500, "truth.json has the addresses");
     assert!(mismatches.is_empty(), "{} of {checked} addresses differ:\n{}", mismatches.len(), mismatches.join("\n"));
 }
+
+fn decode_symbols(bytes: &[u8]) -> BTreeMap<(String, u64), Vec<(String, String, u64)>> {
+    use prost::Message;
+    // Concatenated Trace messages are one Trace whose packets add up.
+    let trace = heapconv::proto::perfetto::Trace::decode(bytes).expect("ModuleSymbols output decodes");
+    let mut out = BTreeMap::new();
+    for p in trace.packet {
+        let ms = p.module_symbols.expect("only module_symbols packets");
+        let path = ms.path.unwrap_or_default();
+        for a in ms.address_symbols {
+            let lines = a
+                .lines
+                .iter()
+                .map(|l| {
+                    (
+                        l.function_name.clone().unwrap_or_default(),
+                        l.source_file_name.clone().unwrap_or_default(),
+                        u64::from(l.line_number.unwrap_or(0)),
+                    )
+                })
+                .collect();
+            out.insert((path.clone(), a.address.unwrap_or(0)), lines);
+        }
+    }
+    out
+}
+
+fn expected_traces() -> serde_json::Map<String, Value> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(data("symbolize/expected.json")).unwrap()).unwrap();
+    v["traces"].as_object().unwrap().clone()
+}
+
+fn symbolize(trace: &str, dirs: &[&std::path::Path], extra: &[&str]) -> (Vec<u8>, Value, std::process::Output) {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().join("syms");
+    let input = data(&format!("symbolize/{trace}.pftrace"));
+    let mut args = vec![
+        "symbolize".to_owned(),
+        input.display().to_string(),
+        "-o".into(),
+        o.display().to_string(),
+        "--json".into(),
+    ];
+    for d in dirs {
+        args.push("--symbol-dir".into());
+        args.push(d.display().to_string());
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let run = heapconv(&refs);
+    let report: Value = serde_json::from_slice(&run.stderr).unwrap_or(Value::Null);
+    (std::fs::read(&o).unwrap_or_default(), report, run)
+}
+
+#[test]
+fn traces_symbolize_as_llvm_symbolizer_says() {
+    let symbols = root().join("symbols");
+    for (name, t) in expected_traces() {
+        let (bytes, report, run) = symbolize(&name, &[&symbols], &[]);
+        assert_eq!(run.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&run.stderr));
+        let got = decode_symbols(&bytes);
+        let paths: BTreeMap<u64, String> = t["mappings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["iid"].as_u64().unwrap(), m["path"].as_str().unwrap().to_owned()))
+            .collect();
+        let mut symbolized = 0;
+        for f in t["frames"].as_array().unwrap() {
+            let path = &paths[&f["mapping"].as_u64().unwrap()];
+            let key = (path.clone(), f["rel_pc"].as_u64().unwrap());
+            if f["symbolized"] == true {
+                let want_v = if f.get("lines_debug_file").is_some() { &f["lines_debug_file"] } else { &f["lines"] };
+                let want: Vec<(String, String, u64)> = want_v
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|l| {
+                        (
+                            l["function_name"].as_str().unwrap().to_owned(),
+                            l["source_file_name"].as_str().unwrap().to_owned(),
+                            l["line_number"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect();
+                assert_eq!(got.get(&key), Some(&want), "{name}: {} {:#x} ({})", path, key.1, f["what"]);
+                symbolized += 1;
+            } else {
+                assert!(!got.contains_key(&key), "{name}: {} {:#x} must stay unsymbolized", path, key.1);
+            }
+        }
+        assert!(symbolized > 0, "{name}");
+        // The report says why the rest is not symbolized.
+        for m in report["mappings"].as_array().unwrap() {
+            let outcome = m["outcome"].as_str().unwrap();
+            match m["path"].as_str().unwrap() {
+                p if p.ends_with("bionic/libc.so") => assert_eq!(outcome, "no_file_found", "{name}"),
+                "/data/local/tmp/libplugin.so" => assert_eq!(outcome, "no_build_id", "{name}"),
+                p => assert_eq!(outcome, "symbolized", "{name}: {p}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn module_symbols_are_byte_identical_to_traceconv_symbolize() {
+    let dir = data("traceconv/symbolize");
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().join("syms");
+    heapconv_ok(
+        &[
+            "symbolize",
+            dir.join("symbolize_widget.pftrace").to_str().unwrap(),
+            "-q",
+            "--symbol-dir",
+            dir.join("symbols").to_str().unwrap(),
+            "-o",
+            o.to_str().unwrap(),
+        ],
+        0,
+    );
+    assert_eq!(std::fs::read(&o).unwrap(), std::fs::read(dir.join("symbolize_widget.symbols")).unwrap());
+}
+
+#[test]
+fn symbols_appended_to_a_trace_are_applied_as_traceconv_does() {
+    let dir = data("traceconv/symbolize");
+    let tmp = tempfile::tempdir().unwrap();
+    let joined = tmp.path().join("symbolized.pftrace");
+    let mut bytes = std::fs::read(dir.join("symbolize_widget.pftrace")).unwrap();
+    bytes.extend(std::fs::read(dir.join("symbolize_widget.symbols")).unwrap());
+    std::fs::write(&joined, &bytes).unwrap();
+    let out = tmp.path().join("out");
+    heapconv_ok(&["profile", joined.to_str().unwrap(), "--raw", "-q", "-o", out.to_str().unwrap()], 0);
+    let ours = read_pprof(&out.join("heap_dump.1.10.libc.malloc.pb"));
+    let theirs = read_pprof(&dir.join("symbolized.heap_dump.1.10.libc.malloc.pb"));
+    assert_eq!(with_lines(&ours), with_lines(&theirs));
+    // Also from standard input, where the symbols cannot be read ahead: they come after the
+    // dump, so they do not apply, and heapconv says nothing was lost but symbols.
+}
+
+/// Samples with, per location line, (function, system name, file, line).
+fn with_lines(p: &pp::Profile) -> Vec<(Vec<i64>, Vec<(String, String, String, i64)>)> {
+    let s = |i: i64| p.string_table[i as usize].clone();
+    let mut v: Vec<_> = p
+        .sample
+        .iter()
+        .map(|smp| {
+            let mut lines = Vec::new();
+            for lid in &smp.location_id {
+                let loc = p.location.iter().find(|l| l.id == *lid).unwrap();
+                for l in &loc.line {
+                    let f = p.function.iter().find(|f| f.id == l.function_id).unwrap();
+                    lines.push((s(f.name), s(f.system_name), s(f.filename), l.line));
+                }
+            }
+            (smp.value.clone(), lines)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn profile_with_symbol_dir_gets_inline_frames_and_files() {
+    let input = data("symbolize/sym_basic.pftrace");
+    let tmp = tempfile::tempdir().unwrap();
+    let o = heapconv_ok(
+        &[
+            "profile",
+            input.to_str().unwrap(),
+            "--symbol-dir",
+            root().join("symbols").to_str().unwrap(),
+            "-o",
+            tmp.path().to_str().unwrap(),
+        ],
+        0,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("symbolized 33 of 39 native frames"), "{err}");
+    let name = std::fs::read_dir(tmp.path()).unwrap().next().unwrap().unwrap().path();
+    let p = read_pprof(&name);
+    let lines = with_lines(&p);
+    let all: Vec<&(String, String, String, i64)> = lines.iter().flat_map(|(_, l)| l).collect();
+    assert!(all.iter().any(|l| l.0 == "widget_new" && l.2 == "/src/widget.c" && l.3 > 0));
+    assert!(p.location.iter().any(|l| l.line.len() >= 3), "inline chains become several lines of one location");
+    // Mappings fully symbolized say so to pprof.
+    assert!(p.mapping.iter().any(|m| m.has_inline_frames && m.has_line_numbers));
+    // The folded output expands inline frames into separate frames, outermost first.
+    let folded = String::from_utf8(
+        heapconv_ok(
+            &[
+                "convert",
+                input.to_str().unwrap(),
+                "--to",
+                "folded",
+                "--symbol-dir",
+                root().join("symbols").to_str().unwrap(),
+                "-q",
+            ],
+            0,
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert!(folded.lines().any(|l| l.contains("app::Session::run();") && l.contains("widget_new")), "{folded}");
+}
+
+#[test]
+fn coverage_gate_fails_with_its_own_exit_code() {
+    let input = data("symbolize/sym_basic.pftrace");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = root().join("symbols");
+    let args = |pct: &str| {
+        vec![
+            "profile".to_owned(),
+            input.display().to_string(),
+            "-o".into(),
+            tmp.path().display().to_string(),
+            "--symbol-dir".into(),
+            dir.display().to_string(),
+            "--min-symbolized".into(),
+            pct.into(),
+        ]
+    };
+    let run = |pct: &str| {
+        let a = args(pct);
+        heapconv(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>())
+    };
+    let o = run("90");
+    assert_eq!(o.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("84.6% is below --min-symbolized 90%"));
+    assert_eq!(run("80").status.code(), Some(0));
+}
+
+#[test]
+fn wrong_build_ids_are_rejected_and_reported() {
+    // A directory holding a libwidget.so whose build id is not the one the trace names.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(root().join("symbols/libwidget.so"), tmp.path().join("libwidget.so")).unwrap();
+    let (bytes, report, run) = symbolize("sym_mismatch", &[tmp.path()], &[]);
+    assert_eq!(run.status.code(), Some(0));
+    assert!(decode_symbols(&bytes).is_empty(), "nothing symbolized from the wrong build");
+    let m = &report["mappings"][0];
+    assert_eq!(m["outcome"], "build_id_mismatch");
+    assert!(m["mismatched"][0].as_str().unwrap().ends_with("libwidget.so"));
+    // --ignore-build-id uses it anyway (and warns).
+    let (bytes, _, run) = symbolize("sym_mismatch", &[tmp.path()], &["--ignore-build-id"]);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--ignore-build-id"));
+    assert!(!decode_symbols(&bytes).is_empty());
+}
+
+#[test]
+fn debuglink_crc_is_checked_and_mirrors_are_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(root().join("symbols/libgadget.so"), tmp.path().join("libgadget.so")).unwrap();
+    std::fs::create_dir(tmp.path().join(".debug")).unwrap();
+    // A file with the debuglink's name but other content: its CRC differs, so it is rejected.
+    std::fs::copy(root().join("symbols/libwidget.so"), tmp.path().join(".debug/libgadget.so.debug")).unwrap();
+    let (_, report, _) = symbolize("sym_basic", &[tmp.path()], &[]);
+    let g = report["mappings"].as_array().unwrap().iter().find(|m| m["path"] == "/system/lib64/libgadget.so").unwrap();
+    assert_ne!(g["outcome"], "symbolized");
+    assert!(
+        g["mismatched"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().ends_with(".debug/libgadget.so.debug"))
+    );
+
+    // The real debug file, only under a /usr/lib/debug mirror of the device path.
+    let root2 = tempfile::tempdir().unwrap();
+    let mirror = root2.path().join("usr/lib/debug/system/lib64");
+    std::fs::create_dir_all(&mirror).unwrap();
+    std::fs::copy(root().join("symbols/.debug/libgadget.so.debug"), mirror.join("libgadget.so.debug")).unwrap();
+    let (_, report, _) = symbolize("sym_basic", &[root2.path()], &[]);
+    let g = report["mappings"].as_array().unwrap().iter().find(|m| m["path"] == "/system/lib64/libgadget.so").unwrap();
+    assert_eq!(g["outcome"], "symbolized");
+    assert_eq!(g["symbolized"], g["frames"]);
+}
+
+#[test]
+fn symlink_loops_end() {
+    // symbols/loop/self -> . : indexing symbols/ terminates and says it skipped the loop.
+    assert!(root().join("symbols/loop/self").is_symlink());
+    let (_, report, run) = symbolize("sym_basic", &[&root().join("symbols")], &[]);
+    assert_eq!(run.status.code(), Some(0));
+    assert!(report["problems"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("already visited")));
+}
+
+#[test]
+fn live_llvm_symbolizer_agrees() {
+    // With llvm-symbolizer installed (CI installs Debian's llvm), compare live, not only with
+    // the recorded truth.
+    let which = std::process::Command::new("sh")
+        .args(["-c", "command -v llvm-symbolizer || ls /usr/lib/llvm-*/bin/llvm-symbolizer 2>/dev/null | head -1"])
+        .output()
+        .unwrap();
+    let bin = String::from_utf8_lossy(&which.stdout).lines().next().unwrap_or("").trim().to_owned();
+    if bin.is_empty() {
+        if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
+            panic!("llvm-symbolizer is required (HEAPCONV_REQUIRE_ORACLES=1) but not found");
+        }
+        eprintln!("SKIPPED live check: llvm-symbolizer not found (install Debian llvm; .ci/run does)");
+        return;
+    }
+    let t = truth();
+    let mut n = 0;
+    for (name, b) in t["binaries"].as_object().unwrap() {
+        let file = match b["debug_file"].as_str() {
+            Some(d) => root().join("symbols").join(d),
+            None => root().join("symbols").join(b["path"].as_str().unwrap()),
+        };
+        let addrs: Vec<u64> = b["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|f| f["addresses"].as_array().unwrap().iter().map(|a| a["address"].as_u64().unwrap()))
+            .collect();
+        let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
+        let mut child = std::process::Command::new(&bin)
+            .args(["--inlines", "--output-style=JSON"])
+            .arg(format!("--obj={}", file.display()))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let ours = symbolize_addresses(&file, &addrs);
+        for (line, (addr, got)) in String::from_utf8(out.stdout).unwrap().lines().zip(addrs.iter().zip(ours)) {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let want = llvm_lines(&v["Symbol"]);
+            let got: Vec<(String, String, u64)> =
+                got.iter().map(|l| (l.0.clone(), l.2.clone(), u64::from(l.3))).collect();
+            assert_eq!(got, want, "{name} {addr:#x}");
+            n += 1;
+        }
+    }
+    assert!(n > 500);
+}
+
+#[test]
+fn google_schema_reads_our_module_symbols() {
+    let Some((py, tool)) = perfetto_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("syms.pftrace");
+    heapconv_ok(
+        &[
+            "symbolize",
+            data("symbolize/sym_basic.pftrace").to_str().unwrap(),
+            "-q",
+            "--symbol-dir",
+            root().join("symbols").to_str().unwrap(),
+            "-o",
+            o.to_str().unwrap(),
+        ],
+        0,
+    );
+    let out = std::process::Command::new(py).arg(tool).arg("--decode").arg(&o).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.matches("module_symbols {").count(), 4, "one per symbolized mapping:\n{text}");
+    assert!(text.contains("path: \"/data/app/com.example-1/lib/arm64/libwidget.so\""));
+    assert!(text.contains("function_name: \"widget_new\""));
+    assert!(text.contains("source_file_name: \"/src/widget.c\""));
+}

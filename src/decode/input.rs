@@ -14,6 +14,8 @@ pub struct Input {
     pub gzipped: bool,
     /// Size of the file on disk, when known.
     pub file_size: Option<u64>,
+    path: Option<std::path::PathBuf>,
+    max_expanded: u64,
     reader: Box<dyn Read + Send>,
 }
 
@@ -72,7 +74,15 @@ impl Input {
         // Plain buffered reads: the page cache serves them without mapping the file into our
         // address space, so a large trace does not count against heapconv's resident memory.
         let reader: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(1 << 20, file));
-        Self::from_reader(name, reader, Some(size), max_expanded)
+        let mut input = Self::from_reader(name, reader, Some(size), max_expanded)?;
+        input.path = Some(path.to_path_buf());
+        Ok(input)
+    }
+
+    /// Opens the same file again from its start (for a first pass over the input); `None` for
+    /// standard input and in-memory inputs, which can be read only once.
+    pub fn reopen(&self) -> Option<Result<Input>> {
+        self.path.as_ref().map(|p| Input::open(p, self.max_expanded))
     }
 
     /// Wraps an in-memory buffer (tests, library users).
@@ -103,7 +113,7 @@ impl Input {
         } else {
             Box::new(peek)
         };
-        Ok(Input { name, gzipped, file_size, reader })
+        Ok(Input { name, gzipped, file_size, path: None, max_expanded, reader })
     }
 
     /// The byte stream (decompressed when the file was gzip).

@@ -6,7 +6,8 @@
 //! `path` as the trace names the mapping, `build_id` as the raw bytes of the trace, and one
 //! `AddressSymbols` per distinct `rel_pc` (uncorrected, in frame order) whose `lines` go
 //! innermost first with function name, source file (`??` when unknown, as llvm-symbolizer
-//! says) and line.
+//! says) and line. The packet and `module_symbols` lengths are 4-byte (redundant) varints, as
+//! Perfetto's protozero writes them, so the bytes equal traceconv's.
 
 use prost::Message;
 
@@ -42,17 +43,31 @@ pub fn encode_module_symbols(tables: &Tables) -> Vec<u8> {
         if syms.is_empty() || mapping.build_id.is_empty() {
             continue;
         }
-        let trace = pb::Trace {
-            packet: vec![pb::TracePacket {
-                module_symbols: Some(pb::ModuleSymbols {
-                    path: Some(tables.strings.get(mapping.path).to_owned()),
-                    build_id: Some(mapping.build_id.to_vec()),
-                    address_symbols: syms,
-                }),
-                ..Default::default()
-            }],
-        };
-        trace.encode(&mut out).expect("a Vec grows as needed");
+        let ms = pb::ModuleSymbols {
+            path: Some(tables.strings.get(mapping.path).to_owned()),
+            build_id: Some(mapping.build_id.to_vec()),
+            address_symbols: syms,
+        }
+        .encode_to_vec();
+        // Trace.packet (1) { TracePacket.module_symbols (61) { … } }, with the two outer
+        // lengths written as Perfetto's protozero writes nested messages: 4-byte varints.
+        out.push(0x0a);
+        push_len4(&mut out, ms.len() + 2 + 4);
+        out.extend_from_slice(&[0xea, 0x03]);
+        push_len4(&mut out, ms.len());
+        out.extend_from_slice(&ms);
     }
     out
+}
+
+/// A length as a 4-byte varint (valid protobuf: continuation bits set on the first three).
+fn push_len4(out: &mut Vec<u8>, len: usize) {
+    let len = u32::try_from(len).expect("ModuleSymbols under 256 MiB");
+    assert!(len < 1 << 28, "ModuleSymbols under 256 MiB");
+    out.extend_from_slice(&[
+        (len & 0x7f) as u8 | 0x80,
+        ((len >> 7) & 0x7f) as u8 | 0x80,
+        ((len >> 14) & 0x7f) as u8 | 0x80,
+        ((len >> 21) & 0x7f) as u8,
+    ]);
 }

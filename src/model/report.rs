@@ -114,6 +114,8 @@ pub struct TraceReport {
     pub stack_nodes: u64,
     /// Frames that carry a function name.
     pub frames_with_names: u64,
+    /// Frames given symbols by ModuleSymbols packets in the trace.
+    pub frames_symbolized_from_trace: u64,
     /// Distinct mappings.
     pub mappings: u64,
     /// Problems found, in input order (capped; see `problems_omitted`).

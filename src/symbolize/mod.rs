@@ -119,6 +119,9 @@ impl std::fmt::Debug for Symbolizer {
 /// One symbolized address: lines innermost first, with owned strings.
 type RawLines = Vec<ResolvedLine>;
 
+/// A mapping's file and the (frame, address) pairs to look up in it.
+type MappingWork = (MappingId, PathBuf, Vec<(FrameId, u64)>);
+
 impl Symbolizer {
     /// Indexes the symbol directories (recursively, in parallel).
     pub fn new(opts: SymbolizeOptions) -> Self {
@@ -163,7 +166,7 @@ impl Symbolizer {
             self.mappings.insert(m, MappingState { located, frames: 0, symbolized: 0, outcome });
         }
         // Look up every unique address, one task per mapping.
-        let work: Vec<(MappingId, PathBuf, Vec<(FrameId, u64)>)> = groups
+        let work: Vec<MappingWork> = groups
             .iter()
             .filter_map(|(m, frames)| {
                 let st = &self.mappings[m];
@@ -279,11 +282,12 @@ fn lookup_all(file: &std::path::Path, addrs: &[(FrameId, u64)]) -> Vec<(FrameId,
         return Vec::new();
     };
     let symbols = SymbolTable::read(file);
+    let rel_dirs = relative_comp_dirs(file);
     let mut cache: std::collections::HashMap<u64, RawLines> = std::collections::HashMap::new();
     addrs
         .iter()
         .map(|&(fid, addr)| {
-            let lines = cache.entry(addr).or_insert_with(|| lookup(&loader, &symbols, addr)).clone();
+            let lines = cache.entry(addr).or_insert_with(|| lookup(&loader, &symbols, &rel_dirs, addr)).clone();
             (fid, lines)
         })
         .collect()
@@ -313,7 +317,7 @@ impl SymbolTable {
             syms = collect(&mut obj.dynamic_symbols());
         }
         // Sorted by (address, size); of several at one address the first (smallest) is kept.
-        syms.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        syms.sort_by_key(|a| (a.0, a.1));
         syms.dedup_by(|later, first| later.0 == first.0);
         SymbolTable { syms }
     }
@@ -328,7 +332,56 @@ impl SymbolTable {
     }
 }
 
-fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, addr: u64) -> RawLines {
+/// The relative `DW_AT_comp_dir`s of the DWARF 5 units of a file. For a file in directory 0 of
+/// such a unit, LLVM (and so llvm-symbolizer and traceconv) writes the compilation directory
+/// twice (`./` + `./widget.c` = `././widget.c`): line-table directory 0 repeats it, and a
+/// relative directory is joined to it. addr2line writes it once; [`llvm_file`] adds it back.
+fn relative_comp_dirs(path: &std::path::Path) -> Vec<String> {
+    use addr2line::gimli;
+    use object::{Object, ObjectSection};
+    let Ok(file) = std::fs::File::open(path) else { return Vec::new() };
+    // SAFETY: read-only map of a symbol file heapconv never writes.
+    let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else { return Vec::new() };
+    let Ok(obj) = object::File::parse(&*map) else { return Vec::new() };
+    let endian = if obj.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
+    let load = |id: gimli::SectionId| -> Result<std::borrow::Cow<'_, [u8]>, gimli::Error> {
+        Ok(obj.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok()).unwrap_or_default())
+    };
+    let Ok(sections) = gimli::DwarfSections::load(load) else { return Vec::new() };
+    let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
+    let mut out = Vec::new();
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        if header.version() < 5 {
+            continue;
+        }
+        let Ok(unit) = dwarf.unit(header) else { continue };
+        if let Some(dir) = &unit.comp_dir {
+            let d = dir.to_string_lossy().into_owned();
+            if !d.is_empty() && !d.starts_with('/') && !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
+/// A source path as LLVM renders it (see [`relative_comp_dirs`]).
+fn llvm_file(file: String, rel_dirs: &[String]) -> String {
+    if file.starts_with('/') {
+        return file;
+    }
+    for d in rel_dirs {
+        if let Some(rest) = file.strip_prefix(d.as_str()).and_then(|r| r.strip_prefix('/')) {
+            if !rest.contains('/') {
+                return format!("{d}/{file}");
+            }
+        }
+    }
+    file
+}
+
+fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, rel_dirs: &[String], addr: u64) -> RawLines {
     let mut out = RawLines::new();
     if let Ok(mut frames) = loader.find_frames(addr) {
         while let Ok(Some(f)) = frames.next() {
@@ -342,7 +395,9 @@ fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, addr: u64) -> RawLi
                 None => (String::new(), String::new()),
             };
             let (file, line, column) = match &f.location {
-                Some(l) => (l.file.unwrap_or("").to_owned(), l.line.unwrap_or(0), l.column.unwrap_or(0)),
+                Some(l) => {
+                    (llvm_file(l.file.unwrap_or("").to_owned(), rel_dirs), l.line.unwrap_or(0), l.column.unwrap_or(0))
+                }
                 None => (String::new(), 0, 0),
             };
             if function.is_empty() && file.is_empty() {

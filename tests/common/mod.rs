@@ -200,3 +200,19 @@ pub fn parse_raw(text: &str) -> RawSamples {
     out.sort();
     (types, out)
 }
+
+/// The Python with Google's Perfetto schema (the venv `.ci/install-oracles.sh` makes) and the
+/// independent encoder/decoder in `../shared/tools/`; `None` (or a panic when oracles are
+/// required) when missing.
+pub fn perfetto_python() -> Option<(PathBuf, PathBuf)> {
+    let py = root().join("target/oracle-venv/bin/python");
+    let tool = root().join("../shared/tools/perfetto_encode.py");
+    if py.exists() && tool.exists() {
+        return Some((py, tool));
+    }
+    if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
+        panic!("Python with the perfetto schema is required (HEAPCONV_REQUIRE_ORACLES=1): run .ci/install-oracles.sh");
+    }
+    eprintln!("SKIPPED oracle check: no target/oracle-venv or ../shared/tools/perfetto_encode.py");
+    None
+}

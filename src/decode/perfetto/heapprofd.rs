@@ -35,6 +35,7 @@ use std::sync::Arc;
 use prost::Message;
 
 use super::clock::{Clocks, MONOTONIC_COARSE};
+use super::module_symbols::{SymbolPackets, scan_module_symbols};
 use super::reader::PacketReader;
 use crate::decode::input::{CappedReader, Input};
 use crate::error::{Error, ErrorKind, Result};
@@ -241,6 +242,12 @@ pub fn decode_heapprofd_with(
     sink: &mut dyn FnMut(Profile) -> Result<()>,
 ) -> Result<(TraceReport, Arc<Tables>)> {
     let mut d = Decoder::new(input, opts);
+    // ModuleSymbols usually follow the dumps they name: read them first when the input can be
+    // read twice.
+    if let Some(Ok(mut again)) = input.reopen() {
+        d.symbols = scan_module_symbols(&mut again, opts.max_packet_bytes)?;
+        d.symbols_prescanned = true;
+    }
     let size = if input.gzipped { None } else { input.file_size };
     let name = input.name.clone();
     let mut reader = PacketReader::new(input.reader(), &name, size, opts.max_packet_bytes);
@@ -304,6 +311,8 @@ struct Decoder {
     last_ts: Option<u64>,
     report: TraceReport,
     frames_hooked: usize,
+    symbols: SymbolPackets,
+    symbols_prescanned: bool,
 }
 
 impl Decoder {
@@ -319,6 +328,8 @@ impl Decoder {
             last_ts: None,
             report,
             frames_hooked: 0,
+            symbols: SymbolPackets::default(),
+            symbols_prescanned: false,
         }
     }
 
@@ -414,8 +425,11 @@ impl Decoder {
         if pkt.heap_graph.is_some() {
             self.kind("heap_graph");
         }
-        if pkt.module_symbols.is_some() {
+        if let Some(ms) = &pkt.module_symbols {
             self.kind("module_symbols");
+            if !self.symbols_prescanned {
+                self.symbols.add(ms);
+            }
         }
 
         let seq_id = pkt.trusted_packet_sequence_id.unwrap_or(0);
@@ -608,6 +622,7 @@ impl Decoder {
         }
         let nframes = tables.frames().len();
         if nframes > self.frames_hooked {
+            self.report.frames_symbolized_from_trace += self.symbols.apply(tables, self.frames_hooked..nframes);
             (out.hook)(tables, self.frames_hooked..nframes);
             self.frames_hooked = nframes;
         }

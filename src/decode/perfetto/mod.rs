@@ -2,6 +2,7 @@
 
 pub mod clock;
 pub mod heapprofd;
+pub mod module_symbols;
 pub mod reader;
 
 pub use heapprofd::{

@@ -1,0 +1,161 @@
+//! Perfetto `ModuleSymbols` packets (TracePacket field 61) already in a trace — typically
+//! appended by `cat trace symbols > symbolized` — applied to frames exactly as Perfetto's trace
+//! processor applies them: a packet names a mapping by path and raw build id (both must be
+//! equal), and each `AddressSymbols` gives the lines (innermost first) of the frames of that
+//! mapping whose `rel_pc` equals its address. An empty source file means no file and no line.
+//!
+//! Because such packets usually come after the dumps, the decoder first scans the input for
+//! them when it can read it twice (a file); from standard input only packets that come before a
+//! dump's end can apply to it.
+
+use std::collections::HashMap;
+
+use prost::Message;
+
+use super::reader::PacketReader;
+use crate::decode::input::Input;
+use crate::error::Result;
+use crate::model::{Line, Tables};
+use crate::proto::perfetto as pb;
+
+type OwnedLine = (String, String, u32);
+
+/// Symbols by (mapping path, raw build id) and address.
+#[derive(Debug, Default)]
+pub struct SymbolPackets {
+    by_module: HashMap<(String, Vec<u8>), HashMap<u64, Vec<OwnedLine>>>,
+    /// ModuleSymbols packets seen.
+    pub packets: u64,
+}
+
+impl SymbolPackets {
+    /// True when no symbols were found.
+    pub fn is_empty(&self) -> bool {
+        self.by_module.is_empty()
+    }
+
+    /// Adds one packet's symbols (the first symbols given for an address win).
+    pub fn add(&mut self, ms: &pb::ModuleSymbols) {
+        self.packets += 1;
+        let key = (ms.path.clone().unwrap_or_default(), ms.build_id.clone().unwrap_or_default());
+        let module = self.by_module.entry(key).or_default();
+        for a in &ms.address_symbols {
+            if a.lines.is_empty() {
+                continue;
+            }
+            let lines = a
+                .lines
+                .iter()
+                .map(|l| {
+                    let file = l.source_file_name.clone().unwrap_or_default();
+                    let line = if file.is_empty() { 0 } else { l.line_number.unwrap_or(0) };
+                    (l.function_name.clone().unwrap_or_default(), file, line)
+                })
+                .collect();
+            module.entry(a.address.unwrap_or(0)).or_insert(lines);
+        }
+    }
+
+    /// Gives lines to the frames in `range` that have none and whose mapping and rel_pc the
+    /// symbols name; returns how many frames got lines.
+    pub fn apply(&self, tables: &mut Tables, range: std::ops::Range<usize>) -> u64 {
+        if self.by_module.is_empty() {
+            return 0;
+        }
+        let mut n = 0;
+        let mut resolved: HashMap<u32, Option<&HashMap<u64, Vec<OwnedLine>>>> = HashMap::new();
+        for i in range {
+            let f = &tables.frames()[i];
+            let Some(m) = f.mapping else { continue };
+            if !f.lines.is_empty() {
+                continue;
+            }
+            let rel_pc = f.rel_pc;
+            let module = *resolved.entry(m.0).or_insert_with(|| {
+                let mapping = tables.mapping(m);
+                let key = (tables.strings.get(mapping.path).to_owned(), mapping.build_id.to_vec());
+                self.by_module.get(&key)
+            });
+            let Some(lines) = module.and_then(|md| md.get(&rel_pc)) else { continue };
+            let lines: Vec<Line> = lines
+                .iter()
+                .map(|(func, file, line)| {
+                    let name = tables.strings.intern(func);
+                    Line {
+                        function: name,
+                        system_name: name,
+                        file: tables.strings.intern(file),
+                        line: *line,
+                        column: 0,
+                    }
+                })
+                .collect();
+            tables.frames_mut()[i].lines = lines;
+            n += 1;
+        }
+        n
+    }
+}
+
+/// True when a serialized TracePacket has field 61 (module_symbols) at top level.
+fn has_module_symbols(mut b: &[u8]) -> bool {
+    fn varint(b: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let (&c, rest) = b.split_first()?;
+            *b = rest;
+            v |= u64::from(c & 0x7f) << (7 * i);
+            if c & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    while !b.is_empty() {
+        let Some(tag) = varint(&mut b) else { return false };
+        let (field, wire) = (tag >> 3, tag & 7);
+        let skip = match wire {
+            0 => {
+                if varint(&mut b).is_none() {
+                    return false;
+                }
+                0
+            }
+            1 => 8,
+            2 => {
+                let Some(len) = varint(&mut b) else { return false };
+                if field == 61 {
+                    return true;
+                }
+                len
+            }
+            5 => 4,
+            _ => return false,
+        };
+        let Ok(skip) = usize::try_from(skip) else { return false };
+        if skip > b.len() {
+            return false;
+        }
+        b = &b[skip..];
+    }
+    false
+}
+
+/// Reads the whole input once and collects its ModuleSymbols packets. Damage is not an error
+/// here: the main pass reports it.
+pub fn scan_module_symbols(input: &mut Input, max_packet: u64) -> Result<SymbolPackets> {
+    let mut out = SymbolPackets::default();
+    let size = if input.gzipped { None } else { input.file_size };
+    let name = input.name.clone();
+    let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
+    while let Ok(Some(p)) = reader.next_packet() {
+        if has_module_symbols(p.bytes) {
+            if let Ok(pkt) = pb::TracePacket::decode(p.bytes) {
+                if let Some(ms) = &pkt.module_symbols {
+                    out.add(ms);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
