@@ -66,7 +66,9 @@ fn every_truth_address_matches_llvm_symbolizer() {
     assert!(mismatches.is_empty(), "{} of {checked} addresses differ:\n{}", mismatches.len(), mismatches.join("\n"));
 }
 
-fn decode_symbols(bytes: &[u8]) -> BTreeMap<(String, u64), Vec<(String, String, u64)>> {
+type SymLines = Vec<(String, String, u64)>;
+
+fn decode_symbols(bytes: &[u8]) -> BTreeMap<(String, u64), SymLines> {
     use prost::Message;
     // Concatenated Trace messages are one Trace whose packets add up.
     let trace = heapconv::proto::perfetto::Trace::decode(bytes).expect("ModuleSymbols output decodes");
@@ -207,7 +209,9 @@ fn symbols_appended_to_a_trace_are_applied_as_traceconv_does() {
 }
 
 /// Samples with, per location line, (function, system name, file, line).
-fn with_lines(p: &pp::Profile) -> Vec<(Vec<i64>, Vec<(String, String, String, i64)>)> {
+type LineSample = (Vec<i64>, Vec<(String, String, String, i64)>);
+
+fn with_lines(p: &pp::Profile) -> Vec<LineSample> {
     let s = |i: i64| p.string_table[i as usize].clone();
     let mut v: Vec<_> = p
         .sample
