@@ -128,19 +128,21 @@ impl SymbolArgs {
 fn report_symbols(ui: &Ui, report: &SymbolizeReport, min: Option<f64>) -> bool {
     if !ui.quiet {
         eprintln!(
-            "symbolized {} of {} native frames ({:.1}%) from {} indexed file(s)",
+            "symbolized {} of {} native frames ({:.1}%), {:.1}% of bytes on fully symbolized stacks, from {} indexed file(s)",
             report.frames_symbolized,
             report.frames,
             report.frame_percent(),
+            report.byte_percent(),
             report.indexed_files
         );
         for m in &report.mappings {
             eprintln!(
-                "  {:<48} {:<16} {:>5}/{:<5} {:?}{}",
+                "  {:<48} {:<16} {:>5}/{:<5} {:>10} {:?}{}",
                 m.path,
                 if m.build_id.len() > 16 { &m.build_id[..16] } else { &m.build_id },
                 m.symbolized,
                 m.frames,
+                heapconv::encode::labels::human_bytes(m.bytes),
                 m.outcome,
                 m.file.as_deref().map(|f| format!(" <- {f}")).unwrap_or_default()
             );

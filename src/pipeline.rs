@@ -78,6 +78,8 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     decode.include_unchanged = false;
     let mut encoder = PprofEncoder::new(PprofOptions { annotations: opts.annotations, extras: true });
     let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
+    let symbolizing = symbolizer.is_some();
+    let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
     // Each profile is encoded as soon as its dump ends, compressed and written to a staged
     // file in parallel; names are given at the end, in trace-time order, by renaming.
     type Staged = (usize, Option<i64>, String, Result<PathBuf>);
@@ -108,6 +110,10 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 let order = count;
                 count += 1;
                 progress(count);
+                if symbolizing {
+                    attributions
+                        .insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
+                }
                 let bytes = encoder.encode(&p);
                 let key = format!("{}.{}", p.meta.pid.unwrap_or(0), p.meta.heap);
                 let ts = p.meta.timestamp;
@@ -159,7 +165,13 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         }
         written.push(path);
     }
-    let symbols = symbolizer.map(|s| s.report(&tables));
+    let symbols = symbolizer.map(|s| {
+        let mut r = s.report(&tables);
+        for a in attributions.values() {
+            r.attribute(a);
+        }
+        r
+    });
     Ok(ProfileRun { written, report, symbols })
 }
 
@@ -300,7 +312,18 @@ pub fn select_profiles(
         }
     }
     out.sort_by_key(|p| p.meta.timestamp.unwrap_or(i64::MIN));
-    let symbols = symbolizer.map(|s| s.report(&tables));
+    let symbols = symbolizer.map(|s| {
+        let mut r = s.report(&tables);
+        // The last dump of each (pid, heap) that was selected.
+        let mut last: BTreeMap<(u64, String), &Profile> = BTreeMap::new();
+        for p in &out {
+            last.insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), p);
+        }
+        for p in last.values() {
+            r.attribute(&crate::symbolize::attribute(p));
+        }
+        r
+    });
     Ok((out, report, symbols))
 }
 
@@ -452,9 +475,15 @@ pub fn run_symbolize(
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
     let mut symbolizer = Symbolizer::new(opts.clone());
-    let (trace, tables) =
-        decode_heapprofd_with(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |_| Ok(()))?;
-    let report = symbolizer.report(&tables);
+    let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
+    let (trace, tables) = decode_heapprofd_with(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |p| {
+        attributions.insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
+        Ok(())
+    })?;
+    let mut report = symbolizer.report(&tables);
+    for a in attributions.values() {
+        report.attribute(a);
+    }
     let symbols = encode_module_symbols(&tables);
     if let Some(out) = output {
         write_atomic(out, &symbols, &[input.to_path_buf()])?;

@@ -433,3 +433,59 @@ fn google_schema_reads_our_module_symbols() {
     assert!(text.contains("function_name: \"widget_new\""));
     assert!(text.contains("source_file_name: \"/src/widget.c\""));
 }
+
+#[test]
+fn report_attributes_bytes_to_mappings() {
+    // Expected from the trace's own description: bytes per mapping = unreleased bytes of the
+    // callstacks through it; symbolized bytes = those whose every frame in a mapping with a
+    // build id is symbolized (expected.json says which frames are).
+    let t = &expected_traces()["sym_basic"];
+    let frames: BTreeMap<u64, (u64, bool)> = t["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["iid"].as_u64().unwrap(), (f["mapping"].as_u64().unwrap(), f["symbolized"] == true)))
+        .collect();
+    let has_id: BTreeMap<u64, bool> = t["mappings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["iid"].as_u64().unwrap(), !m["build_id"].as_str().unwrap().is_empty()))
+        .collect();
+    let path: BTreeMap<u64, String> = t["mappings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["iid"].as_u64().unwrap(), m["path"].as_str().unwrap().to_owned()))
+        .collect();
+    let mut total = 0i64;
+    let mut symbolized = 0i64;
+    let mut per: BTreeMap<String, i64> = BTreeMap::new();
+    let mut by_stack: BTreeMap<Vec<u64>, i64> = BTreeMap::new();
+    for c in t["callstacks"].as_array().unwrap() {
+        let v = c["self_allocated"].as_i64().unwrap() - c["self_freed"].as_i64().unwrap();
+        let ids: Vec<u64> = c["frame_ids_root_first"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        *by_stack.entry(ids).or_default() += v;
+    }
+    for (ids, v) in by_stack {
+        if v == 0 {
+            continue;
+        }
+        total += v;
+        let mut maps: Vec<u64> = ids.iter().map(|i| frames[i].0).collect();
+        maps.sort();
+        maps.dedup();
+        for m in maps {
+            *per.entry(path[&m].clone()).or_default() += v;
+        }
+        if ids.iter().all(|i| frames[i].1 || !has_id[&frames[i].0]) {
+            symbolized += v;
+        }
+    }
+    let (_, report, _) = symbolize("sym_basic", &[&root().join("symbols")], &[]);
+    assert_eq!(report["bytes"].as_i64(), Some(total));
+    assert_eq!(report["bytes_symbolized"].as_i64(), Some(symbolized));
+    for m in report["mappings"].as_array().unwrap() {
+        assert_eq!(m["bytes"].as_i64(), per.get(m["path"].as_str().unwrap()).copied(), "{}", m["path"]);
+    }
+}

@@ -71,6 +71,11 @@ pub struct MappingReport {
     pub tried: Vec<String>,
     /// Files rejected because their build id (or debuglink CRC) differs.
     pub mismatched: Vec<String>,
+    /// Bytes (unreleased, or allocated for heaps without frees) of the stacks that pass through
+    /// this mapping, in the profiles attributed (see [`SymbolizeReport::attribute`]).
+    pub bytes: i64,
+    #[serde(skip)]
+    mapping: u32,
 }
 
 /// The symbolization report.
@@ -86,6 +91,78 @@ pub struct SymbolizeReport {
     pub indexed_files: usize,
     /// Problems while indexing the symbol directories.
     pub problems: Vec<String>,
+    /// Bytes of the attributed profiles.
+    pub bytes: i64,
+    /// Bytes of stacks whose every frame in a mapping with a build id has symbols.
+    pub bytes_symbolized: i64,
+}
+
+/// How a profile's bytes spread over mappings and how many lie on fully symbolized stacks.
+#[derive(Debug, Clone, Default)]
+pub struct Attribution {
+    per_mapping: std::collections::HashMap<u32, i64>,
+    total: i64,
+    symbolized: i64,
+}
+
+/// Attributes the bytes of `profile` (its unreleased size, or total size when it has none).
+pub fn attribute(profile: &crate::model::Profile) -> Attribution {
+    use crate::model::ValueKind;
+    let mut a = Attribution::default();
+    let Some(idx) =
+        profile.value_index(ValueKind::UnreleasedSize).or_else(|| profile.value_index(ValueKind::TotalSize))
+    else {
+        return a;
+    };
+    let tables = &profile.tables;
+    let mut seen: Vec<u32> = Vec::new();
+    for (stack, values) in profile.samples() {
+        let v = values[idx];
+        if v == 0 {
+            continue;
+        }
+        seen.clear();
+        let mut all = true;
+        let mut cur = Some(stack);
+        while let Some(node) = cur {
+            let n = tables.stack_node(node);
+            let f = tables.frame(n.frame);
+            if let Some(m) = f.mapping {
+                if !seen.contains(&m.0) {
+                    seen.push(m.0);
+                }
+                if f.lines.is_empty() && !tables.mapping(m).build_id.is_empty() {
+                    all = false;
+                }
+            }
+            cur = n.parent;
+        }
+        for m in &seen {
+            *a.per_mapping.entry(*m).or_default() += v;
+        }
+        a.total += v;
+        if all {
+            a.symbolized += v;
+        }
+    }
+    a
+}
+
+impl SymbolizeReport {
+    /// Adds the bytes of an [`Attribution`] to the report (typically of the last dump of each
+    /// process and heap).
+    pub fn attribute(&mut self, a: &Attribution) {
+        self.bytes += a.total;
+        self.bytes_symbolized += a.symbolized;
+        for m in &mut self.mappings {
+            m.bytes += a.per_mapping.get(&m.mapping).copied().unwrap_or(0);
+        }
+    }
+
+    /// Share of bytes on fully symbolized stacks, in percent (100 when there are none).
+    pub fn byte_percent(&self) -> f64 {
+        if self.bytes == 0 { 100.0 } else { 100.0 * self.bytes_symbolized as f64 / self.bytes as f64 }
+    }
 }
 
 impl SymbolizeReport {
@@ -222,6 +299,9 @@ impl Symbolizer {
             st.symbolized += n;
         }
         for st in self.mappings.values_mut() {
+            if st.frames > 0 && st.symbolized == st.frames && st.located.file.is_none() {
+                st.outcome = Outcome::AlreadySymbolized;
+            }
             if st.symbolized == 0
                 && matches!(st.outcome, Outcome::Symbolized | Outcome::SymbolTableOnly)
                 && st.frames > 0
@@ -253,6 +333,8 @@ impl Symbolizer {
                 file: st.located.file.as_ref().map(|p| p.display().to_string()),
                 tried: st.located.tried.clone(),
                 mismatched: st.located.mismatched.iter().map(|p| p.display().to_string()).collect(),
+                bytes: 0,
+                mapping: m.0,
             });
         }
         r
