@@ -387,7 +387,14 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
         ));
     }
     let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format == Format::Json {
-        let doc = convert_json(&report, &profiles, &summary_options(opts)).into_bytes();
+        let mut doc = convert_json(&report, &profiles, &summary_options(opts)).into_bytes();
+        if let Some(sym) = &symbols {
+            // The symbolization report joins the document (the encoder does not know the stage).
+            let mut v: serde_json::Value = serde_json::from_slice(&doc).expect("our own JSON");
+            v["symbolization"] = serde_json::to_value(sym).expect("report serializes");
+            doc = serde_json::to_vec_pretty(&v).expect("serializes");
+            doc.push(b'\n');
+        }
         match dest {
             Destination::Stdout => vec![(None, doc)],
             Destination::File(p) => vec![(Some(p.clone()), doc)],

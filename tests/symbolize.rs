@@ -489,3 +489,31 @@ fn report_attributes_bytes_to_mappings() {
         assert_eq!(m["bytes"].as_i64(), per.get(m["path"].as_str().unwrap()).copied(), "{}", m["path"]);
     }
 }
+
+#[test]
+fn perfetto_binary_path_and_json_report() {
+    let input = data("symbolize/sym_basic.pftrace");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_heapconv"))
+        .args(["convert", input.to_str().unwrap(), "--to", "json"])
+        .env("PERFETTO_BINARY_PATH", format!("/nonexistent:{}", root().join("symbols").display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["symbolization"]["frames_symbolized"], 33);
+    assert_eq!(v["symbolization"]["frames"], 39);
+    // The top functions are now real names from DWARF.
+    let names: Vec<&str> =
+        v["profiles"][0]["top_functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"main"), "{names:?}");
+
+    // inspect shows ModuleSymbols packets in a trace and the frames they name.
+    let dir = data("traceconv/symbolize");
+    let tmp = tempfile::tempdir().unwrap();
+    let joined = tmp.path().join("t.pftrace");
+    let mut bytes = std::fs::read(dir.join("symbolize_widget.pftrace")).unwrap();
+    bytes.extend(std::fs::read(dir.join("symbolize_widget.symbols")).unwrap());
+    std::fs::write(&joined, bytes).unwrap();
+    let text = String::from_utf8(heapconv_ok(&["inspect", joined.to_str().unwrap()], 0).stdout).unwrap();
+    assert!(text.contains("symbols in the trace: 1 ModuleSymbols packet(s), applied to 5 frame(s)"), "{text}");
+}

@@ -229,6 +229,14 @@ pub fn inspect_text(report: &TraceReport) -> String {
         100.0 * report.named_frame_share(),
         report.mappings
     );
+    let symbols = report.packet_kinds.get("module_symbols").copied().unwrap_or(0);
+    if symbols > 0 {
+        let _ = writeln!(
+            s,
+            "symbols in the trace: {symbols} ModuleSymbols packet(s), applied to {} frame(s)",
+            report.frames_symbolized_from_trace
+        );
+    }
     let _ = writeln!(s, "dumps: {}", report.dumps.len());
     let _ = writeln!(
         s,
