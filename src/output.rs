@@ -73,6 +73,14 @@ pub fn stage(dir: &Path, tag: usize, bytes: &[u8]) -> Result<PathBuf> {
     Ok(tmp)
 }
 
+/// Creates a hidden temporary file in `dir` to be filled by the caller, then renamed into
+/// place with [`commit_staged`] (or removed with [`discard_staged`]).
+pub fn stage_file(dir: &Path, tag: usize) -> Result<(PathBuf, fs::File)> {
+    let tmp = dir.join(format!(".heapconv-{}-{tag}.tmp", std::process::id()));
+    let f = fs::File::create(&tmp).map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+    Ok((tmp, f))
+}
+
 /// Renames a staged file to `path`, refusing to replace an input.
 pub fn commit_staged(tmp: &Path, path: &Path, inputs: &[PathBuf]) -> Result<()> {
     if let Err(e) = check_not_input(path, inputs) {

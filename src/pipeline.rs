@@ -11,11 +11,11 @@ use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
 use crate::encode::module_symbols::encode_module_symbols;
-use crate::encode::pprof::{PprofEncoder, PprofOptions, encode_pprof, gzip};
+use crate::encode::pprof::{PprofEncoder, PprofOptions, encode_pprof, gzip, gzip_writer};
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport, ValueKind};
-use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage, write_atomic};
+use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage_file, write_atomic};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
 /// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
@@ -80,21 +80,112 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
-    // Each profile is encoded as soon as its dump ends, compressed and written to a staged
-    // file in parallel; names are given at the end, in trace-time order, by renaming.
+    // Three things overlap: this thread decodes; an encoder thread turns each finished dump into
+    // pprof, reading a replica of the tables that the decoder extends with what each dump added
+    // (so the two never share a growing table); a writer thread compresses the encoded bytes
+    // into a staged file as they come. Names are given at the end, in trace-time order, by
+    // renaming.
     type Staged = (usize, Option<i64>, String, Result<PathBuf>);
+    struct Job {
+        order: usize,
+        delta: crate::model::TablesDelta,
+        meta: crate::model::ProfileMeta,
+        sample_types: Vec<crate::model::ValueType>,
+        default_sample_type: usize,
+        stacks: Vec<crate::model::StackId>,
+        values: Vec<i64>,
+    }
     let (tx, rx) = mpsc::channel::<Staged>();
+    // The decoder hands over one dump at a time: memory stays bounded however many dumps the
+    // trace has.
+    let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
     let mut count = 0usize;
     let mut dir_ready = false;
-    // At most two profiles wait for compression at a time, so memory stays bounded by a few
-    // encoded profiles however many dumps the trace has.
-    let (permit_tx, permit_rx) = mpsc::sync_channel::<()>(2);
-    for _ in 0..2 {
-        permit_tx.send(()).expect("room for two permits");
-    }
-    let permit_rx = std::sync::Mutex::new(permit_rx);
+    let mut mark = crate::model::TablesMark::default();
     let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
-    rayon::scope(|scope| {
+    let raw = opts.raw;
+    let dir = opts.output_dir.clone();
+    std::thread::scope(|threads| {
+        // Encoded bytes go, a megabyte at a time, to a writer thread that compresses them into
+        // the staged file: encoding the next chunk overlaps compressing the last.
+        let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(4);
+        let writer_thread = threads.spawn(move || {
+            let mut current: Option<(usize, Option<i64>, String, Result<(PathBuf, Sink)>)> = None;
+            let mut syncs = Vec::new();
+            for msg in chunk_rx {
+                match msg {
+                    Chunk::Start(order, ts, key) => {
+                        let sink = stage_file(&dir, order).map(|(tmp, file)| {
+                            let buf = std::io::BufWriter::with_capacity(1 << 20, file);
+                            let sink = if raw { Sink::Raw(buf) } else { Sink::Gzip(gzip_writer(buf)) };
+                            (tmp, sink)
+                        });
+                        current = Some((order, ts, key, sink));
+                    }
+                    Chunk::Data(bytes) => {
+                        if let Some((_, _, _, Ok((tmp, sink)))) = &mut current {
+                            if let Err(e) = sink.write_all(&bytes) {
+                                let err = Error::io(format!("writing {}", tmp.display()), e);
+                                let tmp = tmp.clone();
+                                discard_staged([tmp]);
+                                if let Some(c) = &mut current {
+                                    c.3 = Err(err);
+                                }
+                            }
+                        }
+                    }
+                    Chunk::End => {
+                        let Some((order, ts, key, staged)) = current.take() else { continue };
+                        let staged = staged.and_then(|(tmp, sink)| match sink.finish() {
+                            Ok(f) => Ok((tmp, f)),
+                            Err(e) => {
+                                discard_staged([tmp.clone()]);
+                                Err(Error::io(format!("writing {}", tmp.display()), e))
+                            }
+                        });
+                        // Flushing to disk takes wall time but no CPU: done beside the work.
+                        let tx = tx.clone();
+                        syncs.push(std::thread::spawn(move || {
+                            let staged = staged.and_then(|(tmp, f)| match f.sync_all() {
+                                Ok(()) => Ok(tmp),
+                                Err(e) => {
+                                    discard_staged([tmp.clone()]);
+                                    Err(Error::io(format!("writing {}", tmp.display()), e))
+                                }
+                            });
+                            let _ = tx.send((order, ts, key, staged));
+                        }));
+                    }
+                }
+            }
+            for s in syncs {
+                let _ = s.join();
+            }
+        });
+        let encoder_thread = threads.spawn(move || {
+            let mut replica = Arc::new(Tables::default());
+            for job in job_rx {
+                Arc::make_mut(&mut replica).apply_delta(job.delta);
+                let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
+                let ts = job.meta.timestamp;
+                let p = Profile::from_parts(
+                    Arc::clone(&replica),
+                    job.meta,
+                    job.sample_types,
+                    job.default_sample_type,
+                    job.stacks,
+                    job.values,
+                );
+                if chunk_tx.send(Chunk::Start(job.order, ts, key)).is_err() {
+                    return;
+                }
+                let mut w = ChunkWriter { tx: &chunk_tx, buf: Vec::with_capacity(1 << 20) };
+                let _ = encoder.encode_to(&p, &mut w).and_then(|_| std::io::Write::flush(&mut w));
+                if chunk_tx.send(Chunk::End).is_err() {
+                    return;
+                }
+            }
+        });
         result = decode_heapprofd_with(
             &mut inp,
             &decode,
@@ -114,25 +205,18 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                     attributions
                         .insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
                 }
-                let bytes = encoder.encode(&p);
-                let key = format!("{}.{}", p.meta.pid.unwrap_or(0), p.meta.heap);
-                let ts = p.meta.timestamp;
-                drop(p);
-                let _ = permit_rx.lock().map(|rx| rx.recv());
-                let permit = permit_tx.clone();
-                let tx = tx.clone();
-                let raw = opts.raw;
-                let dir = opts.output_dir.clone();
-                scope.spawn(move |_| {
-                    let staged = if raw { stage(&dir, order, &bytes) } else { stage(&dir, order, &gzip(&bytes)) };
-                    let _ = tx.send((order, ts, key, staged));
-                    let _ = permit.send(());
-                });
+                let delta = p.tables.delta_since(mark);
+                mark = p.tables.mark();
+                let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
+                let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
+                job_tx.send(job).map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
                 Ok(())
             },
         );
+        drop(job_tx);
+        let _ = encoder_thread.join();
+        let _ = writer_thread.join();
     });
-    drop(tx);
     let mut outs: Vec<Staged> = rx.into_iter().collect();
     let staged_paths = |outs: &mut Vec<Staged>| -> Vec<PathBuf> { outs.drain(..).filter_map(|o| o.3.ok()).collect() };
     let (report, tables) = match result {
@@ -173,6 +257,64 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         r
     });
     Ok(ProfileRun { written, report, symbols })
+}
+
+/// Messages from the pprof encoder to the writer thread.
+enum Chunk {
+    /// A new output: order, dump time, name key.
+    Start(usize, Option<i64>, String),
+    /// Encoded bytes.
+    Data(Vec<u8>),
+    /// The output is complete.
+    End,
+}
+
+/// Where a staged output's bytes go.
+enum Sink {
+    Raw(std::io::BufWriter<std::fs::File>),
+    Gzip(flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>),
+}
+
+impl Sink {
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        match self {
+            Sink::Raw(w) => w.write_all(b),
+            Sink::Gzip(w) => w.write_all(b),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<std::fs::File> {
+        let buf = match self {
+            Sink::Raw(w) => w,
+            Sink::Gzip(w) => w.finish()?,
+        };
+        buf.into_inner().map_err(|e| e.into_error())
+    }
+}
+
+/// A `Write` that hands bytes to the writer thread a megabyte at a time.
+struct ChunkWriter<'a> {
+    tx: &'a mpsc::SyncSender<Chunk>,
+    buf: Vec<u8>,
+}
+
+impl std::io::Write for ChunkWriter<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        if self.buf.len() >= 1 << 20 {
+            self.flush()?;
+        }
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(1 << 20));
+            self.tx.send(Chunk::Data(chunk)).map_err(|_| std::io::Error::other("the writer thread stopped"))?;
+        }
+        Ok(())
+    }
 }
 
 fn symbolize_hook(s: &mut Option<Symbolizer>, tables: &mut Tables, range: std::ops::Range<usize>) {

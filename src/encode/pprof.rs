@@ -229,6 +229,14 @@ impl PprofEncoder {
 
     /// Encodes a profile as uncompressed pprof bytes.
     pub fn encode(&mut self, profile: &Profile) -> Vec<u8> {
+        let mut v = Vec::with_capacity(profile.sample_count() * 64);
+        self.encode_to(profile, &mut v).expect("writing to memory");
+        v
+    }
+
+    /// Encodes a profile as uncompressed pprof into `w`, a megabyte at a time (so that a
+    /// compressor or a file can take it without the whole profile ever being in memory).
+    pub fn encode_to(&mut self, profile: &Profile, w: &mut dyn Write) -> std::io::Result<()> {
         let tables = std::sync::Arc::clone(&profile.tables);
         self.sync(&tables);
         let opts = self.opts.clone();
@@ -254,7 +262,8 @@ impl PprofEncoder {
         // fields may come in any order; this is traceconv's).
         let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
         let mut bytes = head.encode_to_vec();
-        bytes.reserve(profile.sample_count() * 64);
+        const CHUNK: usize = 1 << 20;
+        bytes.reserve(CHUNK + 4096);
         let mut used = vec![0u64; self.locs.len() / 64 + 1];
         for (stack, values) in profile.samples() {
             let (off, len) = self.path(&tables, stack);
@@ -268,6 +277,10 @@ impl PprofEncoder {
                 used[id / 64] |= 1 << (id % 64);
             }
             write_sample(&mut bytes, path, values);
+            if bytes.len() >= CHUNK {
+                w.write_all(&bytes)?;
+                bytes.clear();
+            }
         }
         for (word_index, &word) in used.iter().enumerate() {
             let mut w = word;
@@ -279,7 +292,8 @@ impl PprofEncoder {
                 b.location(id as u64, frame, ann);
             }
         }
-        finish(b, out, profile, &opts, bytes)
+        let bytes = finish(b, out, profile, &opts, bytes);
+        w.write_all(&bytes)
     }
 }
 
@@ -368,6 +382,11 @@ fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64]) {
             encode_varint(v as u64, buf);
         }
     }
+}
+
+/// A gzip writer as [`gzip`] uses (fastest level, no name, zero mtime).
+pub fn gzip_writer<W: Write>(w: W) -> flate2::write::GzEncoder<W> {
+    flate2::GzBuilder::new().mtime(0).write(w, flate2::Compression::fast())
 }
 
 /// Gzip-compresses `bytes` at the fastest level, as Go's pprof writer does (`gzip.BestSpeed`);

@@ -18,4 +18,4 @@ pub use profile::{DumpFlags, Profile, ProfileMeta, ValueKind, ValueType};
 pub use report::{DumpReport, Problem, SequenceReport, Totals, TraceReport};
 pub use stack::{StackId, StackNode};
 pub use strings::{StringId, StringTable};
-pub use tables::Tables;
+pub use tables::{Tables, TablesDelta, TablesMark};

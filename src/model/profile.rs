@@ -192,6 +192,26 @@ impl Profile {
         Profile { tables, meta, sample_types, default_sample_type: 0, stacks: Vec::new(), values: Vec::new() }
     }
 
+    /// Takes the profile apart: tables, meta, sample types, default type, stacks and the flat
+    /// values (one per sample type per sample).
+    #[allow(clippy::type_complexity)]
+    pub fn into_parts(self) -> (Arc<Tables>, ProfileMeta, Vec<ValueType>, usize, Vec<StackId>, Vec<i64>) {
+        (self.tables, self.meta, self.sample_types, self.default_sample_type, self.stacks, self.values)
+    }
+
+    /// Puts a profile together from [`Profile::into_parts`]'s pieces.
+    pub fn from_parts(
+        tables: Arc<Tables>,
+        meta: ProfileMeta,
+        sample_types: Vec<ValueType>,
+        default_sample_type: usize,
+        stacks: Vec<StackId>,
+        values: Vec<i64>,
+    ) -> Self {
+        assert_eq!(stacks.len() * sample_types.len(), values.len(), "one value per sample type per sample");
+        Profile { tables, meta, sample_types, default_sample_type, stacks, values }
+    }
+
     /// Adds a sample. `values` must have one entry per sample type.
     pub fn push_sample(&mut self, stack: StackId, values: &[i64]) {
         assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");

@@ -59,6 +59,16 @@ impl StringTable {
         self.strings.len()
     }
 
+    /// The strings from index `from` on (for a replica, see [`crate::model::Tables::delta_since`]).
+    pub(super) fn tail(&self, from: usize) -> &[Box<str>] {
+        &self.strings[from.min(self.strings.len())..]
+    }
+
+    /// Appends strings without indexing them (a replica is read, never interned into).
+    pub(super) fn extend_unindexed(&mut self, more: Vec<Box<str>>) {
+        self.strings.extend(more);
+    }
+
     /// Always false: the table holds at least "".
     pub fn is_empty(&self) -> bool {
         false

@@ -7,6 +7,32 @@ use super::mapping::{Mapping, MappingId};
 use super::stack::{StackId, StackNode};
 use super::strings::{StringId, StringTable};
 
+/// How much of a [`Tables`] a replica holds: the lengths of its tables. The default is the
+/// mark of empty tables (which hold the empty string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TablesMark {
+    strings: usize,
+    mappings: usize,
+    frames: usize,
+    stacks: usize,
+}
+
+impl Default for TablesMark {
+    fn default() -> Self {
+        TablesMark { strings: 1, mappings: 0, frames: 0, stacks: 0 }
+    }
+}
+
+/// What a [`Tables`] gained since a [`TablesMark`]: appended to a replica with
+/// [`Tables::apply_delta`], it lets another thread read a growing table without sharing it.
+#[derive(Debug, Clone, Default)]
+pub struct TablesDelta {
+    strings: Vec<Box<str>>,
+    mappings: Vec<Mapping>,
+    frames: Vec<Frame>,
+    stacks: Vec<StackNode>,
+}
+
 /// Interned strings, mappings, frames and the stack tree. Tables only grow: an id, once
 /// given, keeps its meaning, so several profiles (dumps) of one input share one `Tables`.
 #[derive(Debug, Clone, Default)]
@@ -27,6 +53,36 @@ pub struct Tables {
 }
 
 impl Tables {
+    /// The current lengths of the tables.
+    pub fn mark(&self) -> TablesMark {
+        TablesMark {
+            strings: self.strings.len(),
+            mappings: self.mappings.len(),
+            frames: self.frames.len(),
+            stacks: self.stacks.len(),
+        }
+    }
+
+    /// Everything added since `mark` (entries only ever get appended; frames get their
+    /// `lines` before the profiles that use them are built, so a delta taken then is final).
+    pub fn delta_since(&self, mark: TablesMark) -> TablesDelta {
+        TablesDelta {
+            strings: self.strings.tail(mark.strings).to_vec(),
+            mappings: self.mappings[mark.mappings.min(self.mappings.len())..].to_vec(),
+            frames: self.frames[mark.frames.min(self.frames.len())..].to_vec(),
+            stacks: self.stacks[mark.stacks.min(self.stacks.len())..].to_vec(),
+        }
+    }
+
+    /// Appends a delta to a replica. A replica is for reading: its entries are not indexed, so
+    /// it must not be interned into.
+    pub fn apply_delta(&mut self, d: TablesDelta) {
+        self.strings.extend_unindexed(d.strings);
+        self.mappings.extend(d.mappings);
+        self.frames.extend(d.frames);
+        self.stacks.extend(d.stacks);
+    }
+
     /// Interns a mapping: identical mappings (every field equal) share an id.
     pub fn intern_mapping(&mut self, m: Mapping) -> MappingId {
         if let Some(&id) = self.mapping_index.get(&m) {
@@ -154,4 +210,44 @@ impl Tables {
 
 fn to_u32(n: usize) -> u32 {
     u32::try_from(n).expect("fewer than 2^32 table entries")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_fed_deltas_reads_like_the_source() {
+        let mut src = Tables::default();
+        let mut replica = Tables::default();
+        let mut mark = TablesMark::default();
+        assert_eq!(mark, Tables::default().mark());
+        for round in 0..3u64 {
+            let name = src.strings.intern(&format!("f{round}"));
+            let path = src.strings.intern("/lib/libx.so");
+            let m = src.intern_mapping(Mapping {
+                path,
+                build_id: Box::new([1, 2]),
+                start: 0,
+                end: 10,
+                start_offset: 0,
+                exact_offset: 0,
+                load_bias: 0,
+            });
+            let f = src.intern_frame(Some(m), round, name);
+            src.intern_stack(&[f, f]);
+            replica.apply_delta(src.delta_since(mark));
+            mark = src.mark();
+            assert_eq!(replica.mark(), src.mark());
+            for i in 0..src.strings.len() {
+                let id = StringId(i as u32);
+                assert_eq!(replica.strings.get(id), src.strings.get(id));
+            }
+            assert_eq!(replica.frames(), src.frames());
+            assert_eq!(replica.mappings(), src.mappings());
+            for i in 0..src.stack_count() {
+                assert_eq!(replica.stack_node(StackId(i as u32)), src.stack_node(StackId(i as u32)));
+            }
+        }
+    }
 }

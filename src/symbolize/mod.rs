@@ -398,9 +398,17 @@ impl SymbolTable {
         if syms.is_empty() {
             syms = collect(&mut obj.dynamic_symbols());
         }
-        // Sorted by (address, size); of several at one address the first (smallest) is kept.
+        // As llvm-symbolizer: stable sort by (address, size); of several symbols at one address
+        // the last is kept, i.e. the largest, and of equal sizes the last in the table.
         syms.sort_by_key(|a| (a.0, a.1));
-        syms.dedup_by(|later, first| later.0 == first.0);
+        let mut kept: Vec<(u64, u64, String)> = Vec::with_capacity(syms.len());
+        for sym in syms {
+            match kept.last_mut() {
+                Some(last) if last.0 == sym.0 => *last = sym,
+                _ => kept.push(sym),
+            }
+        }
+        let syms = kept;
         SymbolTable { syms }
     }
 

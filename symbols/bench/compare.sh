@@ -26,7 +26,8 @@
 # Builds what is missing: target/bench/libsqlite3.so (build-sqlite.sh) and
 # target/release/heapconv (cargo build --release). Part 2 needs
 # target/oracle-venv (bash .ci/install-oracles.sh). LLVM_SYMBOLIZER overrides
-# the llvm-symbolizer binary. Outputs stay in target/bench/.
+# the llvm-symbolizer binary. Outputs stay in target/bench/. Exits 1 when any
+# answer differs (after printing all figures).
 set -euo pipefail
 export LC_ALL=C
 
