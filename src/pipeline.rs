@@ -110,14 +110,14 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         // the staged file: encoding the next chunk overlaps compressing the last.
         let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(4);
         let writer_thread = threads.spawn(move || {
-            let mut current: Option<(usize, Option<i64>, String, Result<(PathBuf, Sink)>)> = None;
+            let mut current: Option<Current> = None;
             let mut syncs = Vec::new();
             for msg in chunk_rx {
                 match msg {
                     Chunk::Start(order, ts, key) => {
                         let sink = stage_file(&dir, order).map(|(tmp, file)| {
                             let buf = std::io::BufWriter::with_capacity(1 << 20, file);
-                            let sink = if raw { Sink::Raw(buf) } else { Sink::Gzip(gzip_writer(buf)) };
+                            let sink = if raw { Sink::Raw(buf) } else { Sink::Gzip(Box::new(gzip_writer(buf))) };
                             (tmp, sink)
                         });
                         current = Some((order, ts, key, sink));
@@ -269,10 +269,13 @@ enum Chunk {
     End,
 }
 
+/// The output the writer thread is filling: order, dump time, name key, staged file.
+type Current = (usize, Option<i64>, String, Result<(PathBuf, Sink)>);
+
 /// Where a staged output's bytes go.
 enum Sink {
     Raw(std::io::BufWriter<std::fs::File>),
-    Gzip(flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>),
+    Gzip(Box<flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>>),
 }
 
 impl Sink {
