@@ -2,8 +2,8 @@
 //! lines and inline chains from the DWARF of files found in symbol directories, in pure Rust
 //! (gimli/addr2line over memory-mapped files), with no llvm-symbolizer.
 //!
-//! Each unique (mapping, rel_pc) is looked up once; mappings are symbolized in parallel, each
-//! debug file opened once per batch. A missing symbol is not an error: the frame stays as it
+//! Each unique address of a file is looked up once; files are symbolized in parallel, each
+//! opened once per run, lazily. A missing symbol is not an error: the frame stays as it
 //! was and the per-mapping report says why (no build id, no file found, build-id mismatch, no
 //! debug info, address outside any function).
 
@@ -185,6 +185,8 @@ pub struct Symbolizer {
     opts: SymbolizeOptions,
     index: SymbolIndex,
     mappings: BTreeMap<MappingId, MappingState>,
+    /// Symbol files opened so far (`None`: could not be opened), each opened once per run.
+    open: BTreeMap<PathBuf, Option<OpenFile>>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -199,11 +201,20 @@ type RawLines = Vec<ResolvedLine>;
 /// A mapping's file and the (frame, address) pairs to look up in it.
 type MappingWork = (MappingId, PathBuf, Vec<(FrameId, u64)>);
 
+/// A file, its opened state if any, and the work of each mapping that uses it.
+type FileJob = (PathBuf, Option<OpenFile>, Vec<FileWork>);
+
+/// One mapping's (frame, address) pairs.
+type FileWork = (MappingId, Vec<(FrameId, u64)>);
+
+/// A file, its opened state, and each mapping's answers.
+type FileDone = (PathBuf, Option<OpenFile>, Vec<(MappingId, Vec<(FrameId, RawLines)>)>);
+
 impl Symbolizer {
     /// Indexes the symbol directories (recursively, in parallel).
     pub fn new(opts: SymbolizeOptions) -> Self {
         let index = SymbolIndex::build(&opts.symbol_dirs);
-        Symbolizer { opts, index, mappings: BTreeMap::new() }
+        Symbolizer { opts, index, mappings: BTreeMap::new(), open: BTreeMap::new() }
     }
 
     /// Symbolizes the frames `range` of `tables` (all frames: `0..tables.frames().len()`).
@@ -267,8 +278,30 @@ impl Symbolizer {
                 Some((*m, file, addrs))
             })
             .collect();
-        let results: Vec<(MappingId, Vec<(FrameId, RawLines)>)> =
-            work.into_par_iter().map(|(m, file, addrs)| (m, lookup_all(&file, &addrs))).collect();
+        // Group by file (a library mapped twice is one file), take each file's opened state out
+        // of the cache (opening it the first time), look up in parallel, and put it back.
+        let mut by_file: BTreeMap<PathBuf, Vec<FileWork>> = BTreeMap::new();
+        for (m, file, addrs) in work {
+            by_file.entry(file).or_default().push((m, addrs));
+        }
+        let jobs: Vec<FileJob> =
+            by_file.into_iter().map(|(f, w)| (f.clone(), self.open.remove(&f).flatten(), w)).collect();
+        let done: Vec<FileDone> = jobs
+            .into_par_iter()
+            .map(|(path, open, work)| {
+                let mut open = open.or_else(|| OpenFile::open(&path));
+                let found = work
+                    .into_iter()
+                    .map(|(m, addrs)| (m, open.as_mut().map(|o| o.lookup_all(&addrs)).unwrap_or_default()))
+                    .collect();
+                (path, open, found)
+            })
+            .collect();
+        let mut results: Vec<(MappingId, Vec<(FrameId, RawLines)>)> = Vec::new();
+        for (path, open, found) in done {
+            self.open.insert(path, open);
+            results.extend(found);
+        }
         // Count frames and apply results, in mapping order.
         for (m, frames) in &groups {
             let st = self.mappings.get_mut(m).expect("located above");
@@ -360,19 +393,42 @@ pub fn symbolize_addresses(path: &std::path::Path, addrs: &[u64]) -> Vec<Vec<Res
 /// Looks up every address in one file: DWARF first (inline chain, innermost first), then the
 /// symbol table.
 fn lookup_all(file: &std::path::Path, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, RawLines)> {
-    let Ok(loader) = addr2line::Loader::new(file) else {
-        return Vec::new();
-    };
-    let symbols = SymbolTable::read(file);
-    let rel_dirs = relative_comp_dirs(file);
-    let mut cache: std::collections::HashMap<u64, RawLines> = std::collections::HashMap::new();
-    addrs
-        .iter()
-        .map(|&(fid, addr)| {
-            let lines = cache.entry(addr).or_insert_with(|| lookup(&loader, &symbols, &rel_dirs, addr)).clone();
-            (fid, lines)
+    match OpenFile::open(file) {
+        Some(mut f) => f.lookup_all(addrs),
+        None => Vec::new(),
+    }
+}
+
+/// A symbol file opened once per run: its DWARF, its symbol table, and every answer so far.
+struct OpenFile {
+    loader: addr2line::Loader,
+    symbols: SymbolTable,
+    rel_dirs: Vec<String>,
+    answers: std::collections::HashMap<u64, RawLines>,
+}
+
+impl OpenFile {
+    fn open(file: &std::path::Path) -> Option<OpenFile> {
+        let loader = addr2line::Loader::new(file).ok()?;
+        Some(OpenFile {
+            loader,
+            symbols: SymbolTable::read(file),
+            rel_dirs: relative_comp_dirs(file),
+            answers: std::collections::HashMap::new(),
         })
-        .collect()
+    }
+
+    /// Each distinct address is looked up once, however many frames and batches name it.
+    fn lookup_all(&mut self, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, RawLines)> {
+        addrs
+            .iter()
+            .map(|&(fid, addr)| {
+                let (loader, symbols, dirs) = (&self.loader, &self.symbols, &self.rel_dirs);
+                let lines = self.answers.entry(addr).or_insert_with(|| lookup(loader, symbols, dirs, addr)).clone();
+                (fid, lines)
+            })
+            .collect()
+    }
 }
 
 /// Function symbols of a file, sorted by address, found the way llvm-symbolizer finds them:
