@@ -126,12 +126,12 @@ impl Tables {
     /// The child of `parent` (or a root when `None`) with frame `frame`.
     pub fn intern_stack_node(&mut self, parent: Option<StackId>, frame: FrameId) -> StackId {
         let key = (parent.map_or(0, |p| p.0 + 1), frame);
-        if let Some(&id) = self.stack_index.get(&key) {
-            return id;
+        let next = StackId(to_u32(self.stacks.len()));
+        // One probe: found, or inserted where the probe ended.
+        let id = *self.stack_index.entry(key).or_insert(next);
+        if id == next {
+            self.stacks.push(StackNode { parent, frame });
         }
-        let id = StackId(to_u32(self.stacks.len()));
-        self.stacks.push(StackNode { parent, frame });
-        self.stack_index.insert(key, id);
         id
     }
 
