@@ -120,7 +120,8 @@ impl SymbolArgs {
         if self.ignore_build_id {
             ui.warn("--ignore-build-id: files are matched by path only; symbols may belong to another build");
         }
-        Some(SymbolizeOptions { symbol_dirs: dirs, ignore_build_id: self.ignore_build_id })
+        let find_only = std::env::var("PERFETTO_SYMBOLIZER_MODE").as_deref() == Ok("find");
+        Some(SymbolizeOptions { symbol_dirs: dirs, ignore_build_id: self.ignore_build_id, find_only })
     }
 }
 

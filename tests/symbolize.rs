@@ -517,3 +517,59 @@ fn perfetto_binary_path_and_json_report() {
     let text = String::from_utf8(heapconv_ok(&["inspect", joined.to_str().unwrap()], 0).stdout).unwrap();
     assert!(text.contains("symbols in the trace: 1 ModuleSymbols packet(s), applied to 5 frame(s)"), "{text}");
 }
+
+/// `PERFETTO_SYMBOLIZER_MODE=find`: no build-id index, only the paths traceconv's find mode
+/// tries (`tests/data/symbolize/expected.json` names the file each mapping must resolve to).
+#[test]
+fn find_mode_paths() {
+    let symbols = root().join("symbols");
+    let tree = root().join("symbols/buildid-tree");
+    for (name, t) in expected_traces() {
+        for (dirs, field) in [
+            (vec![symbols.as_path(), tree.as_path()], "find_symbols_and_buildid_tree"),
+            (vec![symbols.as_path()], "find_symbols_only"),
+        ] {
+            let out = tempfile::tempdir().unwrap();
+            let o = out.path().join("syms");
+            let input = data(&format!("symbolize/{name}.pftrace"));
+            let mut args = vec![
+                "symbolize".to_owned(),
+                input.display().to_string(),
+                "-o".into(),
+                o.display().to_string(),
+                "--json".into(),
+            ];
+            for d in &dirs {
+                args.push("--symbol-dir".into());
+                args.push(d.display().to_string());
+            }
+            let run = std::process::Command::new(env!("CARGO_BIN_EXE_heapconv"))
+                .args(&args)
+                .env("PERFETTO_SYMBOLIZER_MODE", "find")
+                .output()
+                .unwrap();
+            assert_eq!(run.status.code(), Some(0), "{name}");
+            let report: Value = serde_json::from_slice(&run.stderr).unwrap();
+            for m in t["mappings"].as_array().unwrap() {
+                let path = m["path"].as_str().unwrap();
+                let Some(r) = report["mappings"].as_array().unwrap().iter().find(|r| r["path"] == path) else {
+                    continue;
+                };
+                match m[field].as_str() {
+                    Some(want) => {
+                        let used = r["file"].as_str().unwrap_or("");
+                        // The binary found by path; its DWARF may come from its debuglink.
+                        let debug = want.replace("symbols/libgadget.so", "symbols/.debug/libgadget.so.debug");
+                        assert!(
+                            used.ends_with(&want.replacen("symbols/", "", 1))
+                                || used.ends_with(&debug.replacen("symbols/", "", 1)),
+                            "{name} {field}: {path} used {used:?}, want {want}"
+                        );
+                        assert_eq!(r["outcome"], "symbolized", "{name} {field}: {path}");
+                    }
+                    None => assert_ne!(r["outcome"], "symbolized", "{name} {field}: {path} must not be found by path"),
+                }
+            }
+        }
+    }
+}

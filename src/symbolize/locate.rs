@@ -143,13 +143,14 @@ impl SymbolIndex {
 
     /// Finds the symbol file for a mapping named `mapping_path` with build id `build_id` (raw
     /// bytes as the trace holds them). With `ignore_build_id`, a path candidate is used even if
-    /// its build id differs or the trace has none.
-    pub fn locate(&self, mapping_path: &str, build_id: &[u8], ignore_build_id: bool) -> Located {
+    /// its build id differs or the trace has none. With `find_only`, the build-id index is not
+    /// consulted: only the paths traceconv's "find" mode tries (and the mirrors) are.
+    pub fn locate(&self, mapping_path: &str, build_id: &[u8], ignore_build_id: bool, find_only: bool) -> Located {
         let mut loc = Located::default();
         let want = normalize_build_id(build_id);
-        // 1. The index, by build id.
+        // 1. The index, by build id (unless only traceconv's "find" paths are wanted).
         let mut binaries: Vec<PathBuf> = Vec::new();
-        if !want.is_empty() {
+        if !want.is_empty() && !find_only {
             loc.tried.push(format!("build-id index ({} files) for {}", self.files.len(), hex(&want)));
             for (id, paths) in &self.by_build_id {
                 if build_ids_match(id, &want) {

@@ -28,6 +28,9 @@ pub struct SymbolizeOptions {
     /// Use a file found by path even when its build id differs (or the trace has none).
     /// Default: false.
     pub ignore_build_id: bool,
+    /// Look files up only by path, as traceconv's `PERFETTO_SYMBOLIZER_MODE=find` does, not
+    /// in the build-id index. Default: false.
+    pub find_only: bool,
 }
 
 /// Why a mapping's frames are (or are not) symbolized.
@@ -238,7 +241,7 @@ impl Symbolizer {
             let located = if no_id && !self.opts.ignore_build_id {
                 Located::default()
             } else {
-                self.index.locate(&path, &mapping.build_id, self.opts.ignore_build_id)
+                self.index.locate(&path, &mapping.build_id, self.opts.ignore_build_id, self.opts.find_only)
             };
             let outcome = if no_id && !self.opts.ignore_build_id {
                 Outcome::NoBuildId
