@@ -1,0 +1,119 @@
+//! Hostile inputs, in-process: every fixture mutated in many deterministic ways (bit flips,
+//! truncations, bytes inserted and deleted, length prefixes set near 4 GiB) must give a result
+//! or an error, never a panic, and within bounded time. The same for ELF parsing of mutated
+//! binaries. (Coverage-guided fuzzing is the hardening issue's; this keeps every test run honest.)
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use heapconv::decode::Input;
+use heapconv::decode::perfetto::{DecodeOptions, decode_heapprofd};
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
+    let mut b = base.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        if b.is_empty() {
+            break;
+        }
+        let i = rng.below(b.len());
+        match rng.below(6) {
+            0 => b[i] ^= 1 << rng.below(8),
+            1 => b[i] = rng.next() as u8,
+            2 => b.truncate(i),
+            3 => {
+                b.remove(i);
+            }
+            4 => b.insert(i, rng.next() as u8),
+            _ => {
+                // A length-like varint near 4 GiB.
+                let v = [0xff, 0xff, 0xff, 0xff, 0x0f];
+                for (k, x) in v.iter().enumerate() {
+                    if i + k < b.len() {
+                        b[i + k] = *x;
+                    }
+                }
+            }
+        }
+    }
+    b
+}
+
+fn decode_bytes(bytes: Vec<u8>) -> Result<(), String> {
+    let mut input = Input::from_bytes("mutant", bytes, 64 << 20).map_err(|e| e.to_string())?;
+    let opts = DecodeOptions { max_packet_bytes: 16 << 20, max_bundle_bytes: 16 << 20, ..Default::default() };
+    let mut n = 0usize;
+    decode_heapprofd(&mut input, &opts, &mut |p| {
+        n += p.sample_count();
+        Ok(())
+    })
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+#[test]
+fn mutated_traces_never_panic() {
+    let mut fixtures: Vec<_> = std::fs::read_dir(data(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".pftrace") || p.to_string_lossy().ends_with(".gz"))
+        .collect();
+    fixtures.sort();
+    assert!(fixtures.len() >= 15);
+    let mut rng = Rng(0x5eed);
+    let mut runs = 0;
+    for f in &fixtures {
+        let base = std::fs::read(f).unwrap();
+        for _ in 0..600 {
+            let m = mutate(&mut rng, &base);
+            let start = Instant::now();
+            let r = std::panic::catch_unwind(|| decode_bytes(m.clone()));
+            assert!(r.is_ok(), "panic on a mutant of {} ({} bytes)", f.display(), m.len());
+            assert!(start.elapsed() < Duration::from_secs(5), "too slow on a mutant of {}", f.display());
+            runs += 1;
+        }
+    }
+    assert!(runs > 9000);
+}
+
+#[test]
+fn mutated_elf_files_never_panic() {
+    let mut rng = Rng(0xe1f);
+    for name in ["libwidget.so", "libgadget.so", ".debug/libgadget.so.debug", "app-nopie"] {
+        let base = std::fs::read(root().join("symbols").join(name)).unwrap();
+        for _ in 0..200 {
+            let m = mutate(&mut rng, &base);
+            let r = std::panic::catch_unwind(|| heapconv::symbolize::elf::elf_info_from_bytes(&m));
+            assert!(r.is_ok(), "panic on a mutant of {name}");
+        }
+    }
+}
+
+#[test]
+fn symbolizing_with_a_corrupt_debug_file_never_panics() {
+    let mut rng = Rng(0xdeb);
+    let base = std::fs::read(root().join("symbols/libwidget.so")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libwidget.so");
+    for _ in 0..60 {
+        std::fs::write(&path, mutate(&mut rng, &base)).unwrap();
+        let r = std::panic::catch_unwind(|| heapconv::symbolize::symbolize_addresses(&path, &[0x1150, 0x1210, 0x1228]));
+        assert!(r.is_ok(), "panic symbolizing a corrupt file");
+    }
+}
