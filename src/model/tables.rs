@@ -44,7 +44,7 @@ pub struct Tables {
     frames: Vec<Frame>,
     frame_index: HashMap<(Option<MappingId>, u64, StringId), FrameId>,
     stacks: Vec<StackNode>,
-    stack_index: HashMap<(u32, FrameId), StackId>,
+    stack_index: NodeIndex,
     demangled: HashMap<StringId, StringId>,
     // The last stack interned, to skip the lookups of the prefix the next one shares with it
     // (producers emit callstacks in tree order, so consecutive ones share long prefixes).
@@ -125,14 +125,13 @@ impl Tables {
 
     /// The child of `parent` (or a root when `None`) with frame `frame`.
     pub fn intern_stack_node(&mut self, parent: Option<StackId>, frame: FrameId) -> StackId {
-        let key = (parent.map_or(0, |p| p.0 + 1), frame);
-        let next = StackId(to_u32(self.stacks.len()));
-        // One probe: found, or inserted where the probe ended.
-        let id = *self.stack_index.entry(key).or_insert(next);
+        let p1 = parent.map_or(0, |p| p.0 + 1);
+        let next = to_u32(self.stacks.len());
+        let id = self.stack_index.get_or_insert(p1, frame.0 + 1, next);
         if id == next {
             self.stacks.push(StackNode { parent, frame });
         }
-        id
+        StackId(id)
     }
 
     /// Interns a whole stack given root first; `None` for an empty list.
@@ -217,6 +216,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn node_index_agrees_with_a_hash_map() {
+        let mut idx = NodeIndex::default();
+        let mut reference = std::collections::HashMap::new();
+        let mut x: u64 = 7;
+        for n in 0..300_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (p, f) = ((x % 5_000) as u32, ((x >> 20) % 300) as u32 + 1);
+            let want = *reference.entry((p, f)).or_insert(n);
+            assert_eq!(idx.get_or_insert(p, f, n), want);
+        }
+        assert_eq!(idx.len, reference.len());
+        assert!(idx.slots.len() * 4 >= idx.len * 5);
+    }
+
+    #[test]
     fn a_replica_fed_deltas_reads_like_the_source() {
         let mut src = Tables::default();
         let mut replica = Tables::default();
@@ -247,6 +263,57 @@ mod tests {
             assert_eq!(replica.mappings(), src.mappings());
             for i in 0..src.stack_count() {
                 assert_eq!(replica.stack_node(StackId(i as u32)), src.stack_node(StackId(i as u32)));
+            }
+        }
+    }
+}
+
+/// Open-addressing index of stack nodes by (parent + 1, frame + 1): key and value inline in one
+/// 12-byte slot, so a probe costs one cache miss.
+#[derive(Debug, Clone, Default)]
+struct NodeIndex {
+    slots: Vec<[u32; 3]>,
+    len: usize,
+}
+
+impl NodeIndex {
+    fn slot(&self, p1: u32, f1: u32) -> usize {
+        let h = ((u64::from(p1) << 32) | u64::from(f1)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let bits = self.slots.len().trailing_zeros();
+        (h >> (64 - bits)) as usize
+    }
+
+    fn get_or_insert(&mut self, p1: u32, f1: u32, next: u32) -> u32 {
+        if (self.len + 1) * 5 > self.slots.len() * 4 {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.slot(p1, f1);
+        loop {
+            let s = self.slots[i];
+            if s[1] == 0 {
+                self.slots[i] = [p1, f1, next];
+                self.len += 1;
+                return next;
+            }
+            if s[0] == p1 && s[1] == f1 {
+                return s[2];
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(1024);
+        let old = std::mem::replace(&mut self.slots, vec![[0; 3]; cap]);
+        let mask = cap - 1;
+        for s in old {
+            if s[1] != 0 {
+                let mut i = self.slot(s[0], s[1]);
+                while self.slots[i][1] != 0 {
+                    i = (i + 1) & mask;
+                }
+                self.slots[i] = s;
             }
         }
     }
