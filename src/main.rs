@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use heapconv::decode::ddm_alloc_records::{DdmOptions, OrderChoice};
 use heapconv::decode::perfetto::DecodeOptions;
-use heapconv::encode::summary::{inspect_json, inspect_text};
+use heapconv::encode::summary::{ddm_inspect_json, ddm_inspect_text, inspect_json, inspect_text};
 use heapconv::model::{TraceReport, ValueKind};
-use heapconv::pipeline::{self, ConvertOptions, Destination, DumpSelect, Format, ProfileOptions};
+use heapconv::pipeline::{self, ConvertOptions, Destination, DumpSelect, Format, Inspection, ProfileOptions};
 use heapconv::symbolize::{SymbolizeOptions, SymbolizeReport};
 use heapconv::{Error, ErrorKind};
 
@@ -26,7 +27,7 @@ const EXIT_SYMBOLS_GATE: u8 = 4;
 #[command(
     name = "heapconv",
     version,
-    about = "Convert memory profiles (Perfetto heapprofd traces) to pprof, folded stacks, flame graphs and JSON"
+    about = "Convert memory profiles (Perfetto heapprofd traces, Android DDM allocation records) to pprof, folded stacks, flame graphs and JSON"
 )]
 struct Cli {
     /// Print more (-v) or nothing but errors (-q).
@@ -43,9 +44,11 @@ struct Cli {
 enum Command {
     /// Write one pprof per (pid, dump, heap), as `traceconv profile --alloc` does.
     Profile(ProfileArgs),
-    /// Convert dumps to pprof, folded stacks, a flame graph SVG or a JSON summary.
+    /// Convert dumps, or DDM allocation records (several captures are merged), to pprof,
+    /// folded stacks, a flame graph SVG or a JSON summary.
     Convert(ConvertArgs),
-    /// Show what a trace holds: sequences, processes, heaps, dumps, flags and problems.
+    /// Show what a trace holds (sequences, processes, heaps, dumps, flags and problems), or a
+    /// DDM capture (entries, threads, top classes and methods, stack depths).
     Inspect(InspectArgs),
     /// Symbolize a trace's native frames offline and write Perfetto ModuleSymbols packets, as
     /// `traceconv symbolize` does (`cat trace symbols > symbolized`).
@@ -223,10 +226,60 @@ enum ViewArg {
     TotalCount,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum EntryOrderArg {
+    /// Guess from the capture (thread ids, stack depths, a wrapped entry count).
+    Auto,
+    /// The first entry is the most recent allocation (ART, Android 6.0 and later).
+    NewestFirst,
+    /// The first entry is the oldest allocation (Dalvik, ART on Android 5.x).
+    OldestFirst,
+}
+
+#[derive(Args, Debug)]
+struct DdmArgs {
+    /// DDM allocation records: which way the entries run.
+    #[arg(long, value_enum, default_value = "auto")]
+    entry_order: EntryOrderArg,
+    /// DDM allocation records: keep only the N most recent allocations of each capture.
+    #[arg(long, value_name = "N")]
+    recent: Option<usize>,
+    /// DDM allocation records: the VM's stack depth limit; stacks this deep get a
+    /// `[truncated]` root frame. Default: the deepest stack of each capture.
+    #[arg(long, value_name = "N")]
+    max_depth: Option<usize>,
+    /// DDM allocation records: do not add `[truncated]` root frames.
+    #[arg(long)]
+    no_truncation_marks: bool,
+    /// DDM allocation records: do not add a leaf frame naming the allocated class.
+    #[arg(long)]
+    no_alloc_class_frame: bool,
+}
+
+impl DdmArgs {
+    fn options(&self) -> DdmOptions {
+        DdmOptions {
+            order: match self.entry_order {
+                EntryOrderArg::Auto => OrderChoice::Auto,
+                EntryOrderArg::NewestFirst => OrderChoice::NewestFirst,
+                EntryOrderArg::OldestFirst => OrderChoice::OldestFirst,
+            },
+            recent: self.recent,
+            max_depth: self.max_depth,
+            truncation_marks: !self.no_truncation_marks,
+            alloc_class_frame: !self.no_alloc_class_frame,
+            ..DdmOptions::default()
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 struct ConvertArgs {
-    /// The trace (`-` for standard input; gzip is detected).
-    input: PathBuf,
+    /// The trace, or one or more DDM allocation-record captures (`.alloc`, a REAL chunk or
+    /// JDWP packets; several are merged into one profile). `-` for standard input; gzip is
+    /// detected.
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "pprof")]
     to: ToArg,
@@ -253,6 +306,8 @@ struct ConvertArgs {
     symbols: SymbolArgs,
     #[command(flatten)]
     decode: DecodeArgs,
+    #[command(flatten)]
+    ddm: DdmArgs,
 }
 
 #[derive(Args, Debug)]
@@ -273,13 +328,15 @@ struct SymbolizeArgs {
 
 #[derive(Args, Debug)]
 struct InspectArgs {
-    /// The trace (`-` for standard input; gzip is detected).
+    /// The trace or DDM allocation-record capture (`-` for standard input; gzip is detected).
     input: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     decode: DecodeArgs,
+    #[command(flatten)]
+    ddm: DdmArgs,
 }
 
 fn view_kind(v: ViewArg) -> ValueKind {
@@ -424,6 +481,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 annotations: !a.no_annotations,
                 decode: a.decode.options(),
                 symbolize: a.symbols.options(&ui),
+                ddm: a.ddm.options(),
             };
             let dest = match &a.output {
                 None => Destination::Stdout,
@@ -437,7 +495,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     "refusing to write binary pprof to a terminal; use -o FILE or redirect standard output",
                 ));
             }
-            let run = pipeline::run_convert(&a.input, &dest, &opts)?;
+            let run = pipeline::run_convert_inputs(&a.inputs, &dest, &opts)?;
             let mut stdout = std::io::stdout().lock();
             for (path, bytes) in &run.outputs {
                 match path {
@@ -542,10 +600,16 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(EXIT_OK)
         }
         Command::Inspect(a) => {
-            let report = pipeline::run_inspect(&a.input, &a.decode.options())?;
-            let text = if a.json { inspect_json(&report) } else { inspect_text(&report) };
+            let (text, partial) = match pipeline::run_inspect_input(&a.input, &a.decode.options(), &a.ddm.options())? {
+                Inspection::Trace(report) => {
+                    (if a.json { inspect_json(&report) } else { inspect_text(&report) }, report.is_partial())
+                }
+                Inspection::Ddm(report) => {
+                    (if a.json { ddm_inspect_json(&report) } else { ddm_inspect_text(&report) }, false)
+                }
+            };
             std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
-            Ok(if report.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
+            Ok(if partial { EXIT_PARTIAL } else { EXIT_OK })
         }
     }
 }
@@ -598,6 +662,24 @@ mod tests {
         assert_eq!(view_kind(a.view), d.view);
         assert_eq!(!a.no_annotations, d.annotations);
         assert_eq!(a.heap, d.heap);
+        let (got, want) = (a.ddm.options(), d.ddm);
+        assert_eq!(got.order, want.order);
+        assert_eq!(got.recent, want.recent);
+        assert_eq!(got.max_depth, want.max_depth);
+        assert_eq!(got.truncation_marks, want.truncation_marks);
+        assert_eq!(got.alloc_class_frame, want.alloc_class_frame);
+        assert_eq!(got.lines, want.lines);
+        assert_eq!(got.per_allocation, want.per_allocation);
+        assert_eq!(got.max_bytes, want.max_bytes);
+    }
+
+    #[test]
+    fn convert_takes_several_inputs() {
+        let Command::Convert(a) = parse(&["heapconv", "convert", "a.alloc", "b.alloc", "--to", "folded"]) else {
+            panic!("convert")
+        };
+        assert_eq!(a.inputs, [PathBuf::from("a.alloc"), PathBuf::from("b.alloc")]);
+        assert!(Cli::try_parse_from(["heapconv", "convert"]).is_err());
     }
 
     #[test]

@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
-use crate::decode::Input;
+use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_with};
+use crate::decode::{Input, InputKind, sniff};
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
 use crate::encode::module_symbols::encode_module_symbols;
-use crate::encode::pprof::{PprofEncoder, PprofOptions, encode_pprof, gzip, gzip_writer};
-use crate::encode::summary::{SummaryOptions, convert_json};
+use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
+use crate::encode::summary::{DdmDepth, DdmInspect, DdmTally, DdmThread, SummaryOptions, convert_json};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage_file, write_atomic};
@@ -388,6 +389,10 @@ pub struct ConvertOptions {
     pub decode: DecodeOptions,
     /// Symbolize native frames from these symbol directories. Default: `None`.
     pub symbolize: Option<SymbolizeOptions>,
+    /// How DDM allocation records become a profile. Default: [`DdmOptions::default`]
+    /// (`lines` and `per_allocation` are chosen per format: on for pprof, off for the text
+    /// outputs, whose frame labels are then `class.method(File.java:12)`).
+    pub ddm: DdmOptions,
 }
 
 impl Default for ConvertOptions {
@@ -401,6 +406,7 @@ impl Default for ConvertOptions {
             annotations: true,
             decode: DecodeOptions::default(),
             symbolize: None,
+            ddm: DdmOptions::default(),
         }
     }
 }
@@ -410,7 +416,14 @@ pub fn select_profiles(
     input: &Path,
     opts: &ConvertOptions,
 ) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
-    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    select_profiles_from(Input::open(input, opts.decode.max_gzip_bytes)?, opts)
+}
+
+/// [`select_profiles`] on an opened input.
+pub fn select_profiles_from(
+    mut inp: Input,
+    opts: &ConvertOptions,
+) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
     let mut decode = opts.decode.clone();
     decode.pids = opts.pids.clone();
     decode.include_unchanged = true;
@@ -479,7 +492,7 @@ pub fn encode_one(profile: &Profile, opts: &ConvertOptions) -> Result<Vec<u8>> {
         Format::Pprof => {
             let mut p = profile.clone();
             p.default_sample_type = index;
-            gzip(&encode_pprof(&p, &PprofOptions { annotations: opts.annotations, extras: true }))
+            encode_pprof_gzip(&p, &PprofOptions { annotations: opts.annotations, extras: true })
         }
         Format::Folded => {
             encode_folded(profile, &FoldedOptions { value_index: index, annotations: opts.annotations }).into_bytes()
@@ -492,6 +505,31 @@ pub fn encode_one(profile: &Profile, opts: &ConvertOptions) -> Result<Vec<u8>> {
             let report = TraceReport::default();
             convert_json(&report, std::slice::from_ref(profile), &summary_options(opts)).into_bytes()
         }
+    })
+}
+
+/// Encodes a profile as gzipped pprof, the same bytes as `gzip(&encode_pprof(..))`, with the
+/// compression on a second thread taking the encoded bytes a megabyte at a time.
+pub fn encode_pprof_gzip(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
+    use std::io::Write;
+    let (tx, rx) = mpsc::sync_channel::<Chunk>(4);
+    std::thread::scope(|threads| {
+        let compressor = threads.spawn(move || {
+            let mut gz = gzip_writer(Vec::with_capacity(1 << 20));
+            for chunk in rx {
+                if let Chunk::Data(bytes) = chunk {
+                    gz.write_all(&bytes).expect("writing to memory");
+                }
+            }
+            gz.finish().expect("writing to memory")
+        });
+        let mut w = ChunkWriter { tx: &tx, buf: Vec::with_capacity(1 << 20) };
+        PprofEncoder::new(opts.clone())
+            .encode_to(profile, &mut w)
+            .and_then(|_| w.flush())
+            .expect("the compressor takes every chunk");
+        drop(tx);
+        compressor.join().expect("the compressor does not panic")
     })
 }
 
@@ -523,9 +561,47 @@ pub struct ConvertRun {
 
 /// Runs `convert`: decodes, selects, encodes (in parallel) and writes.
 pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    run_convert_inputs(&[input.to_path_buf()], dest, opts)
+}
+
+/// Runs `convert` on one or more inputs. One input may be a Perfetto trace or a DDM
+/// allocation-record capture (told apart by their first bytes); several inputs must all be
+/// DDM captures, which are merged into one profile.
+pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    if inputs.is_empty() {
+        return Err(Error::new(ErrorKind::Usage, "no input given"));
+    }
+    let want_ddm = inputs.len() > 1 || is_alloc_file(&inputs[0]);
+    let mut ddm = Vec::new();
+    for path in inputs {
+        match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
+            Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
+            Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], dest, opts),
+        }
+    }
+    convert_ddm(&ddm, inputs, dest, opts)
+}
+
+fn convert_trace(
+    inp: Input,
+    kind: InputKind,
+    input: &Path,
+    dest: &Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
     use rayon::prelude::*;
-    let (profiles, report, symbols) = select_profiles(input, opts)?;
+    let (profiles, report, symbols) = select_profiles_from(inp, opts)?;
     if profiles.is_empty() {
+        if kind == InputKind::Unknown {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                format!(
+                    "{}: neither a Perfetto trace nor a DDM allocation-record capture (a bare .alloc blob starting 0F 09 08, a REAL chunk or JDWP packets){}",
+                    input.display(),
+                    report.damage.as_deref().map(|d| format!("; as a trace: {d}")).unwrap_or_default()
+                ),
+            ));
+        }
         return Err(Error::new(
             ErrorKind::NoData,
             format!("{}: no dump matches the selection (see `heapconv inspect`)", input.display()),
@@ -587,7 +663,7 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
 pub fn stem(input: &Path) -> String {
     let name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "stdin".to_owned());
     let mut s = name.as_str();
-    for ext in [".gz", ".pftrace", ".perfetto-trace", ".trace", ".pb"] {
+    for ext in [".gz", ".pftrace", ".perfetto-trace", ".trace", ".pb", ".alloc"] {
         if let Some(t) = s.strip_suffix(ext) {
             s = t;
         }
@@ -597,11 +673,276 @@ pub fn stem(input: &Path) -> String {
 
 /// Runs `inspect`: decodes everything and returns the report.
 pub fn run_inspect(input: &Path, decode: &DecodeOptions) -> Result<TraceReport> {
-    let mut inp = Input::open(input, decode.max_gzip_bytes)?;
+    inspect_trace(Input::open(input, decode.max_gzip_bytes)?, decode)
+}
+
+fn inspect_trace(mut inp: Input, decode: &DecodeOptions) -> Result<TraceReport> {
     let mut opts = decode.clone();
     opts.include_unchanged = false;
     let (report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
     Ok(report)
+}
+
+/// What `inspect` found, by kind of input.
+#[derive(Debug)]
+pub enum Inspection {
+    /// A Perfetto trace.
+    Trace(TraceReport),
+    /// A DDM allocation-record capture.
+    Ddm(DdmInspect),
+}
+
+/// Runs `inspect` on a Perfetto trace or a DDM allocation-record capture (told apart by their
+/// first bytes).
+pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions) -> Result<Inspection> {
+    match open_input(input, decode.max_gzip_bytes, ddm.max_bytes, is_alloc_file(input))? {
+        Opened::Trace(inp, _) => Ok(Inspection::Trace(inspect_trace(inp, decode)?)),
+        Opened::Ddm { name, bytes } => {
+            let capture = decode_alloc_records(&bytes, &name, ddm)?;
+            Ok(Inspection::Ddm(ddm_inspect(&capture, ddm)))
+        }
+    }
+}
+
+/// How many classes and methods the DDM top lists hold.
+const DDM_TOP: usize = 20;
+
+/// The inspect report of a DDM capture.
+pub fn ddm_inspect(c: &AllocCapture, opts: &DdmOptions) -> DdmInspect {
+    let lines = c.line_counts();
+    let limit = opts.max_depth.unwrap_or(usize::from(c.max_depth()));
+    let truncated = if opts.truncation_marks {
+        c.records.entries.iter().filter(|e| e.depth > 0 && usize::from(e.depth) >= limit).count() as u64
+    } else {
+        0
+    };
+    let tally = |v: Vec<crate::decode::ddm_alloc_records::Tally<String>>| {
+        v.into_iter().map(|t| DdmTally { name: t.key, entries: t.entries, bytes: t.bytes }).collect()
+    };
+    DdmInspect {
+        source: c.source.clone(),
+        framing: c.framing.to_string(),
+        input_bytes: c.input_len,
+        blob_offset: c.blob_offset,
+        blob_bytes: c.blob_len,
+        header_length: c.layout.header_len,
+        entry_header_length: c.layout.entry_header_len,
+        frame_length: c.layout.frame_len,
+        string_table_offset: c.string_table_offset,
+        entry_count_field: c.count_field,
+        entries: c.records.entries.len() as u64,
+        count_wrapped: c.count_wrapped(),
+        entry_order: c.order.to_string(),
+        entry_order_basis: c.order_basis.to_string(),
+        class_names: c.records.class_names.len() as u64,
+        method_names: c.records.method_names.len() as u64,
+        source_files: c.records.file_names.len() as u64,
+        thread_names: c.records.thread_names.len() as u64,
+        total_bytes: c.total_bytes(),
+        max_depth: c.max_depth(),
+        depth_limit: if opts.truncation_marks { limit as u64 } else { 0 },
+        truncated_stacks: truncated,
+        frames: lines.frames,
+        frames_without_line: lines.unknown,
+        native_frames: lines.native,
+        frames_with_wrapped_line: lines.wrapped,
+        threads: c
+            .threads()
+            .into_iter()
+            .map(|t| DdmThread {
+                id: t.key,
+                name: c.thread_name(t.key).map(str::to_owned),
+                entries: t.entries,
+                bytes: t.bytes,
+            })
+            .collect(),
+        top_classes: tally(c.top_classes(DDM_TOP)),
+        top_methods: tally(c.top_methods(DDM_TOP)),
+        depth_histogram: c.depth_histogram().into_iter().map(|(depth, entries)| DdmDepth { depth, entries }).collect(),
+        problems: c.problems.clone(),
+    }
+}
+
+/// True for a path named `*.alloc` (or `*.alloc.gz`): it must be a DDM capture.
+fn is_alloc_file(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    name.ends_with(".alloc") || name.ends_with(".alloc.gz")
+}
+
+/// An input opened and recognized.
+enum Opened {
+    /// A Perfetto trace, or something that is neither a trace nor a DDM capture (the trace
+    /// decoder then says what is wrong, as it always has).
+    Trace(Input, InputKind),
+    /// A DDM capture, read whole (gzip undone).
+    Ddm { name: String, bytes: Vec<u8> },
+}
+
+/// Opens `path` (`-` for stdin) and tells a DDM capture from anything else by its first
+/// (decompressed) bytes. With `want_ddm`, anything else is an error.
+fn open_input(path: &Path, max_gzip: u64, ddm_max: u64, want_ddm: bool) -> Result<Opened> {
+    use std::io::Read;
+    const HEAD: u64 = 64;
+    let name = path.display().to_string();
+    let too_big = |name: &str| {
+        Error::new(
+            ErrorKind::LimitExceeded,
+            format!("{name}: more than the limit of {ddm_max} bytes for a DDM capture"),
+        )
+    };
+    let read_err = |e: std::io::Error| Error::io(format!("reading {name}"), e);
+    if name == "-" {
+        // Standard input can be read only once: it is read whole, then handed to the decoder
+        // that its first bytes call for.
+        let mut raw = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut raw).map_err(read_err)?;
+        let gz = raw.starts_with(&[0x1f, 0x8b]);
+        let mut head = Vec::new();
+        if gz {
+            let _ = flate2::read::MultiGzDecoder::new(raw.as_slice()).take(HEAD).read_to_end(&mut head);
+        } else {
+            head.extend_from_slice(&raw[..raw.len().min(HEAD as usize)]);
+        }
+        let kind = sniff(&head);
+        if kind.is_ddm() || (want_ddm && kind == InputKind::Unknown) {
+            let bytes = if gz {
+                let mut v = Vec::new();
+                flate2::read::MultiGzDecoder::new(raw.as_slice())
+                    .take(ddm_max.saturating_add(1))
+                    .read_to_end(&mut v)
+                    .map_err(read_err)?;
+                v
+            } else {
+                raw
+            };
+            if bytes.len() as u64 > ddm_max {
+                return Err(too_big(&name));
+            }
+            return Ok(Opened::Ddm { name, bytes });
+        }
+        not_ddm(&name, kind, &head, want_ddm)?;
+        return Ok(Opened::Trace(Input::from_bytes(&name, raw, max_gzip)?, kind));
+    }
+    let mut input = Input::open(path, max_gzip)?;
+    let mut head = Vec::new();
+    input.reader().take(HEAD).read_to_end(&mut head).map_err(read_err)?;
+    let kind = sniff(&head);
+    if kind.is_ddm() || (want_ddm && kind == InputKind::Unknown) {
+        // (An unknown kind where a capture is required: the DDM decoder says what is wrong.)
+        let mut bytes = head;
+        if let Some(size) = input.file_size.filter(|_| !input.gzipped) {
+            bytes.reserve(usize::try_from(size.min(ddm_max)).unwrap_or(0));
+        }
+        let left = ddm_max.saturating_add(1).saturating_sub(bytes.len() as u64);
+        input.reader().take(left).read_to_end(&mut bytes).map_err(read_err)?;
+        if bytes.len() as u64 > ddm_max {
+            return Err(too_big(&name));
+        }
+        return Ok(Opened::Ddm { name, bytes });
+    }
+    not_ddm(&name, kind, &head, want_ddm)?;
+    let again = input.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))??;
+    Ok(Opened::Trace(again, kind))
+}
+
+/// The error for an input that is not a DDM capture, when one is required or when it is a
+/// kind heapconv does not read.
+fn not_ddm(name: &str, kind: InputKind, head: &[u8], want_ddm: bool) -> Result<()> {
+    if kind == InputKind::Hprof {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("{name} is an HPROF heap dump; heapconv reads Perfetto traces and DDM allocation records"),
+        ));
+    }
+    if !want_ddm {
+        return Ok(());
+    }
+    let what = match kind {
+        InputKind::PerfettoTrace => "a Perfetto trace".to_owned(),
+        InputKind::Empty => "empty".to_owned(),
+        InputKind::Zstd => "zstd-compressed".to_owned(),
+        _ => format!(
+            "neither a bare blob (starting 0F 09 08), a REAL chunk nor JDWP packets; it starts {}",
+            head.iter().take(8).map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" ")
+        ),
+    };
+    Err(Error::new(
+        ErrorKind::Malformed,
+        format!(
+            "{name}: not a DDM allocation-record capture: {what} (several inputs, or a file named *.alloc, must be DDM captures)"
+        ),
+    ))
+}
+
+/// Converts DDM captures, merged into one profile.
+fn convert_ddm(
+    inputs: &[(String, Vec<u8>)],
+    paths: &[PathBuf],
+    dest: &Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
+    if !opts.pids.is_empty() || opts.heap.is_some() || opts.dump != DumpSelect::Last {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "--pid, --heap and --dump select heapprofd dumps; a DDM allocation-record capture has one profile",
+        ));
+    }
+    // pprof gets one sample per allocation with file and line per frame; the text outputs
+    // label frames `class.method(File.java:12)` and need only one sample per stack.
+    let mut ddm = opts.ddm.clone();
+    ddm.lines = opts.format == Format::Pprof;
+    ddm.per_allocation = opts.format == Format::Pprof;
+    let captures =
+        inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
+    let profile = alloc_records_profile(&captures, &ddm);
+    let mut report = TraceReport {
+        source: profile.meta.source.clone(),
+        bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
+        ..Default::default()
+    };
+    for c in &captures {
+        for p in &c.problems {
+            report.problem(None, None, format!("{}: {p}", c.source));
+        }
+    }
+    let bytes = match opts.format {
+        Format::Json => {
+            let doc = convert_json(&report, std::slice::from_ref(&profile), &summary_options(opts));
+            let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
+            let ddm_reports: Vec<DdmInspect> = captures.iter().map(|c| ddm_inspect(c, &ddm)).collect();
+            v["ddm"] = serde_json::to_value(ddm_reports).expect("report serializes");
+            let mut doc = serde_json::to_vec_pretty(&v).expect("serializes");
+            doc.push(b'\n');
+            doc
+        }
+        Format::Svg => {
+            let index =
+                profile.value_index(opts.view).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
+            let title = format!(
+                "{}: Java allocations (DDM allocation records), {}",
+                profile.meta.process_name.as_deref().unwrap_or(""),
+                profile.sample_types[index].name
+            );
+            encode_svg(
+                &profile,
+                &SvgOptions { value_index: index, annotations: false, title: Some(title), ..Default::default() },
+            )?
+        }
+        _ => encode_one(&profile, opts)?,
+    };
+    let path = match dest {
+        Destination::Stdout => None,
+        Destination::File(f) => Some(f.clone()),
+        Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(&paths[0]), opts.format.extension()))),
+    };
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
+    }
+    match &path {
+        Some(p) => write_atomic(p, &bytes, paths)?,
+        None => check_not_input(Path::new("-"), paths)?,
+    }
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None })
 }
 
 /// What `symbolize` did.

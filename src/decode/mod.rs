@@ -1,6 +1,84 @@
 //! The decode stage: bytes in, model out.
 
+pub mod ddm_alloc_records;
 pub mod input;
 pub mod perfetto;
 
 pub use input::Input;
+
+/// What an input is, from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// Nothing at all.
+    Empty,
+    /// gzip (the kind of what it holds needs its decompressed bytes).
+    Gzip,
+    /// zstd.
+    Zstd,
+    /// A Perfetto trace (starts with a `packet` field).
+    PerfettoTrace,
+    /// A DDM allocation-record blob (an `.alloc` file).
+    DdmAllocBlob,
+    /// A DDM chunk (`REAL`, or `FAIL`).
+    DdmChunk,
+    /// JDWP packets (a DDM reply, possibly after the handshake).
+    Jdwp,
+    /// An HPROF heap dump (`JAVA PROFILE 1.0…`).
+    Hprof,
+    /// None of these.
+    Unknown,
+}
+
+impl InputKind {
+    /// True for the framings of DDM allocation records.
+    pub fn is_ddm(self) -> bool {
+        matches!(self, InputKind::DdmAllocBlob | InputKind::DdmChunk | InputKind::Jdwp)
+    }
+}
+
+/// Tells the input kinds heapconv knows apart by their first bytes (give it 16 or more).
+pub fn sniff(head: &[u8]) -> InputKind {
+    use ddm_alloc_records::{DdmKind, sniff_ddm};
+    if head.is_empty() {
+        return InputKind::Empty;
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return InputKind::Gzip;
+    }
+    if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        return InputKind::Zstd;
+    }
+    if head.starts_with(b"JAVA PROFILE 1.0") {
+        return InputKind::Hprof;
+    }
+    // A trace is a sequence of `packet = 1` fields, length-delimited: tag byte 0x0a. No DDM
+    // framing starts with it (a blob's header is at least 15 bytes long).
+    if head[0] == 0x0a {
+        return InputKind::PerfettoTrace;
+    }
+    match sniff_ddm(head) {
+        Some(DdmKind::Blob) => InputKind::DdmAllocBlob,
+        Some(DdmKind::Chunk) => InputKind::DdmChunk,
+        Some(DdmKind::Jdwp) => InputKind::Jdwp,
+        None => InputKind::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_told_apart() {
+        assert_eq!(sniff(b""), InputKind::Empty);
+        assert_eq!(sniff(&[0x1f, 0x8b, 8, 0]), InputKind::Gzip);
+        assert_eq!(sniff(&[0x28, 0xb5, 0x2f, 0xfd]), InputKind::Zstd);
+        assert_eq!(sniff(b"JAVA PROFILE 1.0.3\0"), InputKind::Hprof);
+        assert_eq!(sniff(&[0x0a, 0x10, 0x08]), InputKind::PerfettoTrace);
+        assert_eq!(sniff(&[0x0f, 0x09, 0x08, 0, 0, 0, 0, 0, 0x0f, 0, 0, 0, 0, 0, 0]), InputKind::DdmAllocBlob);
+        assert_eq!(sniff(b"REAL\0\0\0\0"), InputKind::DdmChunk);
+        assert_eq!(sniff(b"JDWP-Handshake"), InputKind::Jdwp);
+        assert_eq!(sniff(b"this is not a trace\n"), InputKind::Unknown);
+        assert!(InputKind::Jdwp.is_ddm() && !InputKind::Hprof.is_ddm());
+    }
+}

@@ -12,7 +12,9 @@
 //! * beyond traceconv: `period_type` space/bytes and `period` = sampling interval,
 //!   `default_sample_type` = unreleased size, `has_functions` on every mapping (addresses are
 //!   rel_pc, which pprof must not try to symbolize itself), the other `has_*` flags when every
-//!   frame of the mapping is symbolized, and comments naming process, pid, heap, dump time and data-loss flags.
+//!   frame of the mapping is symbolized, and comments naming process, pid, heap, dump time and data-loss flags;
+//! * numeric sample labels of the model (for example a DDM record's thread id) as
+//!   `Sample.label` with `key` and `num`.
 //!
 //! Everything is numbered in first-use order, so the same profile gives the same bytes.
 
@@ -22,7 +24,7 @@ use std::io::Write;
 use prost::Message;
 
 use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames_from};
-use crate::model::{FrameId, MappingId, Profile, StackId, StringTable, Tables};
+use crate::model::{FrameId, MappingId, Profile, StackId, StringId, StringTable, Tables};
 use crate::proto::pprof as pp;
 
 /// Options of the pprof encoder.
@@ -265,7 +267,11 @@ impl PprofEncoder {
         const CHUNK: usize = 1 << 20;
         bytes.reserve(CHUNK + 4096);
         let mut used = vec![0u64; self.locs.len() / 64 + 1];
-        for (stack, values) in profile.samples() {
+        // Label keys: model string id -> this profile's string index.
+        let mut label_keys: HashMap<StringId, i64> = HashMap::default();
+        let mut labels: Vec<(i64, i64)> = Vec::new();
+        let with_labels = profile.has_labels();
+        for (i, (stack, values)) in profile.samples().enumerate() {
             let (off, len) = self.path(&tables, stack);
             if used.len() * 64 <= self.locs.len() {
                 used.resize(self.locs.len() / 64 + 1, 0);
@@ -276,7 +282,14 @@ impl PprofEncoder {
                 let id = prost::encoding::decode_varint(&mut rest).expect("we wrote these varints") as usize;
                 used[id / 64] |= 1 << (id % 64);
             }
-            write_sample(&mut bytes, path, values);
+            labels.clear();
+            if with_labels {
+                for &(key, num) in profile.sample_labels(i) {
+                    let k = *label_keys.entry(key).or_insert_with(|| b.s(tables.strings.get(key)));
+                    labels.push((k, num));
+                }
+            }
+            write_sample(&mut bytes, path, values, &labels);
             if bytes.len() >= CHUNK {
                 w.write_all(&bytes)?;
                 bytes.clear();
@@ -356,17 +369,23 @@ fn finish(
 }
 
 /// Appends one `Sample` (Profile field 2) in wire format: packed `location_id` (1, given
-/// already packed) and packed `value` (2, int64 as two's-complement varints).
-fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64]) {
+/// already packed), packed `value` (2, int64 as two's-complement varints) and one `label` (3)
+/// per (key string index, number): `Label.key` (1) and `Label.num` (3).
+fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64], labels: &[(i64, i64)]) {
     use prost::encoding::{encode_varint, encoded_len_varint};
     let locs_len = locs.len();
     let vals_len: usize = values.iter().map(|&v| encoded_len_varint(v as u64)).sum();
+    let label_len = |&(k, n): &(i64, i64)| 2 + encoded_len_varint(k as u64) + encoded_len_varint(n as u64);
     let mut inner = 0;
     if !locs.is_empty() {
         inner += 1 + encoded_len_varint(locs_len as u64) + locs_len;
     }
     if !values.is_empty() {
         inner += 1 + encoded_len_varint(vals_len as u64) + vals_len;
+    }
+    for l in labels {
+        let n = label_len(l);
+        inner += 1 + encoded_len_varint(n as u64) + n;
     }
     buf.push(0x12);
     encode_varint(inner as u64, buf);
@@ -382,6 +401,14 @@ fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64]) {
             encode_varint(v as u64, buf);
         }
     }
+    for l in labels {
+        buf.push(0x1a);
+        encode_varint(label_len(l) as u64, buf);
+        buf.push(0x08);
+        encode_varint(l.0 as u64, buf);
+        buf.push(0x18);
+        encode_varint(l.1 as u64, buf);
+    }
 }
 
 /// A gzip writer as [`gzip`] uses (fastest level, no name, zero mtime).
@@ -396,4 +423,30 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
         flate2::GzBuilder::new().mtime(0).write(Vec::with_capacity(bytes.len() / 4 + 64), flate2::Compression::fast());
     enc.write_all(bytes).expect("writing to memory");
     enc.finish().expect("writing to memory")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ProfileMeta, ValueKind, ValueType};
+
+    #[test]
+    fn sample_labels_become_numeric_pprof_labels() {
+        let mut tables = Tables::default();
+        let key = tables.strings.intern("thread");
+        let name = tables.strings.intern("f");
+        let f = tables.intern_frame(None, 0, name);
+        let s = tables.intern_stack(&[f]).unwrap();
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let mut p = Profile::new(std::sync::Arc::new(tables), ProfileMeta::default(), types);
+        p.push_sample(s, &[1]);
+        p.push_sample_with_labels(s, &[2], &[(key, 300), (key, -1)]);
+        let out = pp::Profile::decode(encode_pprof(&p, &PprofOptions::default()).as_slice()).unwrap();
+        assert!(out.sample[0].label.is_empty());
+        let labels: Vec<(&str, i64)> =
+            out.sample[1].label.iter().map(|l| (out.string_table[l.key as usize].as_str(), l.num)).collect();
+        assert_eq!(labels, [("thread", 300), ("thread", -1)]);
+        assert_eq!(out.sample[1].value, [2]);
+        assert_eq!(out.sample[1].location_id.len(), 1);
+    }
 }

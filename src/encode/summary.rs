@@ -285,3 +285,203 @@ pub fn inspect_text(report: &TraceReport) -> String {
     }
     s
 }
+
+/// One thread of a DDM allocation-record capture.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DdmThread {
+    /// Thread id as recorded (VM thread id, or kernel tid cut to 16 bits).
+    pub id: u16,
+    /// Name, when the capture carries a thread-name table.
+    pub name: Option<String>,
+    /// Allocations.
+    pub entries: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// A class or method of a DDM capture with its allocations.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DdmTally {
+    /// Java class name, or `class.method`.
+    pub name: String,
+    /// Allocations.
+    pub entries: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// How many allocations have a stack of one depth.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DdmDepth {
+    /// Stack depth (method frames).
+    pub depth: u8,
+    /// Allocations.
+    pub entries: u64,
+}
+
+/// What `inspect` shows about a DDM allocation-record capture (filled in by the pipeline from
+/// the decoded records).
+#[derive(Debug, Clone, Serialize, Default, PartialEq, Eq)]
+pub struct DdmInspect {
+    /// Input name.
+    pub source: String,
+    /// How the blob was wrapped (bare, DDM chunk, JDWP packet).
+    pub framing: String,
+    /// Bytes of the input (after gzip).
+    pub input_bytes: u64,
+    /// Offset of the blob in the input.
+    pub blob_offset: u64,
+    /// Bytes of the blob up to the end of its string tables.
+    pub blob_bytes: u64,
+    /// Header length as declared.
+    pub header_length: u8,
+    /// Entry header length as declared.
+    pub entry_header_length: u8,
+    /// Stack frame length as declared.
+    pub frame_length: u8,
+    /// String-table offset as declared (from the start of the blob).
+    pub string_table_offset: u32,
+    /// Entry count as written in the header.
+    pub entry_count_field: u16,
+    /// Entries found.
+    pub entries: u64,
+    /// The header's count wrapped (Dalvik's full-buffer quirk).
+    pub count_wrapped: bool,
+    /// Which way the entries run (`newest first` or `oldest first`).
+    pub entry_order: String,
+    /// Why.
+    pub entry_order_basis: String,
+    /// Size of the class-name table.
+    pub class_names: u64,
+    /// Size of the method-name table.
+    pub method_names: u64,
+    /// Size of the source-file table.
+    pub source_files: u64,
+    /// Entries of the optional thread-name table.
+    pub thread_names: u64,
+    /// Bytes allocated in all.
+    pub total_bytes: u64,
+    /// The deepest stack.
+    pub max_depth: u8,
+    /// The depth limit stacks were compared with (0: truncation marks off).
+    pub depth_limit: u64,
+    /// Stacks as deep as the limit: probably cut by the VM.
+    pub truncated_stacks: u64,
+    /// Stack frames in all.
+    pub frames: u64,
+    /// Frames with line -1 (no line information).
+    pub frames_without_line: u64,
+    /// Frames with line -2 (native methods).
+    pub native_frames: u64,
+    /// Frames whose line read below -2 (lines from 32768 on, cut to 16 bits by ART).
+    pub frames_with_wrapped_line: u64,
+    /// Threads, most bytes first.
+    pub threads: Vec<DdmThread>,
+    /// Allocated classes with the most bytes.
+    pub top_classes: Vec<DdmTally>,
+    /// Allocating methods (innermost frame) with the most bytes.
+    pub top_methods: Vec<DdmTally>,
+    /// Allocations per stack depth.
+    pub depth_histogram: Vec<DdmDepth>,
+    /// Odd things that did not stop decoding.
+    pub problems: Vec<String>,
+}
+
+/// Renders the `inspect --json` report of a DDM capture.
+pub fn ddm_inspect_json(report: &DdmInspect) -> String {
+    let mut s = serde_json::to_string_pretty(report).expect("report serializes");
+    s.push('\n');
+    s
+}
+
+/// Renders the `inspect` report of a DDM capture for people.
+pub fn ddm_inspect_text(r: &DdmInspect) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "{}: DDM allocation records, {}", r.source, r.framing);
+    let _ = writeln!(
+        s,
+        "  {} bytes; blob at byte {}, {} bytes; header {} B, entry header {} B, frame {} B; string tables at byte {}",
+        r.input_bytes,
+        r.blob_offset,
+        r.blob_bytes,
+        r.header_length,
+        r.entry_header_length,
+        r.frame_length,
+        r.string_table_offset
+    );
+    let _ = writeln!(
+        s,
+        "  entries: {} (header count {}{}), {} ({})",
+        r.entries,
+        r.entry_count_field,
+        if r.count_wrapped { ", wrapped" } else { "" },
+        r.entry_order,
+        r.entry_order_basis
+    );
+    let _ = writeln!(
+        s,
+        "  strings: {} class name(s), {} method name(s), {} source file(s){}",
+        r.class_names,
+        r.method_names,
+        r.source_files,
+        if r.thread_names > 0 { format!(", {} thread name(s)", r.thread_names) } else { String::new() }
+    );
+    let _ = writeln!(
+        s,
+        "  allocated: {} object(s), {} ({} bytes)",
+        r.entries,
+        human_bytes(r.total_bytes as i64),
+        r.total_bytes
+    );
+    let _ = writeln!(
+        s,
+        "  frames: {}, max depth {}; {} without line number (-1), {} native (-2), {} with a line past 32767",
+        r.frames, r.max_depth, r.frames_without_line, r.native_frames, r.frames_with_wrapped_line
+    );
+    if r.depth_limit > 0 {
+        let _ = writeln!(
+            s,
+            "  depth limit {}: {} stack(s) that deep, marked [truncated]",
+            r.depth_limit, r.truncated_stacks
+        );
+    } else {
+        let _ = writeln!(s, "  truncation marks off");
+    }
+    let _ = writeln!(s, "threads: {}", r.threads.len());
+    let _ = writeln!(s, "  {:>7} {:>9} {:>12}  name", "id", "entries", "bytes");
+    for t in &r.threads {
+        let _ = writeln!(
+            s,
+            "  {:>7} {:>9} {:>12}  {}",
+            t.id,
+            t.entries,
+            human_bytes(t.bytes as i64),
+            t.name.as_deref().unwrap_or("-")
+        );
+    }
+    for (title, list) in [
+        ("top allocated classes (by bytes)", &r.top_classes),
+        ("top allocating methods (innermost frame, by bytes)", &r.top_methods),
+    ] {
+        let _ = writeln!(s, "{title}:");
+        let _ = writeln!(s, "  {:>9} {:>12}  name", "entries", "bytes");
+        for t in list {
+            let _ = writeln!(s, "  {:>9} {:>12}  {}", t.entries, human_bytes(t.bytes as i64), t.name);
+        }
+    }
+    let _ = writeln!(s, "depth histogram:");
+    let _ = writeln!(s, "  {:>5} {:>9}", "depth", "entries");
+    for d in &r.depth_histogram {
+        let _ = writeln!(s, "  {:>5} {:>9}", d.depth, d.entries);
+    }
+    if r.problems.is_empty() {
+        let _ = writeln!(s, "problems: none");
+    } else {
+        let _ = writeln!(s, "problems:");
+        for p in &r.problems {
+            let _ = writeln!(s, "  {p}");
+        }
+    }
+    s
+}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::stack::StackId;
+use super::strings::StringId;
 use super::tables::Tables;
 
 /// What a sample value measures, independently of the label a format gives it.
@@ -184,16 +185,31 @@ pub struct Profile {
     pub default_sample_type: usize,
     stacks: Vec<StackId>,
     values: Vec<i64>,
+    // Optional numeric labels per sample (pprof `Sample.label` with `num`): the labels of
+    // sample i are `labels[label_ends[i - 1]..label_ends[i]]`. Both stay empty until a sample
+    // with labels is added, so profiles without labels cost nothing.
+    labels: Vec<(StringId, i64)>,
+    label_ends: Vec<u32>,
 }
 
 impl Profile {
     /// An empty profile with the given sample types.
     pub fn new(tables: Arc<Tables>, meta: ProfileMeta, sample_types: Vec<ValueType>) -> Self {
-        Profile { tables, meta, sample_types, default_sample_type: 0, stacks: Vec::new(), values: Vec::new() }
+        Profile {
+            tables,
+            meta,
+            sample_types,
+            default_sample_type: 0,
+            stacks: Vec::new(),
+            values: Vec::new(),
+            labels: Vec::new(),
+            label_ends: Vec::new(),
+        }
     }
 
     /// Takes the profile apart: tables, meta, sample types, default type, stacks and the flat
-    /// values (one per sample type per sample).
+    /// values (one per sample type per sample). Sample labels are not among the parts: a
+    /// profile put back together with [`Profile::from_parts`] has none.
     #[allow(clippy::type_complexity)]
     pub fn into_parts(self) -> (Arc<Tables>, ProfileMeta, Vec<ValueType>, usize, Vec<StackId>, Vec<i64>) {
         (self.tables, self.meta, self.sample_types, self.default_sample_type, self.stacks, self.values)
@@ -209,14 +225,52 @@ impl Profile {
         values: Vec<i64>,
     ) -> Self {
         assert_eq!(stacks.len() * sample_types.len(), values.len(), "one value per sample type per sample");
-        Profile { tables, meta, sample_types, default_sample_type, stacks, values }
+        Profile {
+            tables,
+            meta,
+            sample_types,
+            default_sample_type,
+            stacks,
+            values,
+            labels: Vec::new(),
+            label_ends: Vec::new(),
+        }
     }
 
     /// Adds a sample. `values` must have one entry per sample type.
     pub fn push_sample(&mut self, stack: StackId, values: &[i64]) {
+        self.push_sample_with_labels(stack, values, &[]);
+    }
+
+    /// Adds a sample with numeric labels (key, value), keys interned in the profile's tables.
+    /// `values` must have one entry per sample type.
+    pub fn push_sample_with_labels(&mut self, stack: StackId, values: &[i64], labels: &[(StringId, i64)]) {
         assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");
+        let tracked = !labels.is_empty() || !self.label_ends.is_empty();
+        if tracked && self.label_ends.len() < self.stacks.len() {
+            // The first labelled sample: the samples before it have no labels.
+            self.label_ends.resize(self.stacks.len(), 0);
+        }
         self.stacks.push(stack);
         self.values.extend_from_slice(values);
+        if tracked {
+            self.labels.extend_from_slice(labels);
+            self.label_ends.push(u32::try_from(self.labels.len()).expect("fewer than 2^32 labels"));
+        }
+    }
+
+    /// True when some sample has labels.
+    pub fn has_labels(&self) -> bool {
+        !self.labels.is_empty()
+    }
+
+    /// The labels (key, value) of sample `i`; empty for a sample without labels.
+    pub fn sample_labels(&self, i: usize) -> &[(StringId, i64)] {
+        if self.label_ends.is_empty() {
+            return &[];
+        }
+        let start = if i == 0 { 0 } else { self.label_ends[i - 1] as usize };
+        &self.labels[start..self.label_ends[i] as usize]
     }
 
     /// Number of samples.
@@ -244,5 +298,37 @@ impl Profile {
     /// Sum of value `index` over all samples.
     pub fn total(&self, index: usize) -> i64 {
         self.samples().map(|(_, v)| v[index]).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_optional_per_sample() {
+        let mut tables = Tables::default();
+        let key = tables.strings.intern("thread");
+        let f = tables.intern_frame(None, 0, StringId::EMPTY);
+        let s = tables.intern_stack(&[f]).unwrap();
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let mut first = Profile::new(Arc::new(tables.clone()), ProfileMeta::default(), types.clone());
+        first.push_sample_with_labels(s, &[1], &[(key, 5)]);
+        first.push_sample(s, &[1]);
+        assert_eq!(first.sample_labels(0), &[(key, 5)]);
+        assert_eq!(first.sample_labels(1), &[]);
+        let mut p = Profile::new(Arc::new(tables), ProfileMeta::default(), types);
+        p.push_sample(s, &[1]);
+        assert!(!p.has_labels());
+        assert!(p.sample_labels(0).is_empty());
+        p.push_sample_with_labels(s, &[2], &[(key, 7), (key, 8)]);
+        p.push_sample(s, &[3]);
+        p.push_sample_with_labels(s, &[4], &[(key, 9)]);
+        assert!(p.has_labels());
+        assert_eq!(p.sample_labels(0), &[]);
+        assert_eq!(p.sample_labels(1), &[(key, 7), (key, 8)]);
+        assert_eq!(p.sample_labels(2), &[]);
+        assert_eq!(p.sample_labels(3), &[(key, 9)]);
+        assert_eq!(p.total(0), 10);
     }
 }
