@@ -5,10 +5,14 @@
 //! ```
 //!
 //! * [`decode`] reads inputs: Perfetto traces with heapprofd data (inline and interned layouts,
-//!   continuous dumps, `compressed_packets`, whole-file gzip).
+//!   continuous dumps, `compressed_packets`, whole-file gzip, ModuleSymbols) and Android DDM
+//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies).
+//! * [`symbolize`] gives native frames names, files, lines and inline chains from DWARF found
+//!   in symbol directories.
 //! * [`model`] holds the data: interned strings, mappings, frames, a stack prefix tree, and
 //!   profiles of values per stack with everything known about their origin.
-//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG and JSON.
+//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON and
+//!   Perfetto ModuleSymbols packets.
 //! * [`pipeline`] runs the stages in order for the command-line program.
 //!
 //! ```no_run
