@@ -216,3 +216,24 @@ pub fn perfetto_python() -> Option<(PathBuf, PathBuf)> {
     eprintln!("SKIPPED oracle check: no target/oracle-venv or ../shared/tools/perfetto_encode.py");
     None
 }
+
+/// Compares `got` with `tests/golden/NAME`; `HEAPCONV_BLESS=1` rewrites the file instead. A
+/// missing golden file fails.
+pub fn check_golden(name: &str, got: &str) {
+    let path = root().join("tests/golden").join(name);
+    if std::env::var("HEAPCONV_BLESS").as_deref() == Ok("1") {
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing golden file {}; run HEAPCONV_BLESS=1 cargo test", path.display()));
+    if want != got {
+        let first = want.lines().zip(got.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "{name} differs from the golden file at line {}:\n  want: {:?}\n  got:  {:?}\n(HEAPCONV_BLESS=1 rewrites it)",
+            first + 1,
+            want.lines().nth(first),
+            got.lines().nth(first)
+        );
+    }
+}
