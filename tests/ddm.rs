@@ -76,41 +76,6 @@ fn art_like() -> Builder {
         .entry(32, 4400, "[[Lcom/x/B;", &[("Lcom/x/B;", "make", "", 7), ("Lcom/x/B;", "run", "B.java", -2)])
 }
 
-/// A stable text rendering of a pprof with its sample labels.
-fn pprof_text(p: &pp::Profile) -> String {
-    let s = |i: i64| p.string_table[i as usize].as_str();
-    let mut out = String::new();
-    let types: Vec<String> = p.sample_type.iter().map(|t| format!("{}/{}", s(t.r#type), s(t.unit))).collect();
-    writeln!(out, "sample_types: {}", types.join(", ")).unwrap();
-    writeln!(out, "default_sample_type: {}", s(p.default_sample_type)).unwrap();
-    for c in &p.comment {
-        writeln!(out, "comment: {}", s(*c)).unwrap();
-    }
-    writeln!(out, "mappings: {}", p.mapping.len()).unwrap();
-    for smp in &p.sample {
-        let vals: Vec<String> = smp.value.iter().map(|v| v.to_string()).collect();
-        let labels: Vec<String> = smp.label.iter().map(|l| format!("{}={}", s(l.key), l.num)).collect();
-        writeln!(out, "sample {} [{}]", vals.join(" "), labels.join(" ")).unwrap();
-        for lid in &smp.location_id {
-            let loc = p.location.iter().find(|l| l.id == *lid).unwrap();
-            for line in &loc.line {
-                let f = p.function.iter().find(|f| f.id == line.function_id).unwrap();
-                writeln!(
-                    out,
-                    "  m{} {} | {} | {}:{}",
-                    loc.mapping_id,
-                    s(f.name),
-                    s(f.system_name),
-                    s(f.filename),
-                    line.line
-                )
-                .unwrap();
-            }
-        }
-    }
-    out
-}
-
 fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(heapconv_ok(args, 0).stdout).unwrap()
 }

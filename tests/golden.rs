@@ -4,66 +4,10 @@
 
 mod common;
 
-use std::fmt::Write;
-
 use common::*;
 
 fn check(name: &str, got: &str) {
     check_golden(name, got);
-}
-
-/// A stable text rendering of a pprof: ids replaced by what they point to.
-fn pprof_text(p: &pp::Profile) -> String {
-    let s = |i: i64| p.string_table[i as usize].as_str();
-    let mut out = String::new();
-    let types: Vec<String> = p.sample_type.iter().map(|t| format!("{}/{}", s(t.r#type), s(t.unit))).collect();
-    writeln!(out, "sample_types: {}", types.join(", ")).unwrap();
-    writeln!(out, "default_sample_type: {}", s(p.default_sample_type)).unwrap();
-    if let Some(pt) = &p.period_type {
-        writeln!(out, "period: {} {}/{}", p.period, s(pt.r#type), s(pt.unit)).unwrap();
-    }
-    for c in &p.comment {
-        writeln!(out, "comment: {}", s(*c)).unwrap();
-    }
-    for m in &p.mapping {
-        writeln!(
-            out,
-            "mapping {}: {:#x}-{:#x} off {:#x} {} [{}] fn={} file={} line={} inline={}",
-            m.id,
-            m.memory_start,
-            m.memory_limit,
-            m.file_offset,
-            s(m.filename),
-            s(m.build_id),
-            m.has_functions,
-            m.has_filenames,
-            m.has_line_numbers,
-            m.has_inline_frames
-        )
-        .unwrap();
-    }
-    for smp in &p.sample {
-        let vals: Vec<String> = smp.value.iter().map(|v| v.to_string()).collect();
-        writeln!(out, "sample {}", vals.join(" ")).unwrap();
-        for lid in &smp.location_id {
-            let loc = p.location.iter().find(|l| l.id == *lid).unwrap();
-            for line in &loc.line {
-                let f = p.function.iter().find(|f| f.id == line.function_id).unwrap();
-                writeln!(
-                    out,
-                    "  {:#x} m{} {} | {} | {}:{}",
-                    loc.address,
-                    loc.mapping_id,
-                    s(f.name),
-                    s(f.system_name),
-                    s(f.filename),
-                    line.line
-                )
-                .unwrap();
-            }
-        }
-    }
-    out
 }
 
 fn stdout(args: &[&str]) -> String {

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -236,4 +237,63 @@ pub fn check_golden(name: &str, got: &str) {
             got.lines().nth(first)
         );
     }
+}
+
+/// A stable text rendering of a pprof: ids replaced by what they point to.
+pub fn pprof_text(p: &pp::Profile) -> String {
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    let mut out = String::new();
+    let types: Vec<String> = p.sample_type.iter().map(|t| format!("{}/{}", s(t.r#type), s(t.unit))).collect();
+    writeln!(out, "sample_types: {}", types.join(", ")).unwrap();
+    writeln!(out, "default_sample_type: {}", s(p.default_sample_type)).unwrap();
+    if let Some(pt) = &p.period_type {
+        writeln!(out, "period: {} {}/{}", p.period, s(pt.r#type), s(pt.unit)).unwrap();
+    }
+    for c in &p.comment {
+        writeln!(out, "comment: {}", s(*c)).unwrap();
+    }
+    for m in &p.mapping {
+        writeln!(
+            out,
+            "mapping {}: {:#x}-{:#x} off {:#x} {} [{}] fn={} file={} line={} inline={}",
+            m.id,
+            m.memory_start,
+            m.memory_limit,
+            m.file_offset,
+            s(m.filename),
+            s(m.build_id),
+            m.has_functions,
+            m.has_filenames,
+            m.has_line_numbers,
+            m.has_inline_frames
+        )
+        .unwrap();
+    }
+    for smp in &p.sample {
+        let vals: Vec<String> = smp.value.iter().map(|v| v.to_string()).collect();
+        let labels: Vec<String> = smp.label.iter().map(|l| format!("{}={}", s(l.key), l.num)).collect();
+        if labels.is_empty() {
+            writeln!(out, "sample {}", vals.join(" ")).unwrap();
+        } else {
+            writeln!(out, "sample {} [{}]", vals.join(" "), labels.join(" ")).unwrap();
+        }
+        for lid in &smp.location_id {
+            let loc = p.location.iter().find(|l| l.id == *lid).unwrap();
+            for line in &loc.line {
+                let f = p.function.iter().find(|f| f.id == line.function_id).unwrap();
+                writeln!(
+                    out,
+                    "  {:#x} m{} {} | {} | {}:{}",
+                    loc.address,
+                    loc.mapping_id,
+                    s(f.name),
+                    s(f.system_name),
+                    s(f.filename),
+                    line.line
+                )
+                .unwrap();
+            }
+        }
+    }
+    out
 }
