@@ -23,6 +23,17 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_PARTIAL: u8 = 3;
 const EXIT_SYMBOLS_GATE: u8 = 4;
 
+/// The exit code of a run that got through: a failed gate wins over a partial result.
+fn exit_code(gate_ok: bool, damaged: bool) -> u8 {
+    if !gate_ok {
+        EXIT_SYMBOLS_GATE
+    } else if damaged {
+        EXIT_PARTIAL
+    } else {
+        EXIT_OK
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "heapconv",
@@ -457,13 +468,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     }
                 }
             }
-            Ok(if !gate_ok {
-                EXIT_SYMBOLS_GATE
-            } else if damaged {
-                EXIT_PARTIAL
-            } else {
-                EXIT_OK
-            })
+            Ok(exit_code(gate_ok, damaged))
         }
         Command::Convert(a) => {
             let format = match a.to {
@@ -507,13 +512,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             stdout.flush().map_err(|e| Error::io("writing standard output", e))?;
             let damaged = report_problems(&ui, &run.report);
             let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
-            Ok(if !gate_ok {
-                EXIT_SYMBOLS_GATE
-            } else if damaged {
-                EXIT_PARTIAL
-            } else {
-                EXIT_OK
-            })
+            Ok(exit_code(gate_ok, damaged))
         }
         Command::Symbolize(a) => {
             let Some(opts) = a.symbols.options(&ui) else {
@@ -542,13 +541,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let quiet_ui = Ui { verbose: ui.verbose, quiet: ui.quiet || a.json };
             let gate_ok = report_symbols(&quiet_ui, &run.report, a.symbols.min_symbolized);
             let damaged = report_problems(&ui, &run.trace);
-            Ok(if !gate_ok {
-                EXIT_SYMBOLS_GATE
-            } else if damaged {
-                EXIT_PARTIAL
-            } else {
-                EXIT_OK
-            })
+            Ok(exit_code(gate_ok, damaged))
         }
         Command::Addr2line(a) => {
             use std::io::BufRead;
