@@ -100,6 +100,17 @@ fn expected_traces() -> serde_json::Map<String, Value> {
 }
 
 fn symbolize(trace: &str, dirs: &[&std::path::Path], extra: &[&str]) -> (Vec<u8>, Value, std::process::Output) {
+    symbolize_env(trace, dirs, extra, &[])
+}
+
+/// `heapconv symbolize` on a trace of tests/data/symbolize with extra environment variables:
+/// the ModuleSymbols bytes, the JSON report and the process output.
+fn symbolize_env(
+    trace: &str,
+    dirs: &[&std::path::Path],
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Vec<u8>, Value, std::process::Output) {
     let out = tempfile::tempdir().unwrap();
     let o = out.path().join("syms");
     let input = data(&format!("symbolize/{trace}.pftrace"));
@@ -115,8 +126,11 @@ fn symbolize(trace: &str, dirs: &[&std::path::Path], extra: &[&str]) -> (Vec<u8>
         args.push(d.display().to_string());
     }
     args.extend(extra.iter().map(|s| s.to_string()));
-    let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-    let run = heapconv(&refs);
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_heapconv"))
+        .args(&args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("heapconv runs");
     let report: Value = serde_json::from_slice(&run.stderr).unwrap_or(Value::Null);
     (std::fs::read(&o).unwrap_or_default(), report, run)
 }
@@ -529,27 +543,8 @@ fn find_mode_paths() {
             (vec![symbols.as_path(), tree.as_path()], "find_symbols_and_buildid_tree"),
             (vec![symbols.as_path()], "find_symbols_only"),
         ] {
-            let out = tempfile::tempdir().unwrap();
-            let o = out.path().join("syms");
-            let input = data(&format!("symbolize/{name}.pftrace"));
-            let mut args = vec![
-                "symbolize".to_owned(),
-                input.display().to_string(),
-                "-o".into(),
-                o.display().to_string(),
-                "--json".into(),
-            ];
-            for d in &dirs {
-                args.push("--symbol-dir".into());
-                args.push(d.display().to_string());
-            }
-            let run = std::process::Command::new(env!("CARGO_BIN_EXE_heapconv"))
-                .args(&args)
-                .env("PERFETTO_SYMBOLIZER_MODE", "find")
-                .output()
-                .unwrap();
+            let (_, report, run) = symbolize_env(&name, &dirs, &[], &[("PERFETTO_SYMBOLIZER_MODE", "find")]);
             assert_eq!(run.status.code(), Some(0), "{name}");
-            let report: Value = serde_json::from_slice(&run.stderr).unwrap();
             for m in t["mappings"].as_array().unwrap() {
                 let path = m["path"].as_str().unwrap();
                 let Some(r) = report["mappings"].as_array().unwrap().iter().find(|r| r["path"] == path) else {
