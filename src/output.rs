@@ -1,6 +1,8 @@
 //! Writing outputs safely: every file is written to a temporary file in the same directory
 //! and renamed into place, so a failed run never leaves a half-written output; an output that
-//! would overwrite an input is refused.
+//! would overwrite an input is refused. An output that already exists and is not a regular file
+//! (`/dev/null`, `/dev/stdout`, a named pipe) is written in place: renaming over it would
+//! replace the device or pipe with a plain file.
 
 use std::fs;
 use std::io::Write;
@@ -29,9 +31,32 @@ pub fn check_not_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// True when `path` exists and is something other than a regular file or a directory: a
+/// character device, a named pipe or a socket, which must be written in place.
+pub fn is_special(path: &Path) -> bool {
+    match fs::metadata(path) {
+        Ok(m) => !m.is_file() && !m.is_dir(),
+        Err(_) => false,
+    }
+}
+
+/// Writes `bytes` into an existing special file (device or pipe) without replacing it.
+fn write_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
+    let result = (|| {
+        let mut f = fs::OpenOptions::new().write(true).open(path)?;
+        f.write_all(bytes)?;
+        f.flush()
+    })();
+    result.map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
 /// Writes `bytes` to `path` atomically (temporary file + rename), refusing to replace an input.
+/// A special file (see [`is_special`]) is written in place instead.
 pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<()> {
     check_not_input(path, inputs)?;
+    if is_special(path) {
+        return write_in_place(path, bytes);
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -81,11 +106,22 @@ pub fn stage_file(dir: &Path, tag: usize) -> Result<(PathBuf, fs::File)> {
     Ok((tmp, f))
 }
 
-/// Renames a staged file to `path`, refusing to replace an input.
+/// Renames a staged file to `path`, refusing to replace an input. A special file (see
+/// [`is_special`]) is not replaced: the staged bytes are copied into it.
 pub fn commit_staged(tmp: &Path, path: &Path, inputs: &[PathBuf]) -> Result<()> {
     if let Err(e) = check_not_input(path, inputs) {
         let _ = fs::remove_file(tmp);
         return Err(e);
+    }
+    if is_special(path) {
+        let result = (|| {
+            let mut src = fs::File::open(tmp)?;
+            let mut dst = fs::OpenOptions::new().write(true).open(path)?;
+            std::io::copy(&mut src, &mut dst)?;
+            dst.flush()
+        })();
+        let _ = fs::remove_file(tmp);
+        return result.map_err(|e| Error::io(format!("writing {}", path.display()), e));
     }
     fs::rename(tmp, path).map_err(|e| Error::io(format!("renaming {} to {}", tmp.display(), path.display()), e))
 }

@@ -218,3 +218,32 @@ fn inspect_reports_sequences_dumps_and_problems() {
         String::from_utf8(heapconv_ok(&["inspect", data("no_clock.pftrace").to_str().unwrap()], 0).stdout).unwrap();
     assert!(text.contains("777000(raw)"), "{text}");
 }
+
+#[test]
+fn special_files_are_written_in_place_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    // A named pipe stands for /dev/null or /dev/stdout: renaming a temporary file over it
+    // would replace the pipe (or the device) with a plain file.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let st = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let input = data("heaps_and_procs.pftrace");
+    let args = ["convert", input.to_str().unwrap(), "--pid", "20", "--to", "folded", "-o"];
+    heapconv_ok(&[&args[..], &[fifo.to_str().unwrap()]].concat(), 0);
+    // Checked before joining: had the pipe been replaced, the reader would never see a writer.
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the pipe was replaced");
+    let through_pipe = reader.join().unwrap();
+
+    let plain = dir.path().join("plain.folded");
+    heapconv_ok(&[&args[..], &[plain.to_str().unwrap()]].concat(), 0);
+    let expected = std::fs::read(&plain).unwrap();
+    assert!(!expected.is_empty());
+    assert_eq!(through_pipe, expected);
+    // Nothing was left behind next to the pipe.
+    assert_eq!(files(dir.path()), ["pipe", "plain.folded"]);
+}
