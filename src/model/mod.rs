@@ -4,6 +4,7 @@
 
 pub mod annotate;
 pub mod frame;
+pub mod heap;
 pub mod mapping;
 pub mod profile;
 pub mod report;
@@ -13,6 +14,7 @@ pub mod tables;
 
 pub use annotate::{Annotation, AnnotationState};
 pub use frame::{Frame, FrameId, Line};
+pub use heap::{HeapDump, ObjIdx};
 pub use mapping::{Mapping, MappingId};
 pub use profile::{DumpFlags, Profile, ProfileMeta, ValueKind, ValueType};
 pub use report::{DumpReport, Problem, SequenceReport, Totals, TraceReport};
