@@ -10,8 +10,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use heapconv::decode::ddm_alloc_records::{DdmOptions, OrderChoice};
+use heapconv::decode::hprof::HprofConvOptions;
 use heapconv::decode::perfetto::DecodeOptions;
-use heapconv::encode::summary::{ddm_inspect_json, ddm_inspect_text, inspect_json, inspect_text};
+use heapconv::encode::summary::{
+    ddm_inspect_json, ddm_inspect_text, hprof_inspect_json, hprof_inspect_text, inspect_json, inspect_text,
+};
 use heapconv::model::{TraceReport, ValueKind};
 use heapconv::pipeline::{self, ConvertOptions, Destination, DumpSelect, Format, Inspection, ProfileOptions};
 use heapconv::symbolize::{SymbolizeOptions, SymbolizeReport};
@@ -58,9 +61,16 @@ enum Command {
     /// Convert dumps, or DDM allocation records (several captures are merged), to pprof,
     /// folded stacks, a flame graph SVG or a JSON summary.
     Convert(ConvertArgs),
-    /// Show what a trace holds (sequences, processes, heaps, dumps, flags and problems), or a
-    /// DDM capture (entries, threads, top classes and methods, stack depths).
+    /// Show what a trace holds (sequences, processes, heaps, dumps, flags and problems), a
+    /// DDM capture (entries, threads, top classes and methods, stack depths), or an HPROF heap
+    /// dump (records, heaps, classes, objects, roots, damage).
     Inspect(InspectArgs),
+    /// Convert an Android heap dump (JAVA PROFILE 1.0.3) to the standard format (1.0.2) that
+    /// JVM tools read, byte for byte as Android's `hprof-conv` writes it (except for
+    /// PRIMITIVE_ARRAY_NODATA records, which hprof-conv corrupts and heapconv writes as arrays
+    /// of zeros).
+    #[command(name = "hprof-conv")]
+    HprofConv(HprofConvArgs),
     /// Symbolize a trace's native frames offline and write Perfetto ModuleSymbols packets, as
     /// `traceconv symbolize` does (`cat trace symbols > symbolized`).
     Symbolize(SymbolizeArgs),
@@ -338,8 +348,21 @@ struct SymbolizeArgs {
 }
 
 #[derive(Args, Debug)]
+struct HprofConvArgs {
+    /// The Android heap dump (`-` for standard input; gzip is detected).
+    input: PathBuf,
+    /// The output file (`-` for standard output); written atomically, never over the input.
+    output: PathBuf,
+    /// Leave out the instances and arrays of the zygote and image heaps (class dumps and roots
+    /// stay), as `hprof-conv -z`.
+    #[arg(short = 'z')]
+    app_only: bool,
+}
+
+#[derive(Args, Debug)]
 struct InspectArgs {
-    /// The trace or DDM allocation-record capture (`-` for standard input; gzip is detected).
+    /// The trace, DDM allocation-record capture or HPROF heap dump (`-` for standard input;
+    /// gzip is detected).
     input: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -592,6 +615,34 @@ fn run(cli: Cli) -> Result<u8, Error> {
             ));
             Ok(EXIT_OK)
         }
+        Command::HprofConv(a) => {
+            if a.output.as_os_str() == "-" && std::io::stdout().is_terminal() {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "refusing to write a binary heap dump to a terminal; give an output file or redirect",
+                ));
+            }
+            let opts = HprofConvOptions { app_only: a.app_only, ..HprofConvOptions::default() };
+            let r = pipeline::run_hprof_conv(&a.input, &a.output, &opts)?;
+            ui.info(&format!(
+                "converted {} records ({} heap-dump records, {} sub-records): {} HEAP_DUMP_INFO dropped, {} Android roots written as ROOT_UNKNOWN{}; {} -> {} bytes",
+                r.records,
+                r.heap_dump_records,
+                r.sub_records,
+                r.heap_infos_dropped,
+                r.roots_rewritten,
+                if a.app_only { format!(", {} zygote/image objects dropped", r.objects_dropped) } else { String::new() },
+                r.bytes_in,
+                r.bytes_out
+            ));
+            if r.nodata_zero_filled + r.nodata_emptied > 0 {
+                ui.warn(&format!(
+                    "{} PRIMITIVE_ARRAY_NODATA record(s) written as arrays of zeros and {} as empty arrays (Android's hprof-conv writes them corrupt)",
+                    r.nodata_zero_filled, r.nodata_emptied
+                ));
+            }
+            Ok(EXIT_OK)
+        }
         Command::Inspect(a) => {
             let (text, partial) = match pipeline::run_inspect_input(&a.input, &a.decode.options(), &a.ddm.options())? {
                 Inspection::Trace(report) => {
@@ -599,6 +650,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 }
                 Inspection::Ddm(report) => {
                     (if a.json { ddm_inspect_json(&report) } else { ddm_inspect_text(&report) }, false)
+                }
+                Inspection::Hprof(report) => {
+                    let partial = !report.incomplete.is_empty();
+                    (if a.json { hprof_inspect_json(&report) } else { hprof_inspect_text(&report) }, partial)
                 }
             };
             std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
@@ -673,6 +728,17 @@ mod tests {
         };
         assert_eq!(a.inputs, [PathBuf::from("a.alloc"), PathBuf::from("b.alloc")]);
         assert!(Cli::try_parse_from(["heapconv", "convert"]).is_err());
+    }
+
+    #[test]
+    fn hprof_conv_takes_z_anywhere() {
+        for args in [["heapconv", "hprof-conv", "a", "b", "-z"], ["heapconv", "hprof-conv", "-z", "a", "b"]] {
+            let Command::HprofConv(a) = parse(&args) else { panic!("hprof-conv") };
+            assert!(a.app_only && a.input == PathBuf::from("a") && a.output == PathBuf::from("b"));
+        }
+        let Command::HprofConv(a) = parse(&["heapconv", "hprof-conv", "a", "b"]) else { panic!("hprof-conv") };
+        assert_eq!(a.app_only, HprofConvOptions::default().app_only);
+        assert!(Cli::try_parse_from(["heapconv", "hprof-conv", "a"]).is_err());
     }
 
     #[test]

@@ -7,15 +7,21 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
 use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
+use crate::decode::hprof::{
+    HprofConvOptions, HprofConvReport, HprofOptions, HprofStats, NoSeek, hprof_conv, read_hprof_with_stats,
+};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_with};
 use crate::decode::{Input, InputKind, sniff};
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
-use crate::encode::summary::{DdmDepth, DdmInspect, DdmTally, DdmThread, SummaryOptions, convert_json};
+use crate::encode::summary::{
+    DdmDepth, DdmInspect, DdmTally, DdmThread, HprofHeapTally, HprofInspect, HprofRootTally, HprofTagTally,
+    SummaryOptions, convert_json,
+};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Profile, Tables, TraceReport, ValueKind};
+use crate::model::{HeapDump, Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage_file, write_atomic};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
@@ -577,6 +583,15 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
             Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], dest, opts),
+            Opened::Hprof(inp) => {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "{} is an HPROF heap dump; `convert` reads Perfetto traces and DDM allocation records (`heapconv inspect` summarizes heap dumps, `heapconv hprof-conv` converts Android ones to the standard format)",
+                        inp.name
+                    ),
+                ));
+            }
         }
     }
     convert_ddm(&ddm, inputs, dest, opts)
@@ -690,16 +705,127 @@ pub enum Inspection {
     Trace(TraceReport),
     /// A DDM allocation-record capture.
     Ddm(DdmInspect),
+    /// An HPROF heap dump.
+    Hprof(HprofInspect),
 }
 
-/// Runs `inspect` on a Perfetto trace or a DDM allocation-record capture (told apart by their
-/// first bytes).
+/// Runs `inspect` on a Perfetto trace, a DDM allocation-record capture or an HPROF heap dump
+/// (told apart by their first bytes).
 pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions) -> Result<Inspection> {
     match open_input(input, decode.max_gzip_bytes, ddm.max_bytes, is_alloc_file(input))? {
         Opened::Trace(inp, _) => Ok(Inspection::Trace(inspect_trace(inp, decode)?)),
         Opened::Ddm { name, bytes } => {
             let capture = decode_alloc_records(&bytes, &name, ddm)?;
             Ok(Inspection::Ddm(ddm_inspect(&capture, ddm)))
+        }
+        Opened::Hprof(mut inp) => {
+            let name = inp.name.clone();
+            let (dump, stats) = read_hprof_with_stats(inp.reader(), &name, &HprofOptions::default())?;
+            Ok(Inspection::Hprof(hprof_inspect(&name, &dump, &stats)))
+        }
+    }
+}
+
+/// The inspect report of an HPROF heap dump.
+pub fn hprof_inspect(source: &str, d: &HeapDump, st: &HprofStats) -> HprofInspect {
+    use crate::decode::hprof::walk::{record_name, sub_record_name};
+    use crate::model::heap::ObjectKind;
+    let tally = |m: &BTreeMap<u8, crate::decode::hprof::TagCount>, name: fn(u8) -> &'static str| {
+        m.iter()
+            .map(|(&tag, c)| HprofTagTally { tag, name: name(tag).to_owned(), count: c.count, bytes: c.bytes })
+            .collect()
+    };
+    let mut heaps: Vec<HprofHeapTally> =
+        d.heaps.iter().map(|h| HprofHeapTally { name: h.clone(), objects: 0, shallow_bytes: 0 }).collect();
+    let mut r = HprofInspect {
+        source: source.to_owned(),
+        bytes: st.bytes,
+        records: tally(&st.records, record_name),
+        sub_records: tally(&st.sub_records, sub_record_name),
+        classes: d.classes.len() as u64,
+        objects: d.len() as u64,
+        references: d.ref_target.len() as u64,
+        null_references: st.null_refs,
+        dangling_references: d.dangling_refs,
+        dangling_roots: st.dangling_roots,
+        instances_before_class: st.instances_before_class,
+        incomplete: d.incomplete.clone(),
+        ..Default::default()
+    };
+    if let Some(h) = &st.header {
+        r.format = h.format.clone();
+        r.id_size = h.id_size;
+        r.timestamp_ms = h.timestamp_ms;
+    }
+    for o in 0..d.len() {
+        let size = d.obj_self_size[o];
+        r.shallow_bytes += size;
+        if let Some(h) = heaps.get_mut(usize::from(d.obj_heap[o])) {
+            h.objects += 1;
+            h.shallow_bytes += size;
+        }
+        match d.obj_kind[o] {
+            ObjectKind::Instance => r.instances += 1,
+            ObjectKind::ObjectArray => r.object_arrays += 1,
+            ObjectKind::PrimitiveArray(_) => r.primitive_arrays += 1,
+            ObjectKind::Class => r.class_objects += 1,
+        }
+    }
+    r.heaps = heaps;
+    for root in &d.roots {
+        let kind = root.kind.perfetto_name();
+        match r.roots.iter_mut().find(|t| t.kind == kind) {
+            Some(t) => t.count += 1,
+            None => r.roots.push(HprofRootTally { kind: kind.to_owned(), count: 1 }),
+        }
+    }
+    for (n, what) in [
+        (st.field_size_mismatches, "instance(s) whose field bytes differ from what their class chain declares"),
+        (st.duplicate_ids, "object(s) with an id an earlier object has (references go to the first)"),
+        (st.duplicate_class_dumps, "CLASS_DUMP(s) of a class dumped before (ignored)"),
+        (st.missing_strings, "name(s) whose STRING record is missing"),
+    ] {
+        if n > 0 {
+            r.problems.push(format!("{n} {what}"));
+        }
+    }
+    r
+}
+
+/// Runs `hprof-conv`: converts the Android heap dump `input` (`-`: standard input; gzip is
+/// undone) to the standard format in `output` (`-`: standard output), written atomically.
+pub fn run_hprof_conv(input: &Path, output: &Path, opts: &HprofConvOptions) -> Result<HprofConvReport> {
+    use std::io::Write;
+    let inputs = [input.to_path_buf()];
+    let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
+    let name = inp.name.clone();
+    if output.as_os_str() == "-" {
+        let mut out = NoSeek(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock()));
+        let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
+        out.flush().map_err(|e| Error::io("writing standard output", e))?;
+        return Ok(report);
+    }
+    check_not_input(output, &inputs)?;
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (tmp, file) = stage_file(&dir, 0)?;
+    let result = (|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
+        let file = out.into_inner().map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+        Ok(report)
+    })();
+    match result {
+        Ok(report) => {
+            commit_staged(&tmp, output, &inputs)?;
+            Ok(report)
+        }
+        Err(e) => {
+            discard_staged([tmp]);
+            Err(e)
         }
     }
 }
@@ -776,6 +902,8 @@ enum Opened {
     Trace(Input, InputKind),
     /// A DDM capture, read whole (gzip undone).
     Ddm { name: String, bytes: Vec<u8> },
+    /// An HPROF heap dump, opened from its start.
+    Hprof(Input),
 }
 
 /// Opens `path` (`-` for stdin) and tells a DDM capture from anything else by its first
@@ -820,6 +948,9 @@ fn open_input(path: &Path, max_gzip: u64, ddm_max: u64, want_ddm: bool) -> Resul
             }
             return Ok(Opened::Ddm { name, bytes });
         }
+        if kind == InputKind::Hprof && !want_ddm {
+            return Ok(Opened::Hprof(Input::from_bytes(&name, raw, max_gzip)?));
+        }
         not_ddm(&name, kind, &head, want_ddm)?;
         return Ok(Opened::Trace(Input::from_bytes(&name, raw, max_gzip)?, kind));
     }
@@ -840,9 +971,12 @@ fn open_input(path: &Path, max_gzip: u64, ddm_max: u64, want_ddm: bool) -> Resul
         }
         return Ok(Opened::Ddm { name, bytes });
     }
-    not_ddm(&name, kind, &head, want_ddm)?;
+    let hprof = kind == InputKind::Hprof && !want_ddm;
+    if !hprof {
+        not_ddm(&name, kind, &head, want_ddm)?;
+    }
     let again = input.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))??;
-    Ok(Opened::Trace(again, kind))
+    Ok(if hprof { Opened::Hprof(again) } else { Opened::Trace(again, kind) })
 }
 
 /// The error for an input that is not a DDM capture, when one is required or when it is a

@@ -938,7 +938,8 @@ mod tests {
 
     #[test]
     fn id_index_finds_ids_in_and_out_of_order() {
-        for ids in [vec![16u64, 32, 48, 4096, 1 << 40], vec![48, 16, 1 << 40, 32, 4096, 16], vec![7], vec![0, u64::MAX]] {
+        for ids in [vec![16u64, 32, 48, 4096, 1 << 40], vec![48, 16, 1 << 40, 32, 4096, 16], vec![7], vec![0, u64::MAX]]
+        {
             let ix = IdIndex::new(&ids);
             for (i, &id) in ids.iter().enumerate() {
                 let want = ids.iter().position(|&x| x == id).unwrap();

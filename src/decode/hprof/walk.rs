@@ -761,7 +761,8 @@ impl<R: Read> HprofStream<R> {
         }
         let Some(nul) = avail.iter().take(MAX_FORMAT_LEN + 1).position(|&b| b == 0) else {
             let shown = String::from_utf8_lossy(&avail[..avail.len().min(24)]).into_owned();
-            return Err(if avail.starts_with(b"JAVA PROFILE ") && avail.len() <= MAX_FORMAT_LEN {
+            let prefix = b"JAVA PROFILE ".starts_with(avail) || avail.starts_with(b"JAVA PROFILE ");
+            return Err(if prefix && avail.len() <= MAX_FORMAT_LEN {
                 Error::new(ErrorKind::Truncated, format!("{name}: HPROF header string {shown:?} ends without its NUL"))
             } else {
                 Error::new(ErrorKind::Malformed, format!("{name}: not an HPROF heap dump (it starts {shown:?})"))
@@ -769,10 +770,15 @@ impl<R: Read> HprofStream<R> {
         };
         let format = String::from_utf8_lossy(&avail[..nul]).into_owned();
         if !format.starts_with("JAVA PROFILE ") {
-            return Err(Error::new(ErrorKind::Malformed, format!("{name}: not an HPROF heap dump (it starts {format:?})")));
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                format!("{name}: not an HPROF heap dump (it starts {format:?})"),
+            ));
         }
-        if !matches!(format.as_str(), "JAVA PROFILE 1.0" | "JAVA PROFILE 1.0.1" | "JAVA PROFILE 1.0.2" | "JAVA PROFILE 1.0.3")
-        {
+        if !matches!(
+            format.as_str(),
+            "JAVA PROFILE 1.0" | "JAVA PROFILE 1.0.1" | "JAVA PROFILE 1.0.2" | "JAVA PROFILE 1.0.3"
+        ) {
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!("{name}: HPROF format {format:?} is not one heapconv reads (1.0.1, 1.0.2, 1.0.3)"),
@@ -893,7 +899,7 @@ impl<R: Read> HprofStream<R> {
         Error::new(
             ErrorKind::Truncated,
             format!(
-                "{}: the file ends at byte {}, inside {what} (which needs bytes up to {need_until})",
+                "{}: the file ends at byte {}, inside {what}, which needs bytes up to {need_until}",
                 self.name,
                 self.base + self.end as u64
             ),
@@ -961,9 +967,7 @@ impl<R: Read> HprofStream<R> {
         let Some(c) = self.cur else { return Ok(()) };
         let mut werr = None;
         let got = self
-            .pass(c.left, |b| {
-                w.write_all(b).inspect_err(|e| werr = Some(io::Error::new(e.kind(), e.to_string())))
-            })
+            .pass(c.left, |b| w.write_all(b).inspect_err(|e| werr = Some(io::Error::new(e.kind(), e.to_string()))))
             .map_err(|e| self.io_err(e));
         if let Some(e) = werr {
             return Err(Error::io("writing the output", e));
@@ -986,9 +990,7 @@ impl<R: Read> HprofStream<R> {
         }
         let mut werr = None;
         let got = self
-            .pass(c.pending, |b| {
-                w.write_all(b).inspect_err(|e| werr = Some(io::Error::new(e.kind(), e.to_string())))
-            })
+            .pass(c.pending, |b| w.write_all(b).inspect_err(|e| werr = Some(io::Error::new(e.kind(), e.to_string()))))
             .map_err(|e| self.io_err(e));
         if let Some(e) = werr {
             return Err(Error::io("writing the output", e));
@@ -1027,26 +1029,33 @@ impl<R: Read> HprofStream<R> {
         let offset = self.offset();
         let rec_end = offset + c.left;
         let within = || format!("{} (whose body ends at byte {rec_end})", c.header.describe());
+        let of_record = || format!("of {}", c.header.describe());
         let (header, payload) = loop {
             match sub_len(&self.buf[self.pos..self.end], id_size) {
                 Ok(SubLen::Known { header, payload }) => break (header, payload),
                 Ok(SubLen::Need(n)) => {
+                    let t = (self.pos < self.end).then(|| self.buf[self.pos]);
                     if n > c.left {
-                        let t = self.buf.get(self.pos).copied().unwrap_or(0);
-                        return Err(self.overrun(t, offset, n, &within()));
+                        return Err(self.overrun(t.unwrap_or(0), offset, n, &within()));
                     }
                     if !self.fill(n as usize).map_err(|e| self.io_err(e))? {
-                        let t = self.buf.get(self.pos).copied().unwrap_or(0);
-                        return Err(self.truncated(
-                            &format!("sub-record 0x{t:02X} {} at byte {offset} in {}", sub_record_name(t), within()),
-                            offset + n,
-                        ));
+                        let what = match (self.pos < self.end).then(|| self.buf[self.pos]) {
+                            Some(t) => {
+                                format!("sub-record 0x{t:02X} {} at byte {offset} {}", sub_record_name(t), of_record())
+                            }
+                            None => c.header.describe(),
+                        };
+                        return Err(self.truncated(&what, if t.is_some() { offset + n } else { rec_end }));
                     }
                 }
                 Err(SubLenError::UnknownTag(t)) => {
                     return Err(Error::new(
                         ErrorKind::Malformed,
-                        format!("{}: unknown heap-dump sub-record tag 0x{t:02X} at byte {offset} in {}", self.name, within()),
+                        format!(
+                            "{}: unknown heap-dump sub-record tag 0x{t:02X} at byte {offset} in {}",
+                            self.name,
+                            within()
+                        ),
                     ));
                 }
                 Err(SubLenError::BadType { code, at }) => {
@@ -1073,7 +1082,7 @@ impl<R: Read> HprofStream<R> {
         let here = if stream { 1 + header } else { total };
         if !self.fill(here as usize).map_err(|e| self.io_err(e))? {
             return Err(self.truncated(
-                &format!("sub-record 0x{t:02X} {} at byte {offset} in {}", sub_record_name(t), within()),
+                &format!("sub-record 0x{t:02X} {} at byte {offset} {}", sub_record_name(t), of_record()),
                 offset + total,
             ));
         }
