@@ -188,7 +188,7 @@ impl<W: Write + Seek> Write for RecordOut<'_, W> {
     }
 }
 
-const ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 /// Converts an Android hprof (`JAVA PROFILE 1.0.3`) read from `input` to the standard format,
 /// written to `out` (see the module documentation). `name` names the input in messages.

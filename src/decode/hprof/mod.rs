@@ -685,26 +685,19 @@ impl Builder {
             }
         }
 
-        // Ids to objects.
+        // Ids to objects, in parallel: the lookups are cache misses, not work.
         let index = IdIndex::new(&self.d.obj_id);
         stats.duplicate_ids = index.duplicates;
-        let mut dangling = 0u64;
-        let mut nulls = 0u64;
-        let targets: Vec<ObjIdx> = self
-            .ref_ids
-            .iter()
-            .map(|&id| {
-                if id == 0 {
-                    nulls += 1;
-                    REF_NULL
-                } else {
-                    index.get(id).unwrap_or_else(|| {
-                        dangling += 1;
-                        REF_DANGLING
-                    })
-                }
-            })
-            .collect();
+        let targets: Vec<ObjIdx> = {
+            use rayon::prelude::*;
+            self.ref_ids
+                .par_iter()
+                .with_min_len(1 << 14)
+                .map(|&id| if id == 0 { REF_NULL } else { index.get(id).unwrap_or(REF_DANGLING) })
+                .collect()
+        };
+        let nulls = targets.iter().filter(|&&t| t == REF_NULL).count() as u64;
+        let dangling = targets.iter().filter(|&&t| t == REF_DANGLING).count() as u64;
         drop(std::mem::take(&mut self.ref_ids));
         let mut roots = Vec::with_capacity(self.roots.len());
         for &(id, kind) in &self.roots {
@@ -849,68 +842,60 @@ pub fn java_class_name(raw: &str) -> String {
     format!("{base}{}", "[]".repeat(dims))
 }
 
-/// Object ids to object indexes without a hash table: the ids sorted (usually they already
-/// are: producers walk the heap in address order) and a table of where each slice of the id
-/// range starts, so a lookup is one or two cache misses and a short binary search.
+/// Object ids to object indexes: an open-addressing table of (id, index) pairs with linear
+/// probing, at most 3/4 full, so a lookup is usually one cache miss. Id 0 (null) is never an
+/// object; an id given to several objects names the first.
 struct IdIndex {
-    /// Sorted ids.
-    ids: Vec<u64>,
-    /// Object index of each sorted id (empty when the ids were in order already).
-    idx: Vec<ObjIdx>,
-    min: u64,
+    slots: Vec<(u64, ObjIdx)>,
     shift: u32,
-    /// `start[b]..start[b + 1]` are the sorted positions of the ids in bucket `b`.
-    start: Vec<u32>,
     duplicates: u64,
 }
 
 impl IdIndex {
     fn new(obj_id: &[u64]) -> Self {
-        let sorted = obj_id.windows(2).all(|w| w[0] <= w[1]);
-        let (ids, idx) = if sorted {
-            (obj_id.to_vec(), Vec::new())
-        } else {
-            let mut pairs: Vec<(u64, ObjIdx)> = obj_id.iter().enumerate().map(|(i, &id)| (id, i as ObjIdx)).collect();
-            pairs.sort_unstable();
-            pairs.into_iter().unzip()
-        };
-        let duplicates = ids.windows(2).filter(|w| w[0] == w[1]).count() as u64;
-        let (min, max) = (ids.first().copied().unwrap_or(0), ids.last().copied().unwrap_or(0));
-        let buckets = ids.len().next_power_of_two().max(1) as u64;
-        let span = max - min;
-        let mut shift = 0u32;
-        while shift < 64 && (span >> shift) >= buckets {
-            shift += 1;
+        let cap = (obj_id.len() + obj_id.len() / 3 + 1).next_power_of_two().max(2);
+        let mut ix = IdIndex { slots: vec![(0, 0); cap], shift: 64 - cap.trailing_zeros(), duplicates: 0 };
+        let mask = cap - 1;
+        for (i, &id) in obj_id.iter().enumerate() {
+            if id == 0 {
+                continue;
+            }
+            let mut at = ix.slot(id);
+            loop {
+                match ix.slots[at].0 {
+                    0 => {
+                        ix.slots[at] = (id, i as ObjIdx);
+                        break;
+                    }
+                    k if k == id => {
+                        ix.duplicates += 1;
+                        break;
+                    }
+                    _ => at = (at + 1) & mask,
+                }
+            }
         }
-        let nb = if shift >= 64 { 1 } else { ((span >> shift) + 1) as usize };
-        let mut start = vec![0u32; nb + 1];
-        for &id in &ids {
-            let b = if shift >= 64 { 0 } else { ((id - min) >> shift) as usize };
-            start[b + 1] += 1;
-        }
-        for b in 0..nb {
-            start[b + 1] += start[b];
-        }
-        IdIndex { ids, idx, min, shift, start, duplicates }
+        ix
+    }
+
+    #[inline]
+    fn slot(&self, id: u64) -> usize {
+        (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
     }
 
     #[inline]
     fn get(&self, id: u64) -> Option<ObjIdx> {
-        if id < self.min || self.ids.is_empty() {
+        if id == 0 {
             return None;
         }
-        let b = if self.shift >= 64 { 0 } else { ((id - self.min) >> self.shift) as usize };
-        if b + 1 >= self.start.len() {
-            return None;
-        }
-        let (a, e) = (self.start[b] as usize, self.start[b + 1] as usize);
-        let slice = &self.ids[a..e];
-        let p = slice.partition_point(|&x| x < id);
-        if p < slice.len() && slice[p] == id {
-            let pos = a + p;
-            Some(if self.idx.is_empty() { pos as ObjIdx } else { self.idx[pos] })
-        } else {
-            None
+        let mask = self.slots.len() - 1;
+        let mut at = self.slot(id);
+        loop {
+            match self.slots[at] {
+                (0, _) => return None,
+                (k, v) if k == id => return Some(v),
+                _ => at = (at + 1) & mask,
+            }
         }
     }
 }
@@ -938,7 +923,9 @@ mod tests {
 
     #[test]
     fn id_index_finds_ids_in_and_out_of_order() {
-        for ids in [vec![16u64, 32, 48, 4096, 1 << 40], vec![48, 16, 1 << 40, 32, 4096, 16], vec![7], vec![0, u64::MAX]]
+        let many: Vec<u64> = (1..5000u64).map(|i| i * 24 + (i % 7) * (1 << 33)).collect();
+        for ids in
+            [vec![16u64, 32, 48, 4096, 1 << 40], vec![48, 16, 1 << 40, 32, 4096, 16], vec![7], vec![1, u64::MAX], many]
         {
             let ix = IdIndex::new(&ids);
             for (i, &id) in ids.iter().enumerate() {
@@ -949,6 +936,8 @@ mod tests {
             assert_eq!(ix.get(1 << 41), None);
         }
         assert_eq!(IdIndex::new(&[]).get(5), None);
-        assert_eq!(IdIndex::new(&[16, 16, 8]).duplicates, 1);
+        let dup = IdIndex::new(&[16, 16, 8]);
+        assert_eq!((dup.duplicates, dup.get(16)), (1, Some(0)));
+        assert_eq!(IdIndex::new(&[0, 5]).get(0), None);
     }
 }
