@@ -5,8 +5,9 @@
 //! ```
 //!
 //! * [`decode`] reads inputs: Perfetto traces with heapprofd data (inline and interned layouts,
-//!   continuous dumps, `compressed_packets`, whole-file gzip, ModuleSymbols) and Android DDM
-//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies).
+//!   continuous dumps, `compressed_packets`, whole-file gzip, ModuleSymbols), Android DDM
+//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies) and HPROF heap dumps
+//!   (into [`model::heap::HeapDump`]; with Android's `hprof-conv`).
 //! * [`symbolize`] gives native frames names, files, lines and inline chains from DWARF found
 //!   in symbol directories.
 //! * [`model`] holds the data: interned strings, mappings, frames, a stack prefix tree, and
