@@ -530,6 +530,35 @@ fn inspect_summarizes_an_hprof_file() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("hprof-conv"));
 }
 
+#[test]
+fn synthetic_heaps_read_back_with_their_counts_and_a_synthetic_java_lang_class() {
+    for (android, id_size) in [(true, 4u8), (false, 8)] {
+        let p = SyntheticHeap { target_bytes: 2 << 20, id_size, android, seed: 7 };
+        let (bytes, sum) = synthetic_heap(&p);
+        let (d, st) = read(&bytes);
+        let count = |k: fn(&ObjectKind) -> bool| d.obj_kind.iter().filter(|o| k(o)).count() as u64;
+        assert_eq!(count(|k| *k == ObjectKind::Instance), sum.instances);
+        assert_eq!(count(|k| *k == ObjectKind::ObjectArray), sum.object_arrays);
+        assert_eq!(count(|k| matches!(k, ObjectKind::PrimitiveArray(BasicType::Byte))), sum.primitive_arrays);
+        assert_eq!(d.roots.len() as u64, sum.roots);
+        assert_eq!(st.records[&0x1C].count, sum.segments);
+        assert_eq!(st.instances_without_class, 0);
+        assert_eq!(st.field_size_mismatches, 0);
+        assert_eq!(st.instances_before_class > 0, android, "Android dumps some classes after an instance");
+        assert_eq!(d.heaps, if android { vec!["zygote", "app"] } else { vec!["default"] });
+        // The dump has no java.lang.Class: a synthetic one (id 0) is the class of class objects.
+        let cc = d.classes.iter().position(|c| c.name == "java.lang.Class").unwrap() as ClassIdx;
+        assert_eq!((d.classes[cc as usize].id, d.classes[cc as usize].kind), (0, ClassKind::Class));
+        assert!(d.classes[cc as usize].object.is_none());
+        for (o, k) in d.obj_kind.iter().enumerate() {
+            assert_eq!(*k == ObjectKind::Class, d.obj_class[o] == cc);
+        }
+        assert_eq!(class(&d, "byte[]").kind, ClassKind::Array);
+        let named = if android { "com.example.pkg1.Class1" } else { "com.example.Class1" };
+        assert_eq!(class(&d, named).superclass.map(|s| d.classes[s as usize].name.as_str()), Some("java.lang.Object"));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Real JVM dumps.
 
