@@ -147,7 +147,7 @@ pub struct PprofEncoder {
     node_state: Vec<AnnotationState>,
     locs: Vec<(FrameId, Annotation)>,
     loc_index: HashMap<(FrameId, Annotation), u32>,
-    paths: HashMap<u32, (u32, u32)>,
+    paths: PathIndex,
     arena: Vec<u8>,
     walk: Vec<StackId>,
 }
@@ -162,7 +162,7 @@ impl PprofEncoder {
             node_state: Vec::new(),
             locs: Vec::new(),
             loc_index: HashMap::default(),
-            paths: HashMap::default(),
+            paths: PathIndex::default(),
             arena: Vec::new(),
             walk: Vec::new(),
         }
@@ -214,7 +214,7 @@ impl PprofEncoder {
 
     /// The packed location ids of `stack`, leaf first, as (offset, length) in the arena.
     fn path(&mut self, tables: &Tables, stack: StackId) -> (usize, usize) {
-        if let Some(&(off, len)) = self.paths.get(&stack.0) {
+        if let Some((off, len)) = self.paths.get(stack.0) {
             return (off as usize, len as usize);
         }
         self.resolve_nodes(tables, stack);
@@ -225,7 +225,7 @@ impl PprofEncoder {
             cur = tables.stack_node(s).parent;
         }
         let len = self.arena.len() - off;
-        self.paths.insert(stack.0, (u32::try_from(off).expect("arena under 4 GiB"), len as u32));
+        self.paths.insert(stack.0, u32::try_from(off).expect("arena under 4 GiB"), len as u32);
         (off, len)
     }
 
@@ -271,7 +271,18 @@ impl PprofEncoder {
         let mut label_keys: HashMap<StringId, i64> = HashMap::default();
         let mut labels: Vec<(i64, i64)> = Vec::new();
         let with_labels = profile.has_labels();
+        // The path lookups miss the cache: the slot of a sample some way ahead is prefetched.
+        const AHEAD: usize = 12;
+        let n = profile.sample_count();
         for (i, (stack, values)) in profile.samples().enumerate() {
+            if i + AHEAD < n {
+                self.paths.prefetch(profile.sample(i + AHEAD).0.0);
+            }
+            if i + AHEAD / 2 < n
+                && let Some((off, _)) = self.paths.get(profile.sample(i + AHEAD / 2).0.0)
+            {
+                crate::model::tables::prefetch(&self.arena[off as usize]);
+            }
             let (off, len) = self.path(&tables, stack);
             if used.len() * 64 <= self.locs.len() {
                 used.resize(self.locs.len() / 64 + 1, 0);
@@ -448,5 +459,69 @@ mod tests {
         assert_eq!(labels, [("thread", 300), ("thread", -1)]);
         assert_eq!(out.sample[1].value, [2]);
         assert_eq!(out.sample[1].location_id.len(), 1);
+    }
+}
+
+/// Where each stack's packed location list lies in the encoder's arena: an open-addressing
+/// table with the key and the value inline in one 12-byte slot (one cache miss per lookup).
+#[derive(Debug, Default)]
+struct PathIndex {
+    /// (stack id + 1, offset, length); a zero key is an empty slot.
+    slots: Vec<[u32; 3]>,
+    len: usize,
+}
+
+impl PathIndex {
+    fn slot(&self, key: u32) -> usize {
+        let h = u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    fn prefetch(&self, stack: u32) {
+        if !self.slots.is_empty() {
+            crate::model::tables::prefetch(&self.slots[self.slot(stack + 1)]);
+        }
+    }
+
+    fn get(&self, stack: u32) -> Option<(u32, u32)> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let key = stack + 1;
+        let mask = self.slots.len() - 1;
+        let mut i = self.slot(key);
+        loop {
+            let s = self.slots[i];
+            if s[0] == key {
+                return Some((s[1], s[2]));
+            }
+            if s[0] == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Adds a stack that is not in the table yet.
+    fn insert(&mut self, stack: u32, off: u32, len: u32) {
+        if (self.len + 1) * 5 > self.slots.len() * 4 {
+            let cap = (self.slots.len() * 2).max(1024);
+            let old = std::mem::replace(&mut self.slots, vec![[0; 3]; cap]);
+            self.len = 0;
+            for s in old.into_iter().filter(|s| s[0] != 0) {
+                self.put(s);
+            }
+        }
+        self.put([stack + 1, off, len]);
+    }
+
+    fn put(&mut self, slot: [u32; 3]) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.slot(slot[0]);
+        while self.slots[i][0] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = slot;
+        self.len += 1;
     }
 }

@@ -3,6 +3,7 @@
 //! This module is the leaf of the crate: it imports no stage.
 
 pub mod annotate;
+mod chunked;
 pub mod frame;
 pub mod heap;
 pub mod mapping;

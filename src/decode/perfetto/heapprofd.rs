@@ -912,18 +912,35 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData) {
             None => t.pending.frames.push(f),
         }
     }
-    for c in d.callstacks {
+    // Callstacks are interned as one batch (the bulk of a first dump's work).
+    let mut iids = Vec::with_capacity(d.callstacks.len());
+    let mut frames = Vec::new();
+    let mut bounds = vec![0];
+    let mut batch: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
+    'callstacks: for c in d.callstacks {
         let Some(iid) = c.iid else { continue };
-        if t.callstacks.contains_key(&iid) {
+        // A callstack defined twice keeps its first definition.
+        if t.callstacks.contains_key(&iid) || batch.contains(&iid) {
             continue;
         }
-        match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
-            Some(st) => {
-                let dense = t.callstacks.len() as u32;
-                t.callstacks.insert(iid, (st, dense));
+        let start = frames.len();
+        for f in &c.frame_ids {
+            match t.frames.get(f) {
+                Some(&fid) => frames.push(fid),
+                None => {
+                    frames.truncate(start);
+                    t.pending.callstacks.push(c);
+                    continue 'callstacks;
+                }
             }
-            None => t.pending.callstacks.push(c),
         }
+        bounds.push(frames.len());
+        iids.push(iid);
+        batch.insert(iid);
+    }
+    for (iid, st) in iids.into_iter().zip(tables.intern_stacks(&frames, &bounds)) {
+        let dense = t.callstacks.len() as u32;
+        t.callstacks.insert(iid, (st, dense));
     }
 }
 
