@@ -149,7 +149,6 @@ pub struct PprofEncoder {
     loc_index: HashMap<(FrameId, Annotation), u32>,
     paths: PathIndex,
     arena: Vec<u8>,
-    walk: Vec<StackId>,
 }
 
 impl PprofEncoder {
@@ -164,39 +163,29 @@ impl PprofEncoder {
             loc_index: HashMap::default(),
             paths: PathIndex::default(),
             arena: Vec::new(),
-            walk: Vec::new(),
         }
     }
 
+    /// Gives every stack node added since the last call its global location id, in one
+    /// forward pass: a parent always comes before its children, so its annotation state is
+    /// known when a child is reached.
     fn sync(&mut self, tables: &Tables) {
         if self.classes.len() < tables.frames().len() {
             let start = self.classes.len();
             self.classes.extend(classify_frames_from(tables, start));
         }
-        if self.node_loc.len() < tables.stack_count() {
-            self.node_loc.resize(tables.stack_count(), 0);
-            self.node_state.resize(tables.stack_count(), AnnotationState::Initial);
+        let start = self.node_loc.len();
+        let count = tables.stack_count();
+        if start >= count {
+            return;
         }
-    }
-
-    /// Global location id of every node from `stack` up to the nearest one already known.
-    fn resolve_nodes(&mut self, tables: &Tables, stack: StackId) {
-        self.walk.clear();
-        let mut cur = Some(stack);
-        let mut state = AnnotationState::Initial;
-        while let Some(s) = cur {
-            if self.node_loc[s.0 as usize] != 0 {
-                state = self.node_state[s.0 as usize];
-                break;
-            }
-            self.walk.push(s);
-            cur = tables.stack_node(s).parent;
-        }
-        for i in (0..self.walk.len()).rev() {
-            let node = self.walk[i];
-            let frame = tables.stack_node(node).frame;
-            let (next, ann) = annotate_with(state, self.classes[frame.0 as usize]);
-            let key = (frame, if self.opts.annotations { ann } else { Annotation::None });
+        self.node_loc.reserve(count - start);
+        self.node_state.reserve(count - start);
+        for n in start..count {
+            let node = tables.stack_node(StackId(n as u32));
+            let state = node.parent.map_or(AnnotationState::Initial, |p| self.node_state[p.0 as usize]);
+            let (next, ann) = annotate_with(state, self.classes[node.frame.0 as usize]);
+            let key = (node.frame, if self.opts.annotations { ann } else { Annotation::None });
             let id = match self.loc_index.get(&key) {
                 Some(&id) => id,
                 None => {
@@ -206,9 +195,8 @@ impl PprofEncoder {
                     id
                 }
             };
-            self.node_loc[node.0 as usize] = id;
-            self.node_state[node.0 as usize] = next;
-            state = next;
+            self.node_loc.push(id);
+            self.node_state.push(next);
         }
     }
 
@@ -217,7 +205,6 @@ impl PprofEncoder {
         if let Some((off, len)) = self.paths.get(stack.0) {
             return (off as usize, len as usize);
         }
-        self.resolve_nodes(tables, stack);
         let off = self.arena.len();
         let mut cur = Some(stack);
         while let Some(s) = cur {
