@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
 use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_with};
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_observed, decode_heapprofd_with};
 use crate::decode::{Input, InputKind, sniff};
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
@@ -99,10 +99,19 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let (tx, rx) = mpsc::channel::<Staged>();
     // The decoder hands over one dump at a time: memory stays bounded however many dumps the
     // trace has.
-    let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
+    let (job_tx, job_rx) = mpsc::sync_channel::<Work>(0);
+    // While the decoder works through a chain that defines callstacks (heapprofd puts every
+    // callstack of a dump in the dump's chain), the encoder, idle until the dump is complete,
+    // is handed the new callstacks to give them location ids and location lists early. Only
+    // when it is waiting (a rendezvous `try_send`), so this never holds up the decoder.
+    enum Work {
+        Grow(crate::model::TablesDelta, Vec<crate::model::StackId>),
+        Dump(Job),
+    }
     let mut count = 0usize;
     let mut dir_ready = false;
-    let mut mark = crate::model::TablesMark::default();
+    let mark = std::cell::Cell::new(crate::model::TablesMark::default());
+    let mut early: Vec<crate::model::StackId> = Vec::new();
     let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
     let raw = opts.raw;
     let dir = opts.output_dir.clone();
@@ -165,7 +174,15 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         });
         let encoder_thread = threads.spawn(move || {
             let mut replica = Arc::new(Tables::default());
-            for job in job_rx {
+            for work in job_rx {
+                let job = match work {
+                    Work::Grow(delta, stacks) => {
+                        Arc::make_mut(&mut replica).apply_delta(delta);
+                        encoder.prepare(&replica, &stacks);
+                        continue;
+                    }
+                    Work::Dump(job) => job,
+                };
                 Arc::make_mut(&mut replica).apply_delta(job.delta);
                 let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
                 let ts = job.meta.timestamp;
@@ -187,10 +204,21 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 }
             }
         });
-        result = decode_heapprofd_with(
+        let job_tx_early = job_tx.clone();
+        let mut stack_hook = |t: &Tables, stacks: &[crate::model::StackId]| {
+            early.extend_from_slice(stacks);
+            let work = Work::Grow(t.delta_since(mark.get()), std::mem::take(&mut early));
+            match job_tx_early.try_send(work) {
+                Ok(()) => mark.set(t.mark()),
+                Err(mpsc::TrySendError::Full(Work::Grow(_, stacks))) => early = stacks,
+                Err(_) => {}
+            }
+        };
+        result = decode_heapprofd_observed(
             &mut inp,
             &decode,
             &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+            if symbolizing { None } else { Some(&mut stack_hook) },
             &mut |p: Profile| {
                 if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
                     return Ok(());
@@ -206,15 +234,16 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                     attributions
                         .insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
                 }
-                let delta = p.tables.delta_since(mark);
-                mark = p.tables.mark();
+                let delta = p.tables.delta_since(mark.get());
+                mark.set(p.tables.mark());
                 let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
                 let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
-                job_tx.send(job).map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
+                job_tx.send(Work::Dump(job)).map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
                 Ok(())
             },
         );
         drop(job_tx);
+        drop(job_tx_early);
         let _ = encoder_thread.join();
         let _ = writer_thread.join();
     });

@@ -6,5 +6,6 @@ pub mod module_symbols;
 pub mod reader;
 
 pub use heapprofd::{
-    DecodeOptions, FrameHook, decode_heapprofd, decode_heapprofd_all, decode_heapprofd_with, sample_types_for_heap,
+    DecodeOptions, FrameHook, StackHook, decode_heapprofd, decode_heapprofd_all, decode_heapprofd_observed,
+    decode_heapprofd_with, sample_types_for_heap,
 };
