@@ -925,3 +925,71 @@ fn hprof_infers_fields_of_pre_s_instances() {
     // A synthetic java.lang.Object[] holds the unnamed reference.
     assert!(w.subs().any(|s| matches!(s, Sub::ObjArray { elems, .. } if elems == &vec![0x10])));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The command line.
+
+#[test]
+fn cli_hprof_selects_one_dump_or_writes_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = common::data("heapgraph/two_pids.pftrace");
+    let t = trace.to_str().unwrap();
+    // Three dumps match: a usage error listing them, nothing written.
+    let out = dir.path().join("one.hprof");
+    let o = out.to_str().unwrap();
+    let r = common::heapconv_ok(&["hprof", t, "-o", o], 2);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("3 heap graph dumps match"), "{err}");
+    assert!(err.contains("com.example.first (pid 50) at 1000 ns") && err.contains("com.example.second (pid 60) at 1500 ns"));
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no staged file left behind");
+    // --pid and --timestamps pick one.
+    common::heapconv_ok(&["hprof", t, "--pid", "50", "--timestamps", "2000", "-o", o], 0);
+    let w = walk(&std::fs::read(&out).unwrap());
+    assert_eq!(w.version, "JAVA PROFILE 1.0.2");
+    assert_eq!(w.subs().filter(|s| matches!(s, Sub::Instance { .. })).count(), 3);
+    common::heapconv_ok(&["hprof", t, "--pid", "60", "--android", "-o", o], 0);
+    let w = walk(&std::fs::read(&out).unwrap());
+    assert_eq!(w.version, "JAVA PROFILE 1.0.3");
+    assert_eq!(w.subs().filter(|s| matches!(s, Sub::Instance { .. })).count(), 2);
+    // Nothing matches: exit 1.
+    let r = common::heapconv_ok(&["hprof", t, "--pid", "51", "-o", o], 1);
+    assert!(String::from_utf8_lossy(&r.stderr).contains("no heap graph dump matches"));
+    // A directory: one file per dump, numbered in trace order.
+    let sub = dir.path().join("all");
+    let s = format!("{}/", sub.display());
+    let r = common::heapconv_ok(&["hprof", t, "-o", &s, "--json"], 0);
+    let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(doc.as_array().unwrap().len(), 3);
+    let mut names: Vec<String> =
+        std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["java_heap_dump.1.50.hprof", "java_heap_dump.2.60.hprof", "java_heap_dump.3.50.hprof"]);
+    // Standard output.
+    let r = common::heapconv_ok(&["hprof", t, "--pid", "60", "-o", "-"], 0);
+    assert_eq!(walk(&r.stdout).subs().filter(|s| matches!(s, Sub::Instance { .. })).count(), 2);
+}
+
+#[test]
+fn cli_hprof_of_an_incomplete_dump_is_partial_and_inspect_lists_heap_graphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = common::data("heapgraph/incomplete.pftrace");
+    let out = dir.path().join("gap.hprof");
+    let r = common::heapconv_ok(&["hprof", trace.to_str().unwrap(), "--pid", "41", "-o", out.to_str().unwrap()], 3);
+    assert!(String::from_utf8_lossy(&r.stderr).contains("incomplete: packets missing between index 0 and 2"));
+    walk(&std::fs::read(&out).unwrap());
+    let r = common::heapconv_ok(&["inspect", trace.to_str().unwrap()], 0);
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(text.contains("heap graphs: 2"), "{text}");
+    assert!(text.contains("yes: packets missing between index 0 and 2"));
+    let r = common::heapconv_ok(&["inspect", "--json", common::data("heapgraph/shapes.pftrace").to_str().unwrap()], 0);
+    let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let g = &doc["heap_graphs"][0];
+    assert_eq!(g["pid"], 123);
+    assert_eq!(g["process_name"], "com.example.shapes");
+    assert_eq!(g["timestamp"], 12345);
+    assert_eq!(g["objects"], 13);
+    assert_eq!(g["classes"], 14);
+    assert_eq!(g["roots"], 20);
+    assert_eq!(g["incomplete"].as_array().unwrap().len(), 0);
+}

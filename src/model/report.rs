@@ -101,6 +101,10 @@ pub struct HeapGraphReport {
     pub rooted_objects: u64,
     /// References to ids that no object of the dump has.
     pub dangling_refs: u64,
+    /// Shallow bytes of all objects.
+    pub shallow_bytes: u64,
+    /// Native bytes attributed to objects (NativeAllocationRegistry).
+    pub native_bytes: u64,
     /// `heap_bytes_allocated`, when written.
     pub heap_bytes_allocated: Option<i64>,
     /// Why the dump is incomplete (packet-index gaps, unfinished at the end of the trace);

@@ -624,6 +624,8 @@ impl Decoder {
         report.roots = heap.roots.len() as u64;
         report.rooted_objects = heap.root_kinds().iter().filter(|k| k.is_some()).count() as u64;
         report.dangling_refs = heap.dangling_refs;
+        report.shallow_bytes = heap.obj_self_size.iter().fold(0u64, |a, &b| a.saturating_add(b));
+        report.native_bytes = heap.obj_native_size.iter().fold(0u64, |a, &b| a.saturating_add(b));
         for p in problems {
             self.report.problem(at.0, at.1, format!("sequence {seq}, pid {pid}: {p}"));
         }
