@@ -578,7 +578,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 if !w.incomplete.is_empty() {
                     ui.warn(&format!("{}: the heap graph is incomplete: {}", w.describe, w.incomplete.join("; ")));
                 }
-                let to = w.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "standard output".to_owned());
+                let to =
+                    w.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "standard output".to_owned());
                 if !a.json && (run.stdout.is_none() || ui.verbose > 0) {
                     ui.info(&format!(
                         "wrote {to}: {}, {} classes, {} instances, {} arrays, {} roots, {} bytes ({}-byte ids)",

@@ -332,7 +332,11 @@ fn class_objects_arrays_and_runtime_internal_references() {
         node.static_refs.iter().map(|&(f, t)| (d.field_name(f), d.obj_id[t as usize])).collect();
     assert_eq!(
         statics,
-        [("com.example.Node.sRoot", 0x100), ("java.lang.Class.superClass", 0x420), ("java.lang.Class.classLoader", 0x700)]
+        [
+            ("com.example.Node.sRoot", 0x100),
+            ("java.lang.Class.superClass", 0x420),
+            ("java.lang.Class.classLoader", 0x700)
+        ]
     );
     let sub = d.classes.iter().find(|c| c.name == "com.example.Sub").unwrap();
     assert_eq!(sub.object, Some(obj(d, 0x410)));
@@ -348,10 +352,7 @@ fn class_objects_arrays_and_runtime_internal_references() {
         ])
     );
     // Runtime-internal references follow the field references, without a name.
-    assert_eq!(
-        refs(d, 0x700),
-        pairs(&[("java.lang.Object.shadow$_klass_", "0x420"), ("", "0x400"), ("", "0x410")])
-    );
+    assert_eq!(refs(d, 0x700), pairs(&[("java.lang.Object.shadow$_klass_", "0x420"), ("", "0x400"), ("", "0x410")]));
     // Zygote and image objects are VM_INTERNAL roots after the producer's 18 entries.
     let r = roots(d);
     assert_eq!(r.len(), 18 + 2);
@@ -408,7 +409,9 @@ impl Walked {
         self.load_classes.iter().find(|l| l.3 == sid).unwrap_or_else(|| panic!("no LOAD_CLASS {name}")).1
     }
     fn class(&self, id: u64) -> &Sub {
-        self.subs().find(|s| matches!(s, Sub::Class { id: i, .. } if *i == id)).unwrap_or_else(|| panic!("no class {id:#x}"))
+        self.subs()
+            .find(|s| matches!(s, Sub::Class { id: i, .. } if *i == id))
+            .unwrap_or_else(|| panic!("no class {id:#x}"))
     }
     fn instance(&self, id: u64) -> (u64, &[u8]) {
         match self.subs().find(|s| matches!(s, Sub::Instance { id: i, .. } if *i == id)) {
@@ -664,11 +667,11 @@ fn hprof_of_the_reference_case() {
         w.fields(id);
     }
     let arrays: Vec<&Sub> = w.subs().filter(|s| matches!(s, Sub::ObjArray { .. })).collect();
-    assert_eq!(arrays, [&Sub::ObjArray { id: 0x300, class: w.class_id("java.lang.Object[]"), elems: vec![0x400, 0x500] }]);
     assert_eq!(
-        (s.classes, s.instances, s.object_arrays, s.primitive_arrays, s.roots),
-        (6, 7, 1, 0, 2)
+        arrays,
+        [&Sub::ObjArray { id: 0x300, class: w.class_id("java.lang.Object[]"), elems: vec![0x400, 0x500] }]
     );
+    assert_eq!((s.classes, s.instances, s.object_arrays, s.primitive_arrays, s.roots), (6, 7, 1, 0, 2));
     assert_eq!(s.synthetic_ids, 6);
     assert_eq!(w.segments.len(), 1);
 }
@@ -700,7 +703,12 @@ fn hprof_of_class_objects_arrays_and_roots() {
     // Instance data in class-then-superclass order, primitives zero.
     assert_eq!(
         w.fields(0x110),
-        [("counts".to_owned(), 0x300), ("next".to_owned(), 0), ("items".to_owned(), 0), ("shadow$_klass_".to_owned(), 0x410)]
+        [
+            ("counts".to_owned(), 0x300),
+            ("next".to_owned(), 0),
+            ("items".to_owned(), 0),
+            ("shadow$_klass_".to_owned(), 0x410)
+        ]
     );
     assert_eq!(w.instance(0x110).1.len(), 36);
     // The class loader's runtime-internal references: an extra field to a synthetic Object[].
@@ -709,7 +717,10 @@ fn hprof_of_class_objects_arrays_and_roots() {
     let internal = loader_fields[0].1;
     assert_eq!(loader_fields[1], ("shadow$_klass_".to_owned(), 0x420));
     let arr = w.subs().find(|s| matches!(s, Sub::ObjArray { id, .. } if *id == internal)).unwrap();
-    assert_eq!(arr, &Sub::ObjArray { id: internal, class: w.class_id("java.lang.Object[]"), elems: vec![0x400, 0x410] });
+    assert_eq!(
+        arr,
+        &Sub::ObjArray { id: internal, class: w.class_id("java.lang.Object[]"), elems: vec![0x400, 0x410] }
+    );
     assert!(internal > 0x700);
     // Arrays.
     let prim: BTreeMap<u64, (u8, u32, bool)> = w
@@ -723,12 +734,13 @@ fn hprof_of_class_objects_arrays_and_roots() {
         prim.into_iter().collect::<Vec<_>>(),
         [(0x300, (10, 10, true)), (0x310, (11, 3, true)), (0x320, (8, 7, true)), (0x330, (8, 8, true))]
     );
-    assert!(w.subs().any(|s| *s == Sub::ObjArray { id: 0x200, class: w.class_id("java.lang.Object[]"), elems: vec![0x100, 0, 0x110] }));
+    assert!(
+        w.subs().any(|s| *s
+            == Sub::ObjArray { id: 0x200, class: w.class_id("java.lang.Object[]"), elems: vec![0x100, 0, 0x110] })
+    );
     // Roots: standard tags; Android kinds become ROOT_UNKNOWN, once per object.
-    let roots: Vec<(u8, u64)> = w
-        .subs()
-        .filter_map(|s| if let Sub::Root { tag, id, .. } = s { Some((*tag, *id)) } else { None })
-        .collect();
+    let roots: Vec<(u8, u64)> =
+        w.subs().filter_map(|s| if let Sub::Root { tag, id, .. } = s { Some((*tag, *id)) } else { None }).collect();
     assert_eq!(
         roots,
         [
@@ -811,7 +823,8 @@ fn android_hprof_switches_heaps_and_hprof_conv_reads_it() {
     assert_eq!(on_heap[&0x400], 0x41, "Node's class dump lives where its class object does");
     assert!(s.heap_infos >= 3);
     // Android root tags.
-    let tags: Vec<u8> = w.subs().filter_map(|s| if let Sub::Root { tag, .. } = s { Some(*tag) } else { None }).collect();
+    let tags: Vec<u8> =
+        w.subs().filter_map(|s| if let Sub::Root { tag, .. } = s { Some(*tag) } else { None }).collect();
     for t in [0x89, 0x8A, 0x8B, 0x8C, 0x8D, 0x8E] {
         assert!(tags.contains(&t), "root tag {t:#x} missing from {tags:x?}");
     }
@@ -832,10 +845,14 @@ fn android_hprof_switches_heaps_and_hprof_conv_reads_it() {
     let c = walk(&conv_bytes);
     assert_eq!(c.version, "JAVA PROFILE 1.0.2");
     assert!(!c.subs().any(|s| matches!(s, Sub::HeapInfo { .. })));
-    let ctags: Vec<u8> = c.subs().filter_map(|s| if let Sub::Root { tag, .. } = s { Some(*tag) } else { None }).collect();
+    let ctags: Vec<u8> =
+        c.subs().filter_map(|s| if let Sub::Root { tag, .. } = s { Some(*tag) } else { None }).collect();
     assert_eq!(ctags.len(), 19);
     assert!(ctags.iter().all(|t| *t <= 0x08 || *t == 0xFF), "{ctags:x?}");
-    assert_eq!(c.subs().filter(|s| !matches!(s, Sub::Root { .. })).count(), w.subs().filter(|s| !matches!(s, Sub::Root { .. } | Sub::HeapInfo { .. })).count());
+    assert_eq!(
+        c.subs().filter(|s| !matches!(s, Sub::Root { .. })).count(),
+        w.subs().filter(|s| !matches!(s, Sub::Root { .. } | Sub::HeapInfo { .. })).count()
+    );
     assert_eq!(c.fields(0x110), w.fields(0x110));
     // -z drops zygote and image objects (class dumps stay).
     let z = walk(&std::fs::read(&outz).unwrap());
@@ -869,7 +886,8 @@ fn hprof_segments_are_bounded_and_big_arrays_stand_alone() {
     // Every segment starts on the default heap, so an object on another heap is preceded by a
     // heap info in its own segment.
     for seg in &w.segments {
-        let first_obj = seg.iter().position(|s| matches!(s, Sub::Instance { .. } | Sub::PrimArray { .. } | Sub::ObjArray { .. }));
+        let first_obj =
+            seg.iter().position(|s| matches!(s, Sub::Instance { .. } | Sub::PrimArray { .. } | Sub::ObjArray { .. }));
         if let Some(i) = first_obj {
             assert!(matches!(seg[0], Sub::HeapInfo { .. }) && i > 0, "{seg:?}");
         }
@@ -894,7 +912,8 @@ fn hprof_ids_wider_than_4_bytes() {
     let w = walk(&bytes);
     assert_eq!((w.id_size, s.renumbered), (4, true));
     assert_eq!(w.fields(1), [("cache".to_owned(), 2)]);
-    let roots: Vec<u64> = w.subs().filter_map(|s| if let Sub::Root { id, .. } = s { Some(*id) } else { None }).collect();
+    let roots: Vec<u64> =
+        w.subs().filter_map(|s| if let Sub::Root { id, .. } = s { Some(*id) } else { None }).collect();
     assert_eq!(roots, [1, 6]);
 }
 
@@ -940,7 +959,9 @@ fn cli_hprof_selects_one_dump_or_writes_a_directory() {
     let r = common::heapconv_ok(&["hprof", t, "-o", o], 2);
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("3 heap graph dumps match"), "{err}");
-    assert!(err.contains("com.example.first (pid 50) at 1000 ns") && err.contains("com.example.second (pid 60) at 1500 ns"));
+    assert!(
+        err.contains("com.example.first (pid 50) at 1000 ns") && err.contains("com.example.second (pid 60) at 1500 ns")
+    );
     assert!(!out.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no staged file left behind");
     // --pid and --timestamps pick one.
@@ -992,4 +1013,49 @@ fn cli_hprof_of_an_incomplete_dump_is_partial_and_inspect_lists_heap_graphs() {
     assert_eq!(g["classes"], 14);
     assert_eq!(g["roots"], 20);
     assert_eq!(g["incomplete"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn damaged_heap_graphs_never_panic() {
+    // Truncations and byte flips of every fixture: the decoder reports damage or decodes what
+    // it can; whatever it returns is a valid dump that the writer can write.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(common::data("heapgraph"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pftrace"))
+        .collect();
+    files.sort();
+    files.push(common::data("traceconv/cases/heap_graph_small.pftrace"));
+    let mut decoded = 0;
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        for round in 0..60 {
+            let mut b = bytes.clone();
+            if round % 3 == 0 {
+                b.truncate((next() as usize) % b.len());
+            } else {
+                for _ in 0..1 + round % 4 {
+                    let i = (next() as usize) % b.len();
+                    b[i] ^= 1 << (next() % 8);
+                }
+            }
+            let mut input = Input::from_bytes("mutant", b, 1 << 20).unwrap();
+            let Ok((dumps, _)) = decode_heap_graphs_all(&mut input, &HeapGraphOptions::default()) else { continue };
+            for d in &dumps {
+                d.validate().unwrap();
+                let mut out = Vec::new();
+                encode_hprof(d, &HprofOptions { android: round % 2 == 0, ..Default::default() }, &mut out).unwrap();
+                walk(&out);
+                decoded += 1;
+            }
+        }
+    }
+    assert!(decoded > 100, "{decoded}");
 }

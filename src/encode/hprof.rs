@@ -355,7 +355,10 @@ impl Segments<'_, '_> {
         let info = if self.android && heap != 0 { self.info_len() } else { 0 };
         let body = info as u64 + head.len() as u64 + data_len;
         let len = u32::try_from(body).map_err(|_| {
-            Error::new(ErrorKind::Unsupported, format!("a primitive array of {data_len} bytes does not fit an hprof record"))
+            Error::new(
+                ErrorKind::Unsupported,
+                format!("a primitive array of {data_len} bytes does not fit an hprof record"),
+            )
         })?;
         let mut pre = Vec::with_capacity(9 + info + head.len());
         pre.push(TAG_HEAP_DUMP_SEGMENT);
@@ -464,11 +467,7 @@ fn plan(d: &HeapDump, opts: &HprofOptions) -> Plan {
             }
         };
         let name = if c.name.is_empty() { format!("<unknown type {:#x}>", c.id) } else { c.name.clone() };
-        let statics = c
-            .static_refs
-            .iter()
-            .map(|&(f, t)| (static_field_name(&c.name, d.field_name(f)), t))
-            .collect();
+        let statics = c.static_refs.iter().map(|&(f, t)| (static_field_name(&c.name, d.field_name(f)), t)).collect();
         classes.push(HClass {
             name,
             id,
@@ -625,6 +624,9 @@ fn plan(d: &HeapDump, opts: &HprofOptions) -> Plan {
         (4, false)
     } else if opts.android {
         (if fits(n as u64) { 4 } else { 8 }, true)
+    } else if max_id.checked_add(synthetic + 1).is_none() {
+        // No room above the largest id for the writer's own: renumber.
+        (8, true)
     } else {
         (8, false)
     };

@@ -306,7 +306,9 @@ pub fn hprof_conv() -> Option<PathBuf> {
         return Some(p);
     }
     if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
-        panic!("hprof-conv is required (HEAPCONV_REQUIRE_ORACLES=1): apt-get install hprof-conv (.ci/install-oracles.sh does)");
+        panic!(
+            "hprof-conv is required (HEAPCONV_REQUIRE_ORACLES=1): apt-get install hprof-conv (.ci/install-oracles.sh does)"
+        );
     }
     eprintln!("SKIPPED oracle check: hprof-conv not found (apt-get install hprof-conv)");
     None

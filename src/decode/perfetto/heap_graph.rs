@@ -118,6 +118,7 @@ impl TypeDef {
 /// One object definition as read, its references kept as rows until the dump ends.
 #[derive(Debug, Clone, Copy)]
 struct ObjDef {
+    row: u32,
     type_slot: u32,
     self_size: u64,
     heap: u8,
@@ -126,7 +127,6 @@ struct ObjDef {
     n_internal: u32,
     /// Start of this object's explicit field ids in `Dump::obj_field_ids` (`u64::MAX`: none).
     fields_start: u64,
-    nar_size: Option<i64>,
 }
 
 /// The state of one dump being read on one sequence.
@@ -154,6 +154,8 @@ struct Dump {
     /// Reference targets as rows ([`NO_ROW`] for null).
     ref_rows: Vec<u32>,
     obj_field_ids: Vec<u64>,
+    /// (definition, `native_allocation_registry_size_field`) of the objects that have one.
+    nar: Vec<(u32, i64)>,
 
     /// type id -> slot, slots in order of first use by an object.
     type_slots: HashMap<u64, u32>,
@@ -312,8 +314,11 @@ impl Decoder {
         sink: &mut dyn FnMut(HeapDump) -> Result<()>,
     ) -> Result<()> {
         let pkt = pb::TracePacket::decode(bytes).map_err(|e| {
-            Error::new(ErrorKind::Malformed, format!("{} at byte {offset}, packet {number}: bad TracePacket", self.name))
-                .with_source(e)
+            Error::new(
+                ErrorKind::Malformed,
+                format!("{} at byte {offset}, packet {number}: bad TracePacket", self.name),
+            )
+            .with_source(e)
         })?;
         self.report.packets += 1;
         if let Some(data) = &pkt.compressed_packets {
@@ -485,6 +490,7 @@ impl Decoder {
                 s
             };
             let def = ObjDef {
+                row,
                 type_slot,
                 self_size: o.self_size.unwrap_or(0),
                 heap,
@@ -492,13 +498,15 @@ impl Decoder {
                 n_refs: o.reference_object_id.len() as u32,
                 n_internal: o.runtime_internal_object_id.len() as u32,
                 fields_start,
-                nar_size: o.native_allocation_registry_size_field,
             };
             let slot = &mut dump.row_def[row as usize];
             if *slot != NO_DEF {
                 dump.duplicate_objects += 1;
             }
             *slot = dump.defs.len() as u32;
+            if let Some(size) = o.native_allocation_registry_size_field {
+                dump.nar.push((*slot, size));
+            }
             dump.defs.push(def);
         }
         for t in hg.types {
@@ -576,7 +584,10 @@ impl Decoder {
             self.report.problem(
                 at.0,
                 at.1,
-                format!("sequence {seq}: {} object id(s) defined twice; the last definition is kept", dump.duplicate_objects),
+                format!(
+                    "sequence {seq}: {} object id(s) defined twice; the last definition is kept",
+                    dump.duplicate_objects
+                ),
             );
         }
         if dump.defs.is_empty() && dump.roots.is_empty() {
@@ -697,11 +708,8 @@ impl FieldNames<'_> {
 
 /// Resolves a finished dump into the shared model.
 fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
-    let mut out = HeapDump {
-        id_size: 8,
-        heaps: HEAP_NAMES.iter().map(|s| (*s).to_owned()).collect(),
-        ..Default::default()
-    };
+    let mut out =
+        HeapDump { id_size: 8, heaps: HEAP_NAMES.iter().map(|s| (*s).to_owned()).collect(), ..Default::default() };
 
     // Classes: types used by objects in order of first use, then unused types by id.
     let mut unused: Vec<u64> = d.types.keys().copied().filter(|id| !d.type_slots.contains_key(id)).collect();
@@ -709,12 +717,8 @@ fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
     for id in unused {
         d.type_slot(id);
     }
-    let mut names = FieldNames {
-        by_iid: HashMap::default(),
-        by_name: HashMap::default(),
-        defs: &d.fields,
-        undefined: 0,
-    };
+    let mut names =
+        FieldNames { by_iid: HashMap::default(), by_name: HashMap::default(), defs: &d.fields, undefined: 0 };
     let empty = TypeDef::default();
     let mut undefined_types = 0u64;
     let mut missing_locations = 0u64;
@@ -770,7 +774,8 @@ fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
         });
     }
     if undefined_types > 0 {
-        problems.push(format!("{undefined_types} type(s) used by objects were never defined (their classes have no name)"));
+        problems
+            .push(format!("{undefined_types} type(s) used by objects were never defined (their classes have no name)"));
     }
     if missing_locations > 0 {
         problems.push(format!("{missing_locations} type(s) name a location that was never defined"));
@@ -779,6 +784,27 @@ fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
         problems.push(format!("{missing_supers} type(s) name a superclass that was never defined"));
     }
     let kinds: Vec<Option<ObjectKind>> = out.classes.iter().map(object_kind).collect();
+    // Per class: the field names its instances' references take when they carry no field
+    // ids: the type's list, then its superclass's, and so on (trace processor's walk).
+    let chain_fields: Vec<Option<Vec<FieldIdx>>> = d
+        .type_slot_ids
+        .iter()
+        .map(|tid| {
+            let t = d.types.get(tid).filter(|t| !t.no_fields())?;
+            let mut list = Vec::new();
+            let mut seen: Vec<u64> = vec![*tid];
+            let mut cur = Some(t);
+            while let Some(c) = cur {
+                list.extend(c.field_ids.iter().map(|&f| names.iid(&mut out.field_names, f)));
+                if c.superclass_id == 0 || seen.contains(&c.superclass_id) {
+                    break;
+                }
+                seen.push(c.superclass_id);
+                cur = d.types.get(&c.superclass_id);
+            }
+            Some(list)
+        })
+        .collect();
 
     // Objects in row order; rows never defined are not objects.
     let mut row_obj: Vec<ObjIdx> = Vec::with_capacity(d.row_def.len());
@@ -802,7 +828,6 @@ fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
     out.ref_start.reserve(nobj + 1);
     out.ref_target.reserve(d.ref_rows.len());
     out.ref_field.reserve(d.ref_rows.len());
-    let mut nar: Vec<(ObjIdx, i64)> = Vec::new();
     let mut unnamed_walks = 0u64;
     for (row, &def) in d.row_def.iter().enumerate() {
         if def == NO_DEF {
@@ -830,46 +855,19 @@ fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
             }
             _ => 0,
         };
-        let idx = out.push_object(d.row_ids[row], class, kind, o.heap, self_size, len);
-        if let Some(s) = o.nar_size {
-            nar.push((idx, s));
-        }
+        out.push_object(d.row_ids[row], class, kind, o.heap, self_size, len);
         // Field names of the references.
         let refs = &d.ref_rows[o.refs_start as usize..(o.refs_start + u64::from(o.n_refs)) as usize];
-        let mut walk: Option<(&TypeDef, usize)> = None;
         let explicit = o.fields_start != u64::MAX;
-        if !explicit {
-            if let Some(t) = ty.filter(|t| !t.no_fields() && !refs.is_empty()) {
-                walk = Some((t, 0));
-            }
+        let chain = if explicit { None } else { chain_fields[class as usize].as_deref() };
+        if chain.is_some_and(|c| refs.len() > c.len()) {
+            unnamed_walks += 1;
         }
         for (i, &r) in refs.iter().enumerate() {
             let field = if explicit {
                 names.iid(&mut out.field_names, d.obj_field_ids[o.fields_start as usize + i])
-            } else if let Some((t, off)) = walk.as_mut() {
-                let mut cur: Option<&TypeDef> = Some(*t);
-                while let Some(c) = cur {
-                    if *off < c.field_ids.len() {
-                        break;
-                    }
-                    *off -= c.field_ids.len();
-                    cur = if c.superclass_id == 0 { None } else { d.types.get(&c.superclass_id) };
-                }
-                match cur {
-                    Some(c) => {
-                        *t = c;
-                        let f = c.field_ids[*off];
-                        *off += 1;
-                        names.iid(&mut out.field_names, f)
-                    }
-                    None => {
-                        unnamed_walks += 1;
-                        walk = None;
-                        NO_FIELD
-                    }
-                }
             } else {
-                NO_FIELD
+                chain.and_then(|c| c.get(i).copied()).unwrap_or(NO_FIELD)
             };
             let target = if r == NO_ROW { REF_NULL } else { row_obj[r as usize] };
             if target == REF_DANGLING {
@@ -890,7 +888,8 @@ fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
         out.ref_start.push(0);
     }
     if names.undefined > 0 {
-        problems.push(format!("{} field-name id(s) were never defined; those references have no name", names.undefined));
+        problems
+            .push(format!("{} field-name id(s) were never defined; those references have no name", names.undefined));
     }
     if unnamed_walks > 0 {
         problems.push(format!(
@@ -921,6 +920,13 @@ fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
         problems.push(format!("{missing_roots} root(s) name ids no object of the dump has"));
     }
 
+    // Registry sizes by object (the last definition of an object wins).
+    let nar: Vec<(ObjIdx, i64)> = d
+        .nar
+        .iter()
+        .filter(|&&(def, _)| d.row_def[d.defs[def as usize].row as usize] == def)
+        .map(|&(def, size)| (row_obj[d.defs[def as usize].row as usize], size))
+        .collect();
     native_sizes(&mut out, &nar);
     class_objects(&mut out);
     out
