@@ -173,8 +173,10 @@ fn id_delta_heap_type_inheritance_and_vm_internal_roots() {
     assert_eq!(class_name(d, 0x1040), "com.example.Late");
     assert_eq!(d.process_name.as_deref(), Some("com.example.deltas"));
     assert_eq!(d.pid, Some(77));
-    // BOOTTIME is the trace clock: the packet time is kept.
-    assert_eq!(d.timestamp, Some(5000));
+    // The packet time is on CLOCK_MONOTONIC_COARSE: converted through the snapshot.
+    assert_eq!(d.timestamp, Some(6000));
+    assert_eq!(report.heap_graphs[0].raw_timestamp, Some(5000));
+    assert!(report.heap_graphs[0].timestamp_converted);
     // Producer roots in order (0x9999 has no object), then VM_INTERNAL for every zygote and
     // boot-image object, in object order.
     assert_eq!(
@@ -230,6 +232,23 @@ fn continued_dump_with_forward_references() {
     assert_eq!(e.obj_id, [0x100]);
     assert!(e.roots.is_empty());
     assert!(report.problems.iter().any(|p| p.message.contains("1 object(s) and 1 root(s) dropped")));
+}
+
+#[test]
+fn gzip_and_compressed_packets_give_the_same_dumps() {
+    let (plain, _) = fixture("continued");
+    for variant in ["continued.pftrace.gz", "continued.zlib.pftrace"] {
+        let (dumps, report) = decode(&common::data(&format!("heapgraph/{variant}")));
+        assert_eq!(dumps.len(), plain.len(), "{variant}");
+        for (a, b) in dumps.iter().zip(&plain) {
+            assert_eq!(format!("{a:?}").replace(variant, "X"), format!("{b:?}").replace("continued.pftrace", "X"));
+        }
+        if variant.ends_with(".gz") {
+            assert!(report.gzipped);
+        } else {
+            assert_eq!(report.compressed_bundles, 3);
+        }
+    }
 }
 
 #[test]

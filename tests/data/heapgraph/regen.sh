@@ -25,4 +25,9 @@ for tp in *.textproto; do
   "$PY" "$ENC" "$tp" "${tp%.textproto}.pftrace"
   "$PY" "$ENC" --decode "${tp%.textproto}.pftrace" >/dev/null
 done
+# Variants: whole-file gzip, and zlib compressed_packets bundles of 2 packets.
+"$PY" "$ENC" --gzip continued.textproto continued.pftrace.gz
+"$PY" "$ENC" --compress-packets 2 continued.textproto continued.zlib.pftrace
+"$PY" "$ENC" --decode continued.pftrace.gz >/dev/null
+"$PY" "$ENC" --decode continued.zlib.pftrace >/dev/null
 echo "heap graph fixtures: ok"
