@@ -1081,7 +1081,7 @@ pub fn describe_heap_dump(pid: Option<u32>, name: Option<&str>, timestamp: Optio
 /// usage error that lists them.
 pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) -> Result<HprofRun> {
     use std::io::Write as _;
-    let mut inp = Input::open(input, u64::MAX)?;
+    let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
     let inputs = [input.to_path_buf()];
     let stage_dir = match dest {
         HprofDestination::Dir(d) => {

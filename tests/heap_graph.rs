@@ -1069,6 +1069,11 @@ fn damaged_heap_graphs_never_panic() {
             let Ok((dumps, _)) = decode_heap_graphs_all(&mut input, &HeapGraphOptions::default()) else { continue };
             for d in &dumps {
                 d.validate().unwrap();
+                // A flipped size bit can claim a primitive array of gigabytes: written as the
+                // graph says, so not here.
+                if d.obj_len.iter().map(|&n| u64::from(n)).sum::<u64>() > 1 << 20 {
+                    continue;
+                }
                 let mut out = Vec::new();
                 encode_hprof(d, &HprofOptions { android: round % 2 == 0, ..Default::default() }, &mut out).unwrap();
                 walk(&out);
