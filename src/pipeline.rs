@@ -1138,10 +1138,12 @@ pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) 
     };
     if matched.is_empty() {
         discard_staged(staged.into_iter().map(|s| s.0));
-        let what = if report.heap_graphs.is_empty() {
-            "the trace holds no Java heap graph"
+        let what = if let (true, Some(d)) = (report.heap_graphs.is_empty(), &report.damage) {
+            format!("no Java heap graph could be read: {d}")
+        } else if report.heap_graphs.is_empty() {
+            "the trace holds no Java heap graph".to_owned()
         } else {
-            "no heap graph dump matches --pid/--timestamps (see `heapconv inspect`)"
+            "no heap graph dump matches --pid/--timestamps (see `heapconv inspect`)".to_owned()
         };
         return Err(Error::new(ErrorKind::NoData, format!("{}: {what}", input.display())));
     }

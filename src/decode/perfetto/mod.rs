@@ -6,6 +6,7 @@ pub mod heapprofd;
 pub mod module_symbols;
 pub mod reader;
 
+pub use heap_graph::{HeapGraphOptions, decode_heap_graphs, decode_heap_graphs_all};
 pub use heapprofd::{
     DecodeOptions, FrameHook, decode_heapprofd, decode_heapprofd_all, decode_heapprofd_with, sample_types_for_heap,
 };
