@@ -6,13 +6,14 @@
 //!
 //! * [`decode`] reads inputs: Perfetto traces with heapprofd data (inline and interned layouts,
 //!   continuous dumps, `compressed_packets`, whole-file gzip, ModuleSymbols) and Android DDM
-//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies).
+//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies), and Java heap graphs
+//!   (Perfetto `HeapGraph` packets) into [`model::HeapDump`].
 //! * [`symbolize`] gives native frames names, files, lines and inline chains from DWARF found
 //!   in symbol directories.
 //! * [`model`] holds the data: interned strings, mappings, frames, a stack prefix tree, and
 //!   profiles of values per stack with everything known about their origin.
-//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON and
-//!   Perfetto ModuleSymbols packets.
+//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON,
+//!   Perfetto ModuleSymbols packets and hprof heap dumps.
 //! * [`pipeline`] runs the stages in order for the command-line program.
 //!
 //! ```no_run

@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
 use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
+use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_observed, decode_heapprofd_with};
 use crate::decode::{Input, InputKind, sniff};
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
+use crate::encode::hprof::{HprofOptions, HprofSummary, encode_hprof};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
 use crate::encode::summary::{DdmDepth, DdmInspect, DdmTally, DdmThread, SummaryOptions, convert_json};
@@ -708,7 +710,26 @@ pub fn run_inspect(input: &Path, decode: &DecodeOptions) -> Result<TraceReport> 
 fn inspect_trace(mut inp: Input, decode: &DecodeOptions) -> Result<TraceReport> {
     let mut opts = decode.clone();
     opts.include_unchanged = false;
-    let (report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
+    let (mut report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
+    if report.packet_kinds.get("heap_graph").copied().unwrap_or(0) > 0 {
+        // Heap graphs have their own decoder: a second pass over the input.
+        match inp.reopen() {
+            Some(again) => {
+                let mut again = again?;
+                let graph = HeapGraphOptions {
+                    max_packet_bytes: decode.max_packet_bytes,
+                    max_bundle_bytes: decode.max_bundle_bytes,
+                    pids: Vec::new(),
+                };
+                let hg = decode_heap_graphs(&mut again, &graph, &mut |_| Ok(()))?;
+                report.heap_graphs = hg.heap_graphs;
+                for p in hg.problems {
+                    report.problem(p.offset, p.packet, p.message);
+                }
+            }
+            None => report.problem(None, None, "heap graphs are not listed for standard input (give a file)"),
+        }
+    }
     Ok(report)
 }
 
@@ -1011,4 +1032,182 @@ pub fn run_symbolize(
         write_atomic(out, &symbols, &[input.to_path_buf()])?;
     }
     Ok(SymbolizeRun { symbols, report, trace })
+}
+
+/// Options of `heapconv hprof`: Java heap graphs of a Perfetto trace to hprof heap dumps.
+#[derive(Debug, Clone, Default)]
+pub struct HprofRunOptions {
+    /// Only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Only dumps at these trace-clock timestamps (empty: all). Default: empty.
+    pub timestamps: Vec<i64>,
+    /// How the dumps are written. Default: [`HprofOptions::default`] (1.0.2).
+    pub hprof: HprofOptions,
+    /// How the trace is read. Default: [`HeapGraphOptions::default`].
+    pub graph: HeapGraphOptions,
+}
+
+/// Where `heapconv hprof` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HprofDestination {
+    /// One file: exactly one dump must match.
+    File(PathBuf),
+    /// Standard output: exactly one dump must match.
+    Stdout,
+    /// A directory: one `java_heap_dump.N.PID.hprof` per matching dump (N counts from 1 in
+    /// the order the dumps end in the trace).
+    Dir(PathBuf),
+}
+
+/// One hprof file `heapconv hprof` wrote.
+#[derive(Debug, Clone)]
+pub struct HprofWritten {
+    /// Where (`None`: standard output, whose bytes are in [`HprofRun::stdout`]).
+    pub path: Option<PathBuf>,
+    /// Which dump: process, pid, time.
+    pub describe: String,
+    /// Why the dump is incomplete, if it is.
+    pub incomplete: Vec<String>,
+    /// What was written.
+    pub summary: HprofSummary,
+}
+
+/// Output of `heapconv hprof`.
+#[derive(Debug)]
+pub struct HprofRun {
+    /// Files written, in order.
+    pub written: Vec<HprofWritten>,
+    /// The hprof bytes for standard output, when that was the destination.
+    pub stdout: Option<Vec<u8>>,
+    /// What the trace holds.
+    pub report: TraceReport,
+}
+
+impl HprofRun {
+    /// True when the result is partial: the trace is damaged or a written dump is incomplete.
+    pub fn is_partial(&self) -> bool {
+        self.report.damage.is_some() || self.written.iter().any(|w| !w.incomplete.is_empty())
+    }
+}
+
+/// How a heap graph dump is named in messages.
+pub fn describe_heap_dump(pid: Option<u32>, name: Option<&str>, timestamp: Option<i64>) -> String {
+    let mut s = match (name, pid) {
+        (Some(n), Some(p)) => format!("{n} (pid {p})"),
+        (None, Some(p)) => format!("pid {p}"),
+        (Some(n), None) => n.to_owned(),
+        (None, None) => "unknown process".to_owned(),
+    };
+    if let Some(t) = timestamp {
+        s.push_str(&format!(" at {t} ns"));
+    }
+    s
+}
+
+/// Runs `heapconv hprof`: decodes the heap graphs of `input` and writes the matching dumps as
+/// hprof, one at a time (memory holds one dump). Every file is staged and renamed into place
+/// only when the run succeeds; with a single-file destination, several matching dumps are a
+/// usage error that lists them.
+pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) -> Result<HprofRun> {
+    use std::io::Write as _;
+    let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
+    let inputs = [input.to_path_buf()];
+    let stage_dir = match dest {
+        HprofDestination::Dir(d) => {
+            ensure_dir(d)?;
+            d.clone()
+        }
+        HprofDestination::File(f) => match f.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+        HprofDestination::Stdout => std::env::temp_dir(),
+    };
+    if let HprofDestination::File(f) = dest {
+        check_not_input(f, &inputs)?;
+    }
+    let single = !matches!(dest, HprofDestination::Dir(_));
+    let mut graph = opts.graph.clone();
+    graph.pids = opts.pids.clone();
+    let mut staged: Vec<(PathBuf, HprofWritten, u32)> = Vec::new();
+    let mut matched: Vec<String> = Vec::new();
+    let report = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+        if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+            return Ok(());
+        }
+        let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
+        matched.push(describe.clone());
+        if single && matched.len() > 1 {
+            // Only listed: the run ends in a usage error.
+            return Ok(());
+        }
+        let n = matched.len();
+        let (tmp, file) = stage_file(&stage_dir, n)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        let result = encode_hprof(&dump, &opts.hprof, &mut w)
+            .and_then(|s| w.flush().map(|_| s).map_err(|e| Error::io(format!("writing {}", tmp.display()), e)));
+        match result {
+            Ok(summary) => {
+                let written = HprofWritten { path: None, describe, incomplete: dump.incomplete.clone(), summary };
+                staged.push((tmp, written, dump.pid.unwrap_or(0)));
+                Ok(())
+            }
+            Err(e) => {
+                discard_staged([tmp]);
+                Err(e)
+            }
+        }
+    });
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            discard_staged(staged.into_iter().map(|s| s.0));
+            return Err(e);
+        }
+    };
+    if matched.is_empty() {
+        discard_staged(staged.into_iter().map(|s| s.0));
+        let what = if let (true, Some(d)) = (report.heap_graphs.is_empty(), &report.damage) {
+            format!("no Java heap graph could be read: {d}")
+        } else if report.heap_graphs.is_empty() {
+            "the trace holds no Java heap graph".to_owned()
+        } else {
+            "no heap graph dump matches --pid/--timestamps (see `heapconv inspect`)".to_owned()
+        };
+        return Err(Error::new(ErrorKind::NoData, format!("{}: {what}", input.display())));
+    }
+    if single && matched.len() > 1 {
+        discard_staged(staged.into_iter().map(|s| s.0));
+        let list: Vec<String> = matched.iter().map(|m| format!("  {m}")).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!(
+                "{} heap graph dumps match; choose one with --pid/--timestamps, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+                matched.len(),
+                list.join("\n")
+            ),
+        ));
+    }
+    let mut written = Vec::new();
+    let mut stdout = None;
+    for (n, (tmp, mut w, pid)) in staged.into_iter().enumerate() {
+        match dest {
+            HprofDestination::Dir(d) => {
+                let path = d.join(format!("java_heap_dump.{}.{pid}.hprof", n + 1));
+                commit_staged(&tmp, &path, &inputs)?;
+                w.path = Some(path);
+            }
+            HprofDestination::File(f) => {
+                commit_staged(&tmp, f, &inputs)?;
+                w.path = Some(f.clone());
+            }
+            HprofDestination::Stdout => {
+                let bytes = std::fs::read(&tmp).map_err(|e| Error::io(format!("reading {}", tmp.display()), e));
+                discard_staged([tmp]);
+                stdout = Some(bytes?);
+            }
+        }
+        written.push(w);
+    }
+    Ok(HprofRun { written, stdout, report })
 }

@@ -18,7 +18,7 @@ pub use frame::{Frame, FrameId, Line};
 pub use heap::{HeapDump, ObjIdx};
 pub use mapping::{Mapping, MappingId};
 pub use profile::{DumpFlags, Profile, ProfileMeta, ValueKind, ValueType};
-pub use report::{DumpReport, Problem, SequenceReport, Totals, TraceReport};
+pub use report::{DumpReport, HeapGraphReport, Problem, SequenceReport, Totals, TraceReport};
 pub use stack::{StackId, StackNode};
 pub use strings::{StringId, StringTable};
 pub use tables::{Tables, TablesDelta, TablesMark};
