@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use heapconv::decode::hprof::walk::HprofStream;
-use heapconv::decode::hprof::{HprofConvOptions, HprofOptions, NoSeek, hprof_conv, read_hprof};
+use heapconv::decode::hprof::{HprofConvOptions, HprofReadOptions, NoSeek, hprof_conv, read_hprof};
 use heapconv::synth::hprof::{SyntheticHeap, synthetic_heap};
 
 fn target_bytes() -> usize {
@@ -49,7 +49,7 @@ fn bench(c: &mut Criterion) {
             })
         });
         g.bench_function(format!("read/{name}"), |b| {
-            b.iter(|| black_box(read_hprof(&dump[..], "bench", &HprofOptions::default()).unwrap().len()))
+            b.iter(|| black_box(read_hprof(&dump[..], "bench", &HprofReadOptions::default()).unwrap().len()))
         });
     }
     g.throughput(Throughput::Bytes(android.len() as u64));

@@ -6,14 +6,15 @@
 //!
 //! * [`decode`] reads inputs: Perfetto traces with heapprofd data (inline and interned layouts,
 //!   continuous dumps, `compressed_packets`, whole-file gzip, ModuleSymbols), Android DDM
-//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies) and HPROF heap dumps
-//!   (into [`model::heap::HeapDump`]; with Android's `hprof-conv`).
+//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies), and Java heaps (Perfetto
+//!   `HeapGraph` packets and HPROF heap dumps, with Android's `hprof-conv`) into
+//!   [`model::HeapDump`].
 //! * [`symbolize`] gives native frames names, files, lines and inline chains from DWARF found
 //!   in symbol directories.
 //! * [`model`] holds the data: interned strings, mappings, frames, a stack prefix tree, and
 //!   profiles of values per stack with everything known about their origin.
-//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON and
-//!   Perfetto ModuleSymbols packets.
+//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON,
+//!   Perfetto ModuleSymbols packets and hprof heap dumps.
 //! * [`pipeline`] runs the stages in order for the command-line program.
 //!
 //! ```no_run

@@ -65,6 +65,9 @@ enum Command {
     /// DDM capture (entries, threads, top classes and methods, stack depths), or an HPROF heap
     /// dump (records, heaps, classes, objects, roots, damage).
     Inspect(InspectArgs),
+    /// Write a Java heap graph of a Perfetto trace (java_hprof data source) as an hprof heap
+    /// dump (`JAVA PROFILE 1.0.2`, or Android's 1.0.3 with --android).
+    Hprof(HprofArgs),
     /// Convert an Android heap dump (JAVA PROFILE 1.0.3) to the standard format (1.0.2) that
     /// JVM tools read, byte for byte as Android's `hprof-conv` writes it (except for
     /// PRIMITIVE_ARRAY_NODATA records, which hprof-conv corrupts and heapconv writes as arrays
@@ -332,6 +335,31 @@ struct ConvertArgs {
 }
 
 #[derive(Args, Debug)]
+struct HprofArgs {
+    /// The trace (gzip is detected).
+    trace: PathBuf,
+    /// Output file, `-` for standard output, or a directory (existing, or ending in `/`) for
+    /// one `java_heap_dump.N.PID.hprof` per dump.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Only this process.
+    #[arg(long)]
+    pid: Option<u64>,
+    /// Only dumps at these trace-clock timestamps (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    timestamps: Vec<i64>,
+    /// Write Android's `JAVA PROFILE 1.0.3` (heap-info records, Android root tags), which
+    /// `hprof-conv` and Android Studio read.
+    #[arg(long)]
+    android: bool,
+    /// Print what was written as JSON on standard output.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    decode: DecodeArgs,
+}
+
+#[derive(Args, Debug)]
 struct SymbolizeArgs {
     /// The trace (`-` for standard input; gzip is detected).
     trace: PathBuf,
@@ -537,6 +565,82 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
             Ok(exit_code(gate_ok, damaged))
         }
+        Command::Hprof(a) => {
+            let opts = pipeline::HprofRunOptions {
+                pids: a.pid.into_iter().collect(),
+                timestamps: a.timestamps,
+                hprof: heapconv::encode::hprof::HprofOptions {
+                    android: a.android,
+                    ..heapconv::encode::hprof::HprofOptions::default()
+                },
+                graph: heapconv::decode::perfetto::heap_graph::HeapGraphOptions {
+                    max_bundle_bytes: a.decode.max_bundle_mib << 20,
+                    ..Default::default()
+                },
+            };
+            let dest = if a.output.as_os_str() == "-" {
+                if std::io::stdout().is_terminal() {
+                    return Err(Error::new(
+                        ErrorKind::Usage,
+                        "refusing to write a binary heap dump to a terminal; use -o FILE or redirect standard output",
+                    ));
+                }
+                pipeline::HprofDestination::Stdout
+            } else if a.output.is_dir() || a.output.to_string_lossy().ends_with('/') {
+                pipeline::HprofDestination::Dir(a.output.clone())
+            } else {
+                pipeline::HprofDestination::File(a.output.clone())
+            };
+            let run = pipeline::run_hprof(&a.trace, &dest, &opts)?;
+            if let Some(bytes) = &run.stdout {
+                let mut so = std::io::stdout().lock();
+                so.write_all(bytes).map_err(|e| Error::io("writing standard output", e))?;
+                so.flush().map_err(|e| Error::io("writing standard output", e))?;
+            }
+            for w in &run.written {
+                if !w.incomplete.is_empty() {
+                    ui.warn(&format!("{}: the heap graph is incomplete: {}", w.describe, w.incomplete.join("; ")));
+                }
+                let to =
+                    w.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "standard output".to_owned());
+                if !a.json && (run.stdout.is_none() || ui.verbose > 0) {
+                    ui.info(&format!(
+                        "wrote {to}: {}, {} classes, {} instances, {} arrays, {} roots, {} bytes ({}-byte ids)",
+                        w.describe,
+                        w.summary.classes,
+                        w.summary.instances,
+                        w.summary.object_arrays + w.summary.primitive_arrays,
+                        w.summary.roots,
+                        w.summary.bytes,
+                        w.summary.id_size
+                    ));
+                }
+            }
+            if a.json && run.stdout.is_none() {
+                let doc: Vec<serde_json::Value> = run
+                    .written
+                    .iter()
+                    .map(|w| {
+                        serde_json::json!({
+                            "path": w.path.as_ref().map(|p| p.display().to_string()),
+                            "dump": w.describe,
+                            "incomplete": w.incomplete,
+                            "summary": w.summary,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&doc).expect("serializes"));
+            }
+            if ui.verbose > 0 {
+                for p in &run.report.problems {
+                    ui.warn(&p.message);
+                }
+            }
+            if let Some(d) = &run.report.damage {
+                ui.warn(&format!("input damaged, result is partial: {d}"));
+            }
+            Ok(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
+        }
         Command::Symbolize(a) => {
             let Some(opts) = a.symbols.options(&ui) else {
                 return Err(Error::new(
@@ -719,6 +823,17 @@ mod tests {
         assert_eq!(got.lines, want.lines);
         assert_eq!(got.per_allocation, want.per_allocation);
         assert_eq!(got.max_bytes, want.max_bytes);
+    }
+
+    #[test]
+    fn hprof_defaults_equal_option_defaults() {
+        let Command::Hprof(a) = parse(&["heapconv", "hprof", "t.pftrace", "-o", "x.hprof"]) else { panic!("hprof") };
+        let d = pipeline::HprofRunOptions::default();
+        assert_eq!(a.pid.into_iter().collect::<Vec<_>>(), d.pids);
+        assert_eq!(a.timestamps, d.timestamps);
+        assert_eq!(a.android, d.hprof.android);
+        assert_eq!(a.decode.max_bundle_mib << 20, d.graph.max_bundle_bytes);
+        assert!(Cli::try_parse_from(["heapconv", "hprof", "t.pftrace"]).is_err(), "-o is required");
     }
 
     #[test]

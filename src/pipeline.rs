@@ -8,12 +8,14 @@ use std::sync::{Arc, mpsc};
 
 use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
 use crate::decode::hprof::{
-    HprofConvOptions, HprofConvReport, HprofOptions, HprofStats, NoSeek, hprof_conv, read_hprof_with_stats,
+    HprofConvOptions, HprofConvReport, HprofReadOptions, HprofStats, NoSeek, hprof_conv, read_hprof_with_stats,
 };
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_with};
+use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_observed, decode_heapprofd_with};
 use crate::decode::{Input, InputKind, sniff};
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
+use crate::encode::hprof::{HprofOptions, HprofSummary, encode_hprof};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
 use crate::encode::summary::{
@@ -105,10 +107,19 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let (tx, rx) = mpsc::channel::<Staged>();
     // The decoder hands over one dump at a time: memory stays bounded however many dumps the
     // trace has.
-    let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
+    let (job_tx, job_rx) = mpsc::sync_channel::<Work>(0);
+    // While the decoder works through a chain that defines callstacks (heapprofd puts every
+    // callstack of a dump in the dump's chain), the encoder, idle until the dump is complete,
+    // is handed the new callstacks to give them location ids and location lists early. Only
+    // when it is waiting (a rendezvous `try_send`), so this never holds up the decoder.
+    enum Work {
+        Grow(crate::model::TablesDelta, Vec<crate::model::StackId>),
+        Dump(Job),
+    }
     let mut count = 0usize;
     let mut dir_ready = false;
-    let mut mark = crate::model::TablesMark::default();
+    let mark = std::cell::Cell::new(crate::model::TablesMark::default());
+    let mut early: Vec<crate::model::StackId> = Vec::new();
     let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
     let raw = opts.raw;
     let dir = opts.output_dir.clone();
@@ -171,7 +182,15 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         });
         let encoder_thread = threads.spawn(move || {
             let mut replica = Arc::new(Tables::default());
-            for job in job_rx {
+            for work in job_rx {
+                let job = match work {
+                    Work::Grow(delta, stacks) => {
+                        Arc::make_mut(&mut replica).apply_delta(delta);
+                        encoder.prepare(&replica, &stacks);
+                        continue;
+                    }
+                    Work::Dump(job) => job,
+                };
                 Arc::make_mut(&mut replica).apply_delta(job.delta);
                 let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
                 let ts = job.meta.timestamp;
@@ -193,10 +212,21 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 }
             }
         });
-        result = decode_heapprofd_with(
+        let job_tx_early = job_tx.clone();
+        let mut stack_hook = |t: &Tables, stacks: &[crate::model::StackId]| {
+            early.extend_from_slice(stacks);
+            let work = Work::Grow(t.delta_since(mark.get()), std::mem::take(&mut early));
+            match job_tx_early.try_send(work) {
+                Ok(()) => mark.set(t.mark()),
+                Err(mpsc::TrySendError::Full(Work::Grow(_, stacks))) => early = stacks,
+                Err(_) => {}
+            }
+        };
+        result = decode_heapprofd_observed(
             &mut inp,
             &decode,
             &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+            if symbolizing { None } else { Some(&mut stack_hook) },
             &mut |p: Profile| {
                 if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
                     return Ok(());
@@ -212,15 +242,18 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                     attributions
                         .insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
                 }
-                let delta = p.tables.delta_since(mark);
-                mark = p.tables.mark();
+                let delta = p.tables.delta_since(mark.get());
+                mark.set(p.tables.mark());
                 let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
                 let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
-                job_tx.send(job).map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
+                job_tx
+                    .send(Work::Dump(job))
+                    .map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
                 Ok(())
             },
         );
         drop(job_tx);
+        drop(job_tx_early);
         let _ = encoder_thread.join();
         let _ = writer_thread.join();
     });
@@ -694,7 +727,26 @@ pub fn run_inspect(input: &Path, decode: &DecodeOptions) -> Result<TraceReport> 
 fn inspect_trace(mut inp: Input, decode: &DecodeOptions) -> Result<TraceReport> {
     let mut opts = decode.clone();
     opts.include_unchanged = false;
-    let (report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
+    let (mut report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
+    if report.packet_kinds.get("heap_graph").copied().unwrap_or(0) > 0 {
+        // Heap graphs have their own decoder: a second pass over the input.
+        match inp.reopen() {
+            Some(again) => {
+                let mut again = again?;
+                let graph = HeapGraphOptions {
+                    max_packet_bytes: decode.max_packet_bytes,
+                    max_bundle_bytes: decode.max_bundle_bytes,
+                    pids: Vec::new(),
+                };
+                let hg = decode_heap_graphs(&mut again, &graph, &mut |_| Ok(()))?;
+                report.heap_graphs = hg.heap_graphs;
+                for p in hg.problems {
+                    report.problem(p.offset, p.packet, p.message);
+                }
+            }
+            None => report.problem(None, None, "heap graphs are not listed for standard input (give a file)"),
+        }
+    }
     Ok(report)
 }
 
@@ -720,7 +772,7 @@ pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions)
         }
         Opened::Hprof(mut inp) => {
             let name = inp.name.clone();
-            let (dump, stats) = read_hprof_with_stats(inp.reader(), &name, &HprofOptions::default())?;
+            let (dump, stats) = read_hprof_with_stats(inp.reader(), &name, &HprofReadOptions::default())?;
             Ok(Inspection::Hprof(hprof_inspect(&name, &dump, &stats)))
         }
     }
@@ -1116,4 +1168,182 @@ pub fn run_symbolize(
         write_atomic(out, &symbols, &[input.to_path_buf()])?;
     }
     Ok(SymbolizeRun { symbols, report, trace })
+}
+
+/// Options of `heapconv hprof`: Java heap graphs of a Perfetto trace to hprof heap dumps.
+#[derive(Debug, Clone, Default)]
+pub struct HprofRunOptions {
+    /// Only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Only dumps at these trace-clock timestamps (empty: all). Default: empty.
+    pub timestamps: Vec<i64>,
+    /// How the dumps are written. Default: [`HprofOptions::default`] (1.0.2).
+    pub hprof: HprofOptions,
+    /// How the trace is read. Default: [`HeapGraphOptions::default`].
+    pub graph: HeapGraphOptions,
+}
+
+/// Where `heapconv hprof` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HprofDestination {
+    /// One file: exactly one dump must match.
+    File(PathBuf),
+    /// Standard output: exactly one dump must match.
+    Stdout,
+    /// A directory: one `java_heap_dump.N.PID.hprof` per matching dump (N counts from 1 in
+    /// the order the dumps end in the trace).
+    Dir(PathBuf),
+}
+
+/// One hprof file `heapconv hprof` wrote.
+#[derive(Debug, Clone)]
+pub struct HprofWritten {
+    /// Where (`None`: standard output, whose bytes are in [`HprofRun::stdout`]).
+    pub path: Option<PathBuf>,
+    /// Which dump: process, pid, time.
+    pub describe: String,
+    /// Why the dump is incomplete, if it is.
+    pub incomplete: Vec<String>,
+    /// What was written.
+    pub summary: HprofSummary,
+}
+
+/// Output of `heapconv hprof`.
+#[derive(Debug)]
+pub struct HprofRun {
+    /// Files written, in order.
+    pub written: Vec<HprofWritten>,
+    /// The hprof bytes for standard output, when that was the destination.
+    pub stdout: Option<Vec<u8>>,
+    /// What the trace holds.
+    pub report: TraceReport,
+}
+
+impl HprofRun {
+    /// True when the result is partial: the trace is damaged or a written dump is incomplete.
+    pub fn is_partial(&self) -> bool {
+        self.report.damage.is_some() || self.written.iter().any(|w| !w.incomplete.is_empty())
+    }
+}
+
+/// How a heap graph dump is named in messages.
+pub fn describe_heap_dump(pid: Option<u32>, name: Option<&str>, timestamp: Option<i64>) -> String {
+    let mut s = match (name, pid) {
+        (Some(n), Some(p)) => format!("{n} (pid {p})"),
+        (None, Some(p)) => format!("pid {p}"),
+        (Some(n), None) => n.to_owned(),
+        (None, None) => "unknown process".to_owned(),
+    };
+    if let Some(t) = timestamp {
+        s.push_str(&format!(" at {t} ns"));
+    }
+    s
+}
+
+/// Runs `heapconv hprof`: decodes the heap graphs of `input` and writes the matching dumps as
+/// hprof, one at a time (memory holds one dump). Every file is staged and renamed into place
+/// only when the run succeeds; with a single-file destination, several matching dumps are a
+/// usage error that lists them.
+pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) -> Result<HprofRun> {
+    use std::io::Write as _;
+    let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
+    let inputs = [input.to_path_buf()];
+    let stage_dir = match dest {
+        HprofDestination::Dir(d) => {
+            ensure_dir(d)?;
+            d.clone()
+        }
+        HprofDestination::File(f) => match f.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+        HprofDestination::Stdout => std::env::temp_dir(),
+    };
+    if let HprofDestination::File(f) = dest {
+        check_not_input(f, &inputs)?;
+    }
+    let single = !matches!(dest, HprofDestination::Dir(_));
+    let mut graph = opts.graph.clone();
+    graph.pids = opts.pids.clone();
+    let mut staged: Vec<(PathBuf, HprofWritten, u32)> = Vec::new();
+    let mut matched: Vec<String> = Vec::new();
+    let report = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+        if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+            return Ok(());
+        }
+        let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
+        matched.push(describe.clone());
+        if single && matched.len() > 1 {
+            // Only listed: the run ends in a usage error.
+            return Ok(());
+        }
+        let n = matched.len();
+        let (tmp, file) = stage_file(&stage_dir, n)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        let result = encode_hprof(&dump, &opts.hprof, &mut w)
+            .and_then(|s| w.flush().map(|_| s).map_err(|e| Error::io(format!("writing {}", tmp.display()), e)));
+        match result {
+            Ok(summary) => {
+                let written = HprofWritten { path: None, describe, incomplete: dump.incomplete.clone(), summary };
+                staged.push((tmp, written, dump.pid.unwrap_or(0)));
+                Ok(())
+            }
+            Err(e) => {
+                discard_staged([tmp]);
+                Err(e)
+            }
+        }
+    });
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            discard_staged(staged.into_iter().map(|s| s.0));
+            return Err(e);
+        }
+    };
+    if matched.is_empty() {
+        discard_staged(staged.into_iter().map(|s| s.0));
+        let what = if let (true, Some(d)) = (report.heap_graphs.is_empty(), &report.damage) {
+            format!("no Java heap graph could be read: {d}")
+        } else if report.heap_graphs.is_empty() {
+            "the trace holds no Java heap graph".to_owned()
+        } else {
+            "no heap graph dump matches --pid/--timestamps (see `heapconv inspect`)".to_owned()
+        };
+        return Err(Error::new(ErrorKind::NoData, format!("{}: {what}", input.display())));
+    }
+    if single && matched.len() > 1 {
+        discard_staged(staged.into_iter().map(|s| s.0));
+        let list: Vec<String> = matched.iter().map(|m| format!("  {m}")).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!(
+                "{} heap graph dumps match; choose one with --pid/--timestamps, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+                matched.len(),
+                list.join("\n")
+            ),
+        ));
+    }
+    let mut written = Vec::new();
+    let mut stdout = None;
+    for (n, (tmp, mut w, pid)) in staged.into_iter().enumerate() {
+        match dest {
+            HprofDestination::Dir(d) => {
+                let path = d.join(format!("java_heap_dump.{}.{pid}.hprof", n + 1));
+                commit_staged(&tmp, &path, &inputs)?;
+                w.path = Some(path);
+            }
+            HprofDestination::File(f) => {
+                commit_staged(&tmp, f, &inputs)?;
+                w.path = Some(f.clone());
+            }
+            HprofDestination::Stdout => {
+                let bytes = std::fs::read(&tmp).map_err(|e| Error::io(format!("reading {}", tmp.display()), e));
+                discard_staged([tmp]);
+                stdout = Some(bytes?);
+            }
+        }
+        written.push(w);
+    }
+    Ok(HprofRun { written, stdout, report })
 }

@@ -17,7 +17,7 @@ use heapconv::model::heap::*;
 use heapconv::synth::hprof::*;
 
 fn read(bytes: &[u8]) -> (HeapDump, HprofStats) {
-    let (d, st) = read_hprof_with_stats(bytes, "test.hprof", &HprofOptions { partial: false }).expect("reads");
+    let (d, st) = read_hprof_with_stats(bytes, "test.hprof", &HprofReadOptions { partial: false }).expect("reads");
     d.validate().expect("valid dump");
     (d, st)
 }
@@ -326,7 +326,7 @@ fn both_convert(oracle: &Path, dir: &Path, input: &[u8], z: bool, tag: &str) -> 
 
 #[test]
 fn hprof_conv_is_byte_identical_to_android_hprof_conv() {
-    let Some(oracle) = hprof_conv_oracle() else { return };
+    let Some(oracle) = common::hprof_conv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (bytes, _) = android_sample(4, false);
     for z in [false, true] {
@@ -428,14 +428,14 @@ fn nodata_arrays_differ_from_hprof_conv_only_where_it_is_wrong() {
     hprof_conv(&bytes[..], "t", &mut z, &HprofConvOptions { app_only: true, ..Default::default() }).unwrap();
     assert!(read(z.get_ref()).0.obj_id.contains(&ids.nodata));
 
-    let Some(oracle) = hprof_conv_oracle() else { return };
+    let Some(oracle) = common::hprof_conv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (ours_cli, theirs, code) = both_convert(&oracle, dir.path(), &bytes, false, "nodata");
     assert_eq!(code, Some(0));
     assert_eq!(ours_cli, ours);
     assert_ne!(ours, theirs);
     // hprof-conv's file claims 5 elements and holds none: a reader runs into the next bytes.
-    let e = read_hprof(&theirs[..], "theirs", &HprofOptions { partial: false });
+    let e = read_hprof(&theirs[..], "theirs", &HprofReadOptions { partial: false });
     assert!(e.is_err(), "hprof-conv's rendering of 0xC3 should not parse");
     // Everything else is the same bytes.
     assert!(fix_nodata(&theirs, ids.nodata as u32, 3, 5, 20) == ours, "outputs differ beyond the NODATA array");
@@ -732,7 +732,7 @@ fn truncation_anywhere_is_an_error_or_a_partial_dump_never_a_panic() {
         let mut last_objects = 0;
         for cut in 0..=bytes.len() {
             let prefix = &bytes[..cut];
-            let strict = read_hprof(prefix, "cut.hprof", &HprofOptions { partial: false });
+            let strict = read_hprof(prefix, "cut.hprof", &HprofReadOptions { partial: false });
             let at_boundary = starts.contains(&cut) || cut == header_len;
             match (&strict, at_boundary, cut < header_len) {
                 (Err(e), _, true) => assert!(e.kind() == ErrorKind::Truncated, "{cut}: {e}"),
@@ -746,7 +746,7 @@ fn truncation_anywhere_is_an_error_or_a_partial_dump_never_a_panic() {
                 (r, b, _) => panic!("cut at {cut} (record boundary: {b}): {r:?}"),
             }
             if cut >= header_len {
-                let (d, st) = read_hprof_with_stats(prefix, "cut.hprof", &HprofOptions::default()).unwrap();
+                let (d, st) = read_hprof_with_stats(prefix, "cut.hprof", &HprofReadOptions::default()).unwrap();
                 d.validate().unwrap();
                 assert_eq!(d.incomplete.is_empty(), at_boundary, "cut at {cut}: {:?}", d.incomplete);
                 assert_eq!(st.damage.is_some(), !at_boundary);
@@ -763,7 +763,7 @@ fn truncation_anywhere_is_an_error_or_a_partial_dump_never_a_panic() {
 
 #[test]
 fn truncations_at_record_boundaries_convert_as_hprof_conv_does() {
-    let Some(oracle) = hprof_conv_oracle() else { return };
+    let Some(oracle) = common::hprof_conv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (bytes, _) = android_sample(4, false);
     for (i, &cut) in record_starts(&bytes).iter().enumerate().step_by(3) {
@@ -781,7 +781,7 @@ fn with_u32(bytes: &[u8], at: usize, v: u32) -> Vec<u8> {
 
 fn strict_err(bytes: &[u8]) -> heapconv::Error {
     let t = Instant::now();
-    let e = read_hprof(bytes, "bad.hprof", &HprofOptions { partial: false }).expect_err("an error");
+    let e = read_hprof(bytes, "bad.hprof", &HprofReadOptions { partial: false }).expect_err("an error");
     assert!(t.elapsed() < Duration::from_secs(2), "fails fast");
     e
 }
@@ -897,7 +897,7 @@ fn mutated_dumps_never_panic_or_hang() {
             }
         }
         let t = Instant::now();
-        if let Ok((d, _)) = read_hprof_with_stats(&b[..], "m", &HprofOptions::default()) {
+        if let Ok((d, _)) = read_hprof_with_stats(&b[..], "m", &HprofReadOptions::default()) {
             d.validate().unwrap_or_else(|e| panic!("round {round}: invalid dump: {e}"));
         }
         let mut out = std::io::Cursor::new(Vec::new());

@@ -265,6 +265,35 @@ pub fn inspect_text(report: &TraceReport) -> String {
             flag_text(&d.flags)
         );
     }
+    if !report.heap_graphs.is_empty() {
+        let _ = writeln!(s, "heap graphs: {}", report.heap_graphs.len());
+        let _ = writeln!(
+            s,
+            "  {:>7} {:<20} {:>4} {:>14} {:>10} {:>8} {:>10} {:>8} {:>10}  incomplete",
+            "pid", "process", "#", "timestamp", "objects", "classes", "refs", "roots", "native"
+        );
+        for g in &report.heap_graphs {
+            let ts = match g.timestamp {
+                Some(t) if g.timestamp_converted => t.to_string(),
+                Some(t) => format!("{t}(raw)"),
+                None => "-".to_owned(),
+            };
+            let _ = writeln!(
+                s,
+                "  {:>7} {:<20} {:>4} {:>14} {:>10} {:>8} {:>10} {:>8} {:>10}  {}",
+                g.pid,
+                g.process_name.as_deref().unwrap_or("-"),
+                g.index + 1,
+                ts,
+                g.objects,
+                g.classes,
+                g.references,
+                g.rooted_objects,
+                human_bytes(i64::try_from(g.native_bytes).unwrap_or(i64::MAX)),
+                if g.incomplete.is_empty() { "no".to_owned() } else { format!("yes: {}", g.incomplete.join("; ")) }
+            );
+        }
+    }
     if report.problems.is_empty() && report.damage.is_none() {
         let _ = writeln!(s, "problems: none");
     } else {

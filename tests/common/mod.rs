@@ -307,13 +307,19 @@ fn missing_oracle(what: &str, install: &str) {
     eprintln!("SKIPPED oracle check: {what} not found ({install})");
 }
 
-/// Android's `hprof-conv` (Debian package `hprof-conv`, not on PATH), when installed.
-pub fn hprof_conv_oracle() -> Option<PathBuf> {
+/// Android's `hprof-conv` (Debian package `hprof-conv`); `None` (or a panic when oracles are
+/// required) when missing.
+pub fn hprof_conv() -> Option<PathBuf> {
     let p = PathBuf::from("/usr/lib/android-sdk/platform-tools/hprof-conv");
     if p.exists() {
         return Some(p);
     }
-    missing_oracle("hprof-conv", "apt-get install hprof-conv; .ci/install-oracles.sh does");
+    if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
+        panic!(
+            "hprof-conv is required (HEAPCONV_REQUIRE_ORACLES=1): apt-get install hprof-conv (.ci/install-oracles.sh does)"
+        );
+    }
+    eprintln!("SKIPPED oracle check: hprof-conv not found (apt-get install hprof-conv)");
     None
 }
 

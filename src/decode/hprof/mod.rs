@@ -76,7 +76,7 @@
 //! * **Roots** keep their kind and order; a root whose id names no object is dropped and
 //!   counted ([`HprofStats::dangling_roots`]: normal after `hprof-conv -z`).
 //! * **Damage** (the file ends inside a record, a sub-record overruns its record, an unknown
-//!   sub-record tag, a bad type code): with [`HprofOptions::partial`] (the default) everything
+//!   sub-record tag, a bad type code): with [`HprofReadOptions::partial`] (the default) everything
 //!   complete before it is kept and [`HeapDump::incomplete`] names the file, byte offset and
 //!   record; without it, the error is returned.
 
@@ -98,16 +98,16 @@ use walk::{be_uint, decode_mutf8, tag};
 
 /// Options of [`read_hprof`].
 #[derive(Debug, Clone)]
-pub struct HprofOptions {
+pub struct HprofReadOptions {
     /// On damage (truncation, a record or sub-record that lies about its length, an unknown
     /// sub-record tag), return what was complete before it with [`HeapDump::incomplete`] saying
     /// where (true), or fail with the error (false). Default: true.
     pub partial: bool,
 }
 
-impl Default for HprofOptions {
+impl Default for HprofReadOptions {
     fn default() -> Self {
-        HprofOptions { partial: true }
+        HprofReadOptions { partial: true }
     }
 }
 
@@ -153,12 +153,12 @@ pub struct HprofStats {
 }
 
 /// Reads an hprof file into a [`HeapDump`]. `name` names the input in messages.
-pub fn read_hprof<R: Read>(input: R, name: &str, opts: &HprofOptions) -> Result<HeapDump> {
+pub fn read_hprof<R: Read>(input: R, name: &str, opts: &HprofReadOptions) -> Result<HeapDump> {
     read_hprof_with_stats(input, name, opts).map(|(d, _)| d)
 }
 
 /// [`read_hprof`], with counts of what the file holds.
-pub fn read_hprof_with_stats<R: Read>(input: R, name: &str, opts: &HprofOptions) -> Result<(HeapDump, HprofStats)> {
+pub fn read_hprof_with_stats<R: Read>(input: R, name: &str, opts: &HprofReadOptions) -> Result<(HeapDump, HprofStats)> {
     let mut s = HprofStream::new(input, name)?;
     let mut b = Builder::new(s.header().id_size);
     let mut rec_counts = [TagCount::default(); 256];
