@@ -318,7 +318,7 @@ pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(
 /// Where finished dumps go: the frame hook, then the sink.
 struct Out<'a, 'b, 'c> {
     hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
-    stacks: Option<&'a mut (dyn FnMut(&Tables, &[StackId]) + 'c)>,
+    stacks: Option<&'a mut StackHook<'c>>,
     sink: &'a mut (dyn FnMut(Profile) -> Result<()> + 'b),
 }
 
@@ -424,7 +424,13 @@ impl Decoder {
         Ok(())
     }
 
-    fn trace_packet(&mut self, pkt: pb::TracePacket, offset: u64, number: u64, out: &mut Out<'_, '_, '_>) -> Result<()> {
+    fn trace_packet(
+        &mut self,
+        pkt: pb::TracePacket,
+        offset: u64,
+        number: u64,
+        out: &mut Out<'_, '_, '_>,
+    ) -> Result<()> {
         if let Some(ts) = pkt.timestamp {
             self.last_ts = Some(ts);
         }
