@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use heapconv::ErrorKind;
+use heapconv::decode::hprof::hprof_conv; // not common::hprof_conv, the oracle
 use heapconv::decode::hprof::walk::{HprofStream, SubRecord};
 use heapconv::decode::hprof::*;
 use heapconv::model::heap::*;

@@ -532,7 +532,11 @@ fn llvm_file(file: String, rel_dirs: &[String]) -> String {
 
 fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, rel_dirs: &[String], addr: u64) -> RawLines {
     let mut out = RawLines::new();
-    if let Ok(mut frames) = loader.find_frames(addr) {
+    // DWARF ranges are half-open, so no range holds the last address; addr2line computes
+    // `addr + 1` to probe, which overflows there (a panic in builds with overflow checks).
+    // A trace can name any rel_pc, so that address is simply not looked up in DWARF.
+    let frames = if addr == u64::MAX { Err(()) } else { loader.find_frames(addr).map_err(|_| ()) };
+    if let Ok(mut frames) = frames {
         while let Ok(Some(f)) = frames.next() {
             let (system, function) = match &f.function {
                 Some(func) => {
