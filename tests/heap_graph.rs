@@ -1083,3 +1083,83 @@ fn damaged_heap_graphs_never_panic() {
     }
     assert!(decoded > 100, "{decoded}");
 }
+
+/// Object `o`'s non-null targets as ids, with objects that are not in `known` (the writer's
+/// synthetic holders, such as the `Object[]` of runtime-internal references) replaced by
+/// their own targets.
+fn expanded_targets(d: &HeapDump, o: ObjIdx, known: &std::collections::HashSet<u64>) -> Vec<u64> {
+    let mut out = Vec::new();
+    for (_, t) in d.refs(o) {
+        if t == REF_NULL || t == REF_DANGLING {
+            continue;
+        }
+        let id = d.obj_id[t as usize];
+        if known.contains(&id) {
+            out.push(id);
+        } else {
+            out.extend(
+                d.refs(t).filter(|&(_, x)| x != REF_NULL && x != REF_DANGLING).map(|(_, x)| d.obj_id[x as usize]),
+            );
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[test]
+fn written_hprof_reads_back_through_the_hprof_reader() {
+    use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
+    let mut checked = 0;
+    for name in ["shapes", "references", "s_plus_fields", "deltas_and_heaps", "cleaner", "two_pids", "continued"] {
+        let (dumps, _) = fixture(name);
+        for d in &dumps {
+            for android in [false, true] {
+                let opts = HprofOptions { android, ..Default::default() };
+                let (bytes, summary) = hprof(d, &opts);
+                if summary.renumbered {
+                    continue;
+                }
+                let back = read_hprof(&bytes[..], name, &HprofReadOptions { partial: false }).unwrap();
+                back.validate().unwrap();
+                assert!(back.incomplete.is_empty(), "{name}: {:?}", back.incomplete);
+                assert_eq!(back.dangling_refs, 0, "{name}");
+                let known: std::collections::HashSet<u64> = d.obj_id.iter().copied().collect();
+                let index: std::collections::HashMap<u64, ObjIdx> =
+                    back.obj_id.iter().enumerate().map(|(i, &id)| (id, i as ObjIdx)).collect();
+                for o in 0..d.len() as ObjIdx {
+                    let id = d.obj_id[o as usize];
+                    if d.obj_kind[o as usize] == ObjectKind::Class {
+                        continue;
+                    }
+                    let &b = index.get(&id).unwrap_or_else(|| panic!("{name}: object {id:#x} missing"));
+                    // An array whose element type the graph does not say is written as `byte[]`.
+                    let unknown_array = matches!(d.obj_kind[o as usize], ObjectKind::PrimitiveArray(_))
+                        && !d.class_of(o).name.ends_with("[]");
+                    if unknown_array {
+                        assert_eq!(back.class_of(b).name, "byte[]", "{name}: class of {id:#x}");
+                    } else {
+                        assert_eq!(back.class_of(b).name, d.class_of(o).name, "{name}: class of {id:#x}");
+                    }
+                    assert_eq!(back.obj_kind[b as usize], d.obj_kind[o as usize], "{name}: kind of {id:#x}");
+                    assert_eq!(
+                        expanded_targets(&back, b, &known),
+                        expanded_targets(d, o, &known),
+                        "{name} (android: {android}): references of {id:#x}"
+                    );
+                    checked += 1;
+                }
+                // Every rooted object is rooted in the file too.
+                let rooted = |x: &HeapDump| {
+                    let mut v: Vec<u64> = x.roots.iter().map(|r| x.obj_id[r.object as usize]).collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                };
+                let want: Vec<u64> = rooted(d).into_iter().filter(|id| index.contains_key(id)).collect();
+                let got: Vec<u64> = rooted(&back).into_iter().filter(|id| known.contains(id)).collect();
+                assert_eq!(got, want, "{name} (android: {android}): roots");
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} objects compared");
+}
