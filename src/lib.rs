@@ -13,6 +13,9 @@
 //!   profiles of values per stack with everything known about their origin.
 //! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON and
 //!   Perfetto ModuleSymbols packets.
+//! * [`analysis`] answers questions about decoded data: for Java heaps, reachability, the
+//!   shortest-path tree (traceconv's `--java-heap` profile), dominators and retained sizes,
+//!   class histograms and paths from GC roots.
 //! * [`pipeline`] runs the stages in order for the command-line program.
 //!
 //! ```no_run
@@ -28,6 +31,7 @@
 //! # Ok::<(), heapconv::Error>(())
 //! ```
 
+pub mod analysis;
 pub mod decode;
 pub mod encode;
 pub mod error;
