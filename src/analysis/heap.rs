@@ -366,9 +366,13 @@ impl<'a> RootedHeap<'a> {
     /// from sorting each object's targets.
     pub fn shortest_path_tree(&self) -> ShortestPathTree {
         let mut parent = vec![UNREACHED; self.n];
+        // Reached bits: a small array for the test every edge makes.
+        let mut seen: Vec<u64> = vec![0; self.n.div_ceil(64)];
+        let is_seen = |seen: &[u64], t: ObjIdx| seen[t as usize / 64] & (1 << (t % 64)) != 0;
         let mut order: Vec<ObjIdx> = self.roots_by_class_name();
         for &r in &order {
             parent[r as usize] = VIRTUAL_ROOT;
+            seen[r as usize / 64] |= 1 << (r % 64);
         }
         let mut buf: Vec<ObjIdx> = Vec::new();
         let mut head = 0;
@@ -377,7 +381,7 @@ impl<'a> RootedHeap<'a> {
             head += 1;
             buf.clear();
             self.for_each_target(o, |t| {
-                if parent[t as usize] == UNREACHED {
+                if !is_seen(&seen, t) {
                     buf.push(t);
                 }
             });
@@ -385,7 +389,8 @@ impl<'a> RootedHeap<'a> {
                 buf.sort_unstable();
             }
             for &t in &buf {
-                if parent[t as usize] == UNREACHED {
+                if !is_seen(&seen, t) {
+                    seen[t as usize / 64] |= 1 << (t % 64);
                     parent[t as usize] = o;
                     order.push(t);
                 }
@@ -407,8 +412,7 @@ impl<'a> RootedHeap<'a> {
         ];
         if self.roots.is_empty() && !self.dump.incomplete.is_empty() {
             let mut b = TreeProfileBuilder::new(self);
-            let name = b.tables.strings.intern(INCOMPLETE_GRAPH_FRAME);
-            let f = b.tables.intern_frame(Some(b.mapping), 0, name);
+            let f = b.named_frame(INCOMPLETE_GRAPH_FRAME);
             let s = b.tables.intern_stack_node(None, f);
             b.add(s, 1, 1);
             return b.finish(types);
@@ -493,6 +497,10 @@ impl<'a> RootedHeap<'a> {
         // in-edges on the way: `info[o]` = (number, in-degree), one cache line for both. The
         // cursor of each node on the search path lives in `semi`.
         let mut info: Vec<(u32, O)> = vec![(UNSEEN, O::ZERO); self.n];
+        // Visited bits: the test a search waits on reads this small array, not `info`, whose
+        // updates are left to overlap.
+        let mut seen: Vec<u64> = vec![0; self.n.div_ceil(64)];
+        let visit = |seen: &mut Vec<u64>, o: ObjIdx| seen[o as usize / 64] |= 1 << (o % 64);
         let mut vertex: Vec<ObjIdx> = vec![VIRTUAL_ROOT];
         let mut parent: Vec<u32> = vec![0];
         let mut semi: Vec<u32> = vec![0];
@@ -503,6 +511,7 @@ impl<'a> RootedHeap<'a> {
             }
             let mut cur = vertex.len() as u32;
             info[r as usize].0 = cur;
+            visit(&mut seen, r);
             vertex.push(r);
             parent.push(0);
             semi.push(0);
@@ -510,15 +519,15 @@ impl<'a> RootedHeap<'a> {
                 let o = vertex[cur as usize];
                 let mut k = semi[cur as usize];
                 let next = self.scan(o, &mut k, |t| {
-                    let e = &mut info[t as usize];
-                    e.1.inc();
-                    e.0 == UNSEEN
+                    info[t as usize].1.inc();
+                    seen[t as usize / 64] & (1 << (t % 64)) == 0
                 });
                 semi[cur as usize] = k;
                 match next {
                     Some(t) => {
                         let w = vertex.len() as u32;
                         info[t as usize].0 = w;
+                        visit(&mut seen, t);
                         vertex.push(t);
                         parent.push(cur);
                         semi.push(0);
@@ -528,6 +537,7 @@ impl<'a> RootedHeap<'a> {
                 }
             }
         }
+        drop(seen);
         // 2. Predecessor lists by number in CSR form, `preds[ps[w]..ps[w + 1]]`: end offsets
         // in `info`, then filled backwards, leaving the start offsets there.
         let nn = vertex.len();
@@ -997,13 +1007,23 @@ impl<'h, 'a> TreeProfileBuilder<'h, 'a> {
         }
         let name = self.heap.frame_name(o);
         let name = if native { format!("[native] {name}") } else { name };
-        let s = self.tables.strings.intern(&name);
-        let f = self.tables.intern_frame(Some(self.mapping), 0, s);
+        let f = self.named_frame(&name);
         if root.is_none() && !native {
             self.plain[c as usize] = Some(f);
         } else {
             self.other.insert((c, root, native), f);
         }
+        f
+    }
+
+    /// A frame with only a display name (no raw name: pprof writes no `system_name`, as
+    /// traceconv does for Java heaps), in mapping `JAVA`.
+    fn named_frame(&mut self, name: &str) -> FrameId {
+        let s = self.tables.strings.intern(name);
+        let f = self.tables.intern_frame(Some(self.mapping), 0, s);
+        let frame = &mut self.tables.frames_mut()[f.0 as usize];
+        frame.name = s;
+        frame.raw_name = crate::model::StringId::EMPTY;
         f
     }
 
