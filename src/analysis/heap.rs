@@ -1430,7 +1430,7 @@ pub fn synthetic_heap(n: usize, seed: u64) -> HeapDump {
     // Spanning-tree parents, then children in CSR form.
     let live = n - n / 50;
     let mut tree_parent = vec![u32::MAX; n];
-    for i in 1..n {
+    for (i, slot) in tree_parent.iter_mut().enumerate().skip(1) {
         let lo = if i < live { 0 } else { live };
         if i == lo {
             continue;
@@ -1440,7 +1440,7 @@ pub fn synthetic_heap(n: usize, seed: u64) -> HeapDump {
         } else {
             lo + rng.below((i - lo) as u64) as usize
         };
-        tree_parent[i] = p as u32;
+        *slot = p as u32;
     }
     let mut start = vec![0u32; n + 1];
     for &p in &tree_parent {
@@ -1610,7 +1610,9 @@ mod tests {
     }
 
     /// Parses `go tool pprof -raw` text: sample types, and samples as (values, leaf-first names).
-    fn parse_pprof_raw(text: &str) -> (String, Vec<(Vec<i64>, Vec<String>)>) {
+    type Samples = Vec<(Vec<i64>, Vec<String>)>;
+
+    fn parse_pprof_raw(text: &str) -> (String, Samples) {
         let mut section = "";
         let mut types = String::new();
         let mut raw: Vec<(Vec<i64>, Vec<u64>)> = Vec::new();
@@ -1869,10 +1871,8 @@ mod tests {
             preds[r as usize].push(n);
         }
         let reach = h.reachable();
-        for o in 0..n {
-            if reach[o] {
-                h.for_each_target(o as ObjIdx, |t| preds[t as usize].push(o));
-            }
+        for (o, _) in reach.iter().enumerate().filter(|(_, r)| **r) {
+            h.for_each_target(o as ObjIdx, |t| preds[t as usize].push(o));
         }
         let full = vec![!0u64; words];
         let mut dom: Vec<Vec<u64>> = (0..=n).map(|_| full.clone()).collect();
