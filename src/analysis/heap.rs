@@ -1368,9 +1368,10 @@ impl Rng {
 /// * a spanning tree: object `i > 0` is referenced by an earlier object, 70% of the time one of
 ///   the 8 just before it (long chains, as lists make), otherwise any earlier one (a bushy,
 ///   shallow structure);
-/// * on average 1.75 cross references per object, half to an object within 1,000 indexes,
-///   half to any object (a live object's only to live objects): they close cycles and share
-///   subtrees;
+/// * on average 1.75 cross references per object (a live object's only to live objects):
+///   half to an object within 1,000 indexes, 35% to the first 1% of the objects (the popular
+///   objects every heap has: class objects, constants, interned strings), 15% to any object;
+///   they close cycles and share subtrees;
 /// * some null slots (about 0.15 per object), `Object[]` arrays for objects with more than 4
 ///   references, `byte[]` leaves, and `java.lang.ref.WeakReference` leaves (one in 13 leaves)
 ///   whose `referent` (hprof spelling: a field declared by `java.lang.ref.Reference`) points
@@ -1379,7 +1380,7 @@ impl Rng {
 ///   the first of them has none (they may still refer to live objects);
 /// * roots: object 0 (`ROOT_STICKY_CLASS`, also listed as `ROOT_JNI_LOCAL`), one live object
 ///   in 5,000 (`ROOT_JAVA_FRAME`, every tenth `ROOT_JNI_GLOBAL`);
-/// * one object in 1,000 has native bytes.
+/// * one object in 1,000 has native bytes (4 to 64 KB).
 ///
 /// That is about 2.9 reference slots per object (about 2.8 non-null).
 pub fn synthetic_heap(n: usize, seed: u64) -> HeapDump {
@@ -1472,14 +1473,16 @@ pub fn synthetic_heap(n: usize, seed: u64) -> HeapDump {
         // Cross references: 1.75 on average; a live object's stay among live objects, so that
         // the garbage region stays garbage.
         let cross = [0, 1, 1, 2, 2, 2, 3, 3][rng.below(8) as usize];
-        let (lo_all, hi_all) = if i < live { (0, live) } else { (0, n) };
+        let hi_all = if i < live { live } else { n };
         for _ in 0..cross {
-            let t = if rng.below(2) == 0 {
-                let lo = i.saturating_sub(1000).max(lo_all);
-                let hi = (i + 1000).min(hi_all - 1);
-                lo + rng.below((hi - lo + 1) as u64) as usize
-            } else {
-                lo_all + rng.below((hi_all - lo_all) as u64) as usize
+            let t = match rng.below(20) {
+                0..10 => {
+                    let lo = i.saturating_sub(1000);
+                    let hi = (i + 1000).min(hi_all - 1);
+                    lo + rng.below((hi - lo + 1) as u64) as usize
+                }
+                10..17 => rng.below((hi_all / 100).max(1) as u64) as usize,
+                _ => rng.below(hi_all as u64) as usize,
             };
             slots.push(t as ObjIdx);
         }
@@ -1487,7 +1490,7 @@ pub fn synthetic_heap(n: usize, seed: u64) -> HeapDump {
             slots.push(REF_NULL);
         }
         let id = 0x1000 + 16 * i as u64;
-        let native = if rng.below(1000) == 0 { 4096 + rng.below(1 << 20) } else { 0 };
+        let native = if rng.below(1000) == 0 { 4096 + rng.below(60_000) } else { 0 };
         let o = if slots.is_empty() && rng.below(13) == 0 {
             let o = d.push_object(id, weak_class, ObjectKind::Instance, 0, 16, 0);
             d.push_ref(referent, rng.below(n as u64) as ObjIdx);
