@@ -15,6 +15,9 @@
 //!   profiles of values per stack with everything known about their origin.
 //! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON,
 //!   Perfetto ModuleSymbols packets and hprof heap dumps.
+//! * [`analysis`] answers questions about decoded data: for Java heaps, reachability, the
+//!   shortest-path tree (traceconv's `--java-heap` profile), dominators and retained sizes,
+//!   class histograms and paths from GC roots.
 //! * [`pipeline`] runs the stages in order for the command-line program.
 //!
 //! ```no_run
@@ -30,6 +33,7 @@
 //! # Ok::<(), heapconv::Error>(())
 //! ```
 
+pub mod analysis;
 pub mod decode;
 pub mod encode;
 pub mod error;
