@@ -137,3 +137,19 @@ fn fuzz_symbol_lookup_at_the_last_address() {
     assert_eq!(lines[1], alone[0]);
     assert_eq!(lines[1][0].0, "deregister_tm_clones");
 }
+
+/// Fuzz finding 2 (`symbol_file`): a function symbol whose value + size passes 2^64 (a corrupt
+/// symbol table) made the symbol-table lookup compute `start + size`: a panic with overflow
+/// checks, and without them a wrapped end that hid the symbol. The input is built by
+/// tests/data/fuzz/make_inputs.py: `low` at 0x1000 (16 bytes) and `wraps` at
+/// 0xed841701f0040000 with size 0x8300009720030000, which holds every address above it.
+#[test]
+fn fuzz_symbol_whose_end_passes_the_address_space() {
+    let path = data("fuzz/symbol_file/symbol-end-overflows.elf");
+    let names: Vec<Option<String>> =
+        heapconv::symbolize::symbolize_addresses(&path, &[0x1008, 0x1010, 0xED84_1701_F004_0000, u64::MAX - 1])
+            .into_iter()
+            .map(|l| l.first().map(|l| l.0.clone()))
+            .collect();
+    assert_eq!(names, [Some("low".to_owned()), None, Some("wraps".to_owned()), Some("wraps".to_owned())]);
+}

@@ -474,7 +474,8 @@ impl SymbolTable {
     fn find(&self, addr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|s| s.0 <= addr);
         let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
-        if *size != 0 && start + size <= addr {
+        // `addr >= start` here; `start + size` can overflow with a corrupt symbol table.
+        if *size != 0 && addr - start >= *size {
             return None;
         }
         Some(name)
