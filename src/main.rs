@@ -228,6 +228,10 @@ struct ProfileArgs {
     /// Write uncompressed .pb files, named exactly as traceconv names them.
     #[arg(long)]
     raw: bool,
+    /// Convert the Java heap graphs instead (`traceconv profile --java-heap`): one
+    /// `java_heap_dump.N.PID.pb` per dump, the shortest-path tree from the GC roots.
+    #[arg(long)]
+    java_heap: bool,
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
@@ -503,7 +507,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     pb.tick();
                 }
             };
-            let run = pipeline::run_profile(&a.trace, &opts, &tick)?;
+            let run = if a.java_heap {
+                pipeline::run_java_heap_profile(&a.trace, &opts)?
+            } else {
+                pipeline::run_profile(&a.trace, &opts, &tick)?
+            };
             if let Some(pb) = pb {
                 pb.finish_and_clear();
             }

@@ -1347,3 +1347,75 @@ pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) 
     }
     Ok(HprofRun { written, stdout, report })
 }
+
+/// Runs `heapconv profile --java-heap`, as `traceconv profile --java-heap` does: one pprof per
+/// heap graph dump (per process and time) of traceconv's shortest-path tree from the GC roots,
+/// named `java_heap_dump.N.PID.pb` (`.pb.gz` unless `raw`), N counting from 1 in the order the
+/// dumps end in the trace. A dump whose tree is empty (no roots) gets no file, as in traceconv.
+/// Every file is staged and renamed into place only when the run succeeds.
+pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<ProfileRun> {
+    use crate::analysis::heap::RootedHeap;
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let inputs = [input.to_path_buf()];
+    let graph = HeapGraphOptions {
+        max_packet_bytes: opts.decode.max_packet_bytes,
+        max_bundle_bytes: opts.decode.max_bundle_bytes,
+        pids: opts.pids.clone(),
+    };
+    let mut staged: Vec<(PathBuf, u32)> = Vec::new();
+    let mut dir_ready = false;
+    let result = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+        if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+            return Ok(());
+        }
+        let heap = RootedHeap::new(&dump);
+        let spt = heap.shortest_path_tree();
+        let profile = heap.spt_profile(&spt);
+        if profile.sample_count() == 0 {
+            return Ok(());
+        }
+        if !dir_ready {
+            ensure_dir(&opts.output_dir)?;
+            dir_ready = true;
+        }
+        let (tmp, file) = stage_file(&opts.output_dir, staged.len())?;
+        staged.push((tmp.clone(), dump.pid.unwrap_or(0)));
+        let buf = std::io::BufWriter::with_capacity(1 << 20, file);
+        let mut encoder = PprofEncoder::new(PprofOptions { annotations: false, extras: true });
+        let io = |e| Error::io(format!("writing {}", tmp.display()), e);
+        let file = if opts.raw {
+            let mut w = buf;
+            encoder.encode_to(&profile, &mut w).map_err(io)?;
+            w.into_inner().map_err(|e| io(e.into_error()))?
+        } else {
+            let mut w = gzip_writer(buf);
+            encoder.encode_to(&profile, &mut w).map_err(io)?;
+            let buf = w.finish().map_err(io)?;
+            buf.into_inner().map_err(|e| io(e.into_error()))?
+        };
+        file.sync_all().map_err(io)?;
+        Ok(())
+    });
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            discard_staged(staged.into_iter().map(|s| s.0));
+            return Err(e);
+        }
+    };
+    if report.heap_graphs.is_empty() && report.damage.is_none() {
+        return Err(Error::new(ErrorKind::NoData, format!("{}: the trace holds no Java heap graph", inp.name)));
+    }
+    let ext = if opts.raw { "pb" } else { "pb.gz" };
+    let mut written = Vec::new();
+    let mut rest = staged.into_iter().enumerate();
+    while let Some((n, (tmp, pid))) = rest.next() {
+        let path = opts.output_dir.join(format!("java_heap_dump.{}.{pid}.{ext}", n + 1));
+        if let Err(e) = commit_staged(&tmp, &path, &inputs) {
+            discard_staged(rest.map(|(_, s)| s.0));
+            return Err(e);
+        }
+        written.push(path);
+    }
+    Ok(ProfileRun { written, report, symbols: None })
+}
