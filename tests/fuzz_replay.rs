@@ -14,9 +14,12 @@ use std::path::PathBuf;
 
 use common::root;
 
+/// A target: its name, its driver, and its seeds.
+type Target = (&'static str, fn(&[u8]), Vec<PathBuf>);
+
 /// Every target: its driver and the fixtures `fuzz/seed.sh` seeds it with (a subset for the
 /// large ELF files).
-fn targets() -> Vec<(&'static str, fn(&[u8]), Vec<PathBuf>)> {
+fn targets() -> Vec<Target> {
     let files = |dir: &str, exts: &[&str]| -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
             .unwrap()
