@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use common::root;
 
-/// A fuzz target: its name, its driver and its seed files.
+/// A target: its name, its driver, and its seeds.
 type Target = (&'static str, fn(&[u8]), Vec<PathBuf>);
 
 /// Every target: its driver and the fixtures `fuzz/seed.sh` seeds it with (a subset for the
