@@ -2,6 +2,8 @@
 # Installs the independent "oracle" tools heapconv's tests and fixtures use:
 #   * Go (Debian golang-go) for `go tool pprof -raw`;
 #   * llvm-cxxfilt (Debian llvm) for tests/data/expected_oracle.py;
+#   * Android's hprof-conv (Debian hprof-conv, at /usr/lib/android-sdk/platform-tools/) for the
+#     hprof tests, and a JDK (javac, java: Debian openjdk-17-jdk-headless) for tests/hprof.rs;
 #   * a Python venv at $REPO/target/oracle-venv with PyPI `perfetto` and
 #     `protobuf` (Google's trace schema, for ../shared/tools/perfetto_encode.py
 #     and tests/data/expected_oracle.py). Debian's python3-protobuf is too old.
@@ -25,6 +27,10 @@ apt_install() {
 pkgs=()
 command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
 command -v llvm-cxxfilt >/dev/null 2>&1 || pkgs+=(llvm)
+# Android's hprof-conv (not on PATH): reads the 1.0.3 heap dumps `heapconv hprof --android` writes,
+# and is what `heapconv hprof-conv` must match byte for byte.
+[ -x /usr/lib/android-sdk/platform-tools/hprof-conv ] || pkgs+=(hprof-conv)
+{ command -v javac >/dev/null 2>&1 && command -v java >/dev/null 2>&1; } || pkgs+=(openjdk-17-jdk-headless)
 if [ "${#pkgs[@]}" -gt 0 ]; then
   apt_install "${pkgs[@]}"
 fi
@@ -54,5 +60,7 @@ fi
 # --- Versions ------------------------------------------------------------------
 go version
 llvm-cxxfilt --version | head -n 2 | tail -n 1 | sed 's/^ */llvm-cxxfilt: /'
+echo "hprof-conv: $(dpkg-query -W -f '${Version}' hprof-conv 2>/dev/null || echo missing)"
+javac -version 2>&1
 echo "venv: $VENV ($("$VENV/bin/python" --version 2>&1))"
 "$VENV/bin/python" -m pip list --disable-pip-version-check 2>/dev/null | grep -Ei '^(perfetto|protobuf) '

@@ -5,14 +5,16 @@
 //! ```
 //!
 //! * [`decode`] reads inputs: Perfetto traces with heapprofd data (inline and interned layouts,
-//!   continuous dumps, `compressed_packets`, whole-file gzip, ModuleSymbols) and Android DDM
-//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies).
+//!   continuous dumps, `compressed_packets`, whole-file gzip, ModuleSymbols), Android DDM
+//!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies), and Java heaps (Perfetto
+//!   `HeapGraph` packets and HPROF heap dumps, with Android's `hprof-conv`) into
+//!   [`model::HeapDump`].
 //! * [`symbolize`] gives native frames names, files, lines and inline chains from DWARF found
 //!   in symbol directories.
 //! * [`model`] holds the data: interned strings, mappings, frames, a stack prefix tree, and
 //!   profiles of values per stack with everything known about their origin.
-//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON and
-//!   Perfetto ModuleSymbols packets.
+//! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON,
+//!   Perfetto ModuleSymbols packets and hprof heap dumps.
 //! * [`analysis`] answers questions about decoded data: for Java heaps, reachability, the
 //!   shortest-path tree (traceconv's `--java-heap` profile), dominators and retained sizes,
 //!   class histograms and paths from GC roots.

@@ -10,8 +10,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use heapconv::decode::ddm_alloc_records::{DdmOptions, OrderChoice};
+use heapconv::decode::hprof::HprofConvOptions;
 use heapconv::decode::perfetto::DecodeOptions;
-use heapconv::encode::summary::{ddm_inspect_json, ddm_inspect_text, inspect_json, inspect_text};
+use heapconv::encode::summary::{
+    ddm_inspect_json, ddm_inspect_text, hprof_inspect_json, hprof_inspect_text, inspect_json, inspect_text,
+};
 use heapconv::model::{TraceReport, ValueKind};
 use heapconv::pipeline::{self, ConvertOptions, Destination, DumpSelect, Format, Inspection, ProfileOptions};
 use heapconv::symbolize::{SymbolizeOptions, SymbolizeReport};
@@ -58,9 +61,19 @@ enum Command {
     /// Convert dumps, or DDM allocation records (several captures are merged), to pprof,
     /// folded stacks, a flame graph SVG or a JSON summary.
     Convert(ConvertArgs),
-    /// Show what a trace holds (sequences, processes, heaps, dumps, flags and problems), or a
-    /// DDM capture (entries, threads, top classes and methods, stack depths).
+    /// Show what a trace holds (sequences, processes, heaps, dumps, flags and problems), a
+    /// DDM capture (entries, threads, top classes and methods, stack depths), or an HPROF heap
+    /// dump (records, heaps, classes, objects, roots, damage).
     Inspect(InspectArgs),
+    /// Write a Java heap graph of a Perfetto trace (java_hprof data source) as an hprof heap
+    /// dump (`JAVA PROFILE 1.0.2`, or Android's 1.0.3 with --android).
+    Hprof(HprofArgs),
+    /// Convert an Android heap dump (JAVA PROFILE 1.0.3) to the standard format (1.0.2) that
+    /// JVM tools read, byte for byte as Android's `hprof-conv` writes it (except for
+    /// PRIMITIVE_ARRAY_NODATA records, which hprof-conv corrupts and heapconv writes as arrays
+    /// of zeros).
+    #[command(name = "hprof-conv")]
+    HprofConv(HprofConvArgs),
     /// Symbolize a trace's native frames offline and write Perfetto ModuleSymbols packets, as
     /// `traceconv symbolize` does (`cat trace symbols > symbolized`).
     Symbolize(SymbolizeArgs),
@@ -215,6 +228,10 @@ struct ProfileArgs {
     /// Write uncompressed .pb files, named exactly as traceconv names them.
     #[arg(long)]
     raw: bool,
+    /// Convert the Java heap graphs instead (`traceconv profile --java-heap`): one
+    /// `java_heap_dump.N.PID.pb` per dump, the shortest-path tree from the GC roots.
+    #[arg(long)]
+    java_heap: bool,
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
@@ -322,6 +339,31 @@ struct ConvertArgs {
 }
 
 #[derive(Args, Debug)]
+struct HprofArgs {
+    /// The trace (gzip is detected).
+    trace: PathBuf,
+    /// Output file, `-` for standard output, or a directory (existing, or ending in `/`) for
+    /// one `java_heap_dump.N.PID.hprof` per dump.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Only this process.
+    #[arg(long)]
+    pid: Option<u64>,
+    /// Only dumps at these trace-clock timestamps (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    timestamps: Vec<i64>,
+    /// Write Android's `JAVA PROFILE 1.0.3` (heap-info records, Android root tags), which
+    /// `hprof-conv` and Android Studio read.
+    #[arg(long)]
+    android: bool,
+    /// Print what was written as JSON on standard output.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    decode: DecodeArgs,
+}
+
+#[derive(Args, Debug)]
 struct SymbolizeArgs {
     /// The trace (`-` for standard input; gzip is detected).
     trace: PathBuf,
@@ -338,8 +380,21 @@ struct SymbolizeArgs {
 }
 
 #[derive(Args, Debug)]
+struct HprofConvArgs {
+    /// The Android heap dump (`-` for standard input; gzip is detected).
+    input: PathBuf,
+    /// The output file (`-` for standard output); written atomically, never over the input.
+    output: PathBuf,
+    /// Leave out the instances and arrays of the zygote and image heaps (class dumps and roots
+    /// stay), as `hprof-conv -z`.
+    #[arg(short = 'z')]
+    app_only: bool,
+}
+
+#[derive(Args, Debug)]
 struct InspectArgs {
-    /// The trace or DDM allocation-record capture (`-` for standard input; gzip is detected).
+    /// The trace, DDM allocation-record capture or HPROF heap dump (`-` for standard input;
+    /// gzip is detected).
     input: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -452,7 +507,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     pb.tick();
                 }
             };
-            let run = pipeline::run_profile(&a.trace, &opts, &tick)?;
+            let run = if a.java_heap {
+                pipeline::run_java_heap_profile(&a.trace, &opts)?
+            } else {
+                pipeline::run_profile(&a.trace, &opts, &tick)?
+            };
             if let Some(pb) = pb {
                 pb.finish_and_clear();
             }
@@ -513,6 +572,82 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let damaged = report_problems(&ui, &run.report);
             let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
             Ok(exit_code(gate_ok, damaged))
+        }
+        Command::Hprof(a) => {
+            let opts = pipeline::HprofRunOptions {
+                pids: a.pid.into_iter().collect(),
+                timestamps: a.timestamps,
+                hprof: heapconv::encode::hprof::HprofOptions {
+                    android: a.android,
+                    ..heapconv::encode::hprof::HprofOptions::default()
+                },
+                graph: heapconv::decode::perfetto::heap_graph::HeapGraphOptions {
+                    max_bundle_bytes: a.decode.max_bundle_mib << 20,
+                    ..Default::default()
+                },
+            };
+            let dest = if a.output.as_os_str() == "-" {
+                if std::io::stdout().is_terminal() {
+                    return Err(Error::new(
+                        ErrorKind::Usage,
+                        "refusing to write a binary heap dump to a terminal; use -o FILE or redirect standard output",
+                    ));
+                }
+                pipeline::HprofDestination::Stdout
+            } else if a.output.is_dir() || a.output.to_string_lossy().ends_with('/') {
+                pipeline::HprofDestination::Dir(a.output.clone())
+            } else {
+                pipeline::HprofDestination::File(a.output.clone())
+            };
+            let run = pipeline::run_hprof(&a.trace, &dest, &opts)?;
+            if let Some(bytes) = &run.stdout {
+                let mut so = std::io::stdout().lock();
+                so.write_all(bytes).map_err(|e| Error::io("writing standard output", e))?;
+                so.flush().map_err(|e| Error::io("writing standard output", e))?;
+            }
+            for w in &run.written {
+                if !w.incomplete.is_empty() {
+                    ui.warn(&format!("{}: the heap graph is incomplete: {}", w.describe, w.incomplete.join("; ")));
+                }
+                let to =
+                    w.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "standard output".to_owned());
+                if !a.json && (run.stdout.is_none() || ui.verbose > 0) {
+                    ui.info(&format!(
+                        "wrote {to}: {}, {} classes, {} instances, {} arrays, {} roots, {} bytes ({}-byte ids)",
+                        w.describe,
+                        w.summary.classes,
+                        w.summary.instances,
+                        w.summary.object_arrays + w.summary.primitive_arrays,
+                        w.summary.roots,
+                        w.summary.bytes,
+                        w.summary.id_size
+                    ));
+                }
+            }
+            if a.json && run.stdout.is_none() {
+                let doc: Vec<serde_json::Value> = run
+                    .written
+                    .iter()
+                    .map(|w| {
+                        serde_json::json!({
+                            "path": w.path.as_ref().map(|p| p.display().to_string()),
+                            "dump": w.describe,
+                            "incomplete": w.incomplete,
+                            "summary": w.summary,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&doc).expect("serializes"));
+            }
+            if ui.verbose > 0 {
+                for p in &run.report.problems {
+                    ui.warn(&p.message);
+                }
+            }
+            if let Some(d) = &run.report.damage {
+                ui.warn(&format!("input damaged, result is partial: {d}"));
+            }
+            Ok(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
         }
         Command::Symbolize(a) => {
             let Some(opts) = a.symbols.options(&ui) else {
@@ -592,6 +727,34 @@ fn run(cli: Cli) -> Result<u8, Error> {
             ));
             Ok(EXIT_OK)
         }
+        Command::HprofConv(a) => {
+            if a.output.as_os_str() == "-" && std::io::stdout().is_terminal() {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "refusing to write a binary heap dump to a terminal; give an output file or redirect",
+                ));
+            }
+            let opts = HprofConvOptions { app_only: a.app_only, ..HprofConvOptions::default() };
+            let r = pipeline::run_hprof_conv(&a.input, &a.output, &opts)?;
+            ui.info(&format!(
+                "converted {} records ({} heap-dump records, {} sub-records): {} HEAP_DUMP_INFO dropped, {} Android roots written as ROOT_UNKNOWN{}; {} -> {} bytes",
+                r.records,
+                r.heap_dump_records,
+                r.sub_records,
+                r.heap_infos_dropped,
+                r.roots_rewritten,
+                if a.app_only { format!(", {} zygote/image objects dropped", r.objects_dropped) } else { String::new() },
+                r.bytes_in,
+                r.bytes_out
+            ));
+            if r.nodata_zero_filled + r.nodata_emptied > 0 {
+                ui.warn(&format!(
+                    "{} PRIMITIVE_ARRAY_NODATA record(s) written as arrays of zeros and {} as empty arrays (Android's hprof-conv writes them corrupt)",
+                    r.nodata_zero_filled, r.nodata_emptied
+                ));
+            }
+            Ok(EXIT_OK)
+        }
         Command::Inspect(a) => {
             let (text, partial) = match pipeline::run_inspect_input(&a.input, &a.decode.options(), &a.ddm.options())? {
                 Inspection::Trace(report) => {
@@ -599,6 +762,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 }
                 Inspection::Ddm(report) => {
                     (if a.json { ddm_inspect_json(&report) } else { ddm_inspect_text(&report) }, false)
+                }
+                Inspection::Hprof(report) => {
+                    let partial = !report.incomplete.is_empty();
+                    (if a.json { hprof_inspect_json(&report) } else { hprof_inspect_text(&report) }, partial)
                 }
             };
             std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
@@ -667,12 +834,34 @@ mod tests {
     }
 
     #[test]
+    fn hprof_defaults_equal_option_defaults() {
+        let Command::Hprof(a) = parse(&["heapconv", "hprof", "t.pftrace", "-o", "x.hprof"]) else { panic!("hprof") };
+        let d = pipeline::HprofRunOptions::default();
+        assert_eq!(a.pid.into_iter().collect::<Vec<_>>(), d.pids);
+        assert_eq!(a.timestamps, d.timestamps);
+        assert_eq!(a.android, d.hprof.android);
+        assert_eq!(a.decode.max_bundle_mib << 20, d.graph.max_bundle_bytes);
+        assert!(Cli::try_parse_from(["heapconv", "hprof", "t.pftrace"]).is_err(), "-o is required");
+    }
+
+    #[test]
     fn convert_takes_several_inputs() {
         let Command::Convert(a) = parse(&["heapconv", "convert", "a.alloc", "b.alloc", "--to", "folded"]) else {
             panic!("convert")
         };
         assert_eq!(a.inputs, [PathBuf::from("a.alloc"), PathBuf::from("b.alloc")]);
         assert!(Cli::try_parse_from(["heapconv", "convert"]).is_err());
+    }
+
+    #[test]
+    fn hprof_conv_takes_z_anywhere() {
+        for args in [["heapconv", "hprof-conv", "a", "b", "-z"], ["heapconv", "hprof-conv", "-z", "a", "b"]] {
+            let Command::HprofConv(a) = parse(&args) else { panic!("hprof-conv") };
+            assert!(a.app_only && a.input == std::path::Path::new("a") && a.output == std::path::Path::new("b"));
+        }
+        let Command::HprofConv(a) = parse(&["heapconv", "hprof-conv", "a", "b"]) else { panic!("hprof-conv") };
+        assert_eq!(a.app_only, HprofConvOptions::default().app_only);
+        assert!(Cli::try_parse_from(["heapconv", "hprof-conv", "a"]).is_err());
     }
 
     #[test]

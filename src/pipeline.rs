@@ -7,15 +7,23 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
 use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_with};
+use crate::decode::hprof::{
+    HprofConvOptions, HprofConvReport, HprofReadOptions, HprofStats, NoSeek, hprof_conv, read_hprof_with_stats,
+};
+use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_observed, decode_heapprofd_with};
 use crate::decode::{Input, InputKind, sniff};
 use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
+use crate::encode::hprof::{HprofOptions, HprofSummary, encode_hprof};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
-use crate::encode::summary::{DdmDepth, DdmInspect, DdmTally, DdmThread, SummaryOptions, convert_json};
+use crate::encode::summary::{
+    DdmDepth, DdmInspect, DdmTally, DdmThread, HprofHeapTally, HprofInspect, HprofRootTally, HprofTagTally,
+    SummaryOptions, convert_json,
+};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Profile, Tables, TraceReport, ValueKind};
+use crate::model::{HeapDump, Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage_file, write_atomic};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
@@ -99,10 +107,19 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let (tx, rx) = mpsc::channel::<Staged>();
     // The decoder hands over one dump at a time: memory stays bounded however many dumps the
     // trace has.
-    let (job_tx, job_rx) = mpsc::sync_channel::<Job>(0);
+    let (job_tx, job_rx) = mpsc::sync_channel::<Work>(0);
+    // While the decoder works through a chain that defines callstacks (heapprofd puts every
+    // callstack of a dump in the dump's chain), the encoder, idle until the dump is complete,
+    // is handed the new callstacks to give them location ids and location lists early. Only
+    // when it is waiting (a rendezvous `try_send`), so this never holds up the decoder.
+    enum Work {
+        Grow(crate::model::TablesDelta, Vec<crate::model::StackId>),
+        Dump(Box<Job>),
+    }
     let mut count = 0usize;
     let mut dir_ready = false;
-    let mut mark = crate::model::TablesMark::default();
+    let mark = std::cell::Cell::new(crate::model::TablesMark::default());
+    let mut early: Vec<crate::model::StackId> = Vec::new();
     let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
     let raw = opts.raw;
     let dir = opts.output_dir.clone();
@@ -165,7 +182,15 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         });
         let encoder_thread = threads.spawn(move || {
             let mut replica = Arc::new(Tables::default());
-            for job in job_rx {
+            for work in job_rx {
+                let job = match work {
+                    Work::Grow(delta, stacks) => {
+                        Arc::make_mut(&mut replica).apply_delta(delta);
+                        encoder.prepare(&replica, &stacks);
+                        continue;
+                    }
+                    Work::Dump(job) => *job,
+                };
                 Arc::make_mut(&mut replica).apply_delta(job.delta);
                 let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
                 let ts = job.meta.timestamp;
@@ -187,10 +212,21 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 }
             }
         });
-        result = decode_heapprofd_with(
+        let job_tx_early = job_tx.clone();
+        let mut stack_hook = |t: &Tables, stacks: &[crate::model::StackId]| {
+            early.extend_from_slice(stacks);
+            let work = Work::Grow(t.delta_since(mark.get()), std::mem::take(&mut early));
+            match job_tx_early.try_send(work) {
+                Ok(()) => mark.set(t.mark()),
+                Err(mpsc::TrySendError::Full(Work::Grow(_, stacks))) => early = stacks,
+                Err(_) => {}
+            }
+        };
+        result = decode_heapprofd_observed(
             &mut inp,
             &decode,
             &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+            if symbolizing { None } else { Some(&mut stack_hook) },
             &mut |p: Profile| {
                 if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
                     return Ok(());
@@ -206,15 +242,18 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                     attributions
                         .insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
                 }
-                let delta = p.tables.delta_since(mark);
-                mark = p.tables.mark();
+                let delta = p.tables.delta_since(mark.get());
+                mark.set(p.tables.mark());
                 let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
                 let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
-                job_tx.send(job).map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
+                job_tx
+                    .send(Work::Dump(Box::new(job)))
+                    .map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
                 Ok(())
             },
         );
         drop(job_tx);
+        drop(job_tx_early);
         let _ = encoder_thread.join();
         let _ = writer_thread.join();
     });
@@ -577,6 +616,15 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
             Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], dest, opts),
+            Opened::Hprof(inp) => {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "{} is an HPROF heap dump; `convert` reads Perfetto traces and DDM allocation records (`heapconv inspect` summarizes heap dumps, `heapconv hprof-conv` converts Android ones to the standard format)",
+                        inp.name
+                    ),
+                ));
+            }
         }
     }
     convert_ddm(&ddm, inputs, dest, opts)
@@ -679,7 +727,26 @@ pub fn run_inspect(input: &Path, decode: &DecodeOptions) -> Result<TraceReport> 
 fn inspect_trace(mut inp: Input, decode: &DecodeOptions) -> Result<TraceReport> {
     let mut opts = decode.clone();
     opts.include_unchanged = false;
-    let (report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
+    let (mut report, _) = decode_heapprofd(&mut inp, &opts, &mut |_| Ok(()))?;
+    if report.packet_kinds.get("heap_graph").copied().unwrap_or(0) > 0 {
+        // Heap graphs have their own decoder: a second pass over the input.
+        match inp.reopen() {
+            Some(again) => {
+                let mut again = again?;
+                let graph = HeapGraphOptions {
+                    max_packet_bytes: decode.max_packet_bytes,
+                    max_bundle_bytes: decode.max_bundle_bytes,
+                    pids: Vec::new(),
+                };
+                let hg = decode_heap_graphs(&mut again, &graph, &mut |_| Ok(()))?;
+                report.heap_graphs = hg.heap_graphs;
+                for p in hg.problems {
+                    report.problem(p.offset, p.packet, p.message);
+                }
+            }
+            None => report.problem(None, None, "heap graphs are not listed for standard input (give a file)"),
+        }
+    }
     Ok(report)
 }
 
@@ -690,16 +757,127 @@ pub enum Inspection {
     Trace(TraceReport),
     /// A DDM allocation-record capture.
     Ddm(DdmInspect),
+    /// An HPROF heap dump.
+    Hprof(HprofInspect),
 }
 
-/// Runs `inspect` on a Perfetto trace or a DDM allocation-record capture (told apart by their
-/// first bytes).
+/// Runs `inspect` on a Perfetto trace, a DDM allocation-record capture or an HPROF heap dump
+/// (told apart by their first bytes).
 pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions) -> Result<Inspection> {
     match open_input(input, decode.max_gzip_bytes, ddm.max_bytes, is_alloc_file(input))? {
         Opened::Trace(inp, _) => Ok(Inspection::Trace(inspect_trace(inp, decode)?)),
         Opened::Ddm { name, bytes } => {
             let capture = decode_alloc_records(&bytes, &name, ddm)?;
             Ok(Inspection::Ddm(ddm_inspect(&capture, ddm)))
+        }
+        Opened::Hprof(mut inp) => {
+            let name = inp.name.clone();
+            let (dump, stats) = read_hprof_with_stats(inp.reader(), &name, &HprofReadOptions::default())?;
+            Ok(Inspection::Hprof(hprof_inspect(&name, &dump, &stats)))
+        }
+    }
+}
+
+/// The inspect report of an HPROF heap dump.
+pub fn hprof_inspect(source: &str, d: &HeapDump, st: &HprofStats) -> HprofInspect {
+    use crate::decode::hprof::walk::{record_name, sub_record_name};
+    use crate::model::heap::ObjectKind;
+    let tally = |m: &BTreeMap<u8, crate::decode::hprof::TagCount>, name: fn(u8) -> &'static str| {
+        m.iter()
+            .map(|(&tag, c)| HprofTagTally { tag, name: name(tag).to_owned(), count: c.count, bytes: c.bytes })
+            .collect()
+    };
+    let mut heaps: Vec<HprofHeapTally> =
+        d.heaps.iter().map(|h| HprofHeapTally { name: h.clone(), objects: 0, shallow_bytes: 0 }).collect();
+    let mut r = HprofInspect {
+        source: source.to_owned(),
+        bytes: st.bytes,
+        records: tally(&st.records, record_name),
+        sub_records: tally(&st.sub_records, sub_record_name),
+        classes: d.classes.len() as u64,
+        objects: d.len() as u64,
+        references: d.ref_target.len() as u64,
+        null_references: st.null_refs,
+        dangling_references: d.dangling_refs,
+        dangling_roots: st.dangling_roots,
+        instances_before_class: st.instances_before_class,
+        incomplete: d.incomplete.clone(),
+        ..Default::default()
+    };
+    if let Some(h) = &st.header {
+        r.format = h.format.clone();
+        r.id_size = h.id_size;
+        r.timestamp_ms = h.timestamp_ms;
+    }
+    for o in 0..d.len() {
+        let size = d.obj_self_size[o];
+        r.shallow_bytes += size;
+        if let Some(h) = heaps.get_mut(usize::from(d.obj_heap[o])) {
+            h.objects += 1;
+            h.shallow_bytes += size;
+        }
+        match d.obj_kind[o] {
+            ObjectKind::Instance => r.instances += 1,
+            ObjectKind::ObjectArray => r.object_arrays += 1,
+            ObjectKind::PrimitiveArray(_) => r.primitive_arrays += 1,
+            ObjectKind::Class => r.class_objects += 1,
+        }
+    }
+    r.heaps = heaps;
+    for root in &d.roots {
+        let kind = root.kind.perfetto_name();
+        match r.roots.iter_mut().find(|t| t.kind == kind) {
+            Some(t) => t.count += 1,
+            None => r.roots.push(HprofRootTally { kind: kind.to_owned(), count: 1 }),
+        }
+    }
+    for (n, what) in [
+        (st.field_size_mismatches, "instance(s) whose field bytes differ from what their class chain declares"),
+        (st.duplicate_ids, "object(s) with an id an earlier object has (references go to the first)"),
+        (st.duplicate_class_dumps, "CLASS_DUMP(s) of a class dumped before (ignored)"),
+        (st.missing_strings, "name(s) whose STRING record is missing"),
+    ] {
+        if n > 0 {
+            r.problems.push(format!("{n} {what}"));
+        }
+    }
+    r
+}
+
+/// Runs `hprof-conv`: converts the Android heap dump `input` (`-`: standard input; gzip is
+/// undone) to the standard format in `output` (`-`: standard output), written atomically.
+pub fn run_hprof_conv(input: &Path, output: &Path, opts: &HprofConvOptions) -> Result<HprofConvReport> {
+    use std::io::Write;
+    let inputs = [input.to_path_buf()];
+    let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
+    let name = inp.name.clone();
+    if output.as_os_str() == "-" {
+        let mut out = NoSeek(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock()));
+        let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
+        out.flush().map_err(|e| Error::io("writing standard output", e))?;
+        return Ok(report);
+    }
+    check_not_input(output, &inputs)?;
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (tmp, file) = stage_file(&dir, 0)?;
+    let result = (|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
+        let file = out.into_inner().map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+        Ok(report)
+    })();
+    match result {
+        Ok(report) => {
+            commit_staged(&tmp, output, &inputs)?;
+            Ok(report)
+        }
+        Err(e) => {
+            discard_staged([tmp]);
+            Err(e)
         }
     }
 }
@@ -776,6 +954,8 @@ enum Opened {
     Trace(Input, InputKind),
     /// A DDM capture, read whole (gzip undone).
     Ddm { name: String, bytes: Vec<u8> },
+    /// An HPROF heap dump, opened from its start.
+    Hprof(Input),
 }
 
 /// Opens `path` (`-` for stdin) and tells a DDM capture from anything else by its first
@@ -820,6 +1000,9 @@ fn open_input(path: &Path, max_gzip: u64, ddm_max: u64, want_ddm: bool) -> Resul
             }
             return Ok(Opened::Ddm { name, bytes });
         }
+        if kind == InputKind::Hprof && !want_ddm {
+            return Ok(Opened::Hprof(Input::from_bytes(&name, raw, max_gzip)?));
+        }
         not_ddm(&name, kind, &head, want_ddm)?;
         return Ok(Opened::Trace(Input::from_bytes(&name, raw, max_gzip)?, kind));
     }
@@ -840,9 +1023,12 @@ fn open_input(path: &Path, max_gzip: u64, ddm_max: u64, want_ddm: bool) -> Resul
         }
         return Ok(Opened::Ddm { name, bytes });
     }
-    not_ddm(&name, kind, &head, want_ddm)?;
+    let hprof = kind == InputKind::Hprof && !want_ddm;
+    if !hprof {
+        not_ddm(&name, kind, &head, want_ddm)?;
+    }
     let again = input.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))??;
-    Ok(Opened::Trace(again, kind))
+    Ok(if hprof { Opened::Hprof(again) } else { Opened::Trace(again, kind) })
 }
 
 /// The error for an input that is not a DDM capture, when one is required or when it is a
@@ -982,4 +1168,254 @@ pub fn run_symbolize(
         write_atomic(out, &symbols, &[input.to_path_buf()])?;
     }
     Ok(SymbolizeRun { symbols, report, trace })
+}
+
+/// Options of `heapconv hprof`: Java heap graphs of a Perfetto trace to hprof heap dumps.
+#[derive(Debug, Clone, Default)]
+pub struct HprofRunOptions {
+    /// Only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Only dumps at these trace-clock timestamps (empty: all). Default: empty.
+    pub timestamps: Vec<i64>,
+    /// How the dumps are written. Default: [`HprofOptions::default`] (1.0.2).
+    pub hprof: HprofOptions,
+    /// How the trace is read. Default: [`HeapGraphOptions::default`].
+    pub graph: HeapGraphOptions,
+}
+
+/// Where `heapconv hprof` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HprofDestination {
+    /// One file: exactly one dump must match.
+    File(PathBuf),
+    /// Standard output: exactly one dump must match.
+    Stdout,
+    /// A directory: one `java_heap_dump.N.PID.hprof` per matching dump (N counts from 1 in
+    /// the order the dumps end in the trace).
+    Dir(PathBuf),
+}
+
+/// One hprof file `heapconv hprof` wrote.
+#[derive(Debug, Clone)]
+pub struct HprofWritten {
+    /// Where (`None`: standard output, whose bytes are in [`HprofRun::stdout`]).
+    pub path: Option<PathBuf>,
+    /// Which dump: process, pid, time.
+    pub describe: String,
+    /// Why the dump is incomplete, if it is.
+    pub incomplete: Vec<String>,
+    /// What was written.
+    pub summary: HprofSummary,
+}
+
+/// Output of `heapconv hprof`.
+#[derive(Debug)]
+pub struct HprofRun {
+    /// Files written, in order.
+    pub written: Vec<HprofWritten>,
+    /// The hprof bytes for standard output, when that was the destination.
+    pub stdout: Option<Vec<u8>>,
+    /// What the trace holds.
+    pub report: TraceReport,
+}
+
+impl HprofRun {
+    /// True when the result is partial: the trace is damaged or a written dump is incomplete.
+    pub fn is_partial(&self) -> bool {
+        self.report.damage.is_some() || self.written.iter().any(|w| !w.incomplete.is_empty())
+    }
+}
+
+/// How a heap graph dump is named in messages.
+pub fn describe_heap_dump(pid: Option<u32>, name: Option<&str>, timestamp: Option<i64>) -> String {
+    let mut s = match (name, pid) {
+        (Some(n), Some(p)) => format!("{n} (pid {p})"),
+        (None, Some(p)) => format!("pid {p}"),
+        (Some(n), None) => n.to_owned(),
+        (None, None) => "unknown process".to_owned(),
+    };
+    if let Some(t) = timestamp {
+        s.push_str(&format!(" at {t} ns"));
+    }
+    s
+}
+
+/// Runs `heapconv hprof`: decodes the heap graphs of `input` and writes the matching dumps as
+/// hprof, one at a time (memory holds one dump). Every file is staged and renamed into place
+/// only when the run succeeds; with a single-file destination, several matching dumps are a
+/// usage error that lists them.
+pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) -> Result<HprofRun> {
+    use std::io::Write as _;
+    let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
+    let inputs = [input.to_path_buf()];
+    let stage_dir = match dest {
+        HprofDestination::Dir(d) => {
+            ensure_dir(d)?;
+            d.clone()
+        }
+        HprofDestination::File(f) => match f.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+        HprofDestination::Stdout => std::env::temp_dir(),
+    };
+    if let HprofDestination::File(f) = dest {
+        check_not_input(f, &inputs)?;
+    }
+    let single = !matches!(dest, HprofDestination::Dir(_));
+    let mut graph = opts.graph.clone();
+    graph.pids = opts.pids.clone();
+    let mut staged: Vec<(PathBuf, HprofWritten, u32)> = Vec::new();
+    let mut matched: Vec<String> = Vec::new();
+    let report = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+        if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+            return Ok(());
+        }
+        let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
+        matched.push(describe.clone());
+        if single && matched.len() > 1 {
+            // Only listed: the run ends in a usage error.
+            return Ok(());
+        }
+        let n = matched.len();
+        let (tmp, file) = stage_file(&stage_dir, n)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        let result = encode_hprof(&dump, &opts.hprof, &mut w)
+            .and_then(|s| w.flush().map(|_| s).map_err(|e| Error::io(format!("writing {}", tmp.display()), e)));
+        match result {
+            Ok(summary) => {
+                let written = HprofWritten { path: None, describe, incomplete: dump.incomplete.clone(), summary };
+                staged.push((tmp, written, dump.pid.unwrap_or(0)));
+                Ok(())
+            }
+            Err(e) => {
+                discard_staged([tmp]);
+                Err(e)
+            }
+        }
+    });
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            discard_staged(staged.into_iter().map(|s| s.0));
+            return Err(e);
+        }
+    };
+    if matched.is_empty() {
+        discard_staged(staged.into_iter().map(|s| s.0));
+        let what = if let (true, Some(d)) = (report.heap_graphs.is_empty(), &report.damage) {
+            format!("no Java heap graph could be read: {d}")
+        } else if report.heap_graphs.is_empty() {
+            "the trace holds no Java heap graph".to_owned()
+        } else {
+            "no heap graph dump matches --pid/--timestamps (see `heapconv inspect`)".to_owned()
+        };
+        return Err(Error::new(ErrorKind::NoData, format!("{}: {what}", input.display())));
+    }
+    if single && matched.len() > 1 {
+        discard_staged(staged.into_iter().map(|s| s.0));
+        let list: Vec<String> = matched.iter().map(|m| format!("  {m}")).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!(
+                "{} heap graph dumps match; choose one with --pid/--timestamps, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+                matched.len(),
+                list.join("\n")
+            ),
+        ));
+    }
+    let mut written = Vec::new();
+    let mut stdout = None;
+    for (n, (tmp, mut w, pid)) in staged.into_iter().enumerate() {
+        match dest {
+            HprofDestination::Dir(d) => {
+                let path = d.join(format!("java_heap_dump.{}.{pid}.hprof", n + 1));
+                commit_staged(&tmp, &path, &inputs)?;
+                w.path = Some(path);
+            }
+            HprofDestination::File(f) => {
+                commit_staged(&tmp, f, &inputs)?;
+                w.path = Some(f.clone());
+            }
+            HprofDestination::Stdout => {
+                let bytes = std::fs::read(&tmp).map_err(|e| Error::io(format!("reading {}", tmp.display()), e));
+                discard_staged([tmp]);
+                stdout = Some(bytes?);
+            }
+        }
+        written.push(w);
+    }
+    Ok(HprofRun { written, stdout, report })
+}
+
+/// Runs `heapconv profile --java-heap`, as `traceconv profile --java-heap` does: one pprof per
+/// heap graph dump (per process and time) of traceconv's shortest-path tree from the GC roots,
+/// named `java_heap_dump.N.PID.pb` (`.pb.gz` unless `raw`), N counting from 1 in the order the
+/// dumps end in the trace. A dump whose tree is empty (no roots) gets no file, as in traceconv.
+/// Every file is staged and renamed into place only when the run succeeds.
+pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<ProfileRun> {
+    use crate::analysis::heap::RootedHeap;
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let inputs = [input.to_path_buf()];
+    let graph = HeapGraphOptions {
+        max_packet_bytes: opts.decode.max_packet_bytes,
+        max_bundle_bytes: opts.decode.max_bundle_bytes,
+        pids: opts.pids.clone(),
+    };
+    let mut staged: Vec<(PathBuf, u32)> = Vec::new();
+    let mut dir_ready = false;
+    let result = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+        if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+            return Ok(());
+        }
+        let heap = RootedHeap::new(&dump);
+        let spt = heap.shortest_path_tree();
+        let profile = heap.spt_profile(&spt);
+        if profile.sample_count() == 0 {
+            return Ok(());
+        }
+        if !dir_ready {
+            ensure_dir(&opts.output_dir)?;
+            dir_ready = true;
+        }
+        let (tmp, file) = stage_file(&opts.output_dir, staged.len())?;
+        staged.push((tmp.clone(), dump.pid.unwrap_or(0)));
+        let buf = std::io::BufWriter::with_capacity(1 << 20, file);
+        let mut encoder = PprofEncoder::new(PprofOptions { annotations: false, extras: true });
+        let io = |e| Error::io(format!("writing {}", tmp.display()), e);
+        let file = if opts.raw {
+            let mut w = buf;
+            encoder.encode_to(&profile, &mut w).map_err(io)?;
+            w.into_inner().map_err(|e| io(e.into_error()))?
+        } else {
+            let mut w = gzip_writer(buf);
+            encoder.encode_to(&profile, &mut w).map_err(io)?;
+            let buf = w.finish().map_err(io)?;
+            buf.into_inner().map_err(|e| io(e.into_error()))?
+        };
+        file.sync_all().map_err(io)?;
+        Ok(())
+    });
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            discard_staged(staged.into_iter().map(|s| s.0));
+            return Err(e);
+        }
+    };
+    if report.heap_graphs.is_empty() && report.damage.is_none() {
+        return Err(Error::new(ErrorKind::NoData, format!("{}: the trace holds no Java heap graph", inp.name)));
+    }
+    let ext = if opts.raw { "pb" } else { "pb.gz" };
+    let mut written = Vec::new();
+    let mut rest = staged.into_iter().enumerate();
+    while let Some((n, (tmp, pid))) = rest.next() {
+        let path = opts.output_dir.join(format!("java_heap_dump.{}.{pid}.{ext}", n + 1));
+        if let Err(e) = commit_staged(&tmp, &path, &inputs) {
+            discard_staged(rest.map(|(_, s)| s.0));
+            return Err(e);
+        }
+        written.push(path);
+    }
+    Ok(ProfileRun { written, report, symbols: None })
 }

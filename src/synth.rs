@@ -45,6 +45,8 @@
 //! Everything is derived from [`SynthOptions::seed`] with a private
 //! SplitMix64 generator: the same options always produce the same bytes.
 
+pub mod hprof;
+
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 

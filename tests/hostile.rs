@@ -117,3 +117,39 @@ fn symbolizing_with_a_corrupt_debug_file_never_panics() {
         assert!(r.is_ok(), "panic symbolizing a corrupt file");
     }
 }
+
+// Findings of the cargo-fuzz targets (fuzz/, FUZZING.md): each minimized input that made a
+// target crash, hang or run out of memory, replayed here with the outcome it must have now.
+// Inputs live in tests/data/fuzz/<target>/.
+
+/// Fuzz finding 1 (`symbol_file`): looking up the last address, `u64::MAX`, made addr2line
+/// compute `addr + 1` (an overflow panic in builds with overflow checks, e.g. `cargo test`
+/// without `--release`). Any rel_pc can come from a trace. No DWARF range can hold that
+/// address, so it gets no source line (the symbol table may still name the last function, as
+/// for any address past it), and the lookups beside it are unaffected.
+#[test]
+fn fuzz_symbol_lookup_at_the_last_address() {
+    let path = root().join("symbols/libwidget.so");
+    let alone = heapconv::symbolize::symbolize_addresses(&path, &[0x1150]);
+    let lines = heapconv::symbolize::symbolize_addresses(&path, &[u64::MAX, 0x1150, u64::MAX - 1]);
+    assert!(lines[0].iter().all(|l| l.2.is_empty() && l.3 == 0), "{:?}", lines[0]);
+    assert_eq!(lines[0], lines[2]);
+    assert_eq!(lines[1], alone[0]);
+    assert_eq!(lines[1][0].0, "deregister_tm_clones");
+}
+
+/// Fuzz finding 2 (`symbol_file`): a function symbol whose value + size passes 2^64 (a corrupt
+/// symbol table) made the symbol-table lookup compute `start + size`: a panic with overflow
+/// checks, and without them a wrapped end that hid the symbol. The input is built by
+/// tests/data/fuzz/make_inputs.py: `low` at 0x1000 (16 bytes) and `wraps` at
+/// 0xed841701f0040000 with size 0x8300009720030000, which holds every address above it.
+#[test]
+fn fuzz_symbol_whose_end_passes_the_address_space() {
+    let path = data("fuzz/symbol_file/symbol-end-overflows.elf");
+    let names: Vec<Option<String>> =
+        heapconv::symbolize::symbolize_addresses(&path, &[0x1008, 0x1010, 0xED84_1701_F004_0000, u64::MAX - 1])
+            .into_iter()
+            .map(|l| l.first().map(|l| l.0.clone()))
+            .collect();
+    assert_eq!(names, [Some("low".to_owned()), None, Some("wraps".to_owned()), Some("wraps".to_owned())]);
+}

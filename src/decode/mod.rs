@@ -1,6 +1,7 @@
 //! The decode stage: bytes in, model out.
 
 pub mod ddm_alloc_records;
+pub mod hprof;
 pub mod input;
 pub mod perfetto;
 

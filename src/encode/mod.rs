@@ -2,6 +2,7 @@
 
 pub mod flamegraph_svg;
 pub mod folded;
+pub mod hprof;
 pub mod labels;
 pub mod module_symbols;
 pub mod pprof;

@@ -265,6 +265,35 @@ pub fn inspect_text(report: &TraceReport) -> String {
             flag_text(&d.flags)
         );
     }
+    if !report.heap_graphs.is_empty() {
+        let _ = writeln!(s, "heap graphs: {}", report.heap_graphs.len());
+        let _ = writeln!(
+            s,
+            "  {:>7} {:<20} {:>4} {:>14} {:>10} {:>8} {:>10} {:>8} {:>10}  incomplete",
+            "pid", "process", "#", "timestamp", "objects", "classes", "refs", "roots", "native"
+        );
+        for g in &report.heap_graphs {
+            let ts = match g.timestamp {
+                Some(t) if g.timestamp_converted => t.to_string(),
+                Some(t) => format!("{t}(raw)"),
+                None => "-".to_owned(),
+            };
+            let _ = writeln!(
+                s,
+                "  {:>7} {:<20} {:>4} {:>14} {:>10} {:>8} {:>10} {:>8} {:>10}  {}",
+                g.pid,
+                g.process_name.as_deref().unwrap_or("-"),
+                g.index + 1,
+                ts,
+                g.objects,
+                g.classes,
+                g.references,
+                g.rooted_objects,
+                human_bytes(i64::try_from(g.native_bytes).unwrap_or(i64::MAX)),
+                if g.incomplete.is_empty() { "no".to_owned() } else { format!("yes: {}", g.incomplete.join("; ")) }
+            );
+        }
+    }
     if report.problems.is_empty() && report.damage.is_none() {
         let _ = writeln!(s, "problems: none");
     } else {
@@ -484,4 +513,194 @@ pub fn ddm_inspect_text(r: &DdmInspect) -> String {
         }
     }
     s
+}
+
+/// One record or sub-record tag of an hprof file, with how often it occurs.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HprofTagTally {
+    /// The tag.
+    pub tag: u8,
+    /// Its name (`?` for tags hprof does not define).
+    pub name: String,
+    /// Records with this tag.
+    pub count: u64,
+    /// Their bytes, headers included.
+    pub bytes: u64,
+}
+
+/// One heap of an hprof file (`app`, `zygote`, `image`; `default` without HEAP_DUMP_INFO).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HprofHeapTally {
+    /// Heap name.
+    pub name: String,
+    /// Objects in it.
+    pub objects: u64,
+    /// Their shallow bytes.
+    pub shallow_bytes: u64,
+}
+
+/// How many roots of one kind an hprof file has.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HprofRootTally {
+    /// Root kind (`ROOT_JAVA_FRAME`, …).
+    pub kind: String,
+    /// Roots of that kind (an object may be counted under several kinds).
+    pub count: u64,
+}
+
+/// What `inspect` shows about an hprof heap dump (filled in by the pipeline).
+#[derive(Debug, Clone, Serialize, Default, PartialEq, Eq)]
+pub struct HprofInspect {
+    /// Input name.
+    pub source: String,
+    /// The header string (`JAVA PROFILE 1.0.3`).
+    pub format: String,
+    /// Identifier size in bytes.
+    pub id_size: u8,
+    /// When the dump was taken, milliseconds since the epoch (as written).
+    pub timestamp_ms: u64,
+    /// Bytes read (after gzip): the whole file, or up to the damage.
+    pub bytes: u64,
+    /// Top-level records by tag.
+    pub records: Vec<HprofTagTally>,
+    /// Heap-dump sub-records by tag.
+    pub sub_records: Vec<HprofTagTally>,
+    /// Heaps, in the order they first appear.
+    pub heaps: Vec<HprofHeapTally>,
+    /// Classes (with a CLASS_DUMP or only named by objects, plus synthetic ones).
+    pub classes: u64,
+    /// Objects in all.
+    pub objects: u64,
+    /// Instances.
+    pub instances: u64,
+    /// Object arrays.
+    pub object_arrays: u64,
+    /// Primitive arrays.
+    pub primitive_arrays: u64,
+    /// Class objects.
+    pub class_objects: u64,
+    /// Shallow bytes of all objects.
+    pub shallow_bytes: u64,
+    /// Reference slots (fields, array elements, statics), nulls included.
+    pub references: u64,
+    /// Null references.
+    pub null_references: u64,
+    /// References to ids that name no object.
+    pub dangling_references: u64,
+    /// Roots by kind, in the order kinds first appear.
+    pub roots: Vec<HprofRootTally>,
+    /// Roots whose id names no object (not counted in `roots`).
+    pub dangling_roots: u64,
+    /// Instances that came before the CLASS_DUMP of their class (decoded in a second pass).
+    pub instances_before_class: u64,
+    /// Odd things that did not stop reading.
+    pub problems: Vec<String>,
+    /// Why the heap is incomplete (damage, instances whose class was never dumped).
+    pub incomplete: Vec<String>,
+}
+
+/// Renders the `inspect --json` report of an hprof file.
+pub fn hprof_inspect_json(report: &HprofInspect) -> String {
+    let mut s = serde_json::to_string_pretty(report).expect("report serializes");
+    s.push('\n');
+    s
+}
+
+/// `2023-11-14 22:13:20.123 UTC` for milliseconds since the epoch.
+fn utc_text(ms: u64) -> String {
+    let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{:03} UTC",
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000
+    )
+}
+
+/// Renders the `inspect` report of an hprof file for people.
+pub fn hprof_inspect_text(r: &HprofInspect) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}: {}, identifiers of {} bytes, dumped {} ({} ms)",
+        r.source,
+        r.format,
+        r.id_size,
+        utc_text(r.timestamp_ms),
+        r.timestamp_ms
+    );
+    let _ = writeln!(s, "  {} bytes read", r.bytes);
+    for (title, list) in [("records", &r.records), ("heap-dump sub-records", &r.sub_records)] {
+        let _ = writeln!(s, "{title}:");
+        let _ = writeln!(s, "  {:<5} {:<28} {:>10} {:>14}", "tag", "name", "count", "bytes");
+        for t in list {
+            let _ = writeln!(s, "  0x{:02X}  {:<28} {:>10} {:>14}", t.tag, t.name, t.count, t.bytes);
+        }
+    }
+    let _ = writeln!(s, "heaps:");
+    let _ = writeln!(s, "  {:<16} {:>10} {:>12}", "name", "objects", "shallow");
+    for h in &r.heaps {
+        let _ = writeln!(s, "  {:<16} {:>10} {:>12}", h.name, h.objects, human_bytes(h.shallow_bytes as i64));
+    }
+    let _ = writeln!(s, "classes: {}", r.classes);
+    let _ = writeln!(
+        s,
+        "objects: {} ({} instances, {} object arrays, {} primitive arrays, {} class objects), {} shallow ({} bytes)",
+        r.objects,
+        r.instances,
+        r.object_arrays,
+        r.primitive_arrays,
+        r.class_objects,
+        human_bytes(r.shallow_bytes as i64),
+        r.shallow_bytes
+    );
+    let _ = writeln!(
+        s,
+        "references: {} ({} null, {} to ids that name no object)",
+        r.references, r.null_references, r.dangling_references
+    );
+    let total: u64 = r.roots.iter().map(|t| t.count).sum();
+    let _ = writeln!(s, "roots: {total} ({} more to ids that name no object)", r.dangling_roots);
+    for t in &r.roots {
+        let _ = writeln!(s, "  {:<24} {:>10}", t.kind, t.count);
+    }
+    if r.instances_before_class > 0 {
+        let _ = writeln!(s, "instances before their class's CLASS_DUMP: {}", r.instances_before_class);
+    }
+    if r.problems.is_empty() && r.incomplete.is_empty() {
+        let _ = writeln!(s, "problems: none");
+    } else {
+        let _ = writeln!(s, "problems:");
+        for p in &r.problems {
+            let _ = writeln!(s, "  {p}");
+        }
+        for p in &r.incomplete {
+            let _ = writeln!(s, "  INCOMPLETE: {p}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod hprof_tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc_text(0), "1970-01-01 00:00:00.000 UTC");
+        assert_eq!(utc_text(1_700_000_000_123), "2023-11-14 22:13:20.123 UTC");
+        assert_eq!(utc_text(951_782_400_000), "2000-02-29 00:00:00.000 UTC");
+    }
 }

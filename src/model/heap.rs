@@ -140,6 +140,20 @@ impl RootKind {
     }
 }
 
+impl RootKind {
+    /// Rank in trace processor's root-type precedence: `STICKY_CLASS` (0) beats `JNI_GLOBAL`
+    /// (1), which beats `JNI_LOCAL` (2); every other kind ranks 3, and between equal ranks the
+    /// root listed first wins. See [`HeapDump::root_kinds`].
+    pub fn precedence(self) -> u8 {
+        match self {
+            RootKind::StickyClass => 0,
+            RootKind::JniGlobal => 1,
+            RootKind::JniLocal => 2,
+            _ => 3,
+        }
+    }
+}
+
 impl fmt::Display for RootKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.perfetto_name())
@@ -241,6 +255,29 @@ pub struct Class {
     pub location: Option<String>,
     /// The object that is this class's `java.lang.Class` instance, if the dump has one.
     pub object: Option<ObjIdx>,
+}
+
+/// For a class-object type name `java.lang.Class<X>`, the name `X` of the class it stands for
+/// (heap graphs name the type of each class object that way).
+pub fn class_object_target(name: &str) -> Option<&str> {
+    name.strip_prefix("java.lang.Class<").and_then(|r| r.strip_suffix('>'))
+}
+
+/// The primitive element type of an array class named `int[]`, `byte[]`, … (one dimension);
+/// `None` for arrays of references and for other names.
+pub fn primitive_array_element(name: &str) -> Option<BasicType> {
+    use BasicType::*;
+    Some(match name.strip_suffix("[]")? {
+        "boolean" => Boolean,
+        "char" => Char,
+        "float" => Float,
+        "double" => Double,
+        "byte" => Byte,
+        "short" => Short,
+        "int" => Int,
+        "long" => Long,
+        _ => return None,
+    })
 }
 
 /// What kind of record an object came from.
@@ -347,6 +384,24 @@ impl HeapDump {
         if f == NO_FIELD { "" } else { &self.field_names[f as usize] }
     }
 
+    /// The root kind of every object (`None` for objects that are not roots), chosen among
+    /// [`HeapDump::roots`] as Perfetto's trace processor chooses it when an object is rooted
+    /// several times: the kind with the best [`RootKind::precedence`] (STICKY_CLASS, then
+    /// JNI_GLOBAL, then JNI_LOCAL), and among equals the one listed first. Heap-graph dumps list
+    /// the producer's roots first and then the `VM_INTERNAL` roots added for zygote and
+    /// boot-image objects, so those only apply to objects rooted no other way.
+    pub fn root_kinds(&self) -> Vec<Option<RootKind>> {
+        let mut kinds: Vec<Option<RootKind>> = vec![None; self.len()];
+        for r in &self.roots {
+            let slot = &mut kinds[r.object as usize];
+            match slot {
+                Some(k) if k.precedence() <= r.kind.precedence() => {}
+                _ => *slot = Some(r.kind),
+            }
+        }
+        kinds
+    }
+
     /// Appends an object with no references yet; references are added with
     /// [`HeapDump::push_ref`] before the next object is pushed. Returns its index.
     pub fn push_object(
@@ -444,6 +499,40 @@ mod tests {
         d.validate().unwrap();
         d.ref_target[0] = 7;
         assert!(d.validate().unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn root_kind_precedence_and_first_seen() {
+        let mut d = HeapDump { heaps: vec!["app".into()], ..Default::default() };
+        d.classes.push(Class { name: "Foo".into(), ..Default::default() });
+        for id in 1..=4 {
+            d.push_object(id, 0, ObjectKind::Instance, 0, 8, 0);
+        }
+        let root = |object, kind| Root { object, kind };
+        d.roots = vec![
+            root(0, RootKind::JavaFrame),
+            root(0, RootKind::JniLocal),
+            root(0, RootKind::StickyClass),
+            root(0, RootKind::JniGlobal),
+            root(1, RootKind::JavaFrame),
+            root(1, RootKind::ThreadObject),
+            root(1, RootKind::VmInternal),
+            root(2, RootKind::VmInternal),
+            root(2, RootKind::JniLocal),
+        ];
+        assert_eq!(
+            d.root_kinds(),
+            [Some(RootKind::StickyClass), Some(RootKind::JavaFrame), Some(RootKind::JniLocal), None]
+        );
+    }
+
+    #[test]
+    fn class_names() {
+        assert_eq!(class_object_target("java.lang.Class<a.B[]>"), Some("a.B[]"));
+        assert_eq!(class_object_target("java.lang.Class"), None);
+        assert_eq!(primitive_array_element("int[]"), Some(BasicType::Int));
+        assert_eq!(primitive_array_element("int[][]"), None);
+        assert_eq!(primitive_array_element("java.lang.Object[]"), None);
     }
 
     #[test]

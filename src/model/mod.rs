@@ -3,6 +3,7 @@
 //! This module is the leaf of the crate: it imports no stage.
 
 pub mod annotate;
+mod chunked;
 pub mod frame;
 pub mod heap;
 pub mod mapping;
@@ -17,7 +18,7 @@ pub use frame::{Frame, FrameId, Line};
 pub use heap::{HeapDump, ObjIdx};
 pub use mapping::{Mapping, MappingId};
 pub use profile::{DumpFlags, Profile, ProfileMeta, ValueKind, ValueType};
-pub use report::{DumpReport, Problem, SequenceReport, Totals, TraceReport};
+pub use report::{DumpReport, HeapGraphReport, Problem, SequenceReport, Totals, TraceReport};
 pub use stack::{StackId, StackNode};
 pub use strings::{StringId, StringTable};
 pub use tables::{Tables, TablesDelta, TablesMark};

@@ -70,6 +70,48 @@ pub struct DumpReport {
     pub flags: DumpFlags,
 }
 
+/// One Java heap graph dump (Perfetto `HeapGraph` packets) found in the input.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HeapGraphReport {
+    /// Profiled process (0 when the packets name none).
+    pub pid: u64,
+    /// Process name from the process tree, when known.
+    pub process_name: Option<String>,
+    /// 0-based index among the heap graph dumps of this pid.
+    pub index: usize,
+    /// Writer sequence (`trusted_packet_sequence_id`) the dump came on.
+    pub sequence: u32,
+    /// Dump time in the trace clock, when known.
+    pub timestamp: Option<i64>,
+    /// Dump time as the packets carry it.
+    pub raw_timestamp: Option<u64>,
+    /// Whether `timestamp` is in the trace clock (false: no clock snapshot linked the clocks).
+    pub timestamp_converted: bool,
+    /// HeapGraph packets of the dump.
+    pub packets: u64,
+    /// Objects.
+    pub objects: u64,
+    /// Classes (types), including class-object types `java.lang.Class<X>`.
+    pub classes: u64,
+    /// References (null ones included).
+    pub references: u64,
+    /// Root entries (the producer's, then `VM_INTERNAL` for zygote and boot-image objects).
+    pub roots: u64,
+    /// Distinct rooted objects.
+    pub rooted_objects: u64,
+    /// References to ids that no object of the dump has.
+    pub dangling_refs: u64,
+    /// Shallow bytes of all objects.
+    pub shallow_bytes: u64,
+    /// Native bytes attributed to objects (NativeAllocationRegistry).
+    pub native_bytes: u64,
+    /// `heap_bytes_allocated`, when written.
+    pub heap_bytes_allocated: Option<i64>,
+    /// Why the dump is incomplete (packet-index gaps, unfinished at the end of the trace);
+    /// empty when it is complete.
+    pub incomplete: Vec<String>,
+}
+
 /// Totals of one dump.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Totals {
@@ -126,6 +168,8 @@ pub struct TraceReport {
     pub damage: Option<String>,
     /// Dump chains that never ended (no closing packet): their dumps were not converted.
     pub unfinished_dumps: u64,
+    /// Java heap graph dumps, in the order they completed.
+    pub heap_graphs: Vec<HeapGraphReport>,
 }
 
 impl TraceReport {

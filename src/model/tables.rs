@@ -2,6 +2,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::chunked::{ChunkedTail, ChunkedVec};
 use super::frame::{Frame, FrameId, demangle};
 use super::mapping::{Mapping, MappingId};
 use super::stack::{StackId, StackNode};
@@ -30,7 +31,7 @@ pub struct TablesDelta {
     strings: Vec<Box<str>>,
     mappings: Vec<Mapping>,
     frames: Vec<Frame>,
-    stacks: Vec<StackNode>,
+    stacks: ChunkedTail<StackNode>,
 }
 
 /// Interned strings, mappings, frames and the stack tree. Tables only grow: an id, once
@@ -43,7 +44,8 @@ pub struct Tables {
     mapping_index: HashMap<Mapping, MappingId>,
     frames: Vec<Frame>,
     frame_index: HashMap<(Option<MappingId>, u64, StringId), FrameId>,
-    stacks: Vec<StackNode>,
+    // In shared chunks: a replica on the encoder's thread holds the same chunks, not a copy.
+    stacks: ChunkedVec<StackNode>,
     stack_index: NodeIndex,
     demangled: HashMap<StringId, StringId>,
     // The last stack interned, to skip the lookups of the prefix the next one shares with it
@@ -70,7 +72,7 @@ impl Tables {
             strings: self.strings.tail(mark.strings).to_vec(),
             mappings: self.mappings[mark.mappings.min(self.mappings.len())..].to_vec(),
             frames: self.frames[mark.frames.min(self.frames.len())..].to_vec(),
-            stacks: self.stacks[mark.stacks.min(self.stacks.len())..].to_vec(),
+            stacks: self.stacks.tail_from(mark.stacks),
         }
     }
 
@@ -80,7 +82,7 @@ impl Tables {
         self.strings.extend_unindexed(d.strings);
         self.mappings.extend(d.mappings);
         self.frames.extend(d.frames);
-        self.stacks.extend(d.stacks);
+        self.stacks.apply_tail(d.stacks);
     }
 
     /// Interns a mapping: identical mappings (every field equal) share an id.
@@ -139,12 +141,86 @@ impl Tables {
         let shared = self.last_frames.iter().zip(frames_root_first).take_while(|(a, b)| a == b).count();
         self.last_frames.truncate(shared);
         self.last_nodes.truncate(shared);
-        let mut node = self.last_nodes.last().copied();
-        for &f in &frames_root_first[shared..] {
-            let n = self.intern_stack_node(node, f);
-            self.last_frames.push(f);
-            self.last_nodes.push(n);
-            node = Some(n);
+        let node = self.last_nodes.last().copied();
+        let rest = &frames_root_first[shared..];
+        let leaf = self.extend_stack(node, rest);
+        // Remember the path for the next call.
+        let mut n = leaf;
+        let start = self.last_nodes.len();
+        for _ in rest {
+            let id = n.expect("a node per frame");
+            self.last_nodes.push(id);
+            n = self.stacks.get(id.0 as usize).parent;
+        }
+        self.last_nodes[start..].reverse();
+        self.last_frames.extend_from_slice(rest);
+        leaf
+    }
+
+    /// Interns many stacks at once: stack `k` is `frames[bounds[k]..bounds[k + 1]]`, root first.
+    /// Gives the same ids, in the same order, as calling [`Tables::intern_stack`] on each in
+    /// turn, faster: the lookups of the nodes stacks share with earlier ones (each depending on
+    /// the last) are interleaved across a group of stacks, so their cache misses overlap.
+    pub fn intern_stacks(&mut self, frames: &[FrameId], bounds: &[usize]) -> Vec<Option<StackId>> {
+        const GROUP: usize = 16;
+        let n = bounds.len().saturating_sub(1);
+        let mut out = Vec::with_capacity(n);
+        // Per stack in the group: frames matched so far and the node they end at.
+        let mut pos = [0usize; GROUP];
+        let mut node: [Option<StackId>; GROUP] = [None; GROUP];
+        for g in (0..n).step_by(GROUP) {
+            let m = GROUP.min(n - g);
+            let stack = |k: usize| &frames[bounds[g + k]..bounds[g + k + 1]];
+            pos[..m].fill(0);
+            node[..m].fill(None);
+            // Read-only walk: every stack advances one node per round until a node is missing.
+            let mut live: Vec<usize> = (0..m).filter(|&k| !stack(k).is_empty()).collect();
+            while !live.is_empty() {
+                for &k in &live {
+                    let p1 = node[k].map_or(0, |p| p.0 + 1);
+                    self.stack_index.prefetch(p1, stack(k)[pos[k]].0 + 1);
+                }
+                live.retain(|&k| {
+                    let p1 = node[k].map_or(0, |p| p.0 + 1);
+                    match self.stack_index.get(p1, stack(k)[pos[k]].0 + 1) {
+                        Some(id) => {
+                            node[k] = Some(StackId(id));
+                            pos[k] += 1;
+                            pos[k] < stack(k).len()
+                        }
+                        None => false,
+                    }
+                });
+            }
+            // In order: the rest of each stack, which may reuse nodes an earlier one added.
+            for k in 0..m {
+                let s = stack(k);
+                out.push(self.extend_stack(node[k], &s[pos[k]..]));
+            }
+        }
+        self.last_frames.clear();
+        self.last_nodes.clear();
+        out
+    }
+
+    /// Interns `frames` (root first) below `node`: lookups until a node is new, then appends.
+    fn extend_stack(&mut self, mut node: Option<StackId>, mut rest: &[FrameId]) -> Option<StackId> {
+        while let Some((&f, tail)) = rest.split_first() {
+            let before = self.stacks.len();
+            node = Some(self.intern_stack_node(node, f));
+            rest = tail;
+            if self.stacks.len() > before {
+                break;
+            }
+        }
+        if !rest.is_empty() {
+            let first = self.stacks.len();
+            for &f in rest {
+                let n = StackId(to_u32(self.stacks.len()));
+                self.stacks.push(StackNode { parent: node, frame: f });
+                node = Some(n);
+            }
+            self.stack_index.insert_new(self.stacks.range(first, self.stacks.len()), to_u32(first));
         }
         node
     }
@@ -176,7 +252,7 @@ impl Tables {
 
     /// The stack node `id`.
     pub fn stack_node(&self, id: StackId) -> &StackNode {
-        &self.stacks[id.0 as usize]
+        self.stacks.get(id.0 as usize)
     }
 
     /// Number of stack nodes.
@@ -189,7 +265,7 @@ impl Tables {
         out.clear();
         let mut cur = Some(id);
         while let Some(s) = cur {
-            let n = &self.stacks[s.0 as usize];
+            let n = self.stacks.get(s.0 as usize);
             out.push(n.frame);
             cur = n.parent;
         }
@@ -201,7 +277,7 @@ impl Tables {
         let mut cur = Some(id);
         while let Some(s) = cur {
             out.push(s);
-            cur = self.stacks[s.0 as usize].parent;
+            cur = self.stacks.get(s.0 as usize).parent;
         }
         out.reverse();
     }
@@ -230,6 +306,55 @@ mod tests {
         }
         assert_eq!(idx.len, reference.len());
         assert!(idx.slots.len() * 4 >= idx.len * 5);
+    }
+
+    #[test]
+    fn batched_stack_interning_matches_one_at_a_time() {
+        // Stacks sharing prefixes in every way: with earlier stacks of the same group, of an
+        // earlier group, not at all; duplicates; empty stacks.
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut stacks: Vec<Vec<FrameId>> = Vec::new();
+        for i in 0..2000 {
+            let mut s = if i > 0 && next(4) > 0 {
+                let j = next(i) as usize;
+                let cut = next(stacks[j].len() as u64 + 1) as usize;
+                stacks[j][..cut].to_vec()
+            } else {
+                Vec::new()
+            };
+            for _ in 0..next(12) {
+                s.push(FrameId(next(40) as u32));
+            }
+            stacks.push(s);
+        }
+        let mut one = Tables::default();
+        let want: Vec<Option<StackId>> = stacks.iter().map(|s| one.intern_stack(s)).collect();
+        let mut batch = Tables::default();
+        let mut frames = Vec::new();
+        let mut bounds = vec![0];
+        for s in &stacks {
+            frames.extend_from_slice(s);
+            bounds.push(frames.len());
+        }
+        // In two calls, so the second starts from a non-empty index.
+        let half = 1000;
+        let mut got = batch.intern_stacks(&frames, &bounds[..=half]);
+        let rebased: Vec<usize> = bounds[half..].iter().map(|b| b - bounds[half]).collect();
+        got.extend(batch.intern_stacks(&frames[bounds[half]..], &rebased));
+        assert_eq!(got, want);
+        assert_eq!(batch.stack_count(), one.stack_count());
+        for i in 0..one.stack_count() {
+            assert_eq!(batch.stack_node(StackId(i as u32)), one.stack_node(StackId(i as u32)));
+        }
+        // And one-at-a-time interning after a batch still finds the batch's nodes.
+        assert_eq!(batch.intern_stack(&stacks[7]), want[7]);
+        assert_eq!(batch.stack_count(), one.stack_count());
     }
 
     #[test]
@@ -303,6 +428,57 @@ impl NodeIndex {
         }
     }
 
+    /// Hints the cache to fetch the first slot a lookup of (`p1`, `f1`) reads.
+    fn prefetch(&self, p1: u32, f1: u32) {
+        if !self.slots.is_empty() {
+            prefetch(&self.slots[self.slot(p1, f1)]);
+        }
+    }
+
+    /// The node with key (`p1`, `f1`), if indexed.
+    fn get(&self, p1: u32, f1: u32) -> Option<u32> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.slot(p1, f1);
+        loop {
+            let s = self.slots[i];
+            if s[1] == 0 {
+                return None;
+            }
+            if s[0] == p1 && s[1] == f1 {
+                return Some(s[2]);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Indexes nodes known to be absent from the index (`nodes[k]` has id `first + k`). The
+    /// slots are prefetched first, so the cache misses of a batch overlap.
+    fn insert_new<'a>(&mut self, nodes: impl Iterator<Item = &'a StackNode> + Clone, first: u32) {
+        let count = nodes.clone().count();
+        while (self.len + count + 1) * 5 > self.slots.len() * 4 {
+            self.grow();
+        }
+        let key = |n: &StackNode| (n.parent.map_or(0, |p| p.0 + 1), n.frame.0 + 1);
+        for n in nodes.clone() {
+            let (p1, f1) = key(n);
+            prefetch(&self.slots[self.slot(p1, f1)]);
+        }
+        let mask = self.slots.len() - 1;
+        for (k, n) in nodes.enumerate() {
+            let (p1, f1) = key(n);
+            let mut i = self.slot(p1, f1);
+            while self.slots[i][1] != 0 {
+                debug_assert!(self.slots[i][0] != p1 || self.slots[i][1] != f1, "node already indexed");
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = [p1, f1, first + k as u32];
+            self.len += 1;
+        }
+    }
+
     fn grow(&mut self) {
         let cap = (self.slots.len() * 2).max(1024);
         let old = std::mem::replace(&mut self.slots, vec![[0; 3]; cap]);
@@ -317,4 +493,17 @@ impl NodeIndex {
             }
         }
     }
+}
+
+/// Hints the processor to fetch `*p` into the cache (a no-op where there is no such hint).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it reads nothing and `p` is a valid reference.
+    #[allow(unused_unsafe)]
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((p as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }

@@ -474,7 +474,8 @@ impl SymbolTable {
     fn find(&self, addr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|s| s.0 <= addr);
         let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
-        if *size != 0 && start + size <= addr {
+        // `addr >= start` here; `start + size` can overflow with a corrupt symbol table.
+        if *size != 0 && addr - start >= *size {
             return None;
         }
         Some(name)
@@ -532,7 +533,11 @@ fn llvm_file(file: String, rel_dirs: &[String]) -> String {
 
 fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, rel_dirs: &[String], addr: u64) -> RawLines {
     let mut out = RawLines::new();
-    if let Ok(mut frames) = loader.find_frames(addr) {
+    // DWARF ranges are half-open, so no range holds the last address; addr2line computes
+    // `addr + 1` to probe, which overflows there (a panic in builds with overflow checks).
+    // A trace can name any rel_pc, so that address is simply not looked up in DWARF.
+    let frames = if addr == u64::MAX { Err(()) } else { loader.find_frames(addr).map_err(|_| ()) };
+    if let Ok(mut frames) = frames {
         while let Ok(Some(f)) = frames.next() {
             let (system, function) = match &f.function {
                 Some(func) => {

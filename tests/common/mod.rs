@@ -297,3 +297,39 @@ pub fn pprof_text(p: &pp::Profile) -> String {
     }
     out
 }
+
+/// Fails when oracles are required (`HEAPCONV_REQUIRE_ORACLES=1`), else says the check is
+/// skipped.
+fn missing_oracle(what: &str, install: &str) {
+    if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
+        panic!("{what} is required (HEAPCONV_REQUIRE_ORACLES=1) but not found: {install}");
+    }
+    eprintln!("SKIPPED oracle check: {what} not found ({install})");
+}
+
+/// Android's `hprof-conv` (Debian package `hprof-conv`); `None` (or a panic when oracles are
+/// required) when missing.
+pub fn hprof_conv() -> Option<PathBuf> {
+    let p = PathBuf::from("/usr/lib/android-sdk/platform-tools/hprof-conv");
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
+        panic!(
+            "hprof-conv is required (HEAPCONV_REQUIRE_ORACLES=1): apt-get install hprof-conv (.ci/install-oracles.sh does)"
+        );
+    }
+    eprintln!("SKIPPED oracle check: hprof-conv not found (apt-get install hprof-conv)");
+    None
+}
+
+/// Whether OpenJDK's `javac` and `java` are on PATH (to make real JVM heap dumps).
+pub fn have_jdk() -> bool {
+    let ok = ["javac", "java"]
+        .iter()
+        .all(|t| Command::new(t).arg("-version").output().map(|o| o.status.success()).unwrap_or(false));
+    if !ok {
+        missing_oracle("a JDK (javac, java)", "apt-get install openjdk-17-jdk-headless; .ci/install-oracles.sh does");
+    }
+    ok
+}

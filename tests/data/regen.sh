@@ -192,3 +192,6 @@ for name, entries in variants.items():
 print("variants match their base traces")
 '
 "$PY" expected_oracle.py --check-reference traceconv
+
+# 7. Java heap graph fixtures (their own script).
+bash "$DATA/heapgraph/regen.sh"

@@ -234,11 +234,30 @@ pub fn decode_heapprofd(
 /// symbolization, wired by the pipeline) can fill in what those frames lack.
 pub type FrameHook<'a> = dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'a;
 
+/// A callback that sees the tables each time interned data added callstacks, with their
+/// stacks: where a later stage can start its per-stack work before the dumps that use them
+/// are complete (heapprofd defines every callstack of a dump in the dump's own chain).
+pub type StackHook<'a> = dyn FnMut(&Tables, &[StackId]) + 'a;
+
 /// [`decode_heapprofd`] with a [`FrameHook`].
 pub fn decode_heapprofd_with(
     input: &mut Input,
     opts: &DecodeOptions,
     hook: &mut FrameHook<'_>,
+    sink: &mut dyn FnMut(Profile) -> Result<()>,
+) -> Result<(TraceReport, Arc<Tables>)> {
+    decode_heapprofd_observed(input, opts, hook, None, sink)
+}
+
+/// [`decode_heapprofd_with`] and a [`StackHook`]. The stack hook is only called when the
+/// frames it sees are final: when the trace carries no ModuleSymbols (which are applied to
+/// frames when a chain ends) and the input could be pre-scanned to know it; the frame hook
+/// may still change frames, so a caller with one that does passes no stack hook.
+pub fn decode_heapprofd_observed(
+    input: &mut Input,
+    opts: &DecodeOptions,
+    hook: &mut FrameHook<'_>,
+    mut stacks: Option<&mut StackHook<'_>>,
     sink: &mut dyn FnMut(Profile) -> Result<()>,
 ) -> Result<(TraceReport, Arc<Tables>)> {
     let mut d = Decoder::new(input, opts);
@@ -262,7 +281,8 @@ pub fn decode_heapprofd_with(
             }
         };
         let (offset, number, bytes) = pkt;
-        let mut out = Out { hook: &mut *hook, sink: &mut *sink };
+        let stacks = if d.symbols_prescanned && d.symbols.is_empty() { stacks.as_deref_mut() } else { None };
+        let mut out = Out { hook: &mut *hook, stacks, sink: &mut *sink };
         match d.packet(&bytes, offset, number, &mut out) {
             Ok(()) => {}
             Err(e) if matches!(e.kind(), ErrorKind::Malformed | ErrorKind::Truncated | ErrorKind::LimitExceeded) => {
@@ -296,8 +316,9 @@ pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(
 }
 
 /// Where finished dumps go: the frame hook, then the sink.
-struct Out<'a, 'b> {
+struct Out<'a, 'b, 'c> {
     hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
+    stacks: Option<&'a mut StackHook<'c>>,
     sink: &'a mut (dyn FnMut(Profile) -> Result<()> + 'b),
 }
 
@@ -311,6 +332,8 @@ struct Decoder {
     last_ts: Option<u64>,
     report: TraceReport,
     frames_hooked: usize,
+    // Callstacks interned since the last call of the stack hook.
+    fresh: Vec<StackId>,
     symbols: SymbolPackets,
     symbols_prescanned: bool,
 }
@@ -330,6 +353,7 @@ impl Decoder {
             frames_hooked: 0,
             symbols: SymbolPackets::default(),
             symbols_prescanned: false,
+            fresh: Vec::new(),
         }
     }
 
@@ -337,7 +361,7 @@ impl Decoder {
         *self.report.packet_kinds.entry(k.to_owned()).or_default() += 1;
     }
 
-    fn packet(&mut self, bytes: &[u8], offset: u64, number: u64, out: &mut Out<'_, '_>) -> Result<()> {
+    fn packet(&mut self, bytes: &[u8], offset: u64, number: u64, out: &mut Out<'_, '_, '_>) -> Result<()> {
         let pkt = pb::TracePacket::decode(bytes).map_err(|e| {
             Error::new(
                 ErrorKind::Malformed,
@@ -362,7 +386,7 @@ impl Decoder {
         self.trace_packet(pkt, offset, number, out)
     }
 
-    fn compressed(&mut self, data: &[u8], offset: u64, number: u64, out: &mut Out<'_, '_>) -> Result<()> {
+    fn compressed(&mut self, data: &[u8], offset: u64, number: u64, out: &mut Out<'_, '_, '_>) -> Result<()> {
         self.report.compressed_bundles += 1;
         let inflated: Box<dyn std::io::Read> = if data.starts_with(&[0x1f, 0x8b]) {
             Box::new(flate2::read::GzDecoder::new(data))
@@ -400,7 +424,13 @@ impl Decoder {
         Ok(())
     }
 
-    fn trace_packet(&mut self, pkt: pb::TracePacket, offset: u64, number: u64, out: &mut Out<'_, '_>) -> Result<()> {
+    fn trace_packet(
+        &mut self,
+        pkt: pb::TracePacket,
+        offset: u64,
+        number: u64,
+        out: &mut Out<'_, '_, '_>,
+    ) -> Result<()> {
         if let Some(ts) = pkt.timestamp {
             self.last_ts = Some(ts);
         }
@@ -474,7 +504,14 @@ impl Decoder {
         if let Some(interned) = pkt.interned_data {
             if seq.valid {
                 let tables = Arc::make_mut(&mut self.tables);
-                intern(tables, &mut seq.interned, interned);
+                let fresh = out.stacks.is_some().then_some(&mut self.fresh);
+                intern(tables, &mut seq.interned, interned, fresh);
+                if let Some(hook) = &mut out.stacks
+                    && !self.fresh.is_empty()
+                {
+                    hook(tables, &self.fresh);
+                    self.fresh.clear();
+                }
             } else {
                 self.report.sequences.get_mut(&seq_id).expect("sequence report").interned_data_ignored += 1;
                 self.report.problem(
@@ -500,7 +537,7 @@ impl Decoder {
         packet_ts: Option<u64>,
         offset: u64,
         number: u64,
-        out: &mut Out<'_, '_>,
+        out: &mut Out<'_, '_, '_>,
     ) -> Result<()> {
         let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
         self.report.sequences.entry(seq_id).or_default();
@@ -604,7 +641,7 @@ impl Decoder {
         Ok(())
     }
 
-    fn finish_chain(&mut self, seq_id: u32, out: &mut Out<'_, '_>) -> Result<()> {
+    fn finish_chain(&mut self, seq_id: u32, out: &mut Out<'_, '_, '_>) -> Result<()> {
         let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
         let chain = std::mem::take(&mut seq.chain);
         let generation = seq.generation;
@@ -865,7 +902,7 @@ fn join_path(parts: &[&str]) -> String {
 }
 
 /// Adds one InternedData block to a sequence's tables, resolving eagerly what it can.
-fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData) {
+fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData, mut fresh: Option<&mut Vec<StackId>>) {
     for s in d.function_names {
         if let Some(iid) = s.iid {
             t.function_names
@@ -912,17 +949,37 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData) {
             None => t.pending.frames.push(f),
         }
     }
-    for c in d.callstacks {
+    // Callstacks are interned as one batch (the bulk of a first dump's work).
+    let mut iids = Vec::with_capacity(d.callstacks.len());
+    let mut frames = Vec::new();
+    let mut bounds = vec![0];
+    let mut batch: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
+    'callstacks: for c in d.callstacks {
         let Some(iid) = c.iid else { continue };
-        if t.callstacks.contains_key(&iid) {
+        // A callstack defined twice keeps its first definition.
+        if t.callstacks.contains_key(&iid) || batch.contains(&iid) {
             continue;
         }
-        match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
-            Some(st) => {
-                let dense = t.callstacks.len() as u32;
-                t.callstacks.insert(iid, (st, dense));
+        let start = frames.len();
+        for f in &c.frame_ids {
+            match t.frames.get(f) {
+                Some(&fid) => frames.push(fid),
+                None => {
+                    frames.truncate(start);
+                    t.pending.callstacks.push(c);
+                    continue 'callstacks;
+                }
             }
-            None => t.pending.callstacks.push(c),
+        }
+        bounds.push(frames.len());
+        iids.push(iid);
+        batch.insert(iid);
+    }
+    for (iid, st) in iids.into_iter().zip(tables.intern_stacks(&frames, &bounds)) {
+        let dense = t.callstacks.len() as u32;
+        t.callstacks.insert(iid, (st, dense));
+        if let (Some(fresh), Some(st)) = (fresh.as_deref_mut(), st) {
+            fresh.push(st);
         }
     }
 }

@@ -1,10 +1,13 @@
-//! Perfetto traces: the container, clocks, and heapprofd data.
+//! Perfetto traces: the container, clocks, heapprofd data and Java heap graphs.
 
 pub mod clock;
+pub mod heap_graph;
 pub mod heapprofd;
 pub mod module_symbols;
 pub mod reader;
 
+pub use heap_graph::{HeapGraphOptions, decode_heap_graphs, decode_heap_graphs_all};
 pub use heapprofd::{
-    DecodeOptions, FrameHook, decode_heapprofd, decode_heapprofd_all, decode_heapprofd_with, sample_types_for_heap,
+    DecodeOptions, FrameHook, StackHook, decode_heapprofd, decode_heapprofd_all, decode_heapprofd_observed,
+    decode_heapprofd_with, sample_types_for_heap,
 };

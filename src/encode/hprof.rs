@@ -1,0 +1,948 @@
+//! HPROF heap dumps from a [`HeapDump`]: `JAVA PROFILE 1.0.2` (what JVMs and `hprof-conv`
+//! write, read by Eclipse MAT, VisualVM, shark and Android Studio), or Android's
+//! `JAVA PROFILE 1.0.3` with heap-info records and Android root tags.
+//!
+//! The layout written, byte by byte (everything big-endian; "id" is 4 or 8 bytes):
+//!
+//! * Header: the format name and a NUL (`JAVA PROFILE 1.0.2\0`), u4 identifier size, u8
+//!   timestamp (milliseconds since the epoch, as two u4 halves).
+//! * Records, each `u1 tag, u4 time (0), u4 body length, body`, in this order:
+//!   `STRING` (0x01: id, UTF-8 bytes) for every class name, field name and heap name;
+//!   `LOAD_CLASS` (0x02: u4 class serial from 1, id class, u4 stack serial 1, id name);
+//!   one placeholder `STACK_TRACE` (0x05: u4 serial 1, u4 thread serial 0, u4 0 frames); then
+//!   `HEAP_DUMP_SEGMENT`s (0x1C) of at most [`HprofOptions::segment_bytes`] each (one record
+//!   larger than that gets a segment of its own), and `HEAP_DUMP_END` (0x2C, empty).
+//! * Inside the segments: GC roots first (one sub-record per distinct (root kind, object)),
+//!   then, heap by heap, the `CLASS_DUMP`s (0x20) of the classes whose class object lives on
+//!   that heap and the heap's objects in dump order: `INSTANCE_DUMP` (0x21), `OBJ_ARRAY_DUMP`
+//!   (0x22), `PRIM_ARRAY_DUMP` (0x23). With [`HprofOptions::android`], a `HEAP_DUMP_INFO`
+//!   (0xFE: u4 heap id, id name) switches heaps (`A` app, `Z` zygote, `I` image, 0 default)
+//!   whenever the next record is on another heap; every segment starts on the default heap,
+//!   as in ART's dumps and `hprof-conv`.
+//!
+//! Root kinds map to the standard sub-records (unknown 0xFF, JNI global 0x01, JNI local 0x02,
+//! Java frame 0x03, native stack 0x04, sticky class 0x05, thread block 0x06, monitor used 0x07,
+//! thread object 0x08) and, in 1.0.3 only, to Android's (interned string 0x89, finalizing
+//! 0x8A, debugger 0x8B, reference cleanup 0x8C, VM internal 0x8D, JNI monitor 0x8E,
+//! unreachable 0x90); in 1.0.2 the Android kinds become ROOT_UNKNOWN, as `hprof-conv` makes
+//! them. Thread serials are unknown: thread-object roots get serials 1, 2, … in order, other
+//! roots thread serial 0 and frame number -1.
+//!
+//! What a heap graph does not know is written as zero: primitive field values and array
+//! contents. Classes declare their reference fields (named after the part of `Class.field`
+//! after the last dot) and, with [`HprofOptions::primitive_padding`], primitive fields
+//! `$primitive$N` (long, int, short, byte) that fill the rest of the instance size (ART's
+//! 4-byte references assumed), so instance data is as long as the declared layout and tools
+//! compute shallow sizes close to the runtime's. A class object (`java.lang.Class<X>` in a
+//! heap graph) is written as X's `CLASS_DUMP`, whose id is the class object's id and whose
+//! static fields are the class object's references (fields of `java.lang.Class` itself get
+//! ART's `$class$` prefix); a class with no class object gets a fresh id. References an
+//! instance holds that its class layout has no field for (runtime-internal references) go,
+//! as ART does it, to an extra field `runtimeInternalObjects` pointing at a synthetic
+//! `Object[]`. References to ids no object has are written as null.
+//!
+//! Ids are the producer's when they all (with the fresh ones) fit in 4 bytes, else 8 bytes
+//! wide; Android dumps always use 4-byte ids (`hprof-conv` and Android tools assume it), so
+//! ids that do not fit are renumbered densely. Output is deterministic.
+
+use std::io::Write;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::heap::{
+    BasicType, ClassIdx, FieldIdx, HeapDump, NO_FIELD, ObjIdx, ObjectKind, REF_DANGLING, REF_NULL, RootKind,
+    class_object_target,
+};
+
+/// Options of the hprof writer.
+#[derive(Debug, Clone)]
+pub struct HprofOptions {
+    /// Write Android's `JAVA PROFILE 1.0.3`, with `HEAP_DUMP_INFO` records and Android root
+    /// tags, 4-byte ids. Default: false (`JAVA PROFILE 1.0.2`).
+    pub android: bool,
+    /// Header timestamp, milliseconds since the epoch. Default: 0 (unknown).
+    pub timestamp_ms: u64,
+    /// Target size of a `HEAP_DUMP_SEGMENT` body, in bytes. Default: 1 MiB.
+    pub segment_bytes: usize,
+    /// Declare primitive fields (`$primitive$N`, zero) filling each class's instance size
+    /// beyond its reference fields, for classes that declare no primitive field. Default: true
+    /// (right for heap graphs, whose types list reference fields only).
+    pub primitive_padding: bool,
+}
+
+impl Default for HprofOptions {
+    fn default() -> Self {
+        HprofOptions { android: false, timestamp_ms: 0, segment_bytes: 1 << 20, primitive_padding: true }
+    }
+}
+
+/// What the writer wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HprofSummary {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Identifier size (4 or 8).
+    pub id_size: u8,
+    /// Whether object ids were renumbered (Android dumps whose ids do not fit 4 bytes).
+    pub renumbered: bool,
+    /// STRING records.
+    pub strings: u64,
+    /// CLASS_DUMP (and LOAD_CLASS) records.
+    pub classes: u64,
+    /// INSTANCE_DUMP records.
+    pub instances: u64,
+    /// OBJ_ARRAY_DUMP records (synthetic runtime-internal arrays included).
+    pub object_arrays: u64,
+    /// PRIM_ARRAY_DUMP records.
+    pub primitive_arrays: u64,
+    /// GC-root sub-records.
+    pub roots: u64,
+    /// HEAP_DUMP_INFO sub-records.
+    pub heap_infos: u64,
+    /// HEAP_DUMP_SEGMENT records.
+    pub segments: u64,
+    /// Objects made up by the writer: ids for classes without a class object, and arrays of
+    /// runtime-internal references.
+    pub synthetic_ids: u64,
+    /// References written as null because their target is not in the dump.
+    pub dangling_as_null: u64,
+    /// References that could not be written (held by primitive arrays).
+    pub dropped_references: u64,
+}
+
+const TAG_STRING: u8 = 0x01;
+const TAG_LOAD_CLASS: u8 = 0x02;
+const TAG_STACK_TRACE: u8 = 0x05;
+const TAG_HEAP_DUMP_SEGMENT: u8 = 0x1C;
+const TAG_HEAP_DUMP_END: u8 = 0x2C;
+const SUB_CLASS_DUMP: u8 = 0x20;
+const SUB_INSTANCE_DUMP: u8 = 0x21;
+const SUB_OBJ_ARRAY_DUMP: u8 = 0x22;
+const SUB_PRIM_ARRAY_DUMP: u8 = 0x23;
+const SUB_HEAP_DUMP_INFO: u8 = 0xFE;
+const STACK_SERIAL: u32 = 1;
+/// ART's references are 4 bytes: the unit of instance sizes in heap graphs.
+const ART_REF: u64 = 4;
+
+/// The hprof sub-record tag of a root kind, and whether it exists only in Android's format.
+pub fn root_tag(kind: RootKind) -> (u8, bool) {
+    use RootKind::*;
+    match kind {
+        Unknown => (0xFF, false),
+        JniGlobal => (0x01, false),
+        JniLocal => (0x02, false),
+        JavaFrame => (0x03, false),
+        NativeStack => (0x04, false),
+        StickyClass => (0x05, false),
+        ThreadBlock => (0x06, false),
+        MonitorUsed => (0x07, false),
+        ThreadObject => (0x08, false),
+        InternedString => (0x89, true),
+        Finalizing => (0x8A, true),
+        Debugger => (0x8B, true),
+        ReferenceCleanup => (0x8C, true),
+        VmInternal => (0x8D, true),
+        JniMonitor => (0x8E, true),
+        Unreachable => (0x90, true),
+    }
+}
+
+/// Android's hprof heap id and name for a heap named `name` in a [`HeapDump`].
+fn android_heap(name: &str) -> (u32, &'static str) {
+    match name {
+        "app" => (0x41, "app"),
+        "zygote" => (0x5A, "zygote"),
+        "image" => (0x49, "image"),
+        _ => (0, "default"),
+    }
+}
+
+/// One instance-field slot of a class layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// A reference field, filled from the object's reference with this field name.
+    Ref(FieldIdx),
+    /// A primitive field (zero).
+    Prim(BasicType),
+    /// The `runtimeInternalObjects` field.
+    Internal,
+}
+
+/// A class as written.
+#[derive(Debug, Clone)]
+struct HClass {
+    name: String,
+    id: u64,
+    super_idx: Option<usize>,
+    loader: u64,
+    instance_size: u32,
+    /// (name, target) of static reference fields.
+    statics: Vec<(String, ObjIdx)>,
+    /// Own instance fields: slot and name.
+    own: Vec<(Slot, String)>,
+    /// Model heap index of the class object (0 without one).
+    heap: u8,
+}
+
+/// Interned strings, ids from 1 in order of first use.
+#[derive(Default)]
+struct Strings {
+    ids: HashMap<String, u64>,
+    list: Vec<String>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> u64 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        self.list.push(s.to_owned());
+        let i = self.list.len() as u64;
+        self.ids.insert(s.to_owned(), i);
+        i
+    }
+}
+
+/// The short hprof name of an instance field named `Class.field` in a heap graph.
+fn short_field(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// The hprof name of a static field held by class `class` (ART's `$class$` prefix for the
+/// fields of `java.lang.Class` itself).
+fn static_field_name(class: &str, name: &str) -> String {
+    if let Some(rest) = name.strip_prefix("java.lang.Class.") {
+        return format!("$class${rest}");
+    }
+    if let Some(rest) = name.strip_prefix(class).and_then(|r| r.strip_prefix('.')) {
+        return rest.to_owned();
+    }
+    if name.is_empty() {
+        return "runtimeInternalObjects".to_owned();
+    }
+    short_field(name).to_owned()
+}
+
+/// Matches an object's references to the reference slots of its layout: fills `vals` (one
+/// per slot: the target, or [`REF_NULL`]) and `left` (references no slot takes).
+fn match_refs(slots: &[Slot], refs: &[(FieldIdx, ObjIdx)], vals: &mut Vec<ObjIdx>, left: &mut Vec<ObjIdx>) {
+    vals.clear();
+    left.clear();
+    let ref_slots = slots.iter().filter(|s| matches!(s, Slot::Ref(_))).count();
+    if ref_slots == refs.len()
+        && slots.iter().filter_map(|s| if let Slot::Ref(f) = s { Some(*f) } else { None }).eq(refs.iter().map(|r| r.0))
+    {
+        let mut it = refs.iter();
+        for s in slots {
+            vals.push(match s {
+                Slot::Ref(_) => it.next().expect("counted").1,
+                _ => REF_NULL,
+            });
+        }
+        return;
+    }
+    let mut used = vec![false; refs.len()];
+    for s in slots {
+        let v = match s {
+            Slot::Ref(f) if *f != NO_FIELD => match (0..refs.len()).find(|&i| !used[i] && refs[i].0 == *f) {
+                Some(i) => {
+                    used[i] = true;
+                    refs[i].1
+                }
+                None => REF_NULL,
+            },
+            _ => REF_NULL,
+        };
+        vals.push(v);
+    }
+    for (i, r) in refs.iter().enumerate() {
+        if !used[i] && r.1 != REF_NULL {
+            left.push(r.1);
+        }
+    }
+}
+
+/// Counts bytes on their way out.
+struct Counting<'a> {
+    inner: &'a mut dyn Write,
+    bytes: u64,
+}
+
+impl Counting<'_> {
+    fn put(&mut self, b: &[u8]) -> Result<()> {
+        self.inner.write_all(b).map_err(|e| Error::io("writing the hprof file", e))?;
+        self.bytes += b.len() as u64;
+        Ok(())
+    }
+}
+
+fn put_id(buf: &mut Vec<u8>, v: u64, id_size: u8) {
+    if id_size == 4 {
+        buf.extend_from_slice(&(v as u32).to_be_bytes());
+    } else {
+        buf.extend_from_slice(&v.to_be_bytes());
+    }
+}
+
+fn put_u4(buf: &mut Vec<u8>, v: u32) {
+    buf.extend_from_slice(&v.to_be_bytes());
+}
+
+fn record(out: &mut Counting<'_>, tag: u8, body: &[u8]) -> Result<()> {
+    let len = u32::try_from(body.len())
+        .map_err(|_| Error::new(ErrorKind::Unsupported, "an hprof record would exceed 4 GiB"))?;
+    let mut head = [0u8; 9];
+    head[0] = tag;
+    head[5..9].copy_from_slice(&len.to_be_bytes());
+    out.put(&head)?;
+    out.put(body)
+}
+
+/// Heap-dump segments being filled.
+struct Segments<'a, 'b> {
+    out: &'a mut Counting<'b>,
+    buf: Vec<u8>,
+    limit: usize,
+    android: bool,
+    id_size: u8,
+    /// Android heap id in force (0 at every segment start).
+    heap: u32,
+    heap_names: HashMap<u32, u64>,
+    summary: &'a mut HprofSummary,
+}
+
+impl Segments<'_, '_> {
+    fn flush(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            record(self.out, TAG_HEAP_DUMP_SEGMENT, &self.buf)?;
+            self.summary.segments += 1;
+            self.buf.clear();
+        }
+        self.heap = 0;
+        Ok(())
+    }
+
+    fn info_len(&self) -> usize {
+        1 + 4 + self.id_size as usize
+    }
+
+    fn put_info(buf: &mut Vec<u8>, heap: u32, name: u64, id_size: u8) {
+        buf.push(SUB_HEAP_DUMP_INFO);
+        put_u4(buf, heap);
+        put_id(buf, name, id_size);
+    }
+
+    /// Makes room for a sub-record of `size` bytes on Android heap `heap` and switches heaps
+    /// if needed; returns the buffer to append it to.
+    fn begin(&mut self, heap: u32, size: usize) -> Result<&mut Vec<u8>> {
+        let info = if self.android && heap != self.heap { self.info_len() } else { 0 };
+        if !self.buf.is_empty() && self.buf.len() + info + size > self.limit {
+            self.flush()?;
+        }
+        if self.android && heap != self.heap {
+            Self::put_info(&mut self.buf, heap, self.heap_names[&heap], self.id_size);
+            self.summary.heap_infos += 1;
+            self.heap = heap;
+        }
+        Ok(&mut self.buf)
+    }
+
+    /// Writes a primitive array too large for the segment buffer as a segment of its own,
+    /// streaming its zero elements.
+    fn big_array(&mut self, heap: u32, head: &[u8], data_len: u64) -> Result<()> {
+        self.flush()?;
+        let info = if self.android && heap != 0 { self.info_len() } else { 0 };
+        let body = info as u64 + head.len() as u64 + data_len;
+        let len = u32::try_from(body).map_err(|_| {
+            Error::new(
+                ErrorKind::Unsupported,
+                format!("a primitive array of {data_len} bytes does not fit an hprof record"),
+            )
+        })?;
+        let mut pre = Vec::with_capacity(9 + info + head.len());
+        pre.push(TAG_HEAP_DUMP_SEGMENT);
+        put_u4(&mut pre, 0);
+        put_u4(&mut pre, len);
+        if info > 0 {
+            Self::put_info(&mut pre, heap, self.heap_names[&heap], self.id_size);
+            self.summary.heap_infos += 1;
+        }
+        pre.extend_from_slice(head);
+        self.out.put(&pre)?;
+        let zeros = [0u8; 8192];
+        let mut left = data_len;
+        while left > 0 {
+            let n = left.min(zeros.len() as u64) as usize;
+            self.out.put(&zeros[..n])?;
+            left -= n as u64;
+        }
+        self.summary.segments += 1;
+        self.heap = 0;
+        Ok(())
+    }
+}
+
+/// The writer's plan: classes, layouts and ids.
+struct Plan {
+    id_size: u8,
+    /// Object id as written, by object (dense numbering when renumbered).
+    renumber: bool,
+    /// The first id made up by the writer, and the next one free.
+    first_synthetic: u64,
+    next_id: u64,
+    classes: Vec<HClass>,
+    /// Model class -> written class (None for class-object types `java.lang.Class<X>`).
+    class_map: Vec<Option<usize>>,
+    /// Class object -> written class.
+    class_of_object: HashMap<ObjIdx, usize>,
+    /// Per written class: its layout with the superclasses' (own fields first).
+    chains: Vec<Vec<Slot>>,
+    /// Per written class: index in `chains[c]` of its own `Internal` slot.
+    internal_slot: Vec<Option<usize>>,
+    object_array_class: Option<usize>,
+    strings: Strings,
+}
+
+impl Plan {
+    fn obj_id(&self, d: &HeapDump, o: ObjIdx) -> u64 {
+        if self.renumber { u64::from(o) + 1 } else { d.obj_id[o as usize] }
+    }
+
+    fn target_id(&self, d: &HeapDump, t: ObjIdx, summary: &mut HprofSummary) -> u64 {
+        match t {
+            REF_NULL => 0,
+            REF_DANGLING => {
+                summary.dangling_as_null += 1;
+                0
+            }
+            t => self.obj_id(d, t),
+        }
+    }
+}
+
+fn chain_of(classes: &[HClass], c: usize) -> Vec<Slot> {
+    let mut out = Vec::new();
+    let mut cur = Some(c);
+    let mut seen = HashSet::default();
+    while let Some(i) = cur {
+        if !seen.insert(i) {
+            break;
+        }
+        out.extend(classes[i].own.iter().map(|(s, _)| *s));
+        cur = classes[i].super_idx;
+    }
+    out
+}
+
+fn plan(d: &HeapDump, opts: &HprofOptions) -> Plan {
+    let n = d.len();
+    // Class objects: assigned to their class, or orphans that become classes of their own.
+    let mut object_class: HashMap<ObjIdx, ClassIdx> = HashMap::default();
+    for (i, c) in d.classes.iter().enumerate() {
+        if let Some(o) = c.object {
+            if (o as usize) < n {
+                object_class.insert(o, i as ClassIdx);
+            }
+        }
+    }
+    let mut classes: Vec<HClass> = Vec::new();
+    let mut class_map: Vec<Option<usize>> = vec![None; d.classes.len()];
+    let mut class_of_object: HashMap<ObjIdx, usize> = HashMap::default();
+    let mut needs_id: Vec<usize> = Vec::new();
+    for (i, c) in d.classes.iter().enumerate() {
+        if class_object_target(&c.name).is_some() {
+            continue;
+        }
+        let idx = classes.len();
+        class_map[i] = Some(idx);
+        let (id, heap) = match c.object.filter(|&o| (o as usize) < n) {
+            Some(o) => {
+                class_of_object.insert(o, idx);
+                (0, d.obj_heap[o as usize])
+            }
+            None => {
+                needs_id.push(idx);
+                (0, 0)
+            }
+        };
+        let name = if c.name.is_empty() { format!("<unknown type {:#x}>", c.id) } else { c.name.clone() };
+        let statics = c.static_refs.iter().map(|&(f, t)| (static_field_name(&c.name, d.field_name(f)), t)).collect();
+        classes.push(HClass {
+            name,
+            id,
+            super_idx: None,
+            loader: c.classloader_id,
+            instance_size: u32::try_from(c.instance_size).unwrap_or(u32::MAX),
+            statics,
+            own: Vec::new(),
+            heap,
+        });
+    }
+    for (i, c) in d.classes.iter().enumerate() {
+        if let (Some(me), Some(s)) = (class_map[i], c.superclass) {
+            classes[me].super_idx = class_map.get(s as usize).copied().flatten();
+        }
+    }
+    // Orphan class objects: classes of their own.
+    for o in 0..n as ObjIdx {
+        if d.obj_kind[o as usize] != ObjectKind::Class || object_class.contains_key(&o) {
+            continue;
+        }
+        let own_type = d.class_of(o);
+        let name = class_object_target(&own_type.name)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("<class object {:#x}>", d.obj_id[o as usize]));
+        let statics = d.refs(o).map(|(f, t)| (static_field_name(&name, d.field_name(f)), t)).collect();
+        let idx = classes.len();
+        class_of_object.insert(o, idx);
+        classes.push(HClass {
+            name,
+            id: 0,
+            super_idx: None,
+            loader: 0,
+            instance_size: 0,
+            statics,
+            own: Vec::new(),
+            heap: d.obj_heap[o as usize],
+        });
+    }
+
+    // Own fields: declared ones; for classes whose whole chain declares none, the field names
+    // their instances use (heap graphs from before Android S name fields per object).
+    for (i, c) in d.classes.iter().enumerate() {
+        let Some(me) = class_map[i] else { continue };
+        classes[me].own = c
+            .fields
+            .iter()
+            .map(|f| {
+                let slot = if f.ty == BasicType::Object { Slot::Ref(f.name) } else { Slot::Prim(f.ty) };
+                (slot, short_field(d.field_name(f.name)).to_owned())
+            })
+            .collect();
+    }
+    let declared: Vec<bool> =
+        (0..classes.len()).map(|c| chain_of(&classes, c).iter().any(|s| matches!(s, Slot::Ref(_)))).collect();
+    let mut inferred: Vec<Vec<FieldIdx>> = vec![Vec::new(); classes.len()];
+    for o in 0..n as ObjIdx {
+        if d.obj_kind[o as usize] != ObjectKind::Instance {
+            continue;
+        }
+        let Some(c) = class_map[d.obj_class[o as usize] as usize] else { continue };
+        if declared[c] {
+            continue;
+        }
+        for (f, _) in d.refs(o) {
+            if f != NO_FIELD && !inferred[c].contains(&f) {
+                inferred[c].push(f);
+            }
+        }
+    }
+    for (c, fields) in inferred.into_iter().enumerate() {
+        for f in fields {
+            classes[c].own.push((Slot::Ref(f), short_field(d.field_name(f)).to_owned()));
+        }
+    }
+    // Primitive padding up to the instance size, in ART's units.
+    if opts.primitive_padding {
+        let sizes: Vec<u64> = classes.iter().map(|c| u64::from(c.instance_size)).collect();
+        for c in 0..classes.len() {
+            let hc = &classes[c];
+            if hc.name.ends_with("[]") || hc.own.iter().any(|(s, _)| matches!(s, Slot::Prim(_))) {
+                continue;
+            }
+            let refs = hc.own.len() as u64;
+            let base = hc.super_idx.map(|s| sizes[s]).unwrap_or(0);
+            let mut pad = sizes[c].saturating_sub(base).saturating_sub(refs * ART_REF);
+            let mut k = 0;
+            for (t, size) in [(BasicType::Long, 8), (BasicType::Int, 4), (BasicType::Short, 2), (BasicType::Byte, 1)] {
+                while pad >= size {
+                    classes[c].own.push((Slot::Prim(t), format!("$primitive${k}")));
+                    k += 1;
+                    pad -= size;
+                }
+            }
+        }
+    }
+    // Runtime-internal references: an extra field for classes with instances holding
+    // references their layout has no field for.
+    let chains: Vec<Vec<Slot>> = (0..classes.len()).map(|c| chain_of(&classes, c)).collect();
+    let mut internal = vec![false; classes.len()];
+    let mut arrays = 0u64;
+    let (mut vals, mut left, mut rv) = (Vec::new(), Vec::new(), Vec::new());
+    for o in 0..n as ObjIdx {
+        if d.obj_kind[o as usize] != ObjectKind::Instance {
+            continue;
+        }
+        let Some(c) = class_map[d.obj_class[o as usize] as usize] else { continue };
+        rv.clear();
+        rv.extend(d.refs(o));
+        match_refs(&chains[c], &rv, &mut vals, &mut left);
+        if !left.is_empty() {
+            internal[c] = true;
+            arrays += 1;
+        }
+    }
+    for (c, need) in internal.iter().enumerate() {
+        if *need {
+            classes[c].own.push((Slot::Internal, "runtimeInternalObjects".to_owned()));
+        }
+    }
+    let mut object_array_class = None;
+    if arrays > 0 {
+        object_array_class = classes.iter().position(|c| c.name == "java.lang.Object[]");
+        if object_array_class.is_none() {
+            let sup = classes.iter().position(|c| c.name == "java.lang.Object");
+            object_array_class = Some(classes.len());
+            needs_id.push(classes.len());
+            classes.push(HClass {
+                name: "java.lang.Object[]".to_owned(),
+                id: 0,
+                super_idx: sup,
+                loader: 0,
+                instance_size: 0,
+                statics: Vec::new(),
+                own: Vec::new(),
+                heap: 0,
+            });
+        }
+    }
+    let chains: Vec<Vec<Slot>> = (0..classes.len()).map(|c| chain_of(&classes, c)).collect();
+    let internal_slot = (0..classes.len())
+        .map(|c| {
+            let own = classes[c].own.len();
+            classes[c].own.iter().position(|(s, _)| *s == Slot::Internal).filter(|&p| p < own)
+        })
+        .collect();
+
+    // Ids: the producer's if everything fits in 4 bytes, else 8 bytes (or, for Android,
+    // renumbered).
+    let synthetic = needs_id.len() as u64 + arrays;
+    let max_id = d.obj_id.iter().copied().max().unwrap_or(0);
+    let fits = |top: u64| top.checked_add(synthetic).is_some_and(|t| t < u64::from(u32::MAX));
+    let (id_size, renumber) = if fits(max_id) {
+        (4, false)
+    } else if opts.android {
+        (if fits(n as u64) { 4 } else { 8 }, true)
+    } else if max_id.checked_add(synthetic + 1).is_none() {
+        // No room above the largest id for the writer's own: renumber.
+        (8, true)
+    } else {
+        (8, false)
+    };
+    let mut plan = Plan {
+        id_size,
+        renumber,
+        first_synthetic: 0,
+        next_id: 0,
+        classes,
+        class_map,
+        class_of_object,
+        chains,
+        internal_slot,
+        object_array_class,
+        strings: Strings::default(),
+    };
+    plan.next_id = if renumber { n as u64 + 1 } else { max_id + 1 };
+    plan.first_synthetic = plan.next_id;
+    for (&o, &c) in &plan.class_of_object {
+        let id = plan.obj_id(d, o);
+        plan.classes[c].id = id;
+    }
+    for c in needs_id {
+        plan.classes[c].id = plan.next_id;
+        plan.next_id += 1;
+    }
+    plan
+}
+
+/// Writes `dump` as an hprof heap dump to `out`, streaming (one segment buffered at a time).
+pub fn encode_hprof(dump: &HeapDump, opts: &HprofOptions, out: &mut dyn Write) -> Result<HprofSummary> {
+    let d = dump;
+    let mut p = plan(d, opts);
+    let id_size = p.id_size;
+    let mut summary = HprofSummary { id_size, renumbered: p.renumber, ..Default::default() };
+    let first_synthetic = p.first_synthetic;
+    let mut next_id = p.next_id;
+
+    // Class loaders named by id: written only when they are objects of the dump.
+    let mut loader_ids: HashMap<u64, u64> = p.classes.iter().filter(|c| c.loader != 0).map(|c| (c.loader, 0)).collect();
+    if !loader_ids.is_empty() {
+        for o in 0..d.len() as ObjIdx {
+            if let Some(v) = loader_ids.get_mut(&d.obj_id[o as usize]) {
+                *v = p.obj_id(d, o);
+            }
+        }
+    }
+
+    // Strings, in a fixed order: class names, then field names as classes declare them.
+    let mut class_name_sid = Vec::with_capacity(p.classes.len());
+    let mut field_sids: Vec<(Vec<u64>, Vec<u64>)> = Vec::with_capacity(p.classes.len());
+    for c in 0..p.classes.len() {
+        let name = p.classes[c].name.clone();
+        class_name_sid.push(p.strings.id(&name));
+    }
+    for c in 0..p.classes.len() {
+        let statics: Vec<String> = p.classes[c].statics.iter().map(|s| s.0.clone()).collect();
+        let own: Vec<String> = p.classes[c].own.iter().map(|s| s.1.clone()).collect();
+        let s = statics.iter().map(|n| p.strings.id(n)).collect();
+        let f = own.iter().map(|n| p.strings.id(n)).collect();
+        field_sids.push((s, f));
+    }
+    let mut heap_names: HashMap<u32, u64> = HashMap::default();
+    if opts.android {
+        for (id, name) in [(0u32, "default"), (0x41, "app"), (0x5A, "zygote"), (0x49, "image")] {
+            heap_names.insert(id, p.strings.id(name));
+        }
+    }
+    let heap_of = |h: u8| -> u32 { android_heap(d.heaps.get(h as usize).map(String::as_str).unwrap_or("")).0 };
+
+    let mut w = Counting { inner: out, bytes: 0 };
+    let mut head = Vec::with_capacity(32);
+    head.extend_from_slice(if opts.android { b"JAVA PROFILE 1.0.3\0" } else { b"JAVA PROFILE 1.0.2\0" });
+    put_u4(&mut head, u32::from(id_size));
+    put_u4(&mut head, (opts.timestamp_ms >> 32) as u32);
+    put_u4(&mut head, opts.timestamp_ms as u32);
+    w.put(&head)?;
+    let mut body = Vec::new();
+    for (i, s) in p.strings.list.iter().enumerate() {
+        body.clear();
+        put_id(&mut body, i as u64 + 1, id_size);
+        body.extend_from_slice(s.as_bytes());
+        record(&mut w, TAG_STRING, &body)?;
+    }
+    summary.strings = p.strings.list.len() as u64;
+    for (c, hc) in p.classes.iter().enumerate() {
+        body.clear();
+        put_u4(&mut body, c as u32 + 1);
+        put_id(&mut body, hc.id, id_size);
+        put_u4(&mut body, STACK_SERIAL);
+        put_id(&mut body, class_name_sid[c], id_size);
+        record(&mut w, TAG_LOAD_CLASS, &body)?;
+    }
+    body.clear();
+    put_u4(&mut body, STACK_SERIAL);
+    put_u4(&mut body, 0);
+    put_u4(&mut body, 0);
+    record(&mut w, TAG_STACK_TRACE, &body)?;
+
+    let mut seg = Segments {
+        out: &mut w,
+        buf: Vec::with_capacity(opts.segment_bytes.min(1 << 24) + 1024),
+        limit: opts.segment_bytes.max(64),
+        android: opts.android,
+        id_size,
+        heap: 0,
+        heap_names,
+        summary: &mut summary,
+    };
+    let ids = id_size as usize;
+
+    // Roots, one per distinct (kind, object), thread objects numbered from 1.
+    let mut seen: HashSet<(u8, ObjIdx)> = HashSet::default();
+    let mut thread_serial = 0u32;
+    for r in &d.roots {
+        let (mut tag, android_only) = root_tag(r.kind);
+        if android_only && !opts.android {
+            tag = 0xFF;
+        }
+        if !seen.insert((tag, r.object)) {
+            continue;
+        }
+        let id = p.obj_id(d, r.object);
+        let buf = seg.begin(0, 1 + 2 * ids + 8)?;
+        buf.push(tag);
+        put_id(buf, id, id_size);
+        match tag {
+            0x01 => put_id(buf, 0, id_size),
+            0x02 | 0x03 | 0x8E => {
+                put_u4(buf, 0);
+                put_u4(buf, u32::MAX);
+            }
+            0x04 | 0x06 => put_u4(buf, 0),
+            0x08 => {
+                thread_serial += 1;
+                put_u4(buf, thread_serial);
+                put_u4(buf, STACK_SERIAL);
+            }
+            _ => {}
+        }
+        seg.summary.roots += 1;
+    }
+
+    // Classes and objects, heap by heap.
+    let heaps = d.heaps.len().max(1);
+    let (mut vals, mut left, mut rv) = (Vec::new(), Vec::new(), Vec::<(FieldIdx, ObjIdx)>::new());
+    let mut data = Vec::new();
+    for h in 0..heaps {
+        let heap = heap_of(h as u8);
+        for (c, hc) in p.classes.iter().enumerate() {
+            if hc.heap as usize != h {
+                continue;
+            }
+            data.clear();
+            data.push(SUB_CLASS_DUMP);
+            put_id(&mut data, hc.id, id_size);
+            put_u4(&mut data, STACK_SERIAL);
+            put_id(&mut data, hc.super_idx.map(|s| p.classes[s].id).unwrap_or(0), id_size);
+            put_id(&mut data, loader_ids.get(&hc.loader).copied().unwrap_or(0), id_size);
+            for _ in 0..4 {
+                put_id(&mut data, 0, id_size);
+            }
+            put_u4(&mut data, hc.instance_size);
+            data.extend_from_slice(&0u16.to_be_bytes());
+            data.extend_from_slice(&(hc.statics.len().min(u16::MAX as usize) as u16).to_be_bytes());
+            for (k, &(_, t)) in hc.statics.iter().enumerate().take(u16::MAX as usize) {
+                put_id(&mut data, field_sids[c].0[k], id_size);
+                data.push(BasicType::Object as u8);
+                let v = p.target_id(d, t, seg.summary);
+                put_id(&mut data, v, id_size);
+            }
+            data.extend_from_slice(&(hc.own.len().min(u16::MAX as usize) as u16).to_be_bytes());
+            for (k, (s, _)) in hc.own.iter().enumerate().take(u16::MAX as usize) {
+                put_id(&mut data, field_sids[c].1[k], id_size);
+                data.push(match s {
+                    Slot::Ref(_) | Slot::Internal => BasicType::Object as u8,
+                    Slot::Prim(t) => *t as u8,
+                });
+            }
+            seg.begin(heap, data.len())?.extend_from_slice(&data);
+            seg.summary.classes += 1;
+        }
+        for o in 0..d.len() as ObjIdx {
+            if d.obj_heap[o as usize] as usize != h {
+                continue;
+            }
+            let id = p.obj_id(d, o);
+            match d.obj_kind[o as usize] {
+                ObjectKind::Class => {}
+                ObjectKind::Instance => {
+                    let Some(c) = p.class_map[d.obj_class[o as usize] as usize] else {
+                        seg.summary.dropped_references += d.refs(o).count() as u64;
+                        continue;
+                    };
+                    rv.clear();
+                    rv.extend(d.refs(o));
+                    let chain = &p.chains[c];
+                    match_refs(chain, &rv, &mut vals, &mut left);
+                    let array_id = if left.is_empty() {
+                        0
+                    } else {
+                        next_id += 1;
+                        next_id - 1
+                    };
+                    data.clear();
+                    data.push(SUB_INSTANCE_DUMP);
+                    put_id(&mut data, id, id_size);
+                    put_u4(&mut data, STACK_SERIAL);
+                    put_id(&mut data, p.classes[c].id, id_size);
+                    let len_at = data.len();
+                    put_u4(&mut data, 0);
+                    for (k, s) in chain.iter().enumerate() {
+                        match s {
+                            Slot::Ref(_) => {
+                                let v = p.target_id(d, vals[k], seg.summary);
+                                put_id(&mut data, v, id_size);
+                            }
+                            Slot::Prim(t) => data.extend(std::iter::repeat_n(0u8, t.size(id_size) as usize)),
+                            Slot::Internal => {
+                                let v = if Some(k) == p.internal_slot[c] { array_id } else { 0 };
+                                put_id(&mut data, v, id_size);
+                            }
+                        }
+                    }
+                    let n = (data.len() - len_at - 4) as u32;
+                    data[len_at..len_at + 4].copy_from_slice(&n.to_be_bytes());
+                    seg.begin(heap, data.len())?.extend_from_slice(&data);
+                    seg.summary.instances += 1;
+                    if array_id != 0 {
+                        data.clear();
+                        data.push(SUB_OBJ_ARRAY_DUMP);
+                        put_id(&mut data, array_id, id_size);
+                        put_u4(&mut data, STACK_SERIAL);
+                        put_u4(&mut data, left.len() as u32);
+                        let ac = p.object_array_class.map(|a| p.classes[a].id).unwrap_or(0);
+                        put_id(&mut data, ac, id_size);
+                        for &t in &left {
+                            let v = p.target_id(d, t, seg.summary);
+                            put_id(&mut data, v, id_size);
+                        }
+                        seg.begin(heap, data.len())?.extend_from_slice(&data);
+                        seg.summary.object_arrays += 1;
+                    }
+                }
+                ObjectKind::ObjectArray => {
+                    let class = p.class_map[d.obj_class[o as usize] as usize].or(p.object_array_class);
+                    let n = d.refs(o).count();
+                    data.clear();
+                    data.push(SUB_OBJ_ARRAY_DUMP);
+                    put_id(&mut data, id, id_size);
+                    put_u4(&mut data, STACK_SERIAL);
+                    put_u4(&mut data, n as u32);
+                    put_id(&mut data, class.map(|c| p.classes[c].id).unwrap_or(0), id_size);
+                    for (_, t) in d.refs(o) {
+                        let v = p.target_id(d, t, seg.summary);
+                        put_id(&mut data, v, id_size);
+                    }
+                    seg.begin(heap, data.len())?.extend_from_slice(&data);
+                    seg.summary.object_arrays += 1;
+                }
+                ObjectKind::PrimitiveArray(t) => {
+                    seg.summary.dropped_references += d.refs(o).count() as u64;
+                    let n = d.obj_len[o as usize];
+                    let data_len = u64::from(n) * u64::from(t.size(id_size));
+                    data.clear();
+                    data.push(SUB_PRIM_ARRAY_DUMP);
+                    put_id(&mut data, id, id_size);
+                    put_u4(&mut data, STACK_SERIAL);
+                    put_u4(&mut data, n);
+                    data.push(t as u8);
+                    if data.len() as u64 + data_len > seg.limit as u64 {
+                        seg.big_array(heap, &data, data_len)?;
+                    } else {
+                        let buf = seg.begin(heap, data.len() + data_len as usize)?;
+                        buf.extend_from_slice(&data);
+                        buf.resize(buf.len() + data_len as usize, 0);
+                    }
+                    seg.summary.primitive_arrays += 1;
+                }
+            }
+        }
+    }
+    seg.flush()?;
+    record(&mut w, TAG_HEAP_DUMP_END, &[])?;
+    summary.bytes = w.bytes;
+    summary.synthetic_ids = next_id - first_synthetic;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_fields() {
+        assert_eq!(short_field("com.example.Node.next"), "next");
+        assert_eq!(short_field("plain"), "plain");
+        assert_eq!(static_field_name("com.example.Node", "com.example.Node.sRoot"), "sRoot");
+        assert_eq!(static_field_name("com.example.Node", "java.lang.Class.superClass"), "$class$superClass");
+        assert_eq!(static_field_name("a.B", "c.D.x"), "x");
+    }
+
+    #[test]
+    fn matching_by_name_with_leftovers() {
+        let slots = [Slot::Ref(1), Slot::Prim(BasicType::Int), Slot::Ref(2)];
+        let (mut v, mut l) = (Vec::new(), Vec::new());
+        match_refs(&slots, &[(1, 10), (2, 20)], &mut v, &mut l);
+        assert_eq!((v.as_slice(), l.as_slice()), (&[10, REF_NULL, 20][..], &[][..]));
+        match_refs(&slots, &[(2, 20), (NO_FIELD, 30), (1, 10), (7, REF_NULL)], &mut v, &mut l);
+        assert_eq!((v.as_slice(), l.as_slice()), (&[10, REF_NULL, 20][..], &[30][..]));
+    }
+
+    #[test]
+    fn every_root_kind_has_a_tag() {
+        assert_eq!(root_tag(RootKind::VmInternal), (0x8D, true));
+        assert_eq!(root_tag(RootKind::ThreadObject), (0x08, false));
+        assert_eq!(root_tag(RootKind::Unreachable), (0x90, true));
+    }
+}
