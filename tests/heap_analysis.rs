@@ -165,3 +165,94 @@ fn top_report_text_and_json() {
     let via: Vec<&str> = path["steps"].as_array().unwrap().iter().filter_map(|s| s["via"].as_str()).collect();
     assert_eq!(via, [".cache", ".items"]);
 }
+
+/// Compiles and runs tests/data/hprof/HeapFixture.java (a 1,000-node list in a static field,
+/// a `WeakReference` to its second node, arrays and strings), which dumps its heap with
+/// OpenJDK; returns the dump.
+fn jvm_dump(dir: &std::path::Path) -> Vec<u8> {
+    let classes = dir.join("classes");
+    let st = std::process::Command::new("javac")
+        .arg("-d")
+        .arg(&classes)
+        .arg(data("hprof/HeapFixture.java"))
+        .status()
+        .expect("javac runs");
+    assert!(st.success(), "javac failed");
+    let dump = dir.join("jvm.hprof");
+    let out = std::process::Command::new("java")
+        .args(["-XX:+UseSerialGC", "-Xmx64m", "-Xshare:off", "-cp"])
+        .arg(&classes)
+        .arg("HeapFixture")
+        .arg(&dump)
+        .output()
+        .expect("java runs");
+    assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read(&dump).unwrap()
+}
+
+#[test]
+fn analyses_of_a_real_openjdk_dump() {
+    use heapconv::analysis::heap::VIRTUAL_ROOT;
+    use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
+    if !have_jdk() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = jvm_dump(dir.path());
+    let dump = read_hprof(bytes.as_slice(), "jvm.hprof", &HprofReadOptions::default()).unwrap();
+    let heap = RootedHeap::new(&dump);
+    let dom = heap.dominators();
+    let spt = heap.shortest_path_tree();
+    // The list: HeapFixture.head, reached through the class's statics.
+    let fixture = dump.classes.iter().find(|c| c.name == "HeapFixture").expect("class HeapFixture");
+    let head = fixture.static_refs.iter().find(|(f, _)| dump.field_name(*f) == "head").map(|&(_, t)| t).unwrap();
+    let next_of = |o: u32| dump.refs(o).find(|&(f, _)| dump.field_name(f) == "next").map(|(_, t)| t).unwrap();
+    let mut nodes = vec![head];
+    while let Some(&last) = nodes.last() {
+        let n = next_of(last);
+        if n as usize >= dump.len() {
+            break;
+        }
+        nodes.push(n);
+    }
+    assert_eq!(nodes.len(), 1000);
+    // `weak` refers to the second node through `referent` (declared by java.lang.ref.Reference):
+    // not an edge, so the head still dominates it, and the head retains the whole list.
+    assert_eq!(dom.idom[nodes[1] as usize], head);
+    for w in nodes.windows(2) {
+        assert_eq!(dom.idom[w[1] as usize], w[0]);
+    }
+    let list_bytes: u64 = nodes.iter().map(|&o| dump.obj_self_size[o as usize]).sum();
+    assert!(list_bytes >= 1000 * 12, "{list_bytes}");
+    assert_eq!(dom.retained[head as usize], list_bytes);
+    // main's local `n` still holds the head: a Java-frame root, so only the virtual root
+    // dominates it (the class's static field is a second path to it).
+    assert_eq!(heap.root_kind(head), Some(RootKind::JavaFrame), "{:?}", heap.root_kind(head));
+    assert_eq!(dom.idom[head as usize], VIRTUAL_ROOT);
+    // The class histogram counts the list once, however deep its nodes are nested.
+    let hist = heap.class_histogram(&dom);
+    let node = hist.iter().find(|r| r.name == "HeapFixture$Node").unwrap();
+    assert_eq!((node.instances, node.reachable_instances), (1000, 1000));
+    assert_eq!((node.shallow, node.retained), (list_bytes, list_bytes));
+    // The last node's path from a GC root: the list from its head, elided in the middle.
+    let path = heap.path_to_root(&spt, nodes[999], 16).unwrap();
+    assert_eq!((path.length, path.elided, path.steps.len()), (1000, 984, 16));
+    assert_eq!(path.steps[0].object, head);
+    let text = path.text();
+    assert!(text.starts_with("[ROOT_JAVA_FRAME] HeapFixture$Node.next -> HeapFixture$Node.next"), "{text}");
+    assert!(text.contains(" -> ... (984 more) -> "), "{text}");
+    assert!(text.ends_with("HeapFixture$Node.next -> HeapFixture$Node"), "{text}");
+    // A static field's path names the class whose field it is.
+    let numbers = fixture.static_refs.iter().find(|(f, _)| dump.field_name(*f) == "numbers").unwrap().1;
+    let text = heap.path_to_root(&spt, numbers, 16).unwrap().text();
+    assert!(text.ends_with("java.lang.Class<HeapFixture>.numbers -> int[]"), "{text}");
+    // The top report: all classes, the list's row as in the histogram.
+    let top = heap.heap_top(&spt, &dom, &TopOptions { classes: usize::MAX, ..Default::default() });
+    assert_eq!(top.objects, dump.len() as u64);
+    assert_eq!(top.reachable_objects, dom.order.len() as u64);
+    assert_eq!(top.classes.len() as u64, top.class_count);
+    assert!(top.classes.iter().any(|c| c == node), "{}", top_text(&top));
+    if std::env::var_os("HEAPCONV_SHOW_TOP").is_some() {
+        eprintln!("{}", top_text(&heap.heap_top(&spt, &dom, &TopOptions::default())));
+    }
+}

@@ -115,6 +115,11 @@ pub struct RootedHeap<'a> {
     statics: Vec<(ObjIdx, ClassIdx)>,
     /// Bit per object: it appears in `statics`.
     has_statics: Vec<u64>,
+    /// The class `java.lang.Class`, when the dump has one.
+    class_class: Option<ClassIdx>,
+    /// Instances of `java.lang.Class` that are a class's object, with their display names
+    /// (`java.lang.Class<X>`), sorted by object.
+    class_objects: Vec<(ObjIdx, String)>,
 }
 
 /// Strips a heap-graph type prefix (`"java.lang.Object java.lang.ref.Reference.referent"`).
@@ -172,7 +177,31 @@ impl<'a> RootedHeap<'a> {
                 has_statics[o as usize / 64] |= 1 << (o % 64);
             }
         }
-        RootedHeap { dump, n, root_kind, roots, weak_fields, weak_bits, statics, has_statics }
+        let class_class = dump.classes.iter().position(|c| c.name == "java.lang.Class").map(|c| c as ClassIdx);
+        let mut class_objects: Vec<(ObjIdx, String)> = dump
+            .classes
+            .iter()
+            .filter_map(|cl| match cl.object {
+                Some(o) if (o as usize) < n && Some(dump.obj_class[o as usize]) == class_class => {
+                    Some((o, format!("java.lang.Class<{}>", cl.name)))
+                }
+                _ => None,
+            })
+            .collect();
+        class_objects.sort();
+        class_objects.dedup_by_key(|e| e.0);
+        RootedHeap {
+            dump,
+            n,
+            root_kind,
+            roots,
+            weak_fields,
+            weak_bits,
+            statics,
+            has_statics,
+            class_class,
+            class_objects,
+        }
     }
 
     /// The dump.
@@ -200,10 +229,17 @@ impl<'a> RootedHeap<'a> {
         self.root_kind.get(o as usize).copied().flatten()
     }
 
-    /// The class name of object `o` (empty for a class out of range).
-    pub fn class_name(&self, o: ObjIdx) -> &'a str {
-        let c = self.dump.obj_class[o as usize] as usize;
-        self.dump.classes.get(c).map_or("", |c| c.name.as_str())
+    /// The class name of object `o` (empty for a class out of range). An instance of
+    /// `java.lang.Class` that is a class's object ([`Class::object`], as hprof readers make
+    /// them) is named `java.lang.Class<X>`, as heap graphs name their class objects.
+    pub fn class_name(&self, o: ObjIdx) -> &str {
+        let c = self.dump.obj_class[o as usize];
+        if Some(c) == self.class_class {
+            if let Ok(i) = self.class_objects.binary_search_by_key(&o, |e| e.0) {
+                return &self.class_objects[i].1;
+            }
+        }
+        self.dump.classes.get(c as usize).map_or("", |c| c.name.as_str())
     }
 
     /// The frame name of object `o`: its class name, with `" [ROOT_KIND]"` for a root.
@@ -998,6 +1034,11 @@ impl<'h, 'a> TreeProfileBuilder<'h, 'a> {
     fn frame(&mut self, o: ObjIdx, native: bool) -> FrameId {
         let c = self.heap.dump.obj_class[o as usize].min(self.heap.dump.classes.len() as ClassIdx);
         let root = self.heap.root_kind(o);
+        if Some(c) == self.heap.class_class {
+            // Class objects are named after their class: not cached by class.
+            let name = self.heap.frame_name(o);
+            return self.named_frame(&if native { format!("[native] {name}") } else { name });
+        }
         if root.is_none() && !native {
             if let Some(f) = self.plain[c as usize] {
                 return f;
@@ -1795,6 +1836,16 @@ mod tests {
         let dom = h.dominators();
         assert_eq!(dom.idom, vec![VIRTUAL_ROOT, 0]);
         assert_eq!(dom.retained, vec![24, 16]);
+        // The class object is named after its class, in paths and frames.
+        assert_eq!(h.class_name(0), "java.lang.Class<Foo>");
+        let path = h.path_to_root(&spt, 1, 16).unwrap();
+        assert_eq!(path.text(), "[ROOT_STICKY_CLASS] java.lang.Class<Foo>.sInstance -> Foo");
+        let mut want = vec![
+            (vec![1, 8], vec!["java.lang.Class<Foo> [ROOT_STICKY_CLASS]".to_owned()]),
+            (vec![1, 16], vec!["Foo".to_owned(), "java.lang.Class<Foo> [ROOT_STICKY_CLASS]".to_owned()]),
+        ];
+        want.sort();
+        assert_eq!(samples(&h.spt_profile(&spt)), want);
     }
 
     #[test]
