@@ -247,6 +247,12 @@ enum ToArg {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
+enum ByArg {
+    Dominator,
+    ShortestPath,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
 enum ViewArg {
     UnreleasedSize,
     UnreleasedCount,
@@ -330,6 +336,11 @@ struct ConvertArgs {
     /// Do not annotate ART frames.
     #[arg(long)]
     no_annotations: bool,
+    /// For an HPROF heap dump: the tree the profile shows (`dominator`: widths are retained
+    /// sizes; `shortest-path`: traceconv's tree from the GC roots). `--to json` writes the top
+    /// report (classes by retained size, largest retainers and their paths from GC roots).
+    #[arg(long, value_enum, default_value = "dominator")]
+    by: ByArg,
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
@@ -546,6 +557,10 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 decode: a.decode.options(),
                 symbolize: a.symbols.options(&ui),
                 ddm: a.ddm.options(),
+                heap_tree: match a.by {
+                    ByArg::Dominator => pipeline::HeapTree::Dominator,
+                    ByArg::ShortestPath => pipeline::HeapTree::ShortestPath,
+                },
             };
             let dest = match &a.output {
                 None => Destination::Stdout,

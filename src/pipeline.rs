@@ -432,6 +432,19 @@ pub struct ConvertOptions {
     /// (`lines` and `per_allocation` are chosen per format: on for pprof, off for the text
     /// outputs, whose frame labels are then `class.method(File.java:12)`).
     pub ddm: DdmOptions,
+    /// Which tree of a Java heap (an hprof input) becomes the profile. Default: the
+    /// dominator tree (flame graph widths are retained sizes).
+    pub heap_tree: HeapTree,
+}
+
+/// Which tree of a Java heap becomes a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeapTree {
+    /// The dominator tree: a node's cumulative values are what it retains.
+    #[default]
+    Dominator,
+    /// traceconv's shortest-path tree from the GC roots (`profile --java-heap`).
+    ShortestPath,
 }
 
 impl Default for ConvertOptions {
@@ -446,6 +459,7 @@ impl Default for ConvertOptions {
             decode: DecodeOptions::default(),
             symbolize: None,
             ddm: DdmOptions::default(),
+            heap_tree: HeapTree::default(),
         }
     }
 }
@@ -617,13 +631,13 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
             Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], dest, opts),
             Opened::Hprof(inp) => {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!(
-                        "{} is an HPROF heap dump; `convert` reads Perfetto traces and DDM allocation records (`heapconv inspect` summarizes heap dumps, `heapconv hprof-conv` converts Android ones to the standard format)",
-                        inp.name
-                    ),
-                ));
+                if inputs.len() > 1 {
+                    return Err(Error::new(
+                        ErrorKind::Usage,
+                        format!("{}: `convert` takes one HPROF heap dump at a time", inp.name),
+                    ));
+                }
+                return convert_hprof(inp, &inputs[0], dest, opts);
             }
         }
     }
@@ -707,11 +721,52 @@ fn convert_trace(
     Ok(ConvertRun { outputs, report, symbols })
 }
 
+/// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
+/// folded stacks or a flame graph, or the `top` report (classes by retained size, the largest
+/// retainers and their paths from GC roots) as JSON. A damaged dump converts what was
+/// complete and says so in the report.
+fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    use crate::analysis::heap::{RootedHeap, TopOptions, top_json};
+    use crate::decode::hprof::{HprofReadOptions, read_hprof};
+    let name = inp.name.clone();
+    let dump = read_hprof(inp.reader(), &name, &HprofReadOptions::default())?;
+    let mut report = TraceReport { source: name.clone(), gzipped: inp.gzipped, ..Default::default() };
+    if !dump.incomplete.is_empty() {
+        report.damage = Some(dump.incomplete.join("; "));
+    }
+    let heap = RootedHeap::new(&dump);
+    let bytes = if opts.format == Format::Json {
+        let spt = heap.shortest_path_tree();
+        let dom = heap.dominators();
+        top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes()
+    } else {
+        let profile = match opts.heap_tree {
+            HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
+            HeapTree::ShortestPath => heap.spt_profile(&heap.shortest_path_tree()),
+        };
+        encode_one(&profile, opts)?
+    };
+    let path = match dest {
+        Destination::Stdout => None,
+        Destination::File(f) => Some(f.clone()),
+        Destination::Dir(d) => {
+            ensure_dir(d)?;
+            Some(d.join(format!("{}.{}", stem(input), opts.format.extension())))
+        }
+    };
+    let inputs = [input.to_path_buf()];
+    match &path {
+        Some(p) => write_atomic(p, &bytes, &inputs)?,
+        None => check_not_input(Path::new("-"), &inputs)?,
+    }
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None })
+}
+
 /// The input's file name without directories and trace extensions.
 pub fn stem(input: &Path) -> String {
     let name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "stdin".to_owned());
     let mut s = name.as_str();
-    for ext in [".gz", ".pftrace", ".perfetto-trace", ".trace", ".pb", ".alloc"] {
+    for ext in [".gz", ".pftrace", ".perfetto-trace", ".trace", ".pb", ".alloc", ".hprof"] {
         if let Some(t) = s.strip_suffix(ext) {
             s = t;
         }

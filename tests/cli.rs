@@ -247,3 +247,32 @@ fn special_files_are_written_in_place_not_replaced() {
     // Nothing was left behind next to the pipe.
     assert_eq!(files(dir.path()), ["pipe", "plain.folded"]);
 }
+
+#[test]
+fn convert_of_an_hprof_dump_shows_dominator_and_shortest_path_trees() {
+    // An hprof written by `heapconv hprof` from traceconv's reference heap graph.
+    let dir = tempfile::tempdir().unwrap();
+    let hprof = dir.path().join("small.hprof");
+    let trace = data("traceconv/cases/heap_graph_small.pftrace");
+    heapconv_ok(&["hprof", trace.to_str().unwrap(), "-q", "-o", hprof.to_str().unwrap()], 0);
+    let folded = |by: &str| {
+        let o = heapconv_ok(&["convert", hprof.to_str().unwrap(), "--by", by, "--to", "folded"], 0);
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let dom = folded("dominator");
+    let holder = "com.example.Holder [ROOT_JAVA_FRAME]";
+    for line in [
+        format!("{holder} 16"),
+        format!("{holder};com.example.Cache 24"),
+        format!("{holder};com.example.Cache;java.lang.Object[];com.example.Blob 2000"),
+    ] {
+        assert!(dom.lines().any(|l| l == line), "{line:?} missing from\n{dom}");
+    }
+    assert!(folded("shortest-path").lines().any(|l| l == format!("{holder};com.example.Cache 24")));
+    // JSON is the top report: classes by retained size.
+    let o = heapconv_ok(&["convert", hprof.to_str().unwrap(), "--to", "json"], 0);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["roots"], 2);
+    assert_eq!(v["classes"][0]["name"], "com.example.Blob");
+    assert_eq!(v["classes"][0]["shallow"], 4000);
+}
