@@ -859,21 +859,6 @@ fn lying_lengths_unknown_tags_and_odd_id_sizes_give_clear_errors() {
     assert_eq!(strict_err(b"").kind(), ErrorKind::Truncated);
 }
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 #[test]
 fn mutated_dumps_never_panic_or_hang() {
     let samples = [android_sample(4, true).0, android_sample(8, true).0];
