@@ -32,6 +32,7 @@
 pub mod decode;
 pub mod encode;
 pub mod error;
+pub mod merge;
 pub mod model;
 pub mod output;
 pub mod pipeline;

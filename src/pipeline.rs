@@ -240,7 +240,9 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 mark.set(p.tables.mark());
                 let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
                 let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
-                job_tx.send(Work::Dump(job)).map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
+                job_tx
+                    .send(Work::Dump(job))
+                    .map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
                 Ok(())
             },
         );

@@ -264,9 +264,9 @@ impl PprofEncoder {
         const CHUNK: usize = 1 << 20;
         bytes.reserve(CHUNK + 4096);
         let mut used = vec![0u64; self.locs.len() / 64 + 1];
-        // Label keys: model string id -> this profile's string index.
+        // Label keys and texts: model string id -> this profile's string index.
         let mut label_keys: HashMap<StringId, i64> = HashMap::default();
-        let mut labels: Vec<(i64, i64)> = Vec::new();
+        let mut labels: Vec<WireLabel> = Vec::new();
         let with_labels = profile.has_labels();
         // The path lookups miss the cache: the slot of a sample some way ahead is prefetched.
         const AHEAD: usize = 12;
@@ -292,9 +292,18 @@ impl PprofEncoder {
             }
             labels.clear();
             if with_labels {
+                let mut sid = |b: &mut Builder<'_>, id: StringId| {
+                    *label_keys.entry(id).or_insert_with(|| b.s(tables.strings.get(id)))
+                };
                 for &(key, num) in profile.sample_labels(i) {
-                    let k = *label_keys.entry(key).or_insert_with(|| b.s(tables.strings.get(key)));
-                    labels.push((k, num));
+                    let k = sid(&mut b, key);
+                    let unit = profile.num_label_unit(key).map_or(0, |u| sid(&mut b, u));
+                    labels.push(WireLabel { key: k, str: 0, num, num_unit: unit });
+                }
+                for &(key, text) in profile.sample_str_labels(i) {
+                    let k = sid(&mut b, key);
+                    let t = sid(&mut b, text);
+                    labels.push(WireLabel { key: k, str: t, num: 0, num_unit: 0 });
                 }
             }
             write_sample(&mut bytes, path, values, &labels);
@@ -341,7 +350,12 @@ fn finish(
             m.has_inline_frames = sym;
         }
         let meta = &profile.meta;
-        if let Some(interval) = meta.sampling_interval.filter(|&i| i > 0) {
+        if let Some(p) = &meta.period {
+            let ty = b.s(&p.name);
+            let unit = b.s(&p.unit);
+            out.period_type = Some(pp::ValueType { r#type: ty, unit });
+            out.period = p.value;
+        } else if let Some(interval) = meta.sampling_interval.filter(|&i| i > 0) {
             let ty = b.s("space");
             let unit = b.s("bytes");
             out.period_type = Some(pp::ValueType { r#type: ty, unit });
@@ -361,10 +375,17 @@ fn finish(
         if !loss.is_empty() {
             comments.push(format!("data loss: {}", loss.join(", ")));
         }
+        for c in meta.comments.iter() {
+            if !comments.contains(c) {
+                comments.push(c.clone());
+            }
+        }
         for c in comments {
             let id = b.s(&c);
             out.comment.push(id);
         }
+        out.time_nanos = meta.time_nanos.unwrap_or(0);
+        out.duration_nanos = meta.duration_nanos.unwrap_or(0);
     }
     out.location = b.locations;
     out.function = b.functions;
@@ -376,14 +397,34 @@ fn finish(
     bytes
 }
 
+/// One sample label as string indexes: `str` 0 for a numeric label, `num_unit` 0 for none.
+struct WireLabel {
+    key: i64,
+    str: i64,
+    num: i64,
+    num_unit: i64,
+}
+
 /// Appends one `Sample` (Profile field 2) in wire format: packed `location_id` (1, given
 /// already packed), packed `value` (2, int64 as two's-complement varints) and one `label` (3)
-/// per (key string index, number): `Label.key` (1) and `Label.num` (3).
-fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64], labels: &[(i64, i64)]) {
+/// per label: `Label.key` (1), then `Label.str` (2) for a string label, or `Label.num` (3)
+/// and, when it has one, `Label.num_unit` (4).
+fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64], labels: &[WireLabel]) {
     use prost::encoding::{encode_varint, encoded_len_varint};
     let locs_len = locs.len();
     let vals_len: usize = values.iter().map(|&v| encoded_len_varint(v as u64)).sum();
-    let label_len = |&(k, n): &(i64, i64)| 2 + encoded_len_varint(k as u64) + encoded_len_varint(n as u64);
+    let label_len = |l: &WireLabel| {
+        let mut n = 1 + encoded_len_varint(l.key as u64);
+        if l.str != 0 {
+            n += 1 + encoded_len_varint(l.str as u64);
+        } else {
+            n += 1 + encoded_len_varint(l.num as u64);
+            if l.num_unit != 0 {
+                n += 1 + encoded_len_varint(l.num_unit as u64);
+            }
+        }
+        n
+    };
     let mut inner = 0;
     if !locs.is_empty() {
         inner += 1 + encoded_len_varint(locs_len as u64) + locs_len;
@@ -413,9 +454,18 @@ fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64], labels: &[(i64, 
         buf.push(0x1a);
         encode_varint(label_len(l) as u64, buf);
         buf.push(0x08);
-        encode_varint(l.0 as u64, buf);
-        buf.push(0x18);
-        encode_varint(l.1 as u64, buf);
+        encode_varint(l.key as u64, buf);
+        if l.str != 0 {
+            buf.push(0x10);
+            encode_varint(l.str as u64, buf);
+        } else {
+            buf.push(0x18);
+            encode_varint(l.num as u64, buf);
+            if l.num_unit != 0 {
+                buf.push(0x20);
+                encode_varint(l.num_unit as u64, buf);
+            }
+        }
     }
 }
 

@@ -148,11 +148,44 @@ pub struct ProfileMeta {
     pub changed: bool,
     /// Flags and data-loss markers.
     pub flags: DumpFlags,
+    /// What to call the profile instead of the process/heap/dump description (a pprof file, a
+    /// merge of several inputs), when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// pprof `period_type` and `period`, when the input gave them (pprof inputs, merges).
+    /// When `None`, pprof output derives them from `sampling_interval`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<Period>,
+    /// pprof `time_nanos`: wall-clock time of collection, when the input gave it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_nanos: Option<i64>,
+    /// pprof `duration_nanos`, when the input gave it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_nanos: Option<i64>,
+    /// Free-text comments carried over from the input (pprof `comment`), written after
+    /// heapconv's own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub comments: Vec<String>,
+}
+
+/// A sampling period with its type and unit, as pprof writes it (`period_type`, `period`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Period {
+    /// What is sampled, e.g. `space`.
+    pub name: String,
+    /// Unit, e.g. `bytes`.
+    pub unit: String,
+    /// The period, in `unit`.
+    pub value: i64,
 }
 
 impl ProfileMeta {
-    /// A one-line description: "com.example.app (pid 10), heap libc.malloc, dump 1 at 100 ns".
+    /// A one-line description: "com.example.app (pid 10), heap libc.malloc, dump 1 at 100 ns",
+    /// or the title when one is set.
     pub fn describe(&self) -> String {
+        if let Some(t) = &self.title {
+            return t.clone();
+        }
         let mut s = String::new();
         match (&self.process_name, self.pid) {
             (Some(n), Some(p)) => s.push_str(&format!("{n} (pid {p})")),
@@ -190,6 +223,11 @@ pub struct Profile {
     // with labels is added, so profiles without labels cost nothing.
     labels: Vec<(StringId, i64)>,
     label_ends: Vec<u32>,
+    // String labels (pprof `Sample.label` with `str`), stored the same way.
+    str_labels: Vec<(StringId, StringId)>,
+    str_label_ends: Vec<u32>,
+    // Units of numeric labels by key (pprof `Label.num_unit`), sorted by key.
+    num_units: Vec<(StringId, StringId)>,
 }
 
 impl Profile {
@@ -204,6 +242,9 @@ impl Profile {
             values: Vec::new(),
             labels: Vec::new(),
             label_ends: Vec::new(),
+            str_labels: Vec::new(),
+            str_label_ends: Vec::new(),
+            num_units: Vec::new(),
         }
     }
 
@@ -234,6 +275,9 @@ impl Profile {
             values,
             labels: Vec::new(),
             label_ends: Vec::new(),
+            str_labels: Vec::new(),
+            str_label_ends: Vec::new(),
+            num_units: Vec::new(),
         }
     }
 
@@ -245,32 +289,57 @@ impl Profile {
     /// Adds a sample with numeric labels (key, value), keys interned in the profile's tables.
     /// `values` must have one entry per sample type.
     pub fn push_sample_with_labels(&mut self, stack: StackId, values: &[i64], labels: &[(StringId, i64)]) {
+        self.push_sample_with_all_labels(stack, values, labels, &[]);
+    }
+
+    /// Adds a sample with numeric labels (key, number) and string labels (key, text), all
+    /// interned in the profile's tables. `values` must have one entry per sample type.
+    pub fn push_sample_with_all_labels(
+        &mut self,
+        stack: StackId,
+        values: &[i64],
+        labels: &[(StringId, i64)],
+        str_labels: &[(StringId, StringId)],
+    ) {
         assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");
-        let tracked = !labels.is_empty() || !self.label_ends.is_empty();
-        if tracked && self.label_ends.len() < self.stacks.len() {
-            // The first labelled sample: the samples before it have no labels.
-            self.label_ends.resize(self.stacks.len(), 0);
-        }
+        let n = self.stacks.len();
+        push_labels(&mut self.labels, &mut self.label_ends, n, labels);
+        push_labels(&mut self.str_labels, &mut self.str_label_ends, n, str_labels);
         self.stacks.push(stack);
         self.values.extend_from_slice(values);
-        if tracked {
-            self.labels.extend_from_slice(labels);
-            self.label_ends.push(u32::try_from(self.labels.len()).expect("fewer than 2^32 labels"));
-        }
     }
 
-    /// True when some sample has labels.
+    /// True when some sample has labels (numeric or string).
     pub fn has_labels(&self) -> bool {
-        !self.labels.is_empty()
+        !self.labels.is_empty() || !self.str_labels.is_empty()
     }
 
-    /// The labels (key, value) of sample `i`; empty for a sample without labels.
+    /// The numeric labels (key, value) of sample `i`; empty for a sample without labels.
     pub fn sample_labels(&self, i: usize) -> &[(StringId, i64)] {
-        if self.label_ends.is_empty() {
-            return &[];
+        labels_of(&self.labels, &self.label_ends, i)
+    }
+
+    /// The string labels (key, text) of sample `i`; empty for a sample without them.
+    pub fn sample_str_labels(&self, i: usize) -> &[(StringId, StringId)] {
+        labels_of(&self.str_labels, &self.str_label_ends, i)
+    }
+
+    /// Sets the unit of the numeric labels with key `key` (pprof `num_unit`, e.g. `bytes`).
+    pub fn set_num_label_unit(&mut self, key: StringId, unit: StringId) {
+        match self.num_units.binary_search_by_key(&key, |u| u.0) {
+            Ok(i) => self.num_units[i].1 = unit,
+            Err(i) => self.num_units.insert(i, (key, unit)),
         }
-        let start = if i == 0 { 0 } else { self.label_ends[i - 1] as usize };
-        &self.labels[start..self.label_ends[i] as usize]
+    }
+
+    /// The unit of the numeric labels with key `key`, when one was set.
+    pub fn num_label_unit(&self, key: StringId) -> Option<StringId> {
+        self.num_units.binary_search_by_key(&key, |u| u.0).ok().map(|i| self.num_units[i].1)
+    }
+
+    /// All numeric label units, (key, unit), sorted by key id.
+    pub fn num_label_units(&self) -> &[(StringId, StringId)] {
+        &self.num_units
     }
 
     /// Number of samples.
@@ -299,6 +368,29 @@ impl Profile {
     pub fn total(&self, index: usize) -> i64 {
         self.samples().map(|(_, v)| v[index]).sum()
     }
+}
+
+/// Appends the labels of sample `n` to a label list and its ends (see [`Profile`]): the ends
+/// stay empty until a sample has labels, so profiles without labels cost nothing.
+fn push_labels<T: Copy>(labels: &mut Vec<T>, ends: &mut Vec<u32>, n: usize, new: &[T]) {
+    let tracked = !new.is_empty() || !ends.is_empty();
+    if !tracked {
+        return;
+    }
+    if ends.len() < n {
+        // The first labelled sample: the samples before it have no labels.
+        ends.resize(n, 0);
+    }
+    labels.extend_from_slice(new);
+    ends.push(u32::try_from(labels.len()).expect("fewer than 2^32 labels"));
+}
+
+fn labels_of<'a, T>(labels: &'a [T], ends: &[u32], i: usize) -> &'a [T] {
+    if i >= ends.len() {
+        return &[];
+    }
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &labels[start..ends[i] as usize]
 }
 
 #[cfg(test)]

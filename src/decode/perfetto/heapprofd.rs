@@ -424,7 +424,13 @@ impl Decoder {
         Ok(())
     }
 
-    fn trace_packet(&mut self, pkt: pb::TracePacket, offset: u64, number: u64, out: &mut Out<'_, '_, '_>) -> Result<()> {
+    fn trace_packet(
+        &mut self,
+        pkt: pb::TracePacket,
+        offset: u64,
+        number: u64,
+        out: &mut Out<'_, '_, '_>,
+    ) -> Result<()> {
         if let Some(ts) = pkt.timestamp {
             self.last_ts = Some(ts);
         }
@@ -796,6 +802,7 @@ impl Decoder {
                 orig_sampling_interval: dump.orig_sampling_interval,
                 changed,
                 flags: flags.clone(),
+                ..Default::default()
             };
             let mut totals = Totals::default();
             let two = sample_types.len() == 2;
