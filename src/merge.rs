@@ -223,7 +223,11 @@ impl Header {
     /// The header of one input profile, in the merge's columns: (header, input value index
     /// per column).
     fn of(p: &Profile, opts: &MergeOptions) -> Result<(Header, Vec<usize>)> {
-        let name = p.meta.source.clone();
+        let name = match (&p.meta.title, p.meta.source.is_empty()) {
+            (Some(_), false) => p.meta.source.clone(),
+            (_, true) => p.meta.describe(),
+            (None, false) => format!("{}: {}", p.meta.source, p.meta.describe()),
+        };
         let types = &p.sample_types;
         let cols: Vec<usize> = match &opts.sample_types {
             None => (0..types.len()).collect(),
@@ -245,8 +249,7 @@ impl Header {
                         return Err(Error::new(
                             ErrorKind::Usage,
                             format!(
-                                "{}: has no sample type {} (its types: {})",
-                                p.meta.describe(),
+                                "{name} has no sample type {} (its types: {})",
                                 s.describe(),
                                 have.join(", ")
                             ),
@@ -1008,7 +1011,7 @@ impl Merger {
             .collect();
         let meta = ProfileMeta {
             title: Some(match header.profiles {
-                1 => "merge of 1 profile".to_owned(),
+                1 => header.first.clone(),
                 k => format!("merge of {k} profiles"),
             }),
             changed: true,
