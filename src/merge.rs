@@ -52,8 +52,8 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames};
 use crate::model::{
-    DumpFlags, Frame, FrameId, Line, Mapping, MappingId, Period, Profile, ProfileMeta, StackId, StringId, Tables,
-    ValueKind, ValueType,
+    DumpFlags, FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, Profile, ProfileMeta, StackId,
+    StringId, StringTable, Tables, ValueKind, ValueType,
 };
 
 /// A sample type to keep: by its name, or by what it measures.
@@ -222,13 +222,17 @@ fn trim_s(s: &str) -> &str {
 impl Header {
     /// The header of one input profile, in the merge's columns: (header, input value index
     /// per column).
-    fn of(p: &Profile, opts: &MergeOptions) -> Result<(Header, Vec<usize>)> {
-        let name = match (&p.meta.title, p.meta.source.is_empty()) {
-            (Some(_), false) => p.meta.source.clone(),
-            (_, true) => p.meta.describe(),
-            (None, false) => format!("{}: {}", p.meta.source, p.meta.describe()),
+    fn of(
+        meta: &ProfileMeta,
+        types: &[ValueType],
+        default_sample_type: usize,
+        opts: &MergeOptions,
+    ) -> Result<(Header, Vec<usize>)> {
+        let name = match (&meta.title, meta.source.is_empty()) {
+            (Some(_), false) => meta.source.clone(),
+            (_, true) => meta.describe(),
+            (None, false) => format!("{}: {}", meta.source, meta.describe()),
         };
-        let types = &p.sample_types;
         let cols: Vec<usize> = match &opts.sample_types {
             None => (0..types.len()).collect(),
             Some(sel) => {
@@ -275,31 +279,31 @@ impl Header {
         let mut defaults = BTreeSet::new();
         if opts.sample_types.is_some() {
             defaults.insert(0);
-        } else if p.default_sample_type < types.len() {
-            defaults.insert(p.default_sample_type);
+        } else if default_sample_type < types.len() {
+            defaults.insert(default_sample_type);
         }
-        let period = p.meta.period.clone().or_else(|| {
-            p.meta.sampling_interval.filter(|&i| i > 0).map(|i| Period {
+        let period = meta.period.clone().or_else(|| {
+            meta.sampling_interval.filter(|&i| i > 0).map(|i| Period {
                 name: "space".to_owned(),
                 unit: "bytes".to_owned(),
                 value: i64::try_from(i).unwrap_or(i64::MAX),
             })
         });
-        let mut comments: BTreeSet<String> = p.meta.comments.iter().cloned().collect();
-        if p.meta.title.is_none() {
+        let mut comments: BTreeSet<String> = meta.comments.iter().cloned().collect();
+        if meta.title.is_none() {
             // A decoded trace or capture: say which dump went into the merge.
-            let src = if p.meta.source.is_empty() { String::new() } else { format!("{}: ", p.meta.source) };
-            comments.insert(format!("input: {src}{}", p.meta.describe()));
+            let src = if meta.source.is_empty() { String::new() } else { format!("{}: ", meta.source) };
+            comments.insert(format!("input: {src}{}", meta.describe()));
         }
         Ok((
             Header {
                 columns,
                 period,
-                time_nanos: p.meta.time_nanos.filter(|&t| t != 0),
-                duration_nanos: p.meta.duration_nanos,
+                time_nanos: meta.time_nanos.filter(|&t| t != 0),
+                duration_nanos: meta.duration_nanos,
                 comments,
                 defaults,
-                flags: p.meta.flags.clone(),
+                flags: meta.flags.clone(),
                 profiles: 1,
                 first: name,
             },
@@ -427,7 +431,7 @@ enum MLabel {
 const UNSET: u32 = u32::MAX;
 
 /// What the merge remembers of the input it is reading, so that several profiles of one input
-/// (dumps sharing their tables) map each string, mapping, frame and stack once.
+/// (dumps sharing their tables) map each string, mapping, frame and stack node once.
 struct Memo {
     tables: Arc<Tables>,
     annotate: bool,
@@ -436,6 +440,7 @@ struct Memo {
     frames: Vec<u32>,
     annotated_frames: HashMap<(u32, Annotation), u32>,
     classes: Vec<FrameClass>,
+    /// Per stack node of a tree profile: the merged frame and the annotation state below it.
     nodes: Vec<u32>,
     states: Vec<AnnotationState>,
 }
@@ -449,10 +454,87 @@ impl Memo {
             frames: vec![UNSET; tables.frames().len()],
             annotated_frames: HashMap::default(),
             classes,
-            nodes: vec![UNSET; tables.stack_count()],
-            states: if annotate { vec![AnnotationState::Initial; tables.stack_count()] } else { Vec::new() },
+            nodes: Vec::new(),
+            states: Vec::new(),
             tables,
             annotate,
+        }
+    }
+}
+
+/// Interned frame lists: each distinct list is stored once in an arena and found again by
+/// its content (open addressing on a 64-bit hash, the content compared on a match).
+#[derive(Debug, Default)]
+struct SeqIndex {
+    arena: Vec<u32>,
+    spans: Vec<(u32, u32)>,
+    hashes: Vec<u64>,
+    /// Per slot: the upper half of the hash, then id + 1 (0: empty).
+    slots: Vec<u64>,
+}
+
+fn seq_hash(seq: &[u32]) -> u64 {
+    let mut h: u64 = 0x243f_6a88_85a3_08d3 ^ seq.len() as u64;
+    let mut pairs = seq.chunks_exact(2);
+    for p in &mut pairs {
+        let x = u64::from(p[0]) | (u64::from(p[1]) << 32);
+        h = (h.rotate_left(5) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    if let [x] = pairs.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(*x)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    h ^ (h >> 29)
+}
+
+impl SeqIndex {
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn get(&self, id: u32) -> &[u32] {
+        let (start, len) = self.spans[id as usize];
+        &self.arena[start as usize..start as usize + len as usize]
+    }
+
+    fn intern(&mut self, seq: &[u32]) -> u32 {
+        if (self.spans.len() + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let h = seq_hash(seq);
+        let tag = h & 0xffff_ffff_0000_0000;
+        let mask = self.slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        loop {
+            let s = self.slots[i];
+            if s == 0 {
+                let id = u32::try_from(self.spans.len()).expect("fewer than 2^32 stacks");
+                let start = u32::try_from(self.arena.len()).expect("fewer than 2^32 frames in stacks");
+                self.arena.extend_from_slice(seq);
+                self.spans.push((start, seq.len() as u32));
+                self.hashes.push(h);
+                self.slots[i] = tag | u64::from(id + 1);
+                return id;
+            }
+            if s & 0xffff_ffff_0000_0000 == tag {
+                let id = (s as u32) - 1;
+                if self.get(id) == seq {
+                    return id;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(1024);
+        self.slots = vec![0; cap];
+        let mask = cap - 1;
+        for (id, &h) in self.hashes.iter().enumerate() {
+            let mut i = (h as usize) & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = (h & 0xffff_ffff_0000_0000) | (id as u64 + 1);
         }
     }
 }
@@ -462,15 +544,20 @@ pub struct Merger {
     opts: MergeOptions,
     sides: usize,
     header: Option<Header>,
-    /// Strings and the stack tree (whose "frames" are indexes into `frames`).
-    t: Tables,
+    strings: StringTable,
     maps: Vec<MMap>,
     map_index: HashMap<MapKey, u32>,
     frames: Vec<MFrame>,
     frame_index: HashMap<MFrame, u32>,
+    /// Stacks: lists of indexes into `frames`, leaf first.
+    stacks: SeqIndex,
     label_sets: Vec<Box<[MLabel]>>,
     label_index: HashMap<Box<[MLabel]>, u32>,
-    slots: HashMap<u64, u32>,
+    /// Per stack, its first sample slot; per slot, the next slot of the same stack (samples of
+    /// one stack differ by their labels).
+    first_slot: Vec<u32>,
+    next_slot: Vec<u32>,
+    /// Per slot: stack << 32 | label set.
     keys: Vec<u64>,
     values: Vec<i64>,
     memo: Option<Memo>,
@@ -481,8 +568,62 @@ impl std::fmt::Debug for Merger {
         f.debug_struct("Merger")
             .field("sides", &self.sides)
             .field("samples", &self.keys.len())
+            .field("stacks", &self.stacks.len())
             .field("frames", &self.frames.len())
             .finish()
+    }
+}
+
+/// A profile given to [`Merger::add_any`]: with stacks in a tree, or as frame lists.
+#[derive(Debug, Clone, Copy)]
+pub enum AnyProfile<'a> {
+    /// Stacks in the tables' prefix tree (decoded traces and captures).
+    Tree(&'a Profile),
+    /// Stacks as frame lists (pprof files, merges).
+    Flat(&'a FlatProfile),
+}
+
+impl AnyProfile<'_> {
+    fn tables(&self) -> &Arc<Tables> {
+        match self {
+            AnyProfile::Tree(p) => &p.tables,
+            AnyProfile::Flat(p) => &p.tables,
+        }
+    }
+
+    fn sample_count(&self) -> usize {
+        match self {
+            AnyProfile::Tree(p) => p.sample_count(),
+            AnyProfile::Flat(p) => p.sample_count(),
+        }
+    }
+
+    fn values(&self, i: usize) -> &[i64] {
+        match self {
+            AnyProfile::Tree(p) => p.sample(i).1,
+            AnyProfile::Flat(p) => p.sample(i).1,
+        }
+    }
+
+    fn labels(&self, i: usize) -> (&[(StringId, i64)], &[(StringId, StringId)]) {
+        match self {
+            AnyProfile::Tree(p) => (p.sample_labels(i), p.sample_str_labels(i)),
+            AnyProfile::Flat(p) => (p.sample_labels(i), p.sample_str_labels(i)),
+        }
+    }
+
+    fn unit(&self, key: StringId) -> Option<StringId> {
+        match self {
+            AnyProfile::Tree(p) => p.num_label_unit(key),
+            AnyProfile::Flat(p) => p.num_label_unit(key),
+        }
+    }
+
+    fn header(&self, opts: &MergeOptions) -> Result<(Header, Vec<usize>)> {
+        match self {
+            AnyProfile::Tree(p) => Header::of(&p.meta, &p.sample_types, p.default_sample_type, opts),
+            AnyProfile::Flat(p) => Header::of(&p.meta, &p.sample_types, p.default_sample_type, opts),
+        }
     }
 }
 
@@ -499,14 +640,16 @@ impl Merger {
             opts,
             sides: sides.max(1),
             header: None,
-            t: Tables::default(),
+            strings: StringTable::default(),
             maps: Vec::new(),
             map_index: HashMap::default(),
             frames: Vec::new(),
             frame_index: HashMap::default(),
+            stacks: SeqIndex::default(),
             label_sets,
             label_index,
-            slots: HashMap::default(),
+            first_slot: Vec::new(),
+            next_slot: Vec::new(),
             keys: Vec::new(),
             values: Vec::new(),
             memo: None,
@@ -531,33 +674,56 @@ impl Merger {
     /// decoded from traces and DDM captures; not for pprof inputs, whose names carry them
     /// already, nor for profiles that a merge made).
     pub fn add(&mut self, profile: &Profile, annotate: bool) -> Result<()> {
-        self.add_to(profile, 0, annotate)
+        self.add_any(AnyProfile::Tree(profile), 0, annotate)
+    }
+
+    /// Adds a profile whose stacks are frame lists (a decoded pprof file) to side 0.
+    pub fn add_flat(&mut self, profile: &FlatProfile, annotate: bool) -> Result<()> {
+        self.add_any(AnyProfile::Flat(profile), 0, annotate)
     }
 
     /// Adds a profile to side `side` (see [`Merger::new`]).
-    pub fn add_to(&mut self, profile: &Profile, side: usize, annotate: bool) -> Result<()> {
+    pub fn add_any(&mut self, profile: AnyProfile<'_>, side: usize, annotate: bool) -> Result<()> {
         if side >= self.sides {
             return Err(Error::new(ErrorKind::Usage, format!("side {side} of a merge with {} sides", self.sides)));
         }
-        let (h, cols) = Header::of(profile, &self.opts)?;
+        let (h, cols) = profile.header(&self.opts)?;
         let scale = self.merge_header(h)?;
         if profile.sample_count() == 0 {
             return Ok(());
         }
-        let reuse =
-            self.memo.as_ref().is_some_and(|m| Arc::ptr_eq(&m.tables, &profile.tables) && m.annotate == annotate);
+        let tables = Arc::clone(profile.tables());
+        let reuse = self.memo.as_ref().is_some_and(|m| Arc::ptr_eq(&m.tables, &tables) && m.annotate == annotate);
         if !reuse {
-            self.memo = Some(Memo::new(Arc::clone(&profile.tables), annotate));
+            self.memo = Some(Memo::new(Arc::clone(&tables), annotate));
         }
         let mut memo = self.memo.take().expect("a memo");
+        if let AnyProfile::Tree(_) = profile {
+            if memo.nodes.len() < tables.stack_count() {
+                memo.nodes.resize(tables.stack_count(), UNSET);
+                if annotate {
+                    memo.states.resize(tables.stack_count(), AnnotationState::Initial);
+                }
+            }
+        }
+        if let AnyProfile::Flat(p) = profile {
+            // At most this much more (as much more for the first input).
+            let n = p.sample_count();
+            self.stacks.arena.reserve(p.all_frames().len());
+            self.stacks.spans.reserve(n);
+            self.stacks.hashes.reserve(n);
+            self.keys.reserve(n);
+            self.next_slot.reserve(n);
+        }
         let ncols = cols.len();
         let width = self.width();
         let offset = side * ncols;
         let mut vals = vec![0i64; ncols];
-        let mut path = Vec::new();
+        let mut path: Vec<StackId> = Vec::new();
+        let mut seq: Vec<u32> = Vec::new();
         let mut labels: Vec<MLabel> = Vec::new();
         for i in 0..profile.sample_count() {
-            let (stack, values) = profile.sample(i);
+            let values = profile.values(i);
             let mut any = false;
             for (c, &src) in cols.iter().enumerate() {
                 vals[c] = scale_value(values[src], scale[c]);
@@ -566,18 +732,23 @@ impl Merger {
             if !any {
                 continue;
             }
-            let node = self.map_node(&mut memo, stack, &mut path);
+            seq.clear();
+            match profile {
+                AnyProfile::Tree(p) => self.tree_stack(&mut memo, p.sample(i).0, &mut path, &mut seq),
+                AnyProfile::Flat(p) => self.flat_stack(&mut memo, p.sample(i).0, &mut seq),
+            }
+            let stack = self.stacks.intern(&seq);
             labels.clear();
-            let tables = Arc::clone(&memo.tables);
-            for &(k, n) in profile.sample_labels(i) {
-                let unit = profile.num_label_unit(k).map_or(StringId::EMPTY, |u| self.string(&mut memo, &tables, u));
+            let (num, strs) = profile.labels(i);
+            for &(k, n) in num {
+                let unit = profile.unit(k).map_or(StringId::EMPTY, |u| self.string(&mut memo, &tables, u));
                 labels.push(MLabel::Num(self.string(&mut memo, &tables, k), n, unit));
             }
-            for &(k, v) in profile.sample_str_labels(i) {
+            for &(k, v) in strs {
                 labels.push(MLabel::Str(self.string(&mut memo, &tables, k), self.string(&mut memo, &tables, v)));
             }
             let ls = self.label_set(&mut labels);
-            let slot = self.slot(node, ls, width);
+            let slot = self.slot(stack, ls, width);
             let dst = &mut self.values[slot * width + offset..slot * width + offset + ncols];
             for (d, v) in dst.iter_mut().zip(&vals) {
                 *d = d.saturating_add(*v);
@@ -585,6 +756,55 @@ impl Merger {
         }
         self.memo = Some(memo);
         Ok(())
+    }
+
+    /// The merged frames of a tree stack, leaf first; each node's frame (and annotation) is
+    /// worked out once.
+    fn tree_stack(&mut self, memo: &mut Memo, stack: StackId, path: &mut Vec<StackId>, seq: &mut Vec<u32>) {
+        let tables = Arc::clone(&memo.tables);
+        path.clear();
+        let mut cur = Some(stack);
+        while let Some(c) = cur {
+            path.push(c);
+            cur = tables.stack_node(c).parent;
+        }
+        let mut state = AnnotationState::Initial;
+        for &c in path.iter().rev() {
+            let n = c.0 as usize;
+            if memo.nodes[n] == UNSET {
+                let frame = tables.stack_node(c).frame;
+                let ann = if memo.annotate {
+                    let (next, a) = annotate_with(state, memo.classes[frame.0 as usize]);
+                    memo.states[n] = next;
+                    a
+                } else {
+                    Annotation::None
+                };
+                memo.nodes[n] = self.frame(memo, frame, ann);
+            }
+            if memo.annotate {
+                state = memo.states[n];
+            }
+        }
+        seq.extend(path.iter().map(|c| memo.nodes[c.0 as usize]));
+    }
+
+    /// The merged frames of a frame list (leaf first).
+    fn flat_stack(&mut self, memo: &mut Memo, frames: &[FrameId], seq: &mut Vec<u32>) {
+        if memo.annotate {
+            seq.resize(frames.len(), 0);
+            let mut state = AnnotationState::Initial;
+            for (k, &f) in frames.iter().enumerate().rev() {
+                let (next, a) = annotate_with(state, memo.classes[f.0 as usize]);
+                state = next;
+                seq[k] = self.frame(memo, f, a);
+            }
+        } else {
+            for &f in frames {
+                let m = memo.frames[f.0 as usize];
+                seq.push(if m != UNSET { m } else { self.frame(memo, f, Annotation::None) });
+            }
+        }
     }
 
     /// Merges a header in; returns the factors for the incoming values.
@@ -609,14 +829,23 @@ impl Merger {
         }
     }
 
-    fn slot(&mut self, node: u32, ls: u32, width: usize) -> usize {
-        let key = (u64::from(node) << 32) | u64::from(ls);
-        let next = self.keys.len() as u32;
-        let slot = *self.slots.entry(key).or_insert(next);
-        if slot == next {
-            self.keys.push(key);
-            self.values.resize(self.values.len() + width, 0);
+    fn slot(&mut self, stack: u32, ls: u32, width: usize) -> usize {
+        let st = stack as usize;
+        if self.first_slot.len() <= st {
+            self.first_slot.resize(self.stacks.len().max(st + 1), UNSET);
         }
+        let mut s = self.first_slot[st];
+        while s != UNSET {
+            if self.keys[s as usize] as u32 == ls {
+                return s as usize;
+            }
+            s = self.next_slot[s as usize];
+        }
+        let slot = u32::try_from(self.keys.len()).expect("fewer than 2^32 samples");
+        self.keys.push((u64::from(stack) << 32) | u64::from(ls));
+        self.next_slot.push(self.first_slot[st]);
+        self.first_slot[st] = slot;
+        self.values.resize(self.values.len() + width, 0);
         slot as usize
     }
 
@@ -642,11 +871,11 @@ impl Merger {
         match memo.strings.get(id.0 as usize) {
             Some(&s) if s != UNSET => StringId(s),
             Some(_) => {
-                let s = self.t.strings.intern(tables.strings.get(id));
+                let s = self.strings.intern(tables.strings.get(id));
                 memo.strings[id.0 as usize] = s.0;
                 s
             }
-            None => self.t.strings.intern(tables.strings.get(id)),
+            None => self.strings.intern(tables.strings.get(id)),
         }
     }
 
@@ -674,7 +903,7 @@ impl Merger {
             let cur = &mut self.maps[id as usize];
             cur.start = cur.start.min(m.start);
             cur.size = cur.size.max(m.size);
-            if m.path != cur.path && self.t.strings.get(m.path) < self.t.strings.get(cur.path) {
+            if m.path != cur.path && self.strings.get(m.path) < self.strings.get(cur.path) {
                 cur.path = m.path;
             }
             return id;
@@ -728,7 +957,7 @@ impl Merger {
             if suffix.is_empty() {
                 return this.string(memo, &tables, name);
             }
-            this.t.strings.intern(&format!("{}{suffix}", tables.strings.get(name)))
+            this.strings.intern(&format!("{}{suffix}", tables.strings.get(name)))
         };
         let mut lines: Vec<Line> = Vec::with_capacity(f.lines.len());
         for l in &f.lines {
@@ -758,45 +987,6 @@ impl Merger {
         id
     }
 
-    /// The merged node of an input stack node, mapping its unmapped ancestors first.
-    fn map_node(&mut self, memo: &mut Memo, stack: StackId, path: &mut Vec<StackId>) -> u32 {
-        let known = memo.nodes[stack.0 as usize];
-        if known != UNSET {
-            return known;
-        }
-        path.clear();
-        let tables = Arc::clone(&memo.tables);
-        let mut cur = Some(stack);
-        while let Some(c) = cur {
-            if memo.nodes[c.0 as usize] != UNSET {
-                break;
-            }
-            path.push(c);
-            cur = tables.stack_node(c).parent;
-        }
-        let mut parent = cur.map(|c| memo.nodes[c.0 as usize]);
-        let mut state = match cur {
-            Some(c) if memo.annotate => memo.states[c.0 as usize],
-            _ => AnnotationState::Initial,
-        };
-        for &c in path.iter().rev() {
-            let frame = tables.stack_node(c).frame;
-            let ann = if memo.annotate {
-                let (next, a) = annotate_with(state, memo.classes[frame.0 as usize]);
-                state = next;
-                memo.states[c.0 as usize] = next;
-                a
-            } else {
-                Annotation::None
-            };
-            let f = self.frame(memo, frame, ann);
-            let node = self.t.intern_stack_node(parent.map(StackId), FrameId(f)).0;
-            memo.nodes[c.0 as usize] = node;
-            parent = Some(node);
-        }
-        parent.expect("a stack has a node")
-    }
-
     /// Merges another accumulator into this one (its samples, tables and header).
     pub fn absorb(&mut self, mut other: Merger) -> Result<()> {
         if other.sides != self.sides {
@@ -812,14 +1002,14 @@ impl Merger {
         let scale = self.merge_header(h)?;
         let width = self.width();
         let ncols = width / self.sides;
-        let mut strings = vec![UNSET; other.t.strings.len()];
+        let mut strings = vec![UNSET; other.strings.len()];
         let mut s = |this: &mut Merger, id: StringId| -> StringId {
             if id.is_empty() {
                 return id;
             }
             let slot = &mut strings[id.0 as usize];
             if *slot == UNSET {
-                *slot = this.t.strings.intern(other.t.strings.get(id)).0;
+                *slot = this.strings.intern(other.strings.get(id)).0;
             }
             StringId(*slot)
         };
@@ -852,11 +1042,12 @@ impl Merger {
             };
             frames.push(self.intern_frame(mf));
         }
-        let mut nodes: Vec<u32> = Vec::with_capacity(other.t.stack_count());
-        for n in 0..other.t.stack_count() {
-            let node = other.t.stack_node(StackId(n as u32));
-            let parent = node.parent.map(|p| StackId(nodes[p.0 as usize]));
-            nodes.push(self.t.intern_stack_node(parent, FrameId(frames[node.frame.0 as usize])).0);
+        let mut stacks: Vec<u32> = Vec::with_capacity(other.stacks.len());
+        let mut seq = Vec::new();
+        for id in 0..other.stacks.len() as u32 {
+            seq.clear();
+            seq.extend(other.stacks.get(id).iter().map(|&f| frames[f as usize]));
+            stacks.push(self.stacks.intern(&seq));
         }
         let mut sets = Vec::with_capacity(other.label_sets.len());
         let mut buf = Vec::new();
@@ -871,9 +1062,9 @@ impl Merger {
             sets.push(self.label_set(&mut buf));
         }
         for (i, &key) in other.keys.iter().enumerate() {
-            let node = nodes[(key >> 32) as usize];
+            let stack = stacks[(key >> 32) as usize];
             let ls = sets[(key & 0xffff_ffff) as usize];
-            let slot = self.slot(node, ls, width);
+            let slot = self.slot(stack, ls, width);
             let src = &other.values[i * width..(i + 1) * width];
             for (j, (d, v)) in self.values[slot * width..(slot + 1) * width].iter_mut().zip(src).enumerate() {
                 *d = d.saturating_add(scale_value(*v, scale[j % ncols]));
@@ -883,22 +1074,22 @@ impl Merger {
     }
 
     /// The merged profile (side 0), in canonical order.
-    pub fn finish(self) -> Result<Profile> {
+    pub fn finish(self) -> Result<FlatProfile> {
         Ok(self.finish_sides()?.swap_remove(0))
     }
 
     /// One profile per side, sharing one set of tables, everything in canonical order (see the
     /// module docs): the same inputs give the same profiles whatever the order of merging.
-    pub fn finish_sides(self) -> Result<Vec<Profile>> {
+    pub fn finish_sides(self) -> Result<Vec<FlatProfile>> {
         let Some(header) = self.header.clone() else {
             return Err(Error::new(ErrorKind::NoData, "nothing to merge: no profile was given"));
         };
         let width = self.width();
         let ncols = header.columns.len();
         let sides = self.sides;
-        let s = |id: StringId| self.t.strings.get(id);
+        let s = |id: StringId| self.strings.get(id);
 
-        // Ranks by content: mappings, then frames, then stack nodes level by level.
+        // Ranks by content: mappings, frames, then stacks (as lists of frame ranks).
         let mut map_order: Vec<u32> = (0..self.maps.len() as u32).collect();
         map_order.sort_by(|&a, &b| {
             let (x, y) = (&self.maps[a as usize], &self.maps[b as usize]);
@@ -932,31 +1123,30 @@ impl Merger {
         for (r, &f) in frame_order.iter().enumerate() {
             frame_rank[f as usize] = r as u32;
         }
-        let n = self.t.stack_count();
-        let mut depth = vec![0u32; n];
-        let mut levels: Vec<Vec<u32>> = Vec::new();
-        for i in 0..n {
-            let d = self.t.stack_node(StackId(i as u32)).parent.map_or(0, |p| depth[p.0 as usize] + 1);
-            depth[i] = d;
-            if levels.len() <= d as usize {
-                levels.push(Vec::new());
-            }
-            levels[d as usize].push(i as u32);
+        // Stacks are ordered by a hash of their content (frame ranks), then by the content
+        // itself: any order that depends on content alone will do, and this one sorts
+        // integers rather than lists.
+        let ranked_stack = |id: u32| self.stacks.get(id).iter().map(|&f| frame_rank[f as usize]);
+        let content_hash: Vec<u64> = (0..self.stacks.len() as u32)
+            .map(|id| {
+                let mut h: u64 = 0x243f_6a88_85a3_08d3;
+                for r in ranked_stack(id) {
+                    h = (h.rotate_left(5) ^ u64::from(r)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                }
+                h
+            })
+            .collect();
+        let mut stack_order: Vec<u32> = (0..self.stacks.len() as u32).collect();
+        stack_order.sort_unstable_by(|&a, &b| {
+            content_hash[a as usize]
+                .cmp(&content_hash[b as usize])
+                .then_with(|| ranked_stack(a).cmp(ranked_stack(b)))
+        });
+        drop(content_hash);
+        let mut stack_rank = vec![0u32; self.stacks.len()];
+        for (r, &st) in stack_order.iter().enumerate() {
+            stack_rank[st as usize] = r as u32;
         }
-        let mut node_rank = vec![0u32; n];
-        let mut next = 0u32;
-        for level in &mut levels {
-            let key = |i: u32| {
-                let node = self.t.stack_node(StackId(i));
-                (node.parent.map_or(0, |p| node_rank[p.0 as usize]), frame_rank[node.frame.0 as usize])
-            };
-            level.sort_unstable_by_key(|&i| key(i));
-            for &i in level.iter() {
-                node_rank[i as usize] = next;
-                next += 1;
-            }
-        }
-        drop(levels);
         let label_key = |l: &MLabel| match *l {
             MLabel::Num(k, v, u) => (s(k), 0u8, "", v, s(u)),
             MLabel::Str(k, v) => (s(k), 1u8, s(v), 0, ""),
@@ -979,15 +1169,14 @@ impl Merger {
             .collect();
         order.sort_unstable_by_key(|&i| {
             let k = self.keys[i as usize];
-            (node_rank[(k >> 32) as usize], set_rank[(k & 0xffff_ffff) as usize])
+            (stack_rank[(k >> 32) as usize], set_rank[(k & 0xffff_ffff) as usize])
         });
 
         // The output tables, filled in first-use order along the sorted samples.
         let mut out = Tables::default();
         let mut out_maps = vec![None::<MappingId>; self.maps.len()];
         let mut out_frames = vec![None::<FrameId>; self.frames.len()];
-        let mut out_nodes = vec![UNSET; n];
-        let mut out_str = vec![UNSET; self.t.strings.len()];
+        let mut out_str = vec![UNSET; self.strings.len()];
         let mut os = |out: &mut Tables, id: StringId| -> StringId {
             if id.is_empty() {
                 return id;
@@ -1028,84 +1217,16 @@ impl Merger {
             ..Default::default()
         };
         let default = header.defaults.iter().next().copied().unwrap_or(ncols.saturating_sub(1));
-        let mut samples: Vec<(StackId, u32, u32)> = Vec::with_capacity(order.len());
-        let mut path: Vec<u32> = Vec::new();
-        for &i in &order {
-            let k = self.keys[i as usize];
-            let node = (k >> 32) as u32;
-            if out_nodes[node as usize] == UNSET {
-                path.clear();
-                let mut cur = Some(node);
-                while let Some(c) = cur {
-                    if out_nodes[c as usize] != UNSET {
-                        break;
-                    }
-                    path.push(c);
-                    cur = self.t.stack_node(StackId(c)).parent.map(|p| p.0);
-                }
-                let mut parent = cur.map(|c| StackId(out_nodes[c as usize]));
-                for &c in path.iter().rev() {
-                    let fi = self.t.stack_node(StackId(c)).frame.0 as usize;
-                    let fid = match out_frames[fi] {
-                        Some(f) => f,
-                        None => {
-                            let f = &self.frames[fi];
-                            let mut start = 0;
-                            let mapping = f.mapping.map(|m| {
-                                let mm = &self.maps[m as usize];
-                                start = mm.start;
-                                *out_maps[m as usize].get_or_insert_with(|| {
-                                    let path = os(&mut out, mm.path);
-                                    out.intern_mapping(Mapping {
-                                        path,
-                                        build_id: mm.key.build_id.clone(),
-                                        start: mm.start,
-                                        end: mm.start.saturating_add(mm.size),
-                                        start_offset: 0,
-                                        exact_offset: mm.key.offset,
-                                        load_bias: 0,
-                                    })
-                                })
-                            });
-                            let lines = f
-                                .lines
-                                .iter()
-                                .map(|l| Line {
-                                    function: os(&mut out, l.function),
-                                    system_name: os(&mut out, l.system_name),
-                                    file: os(&mut out, l.file),
-                                    line: l.line,
-                                    column: l.column,
-                                })
-                                .collect();
-                            let frame = Frame {
-                                mapping,
-                                rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
-                                raw_name: os(&mut out, f.raw),
-                                name: os(&mut out, f.name),
-                                lines,
-                            };
-                            let id = out.intern_frame_exact(frame);
-                            out_frames[fi] = Some(id);
-                            id
-                        }
-                    };
-                    let id = out.intern_stack_node(parent, fid);
-                    out_nodes[c as usize] = id.0;
-                    parent = Some(id);
-                }
-            }
-            samples.push((StackId(out_nodes[node as usize]), i, (k & 0xffff_ffff) as u32));
-        }
         // Labels, in the output's strings.
         let mut units: Vec<(StringId, StringId)> = Vec::new();
-        let mut set_labels: Vec<Option<(Vec<(StringId, i64)>, Vec<(StringId, StringId)>)>> =
-            vec![None; self.label_sets.len()];
-        for &(_, _, ls) in &samples {
-            if set_labels[ls as usize].is_some() {
+        type Labels = (Vec<(StringId, i64)>, Vec<(StringId, StringId)>);
+        let mut set_labels: Vec<Option<Labels>> = vec![None; self.label_sets.len()];
+        for &i in &order {
+            let ls = (self.keys[i as usize] & 0xffff_ffff) as usize;
+            if set_labels[ls].is_some() {
                 continue;
             }
-            let mut sorted: Vec<&MLabel> = self.label_sets[ls as usize].iter().collect();
+            let mut sorted: Vec<&MLabel> = self.label_sets[ls].iter().collect();
             sorted.sort_by(|a, b| label_key(a).cmp(&label_key(b)));
             let mut num = Vec::new();
             let mut strs = Vec::new();
@@ -1121,25 +1242,88 @@ impl Merger {
                     MLabel::Str(k, v) => strs.push((os(&mut out, k), os(&mut out, v))),
                 }
             }
-            set_labels[ls as usize] = Some((num, strs));
+            set_labels[ls] = Some((num, strs));
         }
-        let tables = Arc::new(out);
-        let mut profiles = Vec::with_capacity(sides);
-        for side in 0..sides {
-            let mut p = Profile::new(Arc::clone(&tables), meta.clone(), columns.clone());
-            p.default_sample_type = default.min(ncols.saturating_sub(1));
-            for &(k, u) in &units {
-                p.set_num_label_unit(k, u);
+        // Per side, the sorted samples with their frames in the output tables (leaf first).
+        // Frames, mappings and strings are numbered by first use along the samples.
+        let total: usize = order.iter().map(|&i| self.stacks.spans[(self.keys[i as usize] >> 32) as usize].1 as usize).sum();
+        let mut profiles: Vec<FlatProfile> = (0..sides)
+            .map(|_| {
+                let mut p = FlatProfile::new(Arc::new(Tables::default()), meta.clone(), columns.clone());
+                p.reserve(order.len(), total);
+                p.default_sample_type = default.min(ncols.saturating_sub(1));
+                p
+            })
+            .collect();
+        let mut frames: Vec<FrameId> = Vec::new();
+        for &i in &order {
+            let i = i as usize;
+            let stack = (self.keys[i] >> 32) as u32;
+            frames.clear();
+            for &fi in self.stacks.get(stack) {
+                let fi = fi as usize;
+                let fid = match out_frames[fi] {
+                    Some(f) => f,
+                    None => {
+                        let f = &self.frames[fi];
+                        let mut start = 0;
+                        let mapping = f.mapping.map(|m| {
+                            let mm = &self.maps[m as usize];
+                            start = mm.start;
+                            *out_maps[m as usize].get_or_insert_with(|| {
+                                let path = os(&mut out, mm.path);
+                                out.intern_mapping(Mapping {
+                                    path,
+                                    build_id: mm.key.build_id.clone(),
+                                    start: mm.start,
+                                    end: mm.start.saturating_add(mm.size),
+                                    start_offset: 0,
+                                    exact_offset: mm.key.offset,
+                                    load_bias: 0,
+                                })
+                            })
+                        });
+                        let lines = f
+                            .lines
+                            .iter()
+                            .map(|l| Line {
+                                function: os(&mut out, l.function),
+                                system_name: os(&mut out, l.system_name),
+                                file: os(&mut out, l.file),
+                                line: l.line,
+                                column: l.column,
+                            })
+                            .collect();
+                        let frame = Frame {
+                            mapping,
+                            rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
+                            raw_name: os(&mut out, f.raw),
+                            name: os(&mut out, f.name),
+                            lines,
+                        };
+                        let id = out.intern_frame_exact(frame);
+                        out_frames[fi] = Some(id);
+                        id
+                    }
+                };
+                frames.push(fid);
             }
-            for &(stack, i, ls) in &samples {
-                let v = &self.values[i as usize * width + side * ncols..i as usize * width + (side + 1) * ncols];
+            let ls = (self.keys[i] & 0xffff_ffff) as usize;
+            let (num, strs) = set_labels[ls].as_ref().expect("filled above");
+            for (side, p) in profiles.iter_mut().enumerate() {
+                let v = &self.values[i * width + side * ncols..i * width + (side + 1) * ncols];
                 if sides > 1 && v.iter().all(|&x| x == 0) {
                     continue;
                 }
-                let (num, strs) = set_labels[ls as usize].as_ref().expect("filled above");
-                p.push_sample_with_all_labels(stack, v, num, strs);
+                p.push_sample(&frames, v, num, strs);
             }
-            profiles.push(p);
+        }
+        let tables = Arc::new(out);
+        for p in &mut profiles {
+            p.tables = Arc::clone(&tables);
+            for &(k, u) in &units {
+                p.set_num_label_unit(k, u);
+            }
         }
         Ok(profiles)
     }
@@ -1171,7 +1355,7 @@ pub fn merge_tree(mut mergers: Vec<Merger>) -> Result<Option<Merger>> {
 
 /// Merges profiles (each with its `annotate` flag, see [`Merger::add`]) into one, adding them
 /// in parallel chunks and combining the accumulators pairwise.
-pub fn merge_profiles(profiles: &[(Profile, bool)], opts: &MergeOptions) -> Result<Profile> {
+pub fn merge_profiles(profiles: &[(Profile, bool)], opts: &MergeOptions) -> Result<FlatProfile> {
     use rayon::prelude::*;
     let merged = profiles
         .par_iter()
@@ -1197,26 +1381,26 @@ pub fn merge_profiles(profiles: &[(Profile, bool)], opts: &MergeOptions) -> Resu
 /// (which pprof uses to take percentages of the base's total). Both profiles must come from
 /// one [`Merger::finish_sides`]. With `normalize`, BASE's values of each type are first scaled
 /// by NEW's total over BASE's total (rounded), so that the totals cancel out.
-pub fn diff_pprof(base: &Profile, new: &Profile, normalize: bool) -> Profile {
+pub fn diff_pprof(base: &FlatProfile, new: &FlatProfile, normalize: bool) -> FlatProfile {
     let mut tables = (*new.tables).clone();
     let key = tables.strings.intern("pprof::base");
     let yes = tables.strings.intern("true");
     let factors = diff_factors(base, new, normalize);
     let mut meta = new.meta.clone();
     meta.title = Some("diff".to_owned());
-    let mut out = Profile::new(Arc::new(tables), meta, new.sample_types.clone());
+    let mut out = FlatProfile::new(Arc::new(tables), meta, new.sample_types.clone());
     out.default_sample_type = new.default_sample_type;
     for &(k, u) in new.num_label_units() {
         out.set_num_label_unit(k, u);
     }
     for i in 0..new.sample_count() {
-        let (stack, v) = new.sample(i);
-        out.push_sample_with_all_labels(stack, v, new.sample_labels(i), new.sample_str_labels(i));
+        let (frames, v) = new.sample(i);
+        out.push_sample(frames, v, new.sample_labels(i), new.sample_str_labels(i));
     }
     let mut strs = Vec::new();
     let mut vals = Vec::new();
     for i in 0..base.sample_count() {
-        let (stack, v) = base.sample(i);
+        let (frames, v) = base.sample(i);
         vals.clear();
         vals.extend(v.iter().zip(&factors).map(|(&x, &f)| -scaled(x, f)));
         if vals.iter().all(|&x| x == 0) {
@@ -1225,14 +1409,14 @@ pub fn diff_pprof(base: &Profile, new: &Profile, normalize: bool) -> Profile {
         strs.clear();
         strs.extend_from_slice(base.sample_str_labels(i));
         strs.push((key, yes));
-        out.push_sample_with_all_labels(stack, &vals, base.sample_labels(i), &strs);
+        out.push_sample(frames, &vals, base.sample_labels(i), &strs);
     }
     out
 }
 
 /// Per sample type, the factor that scales BASE to NEW's total (1 without `normalize`, or when
 /// BASE's total is 0).
-pub fn diff_factors(base: &Profile, new: &Profile, normalize: bool) -> Vec<f64> {
+pub fn diff_factors(base: &FlatProfile, new: &FlatProfile, normalize: bool) -> Vec<f64> {
     (0..new.sample_types.len())
         .map(|i| {
             let (b, n) = (base.total(i), new.total(i));
@@ -1296,9 +1480,10 @@ mod tests {
         let ba = merge_profiles(&[(b, false), (a, false)], &MergeOptions::default()).unwrap();
         assert_eq!(ab.total(0), 18);
         assert_eq!(ab.sample_count(), 3);
-        let got: Vec<(StackId, Vec<i64>)> = ab.samples().map(|(s, v)| (s, v.to_vec())).collect();
-        let want: Vec<(StackId, Vec<i64>)> = ba.samples().map(|(s, v)| (s, v.to_vec())).collect();
-        assert_eq!(got, want);
+        let all = |p: &FlatProfile| -> Vec<(Vec<FrameId>, Vec<i64>)> {
+            (0..p.sample_count()).map(|i| (p.sample(i).0.to_vec(), p.sample(i).1.to_vec())).collect()
+        };
+        assert_eq!(all(&ab), all(&ba));
     }
 
     #[test]

@@ -94,7 +94,7 @@ fn go_heap_profile_reads_back_exactly() {
     let Some((a, _)) = go_heap() else { return };
     let p = load_input(a, &LoadOptions::default()).unwrap();
     assert_eq!(p.kind, InputKind::Pprof);
-    let prof = &p.profiles[0];
+    let prof = &p.flat[0].to_profile();
     let names: Vec<(&str, &str)> = prof.sample_types.iter().map(|t| (t.name.as_str(), t.unit.as_str())).collect();
     assert_eq!(
         names,
@@ -114,8 +114,11 @@ fn go_heap_profile_reads_back_exactly() {
         ..Default::default()
     });
     let flat = |n: &str| table.rows.iter().find(|r| r.name == n).map(|r| r.flat);
-    assert_eq!(flat("main.allocSmall"), Some(1000 * 4096));
-    assert!(flat("main.allocLarge").unwrap() >= 100 * 65536);
+    // (The runtime's own small allocations may land in either function.)
+    let small = flat("main.allocSmall").unwrap();
+    let large = flat("main.allocLarge").unwrap();
+    assert!((1000 * 4096..1000 * 4096 + 4096).contains(&small), "{small}");
+    assert!((100 * 65536..100 * 65536 + 4096).contains(&large), "{large}");
     let key = prof.tables.strings.lookup("bytes").expect("label key");
     assert!((0..prof.sample_count()).any(|i| prof.sample_labels(i).contains(&(key, 4096))));
 }
@@ -269,18 +272,22 @@ fn merge_is_independent_of_input_order_and_of_parallelism() {
     let mut load = LoadOptions::default();
     load.ddm_lines = true;
     let loaded: Vec<_> = inputs.iter().map(|p| load_input(p, &load).unwrap()).collect();
+    let add = |m: &mut Merger, l: &heapconv::pipeline::combine::LoadedInput| {
+        for p in &l.profiles {
+            m.add(p, l.annotate).unwrap();
+        }
+        for p in &l.flat {
+            m.add_flat(p, false).unwrap();
+        }
+    };
     let mut one = Merger::new(merge.clone(), 1);
     for l in &loaded {
-        for p in &l.profiles {
-            one.add(p, l.annotate).unwrap();
-        }
+        add(&mut one, l);
     }
     let mut many = Vec::new();
     for l in loaded.iter().rev() {
         let mut m = Merger::new(merge.clone(), 1);
-        for p in &l.profiles {
-            m.add(p, l.annotate).unwrap();
-        }
+        add(&mut m, l);
         many.push(m);
     }
     let tree = merge_tree(many).unwrap().unwrap();
@@ -637,3 +644,4 @@ fn hostile_pprof_inputs_give_clear_errors() {
     assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
     fails(&bomb, &["--max-pprof-mib", "16"], "limit of 16777216 bytes");
 }
+

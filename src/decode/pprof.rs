@@ -50,7 +50,8 @@ use super::input::{CappedReader, Input};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::mapping::basename;
 use crate::model::{
-    Frame, FrameId, Line, Mapping, MappingId, Period, Profile, ProfileMeta, StringId, Tables, ValueKind, ValueType,
+    FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, ProfileMeta, StringId, Tables, ValueKind,
+    ValueType,
 };
 use crate::proto::pprof as pp;
 
@@ -171,8 +172,8 @@ pub fn pprof_file_name(name: &str) -> bool {
 }
 
 /// Reads a whole pprof profile from an opened input (gzip already undone by [`Input`]), at
-/// most `opts.max_bytes` bytes of it.
-pub fn read_pprof(input: &mut Input, opts: &PprofDecodeOptions) -> Result<Profile> {
+/// most `opts.max_bytes` bytes of it. ([`FlatProfile::to_profile`] gives the tree form.)
+pub fn read_pprof(input: &mut Input, opts: &PprofDecodeOptions) -> Result<FlatProfile> {
     let name = input.name.clone();
     let mut bytes = Vec::new();
     if let Some(size) = input.file_size.filter(|_| !input.gzipped) {
@@ -186,7 +187,7 @@ pub fn read_pprof(input: &mut Input, opts: &PprofDecodeOptions) -> Result<Profil
 }
 
 /// Decodes pprof bytes that may be gzip-compressed (decompressing at most `opts.max_bytes`).
-pub fn decode_pprof_maybe_gzip(bytes: &[u8], name: &str, opts: &PprofDecodeOptions) -> Result<Profile> {
+pub fn decode_pprof_maybe_gzip(bytes: &[u8], name: &str, opts: &PprofDecodeOptions) -> Result<FlatProfile> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         if bytes.len() as u64 > opts.max_bytes {
             return Err(too_big(name, opts.max_bytes));
@@ -216,9 +217,13 @@ fn too_big(name: &str, max: u64) -> Error {
     )
 }
 
-/// Decodes an uncompressed pprof profile into a [`Profile`] with its own tables.
-pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<Profile> {
-    let msg = pp::Profile::decode(bytes).map_err(|e| {
+/// Decodes an uncompressed pprof profile into a [`FlatProfile`] with its own tables.
+///
+/// Samples, the bulk of a profile, are read straight from the wire (no message per sample);
+/// the other fields are decoded with prost.
+pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
+    let (rest, samples) = split_samples(bytes, name)?;
+    let msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
         let text = e.to_string();
         let kind = if text.contains("underflow") || text.contains("unexpected end") || text.contains("truncated") {
             ErrorKind::Truncated
@@ -227,7 +232,135 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<Profile> {
         };
         Error::new(kind, format!("{name}: not a valid pprof profile ({} bytes)", bytes.len())).with_source(e)
     })?;
-    Converter::new(&msg, name)?.convert()
+    Converter::new(&msg, name)?.convert(bytes, &samples)
+}
+
+/// A reader of protobuf wire format.
+struct Wire<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Wire<'a> {
+    fn done(&self) -> bool {
+        self.pos >= self.b.len()
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Option<u64> {
+        let (v, n) = varint(&self.b[self.pos..])?;
+        self.pos += n;
+        Some(v)
+    }
+
+    fn take(&mut self, len: u64) -> Option<&'a [u8]> {
+        let len = usize::try_from(len).ok()?;
+        let end = self.pos.checked_add(len).filter(|&e| e <= self.b.len())?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Some(s)
+    }
+
+    /// Skips a field's value of wire type `wt`; `None` when it runs past the end or the wire
+    /// type is not one protobuf has.
+    fn skip(&mut self, wt: u64) -> Option<()> {
+        match wt {
+            0 => self.varint().map(|_| ()),
+            1 => self.take(8).map(|_| ()),
+            2 => {
+                let len = self.varint()?;
+                self.take(len).map(|_| ())
+            }
+            5 => self.take(4).map(|_| ()),
+            _ => None,
+        }
+    }
+}
+
+/// Splits a profile into its samples (byte ranges of each `sample` field's payload) and
+/// everything else (copied, for prost).
+fn split_samples(bytes: &[u8], name: &str) -> Result<(Vec<u8>, Vec<(usize, usize)>)> {
+    let mut w = Wire { b: bytes, pos: 0 };
+    let mut rest = Vec::new();
+    let mut samples = Vec::new();
+    while !w.done() {
+        let start = w.pos;
+        let bad = |kind: ErrorKind, what: &str| {
+            Error::new(kind, format!("{name}: not a valid pprof profile: {what} at byte {start} ({} bytes)", bytes.len()))
+        };
+        let tag = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a field tag is cut off"))?;
+        let (num, wt) = (tag >> 3, tag & 7);
+        if num == 0 || !matches!(wt, 0 | 1 | 2 | 5) {
+            return Err(bad(ErrorKind::Malformed, &format!("field {num} has wire type {wt}")));
+        }
+        if num == 2 && wt == 2 {
+            let len = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a sample's length is cut off"))?;
+            let at = w.pos;
+            w.take(len).ok_or_else(|| bad(ErrorKind::Truncated, &format!("a sample of {len} bytes runs past the end")))?;
+            samples.push((at, w.pos));
+        } else {
+            w.skip(wt).ok_or_else(|| bad(ErrorKind::Truncated, &format!("field {num} runs past the end")))?;
+            rest.extend_from_slice(&bytes[start..w.pos]);
+        }
+    }
+    Ok((rest, samples))
+}
+
+/// One label as written: key, str, num, num_unit (string indexes and a number).
+#[derive(Default, Clone, Copy)]
+struct RawLabel {
+    key: i64,
+    str: i64,
+    num: i64,
+    num_unit: i64,
+}
+
+/// Reads one sample's payload into location ids, values and labels.
+fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels: &mut Vec<RawLabel>) -> Option<()> {
+    locs.clear();
+    values.clear();
+    labels.clear();
+    let mut w = Wire { b: body, pos: 0 };
+    while !w.done() {
+        let tag = w.varint()?;
+        match (tag >> 3, tag & 7) {
+            (1, 0) => locs.push(w.varint()?),
+            (1, 2) => {
+                let len = w.varint()?;
+                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                while !p.done() {
+                    locs.push(p.varint()?);
+                }
+            }
+            (2, 0) => values.push(w.varint()? as i64),
+            (2, 2) => {
+                let len = w.varint()?;
+                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                while !p.done() {
+                    values.push(p.varint()? as i64);
+                }
+            }
+            (3, 2) => {
+                let len = w.varint()?;
+                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                let mut l = RawLabel::default();
+                while !p.done() {
+                    let t = p.varint()?;
+                    match (t >> 3, t & 7) {
+                        (1, 0) => l.key = p.varint()? as i64,
+                        (2, 0) => l.str = p.varint()? as i64,
+                        (3, 0) => l.num = p.varint()? as i64,
+                        (4, 0) => l.num_unit = p.varint()? as i64,
+                        (_, wt) => p.skip(wt)?,
+                    }
+                }
+                labels.push(l);
+            }
+            (0, _) => return None,
+            (_, wt) => w.skip(wt)?,
+        }
+    }
+    Some(())
 }
 
 /// Turns a decoded message into the model, checking every reference.
@@ -236,9 +369,43 @@ struct Converter<'a> {
     name: &'a str,
     tables: Tables,
     strings: Vec<Option<StringId>>,
-    mappings: HashMap<u64, MappingId>,
-    functions: HashMap<u64, (StringId, StringId, StringId)>,
-    locations: HashMap<u64, FrameId>,
+    mappings: IdMap<MappingId>,
+    functions: IdMap<(StringId, StringId, StringId)>,
+    locations: IdMap<FrameId>,
+}
+
+/// Ids to values: a vector when the ids are small (as producers number them, from 1), a hash
+/// map otherwise.
+enum IdMap<T> {
+    Dense(Vec<Option<T>>),
+    Sparse(HashMap<u64, T>),
+}
+
+impl<T: Copy> IdMap<T> {
+    fn for_ids(ids: impl Iterator<Item = u64>, count: usize) -> Self {
+        let max = ids.max().unwrap_or(0);
+        if max <= (count as u64).saturating_mul(4).saturating_add(16) {
+            IdMap::Dense(vec![None; max as usize + 1])
+        } else {
+            IdMap::Sparse(HashMap::default())
+        }
+    }
+
+    /// Inserts; false when the id was there already.
+    fn insert(&mut self, id: u64, v: T) -> bool {
+        match self {
+            IdMap::Dense(d) => d[id as usize].replace(v).is_none(),
+            IdMap::Sparse(m) => m.insert(id, v).is_none(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: u64) -> Option<T> {
+        match self {
+            IdMap::Dense(d) => d.get(usize::try_from(id).ok()?).copied().flatten(),
+            IdMap::Sparse(m) => m.get(&id).copied(),
+        }
+    }
 }
 
 impl<'a> Converter<'a> {
@@ -254,9 +421,9 @@ impl<'a> Converter<'a> {
             name,
             tables: Tables::default(),
             strings: vec![None; msg.string_table.len()],
-            mappings: HashMap::default(),
-            functions: HashMap::default(),
-            locations: HashMap::default(),
+            mappings: IdMap::for_ids(msg.mapping.iter().map(|m| m.id), msg.mapping.len()),
+            functions: IdMap::for_ids(msg.function.iter().map(|f| f.id), msg.function.len()),
+            locations: IdMap::for_ids(msg.location.iter().map(|l| l.id), msg.location.len()),
         })
     }
 
@@ -285,7 +452,7 @@ impl<'a> Converter<'a> {
         Ok(*slot.get_or_insert_with(|| self.tables.strings.intern(text)))
     }
 
-    fn convert(mut self) -> Result<Profile> {
+    fn convert(mut self, bytes: &[u8], sample_ranges: &[(usize, usize)]) -> Result<FlatProfile> {
         let msg = self.msg;
         let name = self.name;
         for (i, m) in msg.mapping.iter().enumerate() {
@@ -305,7 +472,7 @@ impl<'a> Converter<'a> {
                 load_bias: 0,
             };
             let id = self.tables.intern_mapping(mapping);
-            if self.mappings.insert(m.id, id).is_some() {
+            if !self.mappings.insert(m.id, id) {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: mapping id {} is defined twice", m.id)));
             }
         }
@@ -315,7 +482,7 @@ impl<'a> Converter<'a> {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: function #{i} has id 0")));
             }
             let v = (self.string(f.name, &what)?, self.string(f.system_name, &what)?, self.string(f.filename, &what)?);
-            if self.functions.insert(f.id, v).is_some() {
+            if !self.functions.insert(f.id, v) {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: function id {} is defined twice", f.id)));
             }
         }
@@ -325,7 +492,7 @@ impl<'a> Converter<'a> {
             }
             let mapping = match l.mapping_id {
                 0 => None,
-                m => Some(*self.mappings.get(&m).ok_or_else(|| {
+                m => Some(self.mappings.get(m).ok_or_else(|| {
                     Error::new(
                         ErrorKind::Malformed,
                         format!("{name}: location {} refers to mapping {m}, which is not defined", l.id),
@@ -336,7 +503,7 @@ impl<'a> Converter<'a> {
             for ln in &l.line {
                 let (function, system_name, file) = match ln.function_id {
                     0 => (StringId::EMPTY, StringId::EMPTY, StringId::EMPTY),
-                    f => *self.functions.get(&f).ok_or_else(|| {
+                    f => self.functions.get(f).ok_or_else(|| {
                         Error::new(
                             ErrorKind::Malformed,
                             format!("{name}: location {} refers to function {f}, which is not defined", l.id),
@@ -348,7 +515,7 @@ impl<'a> Converter<'a> {
             }
             let frame = frame_of(mapping, l.address, lines);
             let id = self.tables.intern_frame_exact(frame);
-            if self.locations.insert(l.id, id).is_some() {
+            if !self.locations.insert(l.id, id) {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: location id {} is defined twice", l.id)));
             }
         }
@@ -389,31 +556,40 @@ impl<'a> Converter<'a> {
             meta.comments.push(self.text(c, &|| "a comment".to_owned())?.to_owned());
         }
         let ntypes = sample_types.len();
-        let mut samples = Vec::with_capacity(msg.sample.len());
         let mut frames: Vec<FrameId> = Vec::new();
         let mut no_stack: Option<FrameId> = None;
-        let mut units: Vec<(StringId, StringId)> = Vec::new();
         let mut num = Vec::new();
         let mut strs = Vec::new();
-        for (i, s) in msg.sample.iter().enumerate() {
-            if s.value.len() != ntypes {
+        // Label keys and units are strings of the tables: the samples are added once the
+        // tables are complete, to a profile that then takes them.
+        let mut p = FlatProfile::new(Arc::new(Tables::default()), meta, sample_types);
+        p.default_sample_type = default_sample_type;
+        let mut units: Vec<(StringId, StringId)> = Vec::new();
+        let total_locs: usize = sample_ranges.iter().map(|(a, b)| b - a).sum();
+        p.reserve(sample_ranges.len(), total_locs / 2);
+        let (mut locs, mut values, mut raw_labels) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, &(start, end)) in sample_ranges.iter().enumerate() {
+            parse_sample(&bytes[start..end], &mut locs, &mut values, &mut raw_labels).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Malformed,
+                    format!("{name}: sample {i} (at byte {start}, {} bytes) is not a valid Sample message", end - start),
+                )
+            })?;
+            if values.len() != ntypes {
                 return Err(Error::new(
                     ErrorKind::Malformed,
-                    format!(
-                        "{name}: sample {i} has {} values, but the profile has {ntypes} sample types",
-                        s.value.len()
-                    ),
+                    format!("{name}: sample {i} has {} values, but the profile has {ntypes} sample types", values.len()),
                 ));
             }
             frames.clear();
-            for &lid in s.location_id.iter().rev() {
-                let f = self.locations.get(&lid).ok_or_else(|| {
+            for &lid in &locs {
+                let f = self.locations.get(lid).ok_or_else(|| {
                     Error::new(
                         ErrorKind::Malformed,
                         format!("{name}: sample {i} refers to location {lid}, which is not defined"),
                     )
                 })?;
-                frames.push(*f);
+                frames.push(f);
             }
             if frames.is_empty() {
                 let tables = &mut self.tables;
@@ -428,10 +604,9 @@ impl<'a> Converter<'a> {
                     })
                 }));
             }
-            let stack = self.tables.intern_stack(&frames).expect("a stack with frames");
             num.clear();
             strs.clear();
-            for l in &s.label {
+            for l in &raw_labels {
                 let what = || format!("a label of sample {i}");
                 let key = self.string(l.key, &what)?;
                 if l.str != 0 {
@@ -446,15 +621,10 @@ impl<'a> Converter<'a> {
                     }
                 }
             }
-            samples.push((stack, num.clone(), strs.clone()));
+            p.push_sample(&frames, &values, &num, &strs);
         }
-        let mut p = Profile::new(Arc::new(Tables::default()), meta, sample_types);
-        p.default_sample_type = default_sample_type;
         for (key, unit) in units {
             p.set_num_label_unit(key, unit);
-        }
-        for ((stack, num, strs), s) in samples.iter().zip(&msg.sample) {
-            p.push_sample_with_all_labels(*stack, &s.value, num, strs);
         }
         p.tables = Arc::new(self.tables);
         Ok(p)

@@ -24,7 +24,9 @@ use std::io::Write;
 use prost::Message;
 
 use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames_from};
-use crate::model::{FrameId, MappingId, Profile, StackId, StringId, StringTable, Tables};
+use crate::model::{
+    FlatProfile, FrameId, MappingId, Profile, ProfileMeta, StackId, StringId, StringTable, Tables, ValueType,
+};
 use crate::proto::pprof as pp;
 
 /// Options of the pprof encoder.
@@ -44,7 +46,7 @@ impl Default for PprofOptions {
 }
 
 struct Builder<'a> {
-    profile: &'a Profile,
+    tables: std::sync::Arc<Tables>,
     opts: &'a PprofOptions,
     strings: StringTable,
     functions: Vec<pp::Function>,
@@ -75,7 +77,7 @@ impl Builder<'_> {
         if let Some(&id) = self.mapping_index.get(&m) {
             return id;
         }
-        let tables = &self.profile.tables;
+        let tables = std::sync::Arc::clone(&self.tables);
         let mapping = tables.mapping(m);
         let filename = self.s(tables.strings.get(mapping.path));
         let build_id = self.s(&mapping.build_id_text());
@@ -96,7 +98,7 @@ impl Builder<'_> {
 
     /// Writes the Location message for global location `id` = (frame, annotation).
     fn location(&mut self, id: u64, frame_id: FrameId, annotation: Annotation) {
-        let tables = std::sync::Arc::clone(&self.profile.tables);
+        let tables = std::sync::Arc::clone(&self.tables);
         let frame = tables.frame(frame_id);
         let mapping_id = frame.mapping.map(|m| self.mapping(m)).unwrap_or(0);
         let suffix = match annotation {
@@ -240,7 +242,7 @@ impl PprofEncoder {
         self.sync(&tables);
         let opts = self.opts.clone();
         let mut b = Builder {
-            profile,
+            tables: std::sync::Arc::clone(&tables),
             opts: &opts,
             strings: StringTable::default(),
             functions: Vec::new(),
@@ -322,9 +324,90 @@ impl PprofEncoder {
                 b.location(id as u64, frame, ann);
             }
         }
-        let bytes = finish(b, out, profile, &opts, bytes);
+        let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
+        let bytes = finish(b, out, &head, &opts, bytes);
         w.write_all(&bytes)
     }
+}
+
+/// Encodes a profile whose stacks are frame lists (a merge, a decoded pprof) as uncompressed
+/// pprof into `w`, a megabyte at a time. One location per frame, numbered in first-use order;
+/// frame names are written as they are (no annotations are added: such profiles carry them).
+pub fn encode_flat_to(profile: &FlatProfile, opts: &PprofOptions, w: &mut dyn Write) -> std::io::Result<()> {
+    let tables = std::sync::Arc::clone(&profile.tables);
+    let mut b = Builder {
+        tables: std::sync::Arc::clone(&tables),
+        opts,
+        strings: StringTable::default(),
+        functions: Vec::new(),
+        function_index: HashMap::default(),
+        locations: Vec::new(),
+        mappings: Vec::new(),
+        mapping_index: HashMap::default(),
+        mapping_symbolized: Vec::new(),
+    };
+    let mut out = pp::Profile::default();
+    for t in &profile.sample_types {
+        let ty = b.s(&t.name);
+        let unit = b.s(&t.unit);
+        out.sample_type.push(pp::ValueType { r#type: ty, unit });
+    }
+    let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
+    let mut bytes = head.encode_to_vec();
+    const CHUNK: usize = 1 << 20;
+    bytes.reserve(CHUNK + 4096);
+    let mut loc_of = vec![0u32; tables.frames().len()];
+    let mut order: Vec<FrameId> = Vec::new();
+    let mut label_keys: HashMap<StringId, i64> = HashMap::default();
+    let mut labels: Vec<WireLabel> = Vec::new();
+    let mut path: Vec<u8> = Vec::new();
+    let with_labels = profile.has_labels();
+    for i in 0..profile.sample_count() {
+        let (frames, values) = profile.sample(i);
+        path.clear();
+        for &f in frames {
+            let slot = &mut loc_of[f.0 as usize];
+            if *slot == 0 {
+                order.push(f);
+                *slot = u32::try_from(order.len()).expect("fewer than 2^32 locations");
+            }
+            prost::encoding::encode_varint(u64::from(*slot), &mut path);
+        }
+        labels.clear();
+        if with_labels {
+            let mut sid = |b: &mut Builder<'_>, id: StringId| {
+                *label_keys.entry(id).or_insert_with(|| b.s(tables.strings.get(id)))
+            };
+            for &(key, num) in profile.sample_labels(i) {
+                let k = sid(&mut b, key);
+                let unit = profile.num_label_unit(key).map_or(0, |u| sid(&mut b, u));
+                labels.push(WireLabel { key: k, str: 0, num, num_unit: unit });
+            }
+            for &(key, text) in profile.sample_str_labels(i) {
+                let k = sid(&mut b, key);
+                let t = sid(&mut b, text);
+                labels.push(WireLabel { key: k, str: t, num: 0, num_unit: 0 });
+            }
+        }
+        write_sample(&mut bytes, &path, values, &labels);
+        if bytes.len() >= CHUNK {
+            w.write_all(&bytes)?;
+            bytes.clear();
+        }
+    }
+    for (k, &f) in order.iter().enumerate() {
+        b.location(k as u64 + 1, f, Annotation::None);
+    }
+    let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
+    let bytes = finish(b, out, &head, opts, bytes);
+    w.write_all(&bytes)
+}
+
+/// [`encode_flat_to`] into memory.
+pub fn encode_pprof_flat(profile: &FlatProfile, opts: &PprofOptions) -> Vec<u8> {
+    let mut v = Vec::with_capacity(profile.sample_count() * 64);
+    encode_flat_to(profile, opts, &mut v).expect("writing to memory");
+    v
 }
 
 /// Encodes one profile as uncompressed pprof bytes (a fresh [`PprofEncoder`]).
@@ -332,13 +415,14 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
     PprofEncoder::new(opts.clone()).encode(profile)
 }
 
-fn finish(
-    mut b: Builder<'_>,
-    mut out: pp::Profile,
-    profile: &Profile,
-    opts: &PprofOptions,
-    mut bytes: Vec<u8>,
-) -> Vec<u8> {
+/// What `finish` writes beyond samples, locations and what they use.
+struct Head<'a> {
+    meta: &'a ProfileMeta,
+    types: &'a [ValueType],
+    default: usize,
+}
+
+fn finish(mut b: Builder<'_>, mut out: pp::Profile, head: &Head<'_>, opts: &PprofOptions, mut bytes: Vec<u8>) -> Vec<u8> {
     if opts.extras {
         for (i, m) in b.mappings.iter_mut().enumerate() {
             // `Location.address` holds rel_pc, not a process address, so pprof must not try to
@@ -349,7 +433,7 @@ fn finish(
             m.has_line_numbers = sym;
             m.has_inline_frames = sym;
         }
-        let meta = &profile.meta;
+        let meta = head.meta;
         if let Some(p) = &meta.period {
             let ty = b.s(&p.name);
             let unit = b.s(&p.unit);
@@ -361,7 +445,7 @@ fn finish(
             out.period_type = Some(pp::ValueType { r#type: ty, unit });
             out.period = i64::try_from(interval).unwrap_or(i64::MAX);
         }
-        if let Some(t) = profile.sample_types.get(profile.default_sample_type) {
+        if let Some(t) = head.types.get(head.default) {
             out.default_sample_type = b.s(&t.name);
         }
         let mut comments = vec![format!("heapconv: {}", meta.describe())];

@@ -4,6 +4,7 @@
 
 pub mod annotate;
 mod chunked;
+pub mod flat;
 pub mod frame;
 pub mod heap;
 pub mod mapping;
@@ -14,6 +15,7 @@ pub mod strings;
 pub mod tables;
 
 pub use annotate::{Annotation, AnnotationState};
+pub use flat::FlatProfile;
 pub use frame::{Frame, FrameId, Line};
 pub use heap::{HeapDump, ObjIdx};
 pub use mapping::{Mapping, MappingId};

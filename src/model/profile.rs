@@ -218,16 +218,56 @@ pub struct Profile {
     pub default_sample_type: usize,
     stacks: Vec<StackId>,
     values: Vec<i64>,
-    // Optional numeric labels per sample (pprof `Sample.label` with `num`): the labels of
-    // sample i are `labels[label_ends[i - 1]..label_ends[i]]`. Both stay empty until a sample
-    // with labels is added, so profiles without labels cost nothing.
-    labels: Vec<(StringId, i64)>,
-    label_ends: Vec<u32>,
-    // String labels (pprof `Sample.label` with `str`), stored the same way.
-    str_labels: Vec<(StringId, StringId)>,
-    str_label_ends: Vec<u32>,
-    // Units of numeric labels by key (pprof `Label.num_unit`), sorted by key.
-    num_units: Vec<(StringId, StringId)>,
+    labels: LabelStore,
+}
+
+/// Optional labels per sample (pprof `Sample.label`): numeric (key, number) and string (key,
+/// text) labels of sample i are `num[num_ends[i - 1]..num_ends[i]]` (and the same for
+/// strings). The lists stay empty until a sample with labels is added, so profiles without
+/// labels cost nothing. Units of numeric labels (`num_unit`) are kept per key.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LabelStore {
+    num: Vec<(StringId, i64)>,
+    num_ends: Vec<u32>,
+    strs: Vec<(StringId, StringId)>,
+    str_ends: Vec<u32>,
+    // Sorted by key.
+    units: Vec<(StringId, StringId)>,
+}
+
+impl LabelStore {
+    /// Records the labels of sample `n` (the samples before it must have been recorded).
+    pub(crate) fn push(&mut self, n: usize, num: &[(StringId, i64)], strs: &[(StringId, StringId)]) {
+        push_labels(&mut self.num, &mut self.num_ends, n, num);
+        push_labels(&mut self.strs, &mut self.str_ends, n, strs);
+    }
+
+    pub(crate) fn num(&self, i: usize) -> &[(StringId, i64)] {
+        labels_of(&self.num, &self.num_ends, i)
+    }
+
+    pub(crate) fn strs(&self, i: usize) -> &[(StringId, StringId)] {
+        labels_of(&self.strs, &self.str_ends, i)
+    }
+
+    pub(crate) fn any(&self) -> bool {
+        !self.num.is_empty() || !self.strs.is_empty()
+    }
+
+    pub(crate) fn set_unit(&mut self, key: StringId, unit: StringId) {
+        match self.units.binary_search_by_key(&key, |u| u.0) {
+            Ok(i) => self.units[i].1 = unit,
+            Err(i) => self.units.insert(i, (key, unit)),
+        }
+    }
+
+    pub(crate) fn unit(&self, key: StringId) -> Option<StringId> {
+        self.units.binary_search_by_key(&key, |u| u.0).ok().map(|i| self.units[i].1)
+    }
+
+    pub(crate) fn units(&self) -> &[(StringId, StringId)] {
+        &self.units
+    }
 }
 
 impl Profile {
@@ -240,11 +280,7 @@ impl Profile {
             default_sample_type: 0,
             stacks: Vec::new(),
             values: Vec::new(),
-            labels: Vec::new(),
-            label_ends: Vec::new(),
-            str_labels: Vec::new(),
-            str_label_ends: Vec::new(),
-            num_units: Vec::new(),
+            labels: LabelStore::default(),
         }
     }
 
@@ -273,11 +309,7 @@ impl Profile {
             default_sample_type,
             stacks,
             values,
-            labels: Vec::new(),
-            label_ends: Vec::new(),
-            str_labels: Vec::new(),
-            str_label_ends: Vec::new(),
-            num_units: Vec::new(),
+            labels: LabelStore::default(),
         }
     }
 
@@ -302,44 +334,39 @@ impl Profile {
         str_labels: &[(StringId, StringId)],
     ) {
         assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");
-        let n = self.stacks.len();
-        push_labels(&mut self.labels, &mut self.label_ends, n, labels);
-        push_labels(&mut self.str_labels, &mut self.str_label_ends, n, str_labels);
+        self.labels.push(self.stacks.len(), labels, str_labels);
         self.stacks.push(stack);
         self.values.extend_from_slice(values);
     }
 
     /// True when some sample has labels (numeric or string).
     pub fn has_labels(&self) -> bool {
-        !self.labels.is_empty() || !self.str_labels.is_empty()
+        self.labels.any()
     }
 
     /// The numeric labels (key, value) of sample `i`; empty for a sample without labels.
     pub fn sample_labels(&self, i: usize) -> &[(StringId, i64)] {
-        labels_of(&self.labels, &self.label_ends, i)
+        self.labels.num(i)
     }
 
     /// The string labels (key, text) of sample `i`; empty for a sample without them.
     pub fn sample_str_labels(&self, i: usize) -> &[(StringId, StringId)] {
-        labels_of(&self.str_labels, &self.str_label_ends, i)
+        self.labels.strs(i)
     }
 
     /// Sets the unit of the numeric labels with key `key` (pprof `num_unit`, e.g. `bytes`).
     pub fn set_num_label_unit(&mut self, key: StringId, unit: StringId) {
-        match self.num_units.binary_search_by_key(&key, |u| u.0) {
-            Ok(i) => self.num_units[i].1 = unit,
-            Err(i) => self.num_units.insert(i, (key, unit)),
-        }
+        self.labels.set_unit(key, unit);
     }
 
     /// The unit of the numeric labels with key `key`, when one was set.
     pub fn num_label_unit(&self, key: StringId) -> Option<StringId> {
-        self.num_units.binary_search_by_key(&key, |u| u.0).ok().map(|i| self.num_units[i].1)
+        self.labels.unit(key)
     }
 
     /// All numeric label units, (key, unit), sorted by key id.
     pub fn num_label_units(&self) -> &[(StringId, StringId)] {
-        &self.num_units
+        self.labels.units()
     }
 
     /// Number of samples.

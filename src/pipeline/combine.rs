@@ -24,8 +24,9 @@ use crate::encode::pprof::PprofOptions;
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::encode::top::{TopOptions, TopTable, top_table, top_text};
 use crate::error::{Error, ErrorKind, Result};
-use crate::merge::{MergeOptions, Merger, TypeSelector, diff_pprof};
-use crate::model::{Profile, TraceReport, ValueKind};
+use crate::encode::pprof::encode_flat_to;
+use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, diff_pprof};
+use crate::model::{FlatProfile, Profile, TraceReport, ValueKind, ValueType};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport};
 
 /// How inputs are read for `merge`, `diff` and `top`.
@@ -76,8 +77,11 @@ pub struct LoadedInput {
     pub name: String,
     /// What it was.
     pub kind: InputKind,
-    /// Profiles it gave (a trace: one per selected dump; a capture or pprof: one).
+    /// Profiles it gave with their stacks in a tree (a trace: one per selected dump; a
+    /// capture: one).
     pub profiles: Vec<Profile>,
+    /// Profiles it gave with frame lists (a pprof file: one).
+    pub flat: Vec<FlatProfile>,
     /// Whether its frames get ART annotations baked in when merged.
     pub annotate: bool,
     /// What the trace decoder found (traces only).
@@ -119,14 +123,23 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
             let capture = decode_alloc_records(&bytes, &name, &ddm)?;
             let kind = crate::decode::sniff(&bytes[..bytes.len().min(64)]);
             let profile = alloc_records_profile(std::slice::from_ref(&capture), &ddm);
-            Ok(LoadedInput { name, kind, profiles: vec![profile], annotate: false, report: None, symbols: None })
+            Ok(LoadedInput {
+                name,
+                kind,
+                profiles: vec![profile],
+                flat: Vec::new(),
+                annotate: false,
+                report: None,
+                symbols: None,
+            })
         }
         Opened::Trace(mut inp, InputKind::Pprof) => {
             let profile = read_pprof(&mut inp, &opts.pprof)?;
             Ok(LoadedInput {
                 name,
                 kind: InputKind::Pprof,
-                profiles: vec![profile],
+                profiles: Vec::new(),
+                flat: vec![profile],
                 annotate: false,
                 report: None,
                 symbols: None,
@@ -169,6 +182,7 @@ fn load_trace(inp: Input, kind: InputKind, name: &str, opts: &LoadOptions) -> Re
         name: name.to_owned(),
         kind,
         profiles,
+        flat: Vec::new(),
         annotate: opts.annotations,
         report: Some(report),
         symbols,
@@ -197,14 +211,17 @@ pub fn merge_inputs(
             |(mut m, mut infos), (i, path)| {
                 let loaded = load_input(path, load)?;
                 for p in &loaded.profiles {
-                    m.add_to(p, side_of(i), loaded.annotate)?;
+                    m.add_any(AnyProfile::Tree(p), side_of(i), loaded.annotate)?;
+                }
+                for p in &loaded.flat {
+                    m.add_any(AnyProfile::Flat(p), side_of(i), false)?;
                 }
                 infos.push((
                     i,
                     InputInfo {
                         name: loaded.name,
                         kind: loaded.kind,
-                        profiles: loaded.profiles.len(),
+                        profiles: loaded.profiles.len() + loaded.flat.len(),
                         report: loaded.report,
                         symbols: loaded.symbols,
                     },
@@ -245,16 +262,45 @@ impl Default for MergeRunOptions {
 #[derive(Debug)]
 pub struct MergeRun {
     /// The merged profile.
-    pub profile: Profile,
+    pub profile: FlatProfile,
     /// Its encoding in the requested format.
     pub bytes: Vec<u8>,
     /// What each input held, in input order.
     pub inputs: Vec<InputInfo>,
 }
 
+/// Encodes a profile with frame lists as gzipped pprof, compressing on a second thread as the
+/// encoded bytes come (the same bytes as `gzip(&encode_pprof_flat(..))`).
+pub fn encode_flat_pprof_gzip(profile: &FlatProfile, opts: &PprofOptions) -> Vec<u8> {
+    use std::io::Write;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<super::Chunk>(4);
+    std::thread::scope(|threads| {
+        let compressor = threads.spawn(move || {
+            let mut gz = crate::encode::pprof::gzip_writer(Vec::with_capacity(1 << 20));
+            for chunk in rx {
+                if let super::Chunk::Data(bytes) = chunk {
+                    gz.write_all(&bytes).expect("writing to memory");
+                }
+            }
+            gz.finish().expect("writing to memory")
+        });
+        let mut w = super::ChunkWriter { tx: &tx, buf: Vec::with_capacity(1 << 20) };
+        encode_flat_to(profile, opts, &mut w).and_then(|_| w.flush()).expect("the compressor takes every chunk");
+        drop(tx);
+        compressor.join().expect("the compressor does not panic")
+    })
+}
+
 /// Encodes a merged profile (names already carry their annotations) in `format`, showing its
 /// default sample type.
-pub fn encode_merged(profile: &Profile, format: Format) -> Result<Vec<u8>> {
+pub fn encode_merged(profile: &FlatProfile, format: Format) -> Result<Vec<u8>> {
+    if format == Format::Pprof {
+        return Ok(encode_flat_pprof_gzip(profile, &PprofOptions { annotations: false, extras: true }));
+    }
+    encode_tree(&profile.to_profile(), format)
+}
+
+fn encode_tree(profile: &Profile, format: Format) -> Result<Vec<u8>> {
     let index = profile.default_sample_type;
     Ok(match format {
         Format::Pprof => encode_pprof_gzip(profile, &PprofOptions { annotations: false, extras: true }),
@@ -421,9 +467,9 @@ impl Default for DiffRunOptions {
 #[derive(Debug)]
 pub struct DiffRun {
     /// BASE, merged (in the shared tables).
-    pub base: Profile,
+    pub base: FlatProfile,
     /// NEW, merged.
-    pub new: Profile,
+    pub new: FlatProfile,
     /// The output in the requested format.
     pub bytes: Vec<u8>,
     /// The gate's verdict, when a limit was given.
@@ -434,12 +480,12 @@ pub struct DiffRun {
 
 /// The sample type a diff compares and gates on: the default type if it counts bytes, else the
 /// first that does, else the default.
-pub fn diff_value_index(p: &Profile) -> usize {
-    let is_bytes = |i: usize| p.sample_types.get(i).is_some_and(|t| t.unit == "bytes" || t.kind.is_bytes());
-    if is_bytes(p.default_sample_type) {
-        return p.default_sample_type;
+pub fn diff_value_index(types: &[ValueType], default: usize) -> usize {
+    let is_bytes = |i: usize| types.get(i).is_some_and(|t| t.unit == "bytes" || t.kind.is_bytes());
+    if is_bytes(default) {
+        return default;
     }
-    (0..p.sample_types.len()).find(|&i| is_bytes(i)).unwrap_or(p.default_sample_type)
+    (0..types.len()).find(|&i| is_bytes(i)).unwrap_or(default)
 }
 
 /// Runs `diff`: BASE and NEW loaded and merged side by side (so that their frames are
@@ -452,7 +498,7 @@ pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRu
     let mut sides = merger.finish_sides()?;
     let new_p = sides.pop().expect("two sides");
     let base_p = sides.pop().expect("two sides");
-    let index = diff_value_index(&new_p);
+    let index = diff_value_index(&new_p.sample_types, new_p.default_sample_type);
     let ty = new_p.sample_types[index].clone();
     let gate = match opts.fail_if_growth {
         Some(GrowthLimit::Bytes(_)) if ty.unit != "bytes" => {
@@ -475,17 +521,16 @@ pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRu
         top: opts.top,
         ..DiffOptions::default()
     };
+    let tree = |p: &FlatProfile| p.to_profile();
     let bytes = match opts.format {
-        Format::Pprof => {
-            encode_pprof_gzip(&diff_pprof(&base_p, &new_p, opts.normalize), &PprofOptions {
-                annotations: false,
-                extras: true,
-            })
-        }
-        Format::Folded => diff_folded(&base_p, &new_p, &dopts).into_bytes(),
-        Format::Svg => diff_svg(&base_p, &new_p, &dopts)?,
+        Format::Pprof => encode_flat_pprof_gzip(&diff_pprof(&base_p, &new_p, opts.normalize), &PprofOptions {
+            annotations: false,
+            extras: true,
+        }),
+        Format::Folded => diff_folded(&tree(&base_p), &tree(&new_p), &dopts).into_bytes(),
+        Format::Svg => diff_svg(&tree(&base_p), &tree(&new_p), &dopts)?,
         Format::Json => {
-            let report = diff_report(&base_p, &new_p, &dopts);
+            let report = diff_report(&tree(&base_p), &tree(&new_p), &dopts);
             let mut v = serde_json::to_value(&report).expect("a report serializes");
             if let Some(g) = &gate {
                 v["gate"] = serde_json::to_value(g).expect("a gate serializes");
@@ -517,7 +562,7 @@ pub fn run_top(inputs: &[PathBuf], opts: &TopRunOptions) -> Result<(TopTable, Ve
     let mut load = opts.load.clone();
     load.ddm_lines = false;
     let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
-    let profile = merger.finish()?;
+    let profile = merger.finish()?.to_profile();
     let index = match &opts.sample_type {
         None => profile.default_sample_type,
         Some(sel) => {
@@ -545,10 +590,17 @@ pub(super) fn convert_pprof(
     opts: &ConvertOptions,
 ) -> Result<super::ConvertRun> {
     use super::Destination;
-    let profile = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
-    let mut o = opts.clone();
-    o.annotations = false;
-    let bytes = super::encode_one(&profile, &o)?;
+    let mut flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
+    let bytes = if opts.format == Format::Pprof {
+        if let Some(i) = flat.value_index(opts.view) {
+            flat.default_sample_type = i;
+        }
+        encode_flat_pprof_gzip(&flat, &PprofOptions { annotations: false, extras: true })
+    } else {
+        let mut o = opts.clone();
+        o.annotations = false;
+        super::encode_one(&flat.to_profile(), &o)?
+    };
     let path = match dest {
         Destination::Stdout => None,
         Destination::File(f) => Some(f.clone()),
@@ -626,5 +678,5 @@ pub fn pprof_inspect_json(p: &Profile) -> String {
 
 /// Reads a pprof input for `inspect`.
 pub(super) fn inspect_pprof(mut inp: Input) -> Result<Profile> {
-    read_pprof(&mut inp, &PprofDecodeOptions::default())
+    Ok(read_pprof(&mut inp, &PprofDecodeOptions::default())?.to_profile())
 }
