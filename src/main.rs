@@ -649,6 +649,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
     let ui = Ui { verbose: cli.verbose, quiet: cli.quiet };
     match cli.command {
         Command::Profile(a) => {
+            pipeline::combine::refuse_pprof(&a.trace, "profile")?;
             let opts = ProfileOptions {
                 output_dir: a.output_dir,
                 pids: a.pid.into_iter().collect(),
@@ -789,16 +790,14 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 sample_type: a.sample_type.as_deref().map(heapconv::merge::TypeSelector::parse),
             };
             let (table, inputs) = pipeline::combine::run_top(&a.inputs, &opts)?;
-            let text = if a.json {
-                heapconv::encode::top::top_json(&table)
-            } else {
-                heapconv::encode::top::top_text(&table)
-            };
+            let text =
+                if a.json { heapconv::encode::top::top_json(&table) } else { heapconv::encode::top::top_text(&table) };
             std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
             let (gate_ok, damaged) = report_inputs(&ui, &inputs, a.select.symbols.min_symbolized);
             Ok(exit_code(gate_ok, damaged))
         }
         Command::Hprof(a) => {
+            pipeline::combine::refuse_pprof(&a.trace, "hprof")?;
             let opts = pipeline::HprofRunOptions {
                 pids: a.pid.into_iter().collect(),
                 timestamps: a.timestamps,
@@ -875,6 +874,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
         }
         Command::Symbolize(a) => {
+            pipeline::combine::refuse_pprof(&a.trace, "symbolize")?;
             let Some(opts) = a.symbols.options(&ui) else {
                 return Err(Error::new(
                     ErrorKind::Usage,
@@ -1052,6 +1052,49 @@ mod tests {
         };
         assert_eq!(a.inputs, [PathBuf::from("a.alloc"), PathBuf::from("b.alloc")]);
         assert!(Cli::try_parse_from(["heapconv", "convert"]).is_err());
+    }
+
+    #[test]
+    fn merge_diff_top_defaults_equal_option_defaults() {
+        let ui = Ui { verbose: 0, quiet: true };
+        let Command::Merge(a) = parse(&["heapconv", "merge", "a.pb", "b.pb", "-o", "m.pb.gz"]) else { panic!("merge") };
+        let d = pipeline::combine::MergeRunOptions::default();
+        assert!(matches!(a.to, ToArg::Pprof) && d.format == Format::Pprof);
+        let (got, want) = (a.select.load(&ui).unwrap(), d.load);
+        assert_eq!(got.pids, want.pids);
+        assert_eq!(got.heap, want.heap);
+        assert_eq!(got.dump, want.dump);
+        assert_eq!(got.annotations, want.annotations);
+        assert_eq!(got.pprof.max_bytes, want.pprof.max_bytes);
+        assert_eq!(got.decode.max_bundle_bytes, want.decode.max_bundle_bytes);
+        assert_eq!(a.select.merge().sample_types, d.merge.sample_types);
+        assert!(Cli::try_parse_from(["heapconv", "merge", "a.pb"]).is_err(), "-o is required");
+
+        let Command::Diff(a) = parse(&["heapconv", "diff", "a.pb", "b.pb", "-o", "d.pb.gz"]) else { panic!("diff") };
+        let d = pipeline::combine::DiffRunOptions::default();
+        assert!(matches!(a.to, ToArg::Pprof) && d.format == Format::Pprof);
+        assert_eq!(a.normalize, d.normalize);
+        assert_eq!(a.fail_if_growth.is_some(), d.fail_if_growth.is_some());
+        assert_eq!(a.top, d.top);
+
+        let Command::Top(a) = parse(&["heapconv", "top", "a.pb"]) else { panic!("top") };
+        let d = pipeline::combine::TopRunOptions::default();
+        assert!(matches!(a.by, TopByArg::Function) && d.top.by == heapconv::encode::top::TopBy::Function);
+        assert_eq!(a.sample_type.is_some(), d.sample_type.is_some());
+        assert_eq!(a.count, 20, "like the top lists of convert --to json");
+    }
+
+    #[test]
+    fn growth_limits_parse() {
+        use pipeline::combine::GrowthLimit;
+        assert_eq!(GrowthLimit::parse("10MB").unwrap(), GrowthLimit::Bytes(10 << 20));
+        assert_eq!(GrowthLimit::parse("512 KiB").unwrap(), GrowthLimit::Bytes(512 << 10));
+        assert_eq!(GrowthLimit::parse("1.5G").unwrap(), GrowthLimit::Bytes(3 << 29));
+        assert_eq!(GrowthLimit::parse("1000").unwrap(), GrowthLimit::Bytes(1000));
+        assert_eq!(GrowthLimit::parse("5%").unwrap(), GrowthLimit::Percent(5.0));
+        assert!(GrowthLimit::parse("-5%").is_err());
+        assert!(GrowthLimit::parse("ten").is_err());
+        assert!(GrowthLimit::parse("10 parsecs").is_err());
     }
 
     #[test]

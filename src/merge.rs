@@ -52,8 +52,8 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames};
 use crate::model::{
-    DumpFlags, FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, Profile, ProfileMeta, StackId,
-    StringId, StringTable, Tables, ValueKind, ValueType,
+    DumpFlags, FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, Profile, ProfileMeta, StackId, StringId,
+    StringTable, Tables, ValueKind, ValueType,
 };
 
 /// A sample type to keep: by its name, or by what it measures.
@@ -252,11 +252,7 @@ impl Header {
                             .collect();
                         return Err(Error::new(
                             ErrorKind::Usage,
-                            format!(
-                                "{name} has no sample type {} (its types: {})",
-                                s.describe(),
-                                have.join(", ")
-                            ),
+                            format!("{name} has no sample type {} (its types: {})", s.describe(), have.join(", ")),
                         ));
                     };
                     cols.push(i);
@@ -574,6 +570,9 @@ impl std::fmt::Debug for Merger {
     }
 }
 
+/// The numeric and string labels of a sample.
+type SampleLabels<'a> = (&'a [(StringId, i64)], &'a [(StringId, StringId)]);
+
 /// A profile given to [`Merger::add_any`]: with stacks in a tree, or as frame lists.
 #[derive(Debug, Clone, Copy)]
 pub enum AnyProfile<'a> {
@@ -605,7 +604,7 @@ impl AnyProfile<'_> {
         }
     }
 
-    fn labels(&self, i: usize) -> (&[(StringId, i64)], &[(StringId, StringId)]) {
+    fn labels(&self, i: usize) -> SampleLabels<'_> {
         match self {
             AnyProfile::Tree(p) => (p.sample_labels(i), p.sample_str_labels(i)),
             AnyProfile::Flat(p) => (p.sample_labels(i), p.sample_str_labels(i)),
@@ -1127,7 +1126,9 @@ impl Merger {
         // itself: any order that depends on content alone will do, and this one sorts
         // integers rather than lists.
         let ranked_stack = |id: u32| self.stacks.get(id).iter().map(|&f| frame_rank[f as usize]);
+        use rayon::prelude::*;
         let content_hash: Vec<u64> = (0..self.stacks.len() as u32)
+            .into_par_iter()
             .map(|id| {
                 let mut h: u64 = 0x243f_6a88_85a3_08d3;
                 for r in ranked_stack(id) {
@@ -1137,10 +1138,8 @@ impl Merger {
             })
             .collect();
         let mut stack_order: Vec<u32> = (0..self.stacks.len() as u32).collect();
-        stack_order.sort_unstable_by(|&a, &b| {
-            content_hash[a as usize]
-                .cmp(&content_hash[b as usize])
-                .then_with(|| ranked_stack(a).cmp(ranked_stack(b)))
+        stack_order.par_sort_unstable_by(|&a, &b| {
+            content_hash[a as usize].cmp(&content_hash[b as usize]).then_with(|| ranked_stack(a).cmp(ranked_stack(b)))
         });
         drop(content_hash);
         let mut stack_rank = vec![0u32; self.stacks.len()];
@@ -1167,7 +1166,7 @@ impl Merger {
         let mut order: Vec<u32> = (0..self.keys.len() as u32)
             .filter(|&i| self.values[i as usize * width..(i as usize + 1) * width].iter().any(|&v| v != 0))
             .collect();
-        order.sort_unstable_by_key(|&i| {
+        order.par_sort_unstable_by_key(|&i| {
             let k = self.keys[i as usize];
             (stack_rank[(k >> 32) as usize], set_rank[(k & 0xffff_ffff) as usize])
         });
@@ -1246,7 +1245,8 @@ impl Merger {
         }
         // Per side, the sorted samples with their frames in the output tables (leaf first).
         // Frames, mappings and strings are numbered by first use along the samples.
-        let total: usize = order.iter().map(|&i| self.stacks.spans[(self.keys[i as usize] >> 32) as usize].1 as usize).sum();
+        let total: usize =
+            order.iter().map(|&i| self.stacks.spans[(self.keys[i as usize] >> 32) as usize].1 as usize).sum();
         let mut profiles: Vec<FlatProfile> = (0..sides)
             .map(|_| {
                 let mut p = FlatProfile::new(Arc::new(Tables::default()), meta.clone(), columns.clone());

@@ -110,7 +110,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     // when it is waiting (a rendezvous `try_send`), so this never holds up the decoder.
     enum Work {
         Grow(crate::model::TablesDelta, Vec<crate::model::StackId>),
-        Dump(Job),
+        Dump(Box<Job>),
     }
     let mut count = 0usize;
     let mut dir_ready = false;
@@ -185,7 +185,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                         encoder.prepare(&replica, &stacks);
                         continue;
                     }
-                    Work::Dump(job) => job,
+                    Work::Dump(job) => *job,
                 };
                 Arc::make_mut(&mut replica).apply_delta(job.delta);
                 let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
@@ -243,7 +243,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
                 let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
                 job_tx
-                    .send(Work::Dump(job))
+                    .send(Work::Dump(Box::new(job)))
                     .map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
                 Ok(())
             },

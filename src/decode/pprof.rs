@@ -50,8 +50,7 @@ use super::input::{CappedReader, Input};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::mapping::basename;
 use crate::model::{
-    FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, ProfileMeta, StringId, Tables, ValueKind,
-    ValueType,
+    FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, ProfileMeta, StringId, Tables, ValueKind, ValueType,
 };
 use crate::proto::pprof as pp;
 
@@ -279,14 +278,20 @@ impl<'a> Wire<'a> {
 
 /// Splits a profile into its samples (byte ranges of each `sample` field's payload) and
 /// everything else (copied, for prost).
-fn split_samples(bytes: &[u8], name: &str) -> Result<(Vec<u8>, Vec<(usize, usize)>)> {
+/// The bytes of a profile without its samples, and the byte range of each sample.
+type Split = (Vec<u8>, Vec<(usize, usize)>);
+
+fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
     let mut w = Wire { b: bytes, pos: 0 };
     let mut rest = Vec::new();
     let mut samples = Vec::new();
     while !w.done() {
         let start = w.pos;
         let bad = |kind: ErrorKind, what: &str| {
-            Error::new(kind, format!("{name}: not a valid pprof profile: {what} at byte {start} ({} bytes)", bytes.len()))
+            Error::new(
+                kind,
+                format!("{name}: not a valid pprof profile: {what} at byte {start} ({} bytes)", bytes.len()),
+            )
         };
         let tag = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a field tag is cut off"))?;
         let (num, wt) = (tag >> 3, tag & 7);
@@ -296,7 +301,8 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<(Vec<u8>, Vec<(usize, usize
         if num == 2 && wt == 2 {
             let len = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a sample's length is cut off"))?;
             let at = w.pos;
-            w.take(len).ok_or_else(|| bad(ErrorKind::Truncated, &format!("a sample of {len} bytes runs past the end")))?;
+            w.take(len)
+                .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a sample of {len} bytes runs past the end")))?;
             samples.push((at, w.pos));
         } else {
             w.skip(wt).ok_or_else(|| bad(ErrorKind::Truncated, &format!("field {num} runs past the end")))?;
@@ -572,13 +578,19 @@ impl<'a> Converter<'a> {
             parse_sample(&bytes[start..end], &mut locs, &mut values, &mut raw_labels).ok_or_else(|| {
                 Error::new(
                     ErrorKind::Malformed,
-                    format!("{name}: sample {i} (at byte {start}, {} bytes) is not a valid Sample message", end - start),
+                    format!(
+                        "{name}: sample {i} (at byte {start}, {} bytes) is not a valid Sample message",
+                        end - start
+                    ),
                 )
             })?;
             if values.len() != ntypes {
                 return Err(Error::new(
                     ErrorKind::Malformed,
-                    format!("{name}: sample {i} has {} values, but the profile has {ntypes} sample types", values.len()),
+                    format!(
+                        "{name}: sample {i} has {} values, but the profile has {ntypes} sample types",
+                        values.len()
+                    ),
                 ));
             }
             frames.clear();

@@ -234,7 +234,13 @@ pub fn diff_svg(base: &Profile, new: &Profile, opts: &DiffOptions) -> Result<Vec
 
 /// Rewrites the title and fill of every frame of inferno's SVG from `nodes`, found by their
 /// depth (from `y`) and start (`fg:x`).
-fn retitle(svg: &[u8], nodes: &HashMap<(usize, u64), Node>, frame_height: usize, delta_max: u64, bytes: bool) -> Vec<u8> {
+fn retitle(
+    svg: &[u8],
+    nodes: &HashMap<(usize, u64), Node>,
+    frame_height: usize,
+    delta_max: u64,
+    bytes: bool,
+) -> Vec<u8> {
     let text = String::from_utf8_lossy(svg);
     let attr = |g: &str, name: &str| -> Option<u64> {
         let pat = format!(" {name}=\"");
@@ -391,8 +397,11 @@ pub fn diff_report(base: &Profile, new: &Profile, opts: &DiffOptions) -> DiffRep
         v.truncate(opts.top);
     };
     rank(&mut stacks);
-    let mut funcs: Vec<Growth> =
-        functions.into_iter().filter(|(_, (b, a))| a > b).map(|(n, (b, a))| Growth::new(n.to_owned(), None, b, a)).collect();
+    let mut funcs: Vec<Growth> = functions
+        .into_iter()
+        .filter(|(_, (b, a))| a > b)
+        .map(|(n, (b, a))| Growth::new(n.to_owned(), None, b, a))
+        .collect();
     rank(&mut funcs);
     let ty = new.sample_types.get(opts.value_index);
     DiffReport {

@@ -422,7 +422,13 @@ struct Head<'a> {
     default: usize,
 }
 
-fn finish(mut b: Builder<'_>, mut out: pp::Profile, head: &Head<'_>, opts: &PprofOptions, mut bytes: Vec<u8>) -> Vec<u8> {
+fn finish(
+    mut b: Builder<'_>,
+    mut out: pp::Profile,
+    head: &Head<'_>,
+    opts: &PprofOptions,
+    mut bytes: Vec<u8>,
+) -> Vec<u8> {
     if opts.extras {
         for (i, m) in b.mappings.iter_mut().enumerate() {
             // `Location.address` holds rel_pc, not a process address, so pprof must not try to

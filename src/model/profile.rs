@@ -302,15 +302,7 @@ impl Profile {
         values: Vec<i64>,
     ) -> Self {
         assert_eq!(stacks.len() * sample_types.len(), values.len(), "one value per sample type per sample");
-        Profile {
-            tables,
-            meta,
-            sample_types,
-            default_sample_type,
-            stacks,
-            values,
-            labels: LabelStore::default(),
-        }
+        Profile { tables, meta, sample_types, default_sample_type, stacks, values, labels: LabelStore::default() }
     }
 
     /// Adds a sample. `values` must have one entry per sample type.

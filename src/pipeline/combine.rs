@@ -21,10 +21,10 @@ use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
 use crate::encode::labels::human_bytes;
 use crate::encode::pprof::PprofOptions;
+use crate::encode::pprof::encode_flat_to;
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::encode::top::{TopOptions, TopTable, top_table, top_text};
 use crate::error::{Error, ErrorKind, Result};
-use crate::encode::pprof::encode_flat_to;
 use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, diff_pprof};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind, ValueType};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport};
@@ -304,8 +304,12 @@ fn encode_tree(profile: &Profile, format: Format) -> Result<Vec<u8>> {
     let index = profile.default_sample_type;
     Ok(match format {
         Format::Pprof => encode_pprof_gzip(profile, &PprofOptions { annotations: false, extras: true }),
-        Format::Folded => encode_folded(profile, &FoldedOptions { value_index: index, annotations: false }).into_bytes(),
-        Format::Svg => encode_svg(profile, &SvgOptions { value_index: index, annotations: false, ..Default::default() })?,
+        Format::Folded => {
+            encode_folded(profile, &FoldedOptions { value_index: index, annotations: false }).into_bytes()
+        }
+        Format::Svg => {
+            encode_svg(profile, &SvgOptions { value_index: index, annotations: false, ..Default::default() })?
+        }
         Format::Json => {
             let view = profile.sample_types.get(index).map_or(ValueKind::UnreleasedSize, |t| t.kind);
             let opts = SummaryOptions { view, annotations: false, ..Default::default() };
@@ -523,10 +527,10 @@ pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRu
     };
     let tree = |p: &FlatProfile| p.to_profile();
     let bytes = match opts.format {
-        Format::Pprof => encode_flat_pprof_gzip(&diff_pprof(&base_p, &new_p, opts.normalize), &PprofOptions {
-            annotations: false,
-            extras: true,
-        }),
+        Format::Pprof => encode_flat_pprof_gzip(
+            &diff_pprof(&base_p, &new_p, opts.normalize),
+            &PprofOptions { annotations: false, extras: true },
+        ),
         Format::Folded => diff_folded(&tree(&base_p), &tree(&new_p), &dopts).into_bytes(),
         Format::Svg => diff_svg(&tree(&base_p), &tree(&new_p), &dopts)?,
         Format::Json => {
@@ -649,7 +653,8 @@ pub fn pprof_inspect_text(p: &Profile) -> String {
     let _ = writeln!(s, "sample types:");
     for (i, ty) in p.sample_types.iter().enumerate() {
         let total = p.total(i);
-        let shown = if ty.unit == "bytes" { format!("{} ({total} bytes)", human_bytes(total)) } else { total.to_string() };
+        let shown =
+            if ty.unit == "bytes" { format!("{} ({total} bytes)", human_bytes(total)) } else { total.to_string() };
         let dflt = if i == p.default_sample_type { " [default]" } else { "" };
         let _ = writeln!(s, "  {}/{}{dflt}: total {shown}", ty.name, ty.unit);
     }
@@ -679,4 +684,27 @@ pub fn pprof_inspect_json(p: &Profile) -> String {
 /// Reads a pprof input for `inspect`.
 pub(super) fn inspect_pprof(mut inp: Input) -> Result<Profile> {
     Ok(read_pprof(&mut inp, &PprofDecodeOptions::default())?.to_profile())
+}
+
+/// Refuses a pprof input where a command needs a Perfetto trace, with an error that says
+/// which commands take pprof. Standard input and unreadable files pass (the command reports
+/// those itself).
+pub fn refuse_pprof(path: &Path, command: &str) -> Result<()> {
+    use std::io::Read;
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(mut input) = Input::open(path, 1 << 20) else { return Ok(()) };
+    let mut head = Vec::new();
+    let _ = input.reader().take(64).read_to_end(&mut head);
+    if crate::decode::sniff(&head) == InputKind::Pprof {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{} is a pprof profile; `heapconv {command}` reads Perfetto traces (convert, merge, diff, top and inspect take pprof)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -316,6 +316,7 @@ pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(
 }
 
 /// Where finished dumps go: the frame hook, then the sink.
+#[allow(clippy::type_complexity)]
 struct Out<'a, 'b, 'c> {
     hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
     stacks: Option<&'a mut (dyn FnMut(&Tables, &[StackId]) + 'c)>,
