@@ -14,7 +14,14 @@
 //!   rel_pc, which pprof must not try to symbolize itself), the other `has_*` flags when every
 //!   frame of the mapping is symbolized, and comments naming process, pid, heap, dump time and data-loss flags;
 //! * numeric sample labels of the model (for example a DDM record's thread id) as
-//!   `Sample.label` with `key` and `num`.
+//!   `Sample.label` with `key` and `num` (and `num_unit` when the profile has one for the
+//!   key), string labels with `key` and `str`;
+//! * what a profile read from pprof or made by a merge carries over: its `period_type` and
+//!   `period` (instead of the sampling interval's), `time_nanos`, `duration_nanos`, and its
+//!   comments after heapconv's own.
+//!
+//! Profiles whose stacks are frame lists ([`FlatProfile`], from pprof inputs and merges) are
+//! written by [`encode_flat_to`]: one location per frame, names as they are.
 //!
 //! Everything is numbered in first-use order, so the same profile gives the same bytes.
 
