@@ -659,3 +659,53 @@ fn hostile_pprof_inputs_give_clear_errors() {
     assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
     fails(&bomb, &["--max-pprof-mib", "16"], "limit of 16777216 bytes");
 }
+
+#[test]
+fn damaged_pprof_never_panics() {
+    // Byte flips, truncations and splices of a real profile (heapconv's pprof of a trace with
+    // inline chains, labels and several mappings): every one decodes or fails with an error.
+    let pb = heapconv_ok(&["convert", s(&data("inline_q_chain.pftrace")), "--pid", "300", "--to", "pprof"], 0).stdout;
+    let mut whole = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(pb.as_slice()), &mut whole).unwrap();
+    let mut go = tiny().encode_to_vec();
+    go.extend_from_slice(&whole[..whole.len() / 2]);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    let mut decoded = 0;
+    for round in 0..3000 {
+        let base = if round % 2 == 0 { &whole } else { &go };
+        let mut b = base.clone();
+        match round % 3 {
+            0 => {
+                for _ in 0..1 + next(4) {
+                    let i = next(b.len());
+                    b[i] = next(256) as u8;
+                }
+            }
+            1 => b.truncate(next(b.len())),
+            _ => {
+                let (i, j) = (next(b.len()), next(b.len()));
+                let piece = b[i.min(j)..i.max(j)].to_vec();
+                let at = next(b.len());
+                b.splice(at..at, piece);
+            }
+        }
+        if let Ok(p) = heapconv::decode::pprof::decode_pprof(&b, "fuzz") {
+            decoded += 1;
+            // What decodes also merges and encodes.
+            let mut m = Merger::new(MergeOptions::default(), 1);
+            if m.add_flat(&p, false).is_ok() {
+                if let Ok(f) = m.finish() {
+                    let _ = encode_merged(&f, Format::Pprof);
+                    let _ = encode_merged(&f, Format::Folded);
+                }
+            }
+        }
+    }
+    assert!(decoded > 50, "some damaged inputs still decode ({decoded})");
+}
