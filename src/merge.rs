@@ -492,11 +492,43 @@ impl SeqIndex {
         &self.arena[start as usize..start as usize + len as usize]
     }
 
+    /// Makes room for `stacks` more stacks of `frames` frames in all (growing the index once).
+    fn reserve(&mut self, stacks: usize, frames: usize) {
+        self.arena.reserve(frames);
+        self.spans.reserve(stacks);
+        self.hashes.reserve(stacks);
+        while (self.spans.len() + stacks + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+    }
+
+    /// Hints the cache to fetch the slot a stack with hash `h` is looked up in.
+    fn prefetch_slot(&self, h: u64) {
+        if !self.slots.is_empty() {
+            crate::model::tables::prefetch(&self.slots[(h as usize) & (self.slots.len() - 1)]);
+        }
+    }
+
+    /// Hints the cache to fetch the stored stack a stack with hash `h` may equal.
+    fn prefetch_match(&self, h: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let s = self.slots[(h as usize) & (self.slots.len() - 1)];
+        if s != 0 && s & 0xffff_ffff_0000_0000 == h & 0xffff_ffff_0000_0000 {
+            let (start, _) = self.spans[(s as u32 - 1) as usize];
+            crate::model::tables::prefetch(&self.arena[start as usize]);
+        }
+    }
+
     fn intern(&mut self, seq: &[u32]) -> u32 {
+        self.intern_hashed(seq, seq_hash(seq))
+    }
+
+    fn intern_hashed(&mut self, seq: &[u32], h: u64) -> u32 {
         if (self.spans.len() + 1) * 4 > self.slots.len() * 3 {
             self.grow();
         }
-        let h = seq_hash(seq);
         let tag = h & 0xffff_ffff_0000_0000;
         let mask = self.slots.len() - 1;
         let mut i = (h as usize) & mask;
@@ -1041,13 +1073,27 @@ impl Merger {
             };
             frames.push(self.intern_frame(mf));
         }
-        let mut stacks: Vec<u32> = Vec::with_capacity(other.stacks.len());
-        let mut seq = Vec::new();
-        for id in 0..other.stacks.len() as u32 {
-            seq.clear();
-            seq.extend(other.stacks.get(id).iter().map(|&f| frames[f as usize]));
-            stacks.push(self.stacks.intern(&seq));
+        // The other's stacks in this one's frames, with their hashes; then interned with the
+        // slot of the stack some way ahead (and the stack it may equal) fetched early.
+        let translated: Vec<u32> = other.stacks.arena.iter().map(|&f| frames[f as usize]).collect();
+        let seq_of = |id: usize| {
+            let (start, len) = other.stacks.spans[id];
+            &translated[start as usize..start as usize + len as usize]
+        };
+        let hashes: Vec<u64> = (0..other.stacks.len()).map(|id| seq_hash(seq_of(id))).collect();
+        let n = other.stacks.len();
+        let mut stacks: Vec<u32> = Vec::with_capacity(n);
+        self.stacks.reserve(n, translated.len());
+        for id in 0..n {
+            if id + 16 < n {
+                self.stacks.prefetch_slot(hashes[id + 16]);
+            }
+            if id + 8 < n {
+                self.stacks.prefetch_match(hashes[id + 8]);
+            }
+            stacks.push(self.stacks.intern_hashed(seq_of(id), hashes[id]));
         }
+        drop(translated);
         let mut sets = Vec::with_capacity(other.label_sets.len());
         let mut buf = Vec::new();
         for set in &other.label_sets {
@@ -1171,10 +1217,9 @@ impl Merger {
             (stack_rank[(k >> 32) as usize], set_rank[(k & 0xffff_ffff) as usize])
         });
 
-        // The output tables, filled in first-use order along the sorted samples.
+        // The output tables: labels first, then frames (with their mappings) in rank order.
         let mut out = Tables::default();
         let mut out_maps = vec![None::<MappingId>; self.maps.len()];
-        let mut out_frames = vec![None::<FrameId>; self.frames.len()];
         let mut out_str = vec![UNSET; self.strings.len()];
         let mut os = |out: &mut Tables, id: StringId| -> StringId {
             if id.is_empty() {
@@ -1243,8 +1288,77 @@ impl Merger {
             }
             set_labels[ls] = Some((num, strs));
         }
+        // Output frames are numbered in rank order (frames of live samples only), so that every
+        // stack is translated in one pass over the stacks in storage order; the sorted samples
+        // then only copy their translated stacks.
+        let mut live_stack = vec![false; self.stacks.len()];
+        for &i in &order {
+            live_stack[(self.keys[i as usize] >> 32) as usize] = true;
+        }
+        let mut used = vec![false; self.frames.len()];
+        for (id, &live) in live_stack.iter().enumerate() {
+            if live {
+                for &f in self.stacks.get(id as u32) {
+                    used[f as usize] = true;
+                }
+            }
+        }
+        let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
+        for &fi in &frame_order {
+            let fi = fi as usize;
+            if !used[fi] {
+                continue;
+            }
+            let f = &self.frames[fi];
+            let mut start = 0;
+            let mapping = f.mapping.map(|m| {
+                let mm = &self.maps[m as usize];
+                start = mm.start;
+                *out_maps[m as usize].get_or_insert_with(|| {
+                    let path = os(&mut out, mm.path);
+                    out.intern_mapping(Mapping {
+                        path,
+                        build_id: mm.key.build_id.clone(),
+                        start: mm.start,
+                        end: mm.start.saturating_add(mm.size),
+                        start_offset: 0,
+                        exact_offset: mm.key.offset,
+                        load_bias: 0,
+                    })
+                })
+            });
+            let lines = f
+                .lines
+                .iter()
+                .map(|l| Line {
+                    function: os(&mut out, l.function),
+                    system_name: os(&mut out, l.system_name),
+                    file: os(&mut out, l.file),
+                    line: l.line,
+                    column: l.column,
+                })
+                .collect();
+            let frame = Frame {
+                mapping,
+                rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
+                raw_name: os(&mut out, f.raw),
+                name: os(&mut out, f.name),
+                lines,
+            };
+            out_frames[fi] = out.intern_frame_exact(frame);
+        }
+        drop(used);
+        let mut translated: Vec<FrameId> = Vec::with_capacity(self.stacks.arena.len());
+        for (id, &live) in live_stack.iter().enumerate() {
+            let (start, len) = self.stacks.spans[id];
+            if live {
+                translated.extend(self.stacks.get(id as u32).iter().map(|&f| out_frames[f as usize]));
+            } else {
+                translated.resize(start as usize + len as usize, FrameId(u32::MAX));
+            }
+        }
+        drop(live_stack);
         // Per side, the sorted samples with their frames in the output tables (leaf first).
-        // Frames, mappings and strings are numbered by first use along the samples.
         let total: usize =
             order.iter().map(|&i| self.stacks.spans[(self.keys[i as usize] >> 32) as usize].1 as usize).sum();
         let mut profiles: Vec<FlatProfile> = (0..sides)
@@ -1255,59 +1369,27 @@ impl Merger {
                 p
             })
             .collect();
-        let mut frames: Vec<FrameId> = Vec::new();
-        for &i in &order {
-            let i = i as usize;
-            let stack = (self.keys[i] >> 32) as u32;
-            frames.clear();
-            for &fi in self.stacks.get(stack) {
-                let fi = fi as usize;
-                let fid = match out_frames[fi] {
-                    Some(f) => f,
-                    None => {
-                        let f = &self.frames[fi];
-                        let mut start = 0;
-                        let mapping = f.mapping.map(|m| {
-                            let mm = &self.maps[m as usize];
-                            start = mm.start;
-                            *out_maps[m as usize].get_or_insert_with(|| {
-                                let path = os(&mut out, mm.path);
-                                out.intern_mapping(Mapping {
-                                    path,
-                                    build_id: mm.key.build_id.clone(),
-                                    start: mm.start,
-                                    end: mm.start.saturating_add(mm.size),
-                                    start_offset: 0,
-                                    exact_offset: mm.key.offset,
-                                    load_bias: 0,
-                                })
-                            })
-                        });
-                        let lines = f
-                            .lines
-                            .iter()
-                            .map(|l| Line {
-                                function: os(&mut out, l.function),
-                                system_name: os(&mut out, l.system_name),
-                                file: os(&mut out, l.file),
-                                line: l.line,
-                                column: l.column,
-                            })
-                            .collect();
-                        let frame = Frame {
-                            mapping,
-                            rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
-                            raw_name: os(&mut out, f.raw),
-                            name: os(&mut out, f.name),
-                            lines,
-                        };
-                        let id = out.intern_frame_exact(frame);
-                        out_frames[fi] = Some(id);
-                        id
-                    }
-                };
-                frames.push(fid);
+        // Samples are visited in sorted order, their data lies in insertion order: the slot of
+        // the sample some way ahead, then its stack and values, are fetched early so that the
+        // cache misses overlap.
+        use crate::model::tables::prefetch;
+        for (n, &i) in order.iter().enumerate() {
+            if let Some(&ahead) = order.get(n + 24) {
+                prefetch(&self.keys[ahead as usize]);
             }
+            if let Some(&ahead) = order.get(n + 16) {
+                prefetch(&self.stacks.spans[(self.keys[ahead as usize] >> 32) as usize]);
+            }
+            if let Some(&ahead) = order.get(n + 8) {
+                let (start, len) = self.stacks.spans[(self.keys[ahead as usize] >> 32) as usize];
+                for line in translated[start as usize..start as usize + len as usize].chunks(16) {
+                    prefetch(&line[0]);
+                }
+                prefetch(&self.values[ahead as usize * width]);
+            }
+            let i = i as usize;
+            let (start, len) = self.stacks.spans[(self.keys[i] >> 32) as usize];
+            let frames = &translated[start as usize..start as usize + len as usize];
             let ls = (self.keys[i] & 0xffff_ffff) as usize;
             let (num, strs) = set_labels[ls].as_ref().expect("filled above");
             for (side, p) in profiles.iter_mut().enumerate() {
@@ -1315,7 +1397,7 @@ impl Merger {
                 if sides > 1 && v.iter().all(|&x| x == 0) {
                     continue;
                 }
-                p.push_sample(&frames, v, num, strs);
+                p.push_sample(frames, v, num, strs);
             }
         }
         let tables = Arc::new(out);
