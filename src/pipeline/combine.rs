@@ -269,26 +269,24 @@ pub struct MergeRun {
     pub inputs: Vec<InputInfo>,
 }
 
-/// Encodes a profile with frame lists as gzipped pprof, compressing on a second thread as the
-/// encoded bytes come (the same bytes as `gzip(&encode_pprof_flat(..))`).
+/// Encodes a profile with frame lists as gzipped pprof. A small profile is one gzip member
+/// (the bytes of `gzip(&encode_pprof_flat(..))`); a large one (over 8 MiB encoded) is cut into
+/// 4 MiB pieces compressed in parallel, written one after the other as gzip members, which
+/// every gzip reader (Go's, Python's, zlib's, heapconv's) reads as one stream. The pieces are
+/// cut at fixed offsets, so the bytes do not depend on the number of threads.
 pub fn encode_flat_pprof_gzip(profile: &FlatProfile, opts: &PprofOptions) -> Vec<u8> {
-    use std::io::Write;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<super::Chunk>(4);
-    std::thread::scope(|threads| {
-        let compressor = threads.spawn(move || {
-            let mut gz = crate::encode::pprof::gzip_writer(Vec::with_capacity(1 << 20));
-            for chunk in rx {
-                if let super::Chunk::Data(bytes) = chunk {
-                    gz.write_all(&bytes).expect("writing to memory");
-                }
-            }
-            gz.finish().expect("writing to memory")
-        });
-        let mut w = super::ChunkWriter { tx: &tx, buf: Vec::with_capacity(1 << 20) };
-        encode_flat_to(profile, opts, &mut w).and_then(|_| w.flush()).expect("the compressor takes every chunk");
-        drop(tx);
-        compressor.join().expect("the compressor does not panic")
-    })
+    const PIECE: usize = 4 << 20;
+    let mut raw = Vec::with_capacity(profile.all_frames().len() * 3 + (1 << 20));
+    encode_flat_to(profile, opts, &mut raw).expect("writing to memory");
+    if raw.len() <= 2 * PIECE {
+        return crate::encode::pprof::gzip(&raw);
+    }
+    let pieces: Vec<Vec<u8>> = raw.par_chunks(PIECE).map(crate::encode::pprof::gzip).collect();
+    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for p in pieces {
+        out.extend_from_slice(&p);
+    }
+    out
 }
 
 /// Encodes a merged profile (names already carry their annotations) in `format`, showing its
