@@ -1075,15 +1075,20 @@ impl Merger {
         }
         // The other's stacks in this one's frames, with their hashes; then interned with the
         // slot of the stack some way ahead (and the stack it may equal) fetched early.
-        let translated: Vec<u32> = other.stacks.arena.iter().map(|&f| frames[f as usize]).collect();
-        let seq_of = |id: usize| {
-            let (start, len) = other.stacks.spans[id];
-            &translated[start as usize..start as usize + len as usize]
+        let mut seq = Vec::new();
+        let translate = |id: usize, seq: &mut Vec<u32>| {
+            seq.clear();
+            seq.extend(other.stacks.get(id as u32).iter().map(|&f| frames[f as usize]));
         };
-        let hashes: Vec<u64> = (0..other.stacks.len()).map(|id| seq_hash(seq_of(id))).collect();
         let n = other.stacks.len();
+        let hashes: Vec<u64> = (0..n)
+            .map(|id| {
+                translate(id, &mut seq);
+                seq_hash(&seq)
+            })
+            .collect();
         let mut stacks: Vec<u32> = Vec::with_capacity(n);
-        self.stacks.reserve(n, translated.len());
+        self.stacks.reserve(n, other.stacks.arena.len());
         for id in 0..n {
             if id + 16 < n {
                 self.stacks.prefetch_slot(hashes[id + 16]);
@@ -1091,9 +1096,9 @@ impl Merger {
             if id + 8 < n {
                 self.stacks.prefetch_match(hashes[id + 8]);
             }
-            stacks.push(self.stacks.intern_hashed(seq_of(id), hashes[id]));
+            translate(id, &mut seq);
+            stacks.push(self.stacks.intern_hashed(&seq, hashes[id]));
         }
-        drop(translated);
         let mut sets = Vec::with_capacity(other.label_sets.len());
         let mut buf = Vec::new();
         for set in &other.label_sets {
@@ -1125,7 +1130,7 @@ impl Merger {
 
     /// One profile per side, sharing one set of tables, everything in canonical order (see the
     /// module docs): the same inputs give the same profiles whatever the order of merging.
-    pub fn finish_sides(self) -> Result<Vec<FlatProfile>> {
+    pub fn finish_sides(mut self) -> Result<Vec<FlatProfile>> {
         let Some(header) = self.header.clone() else {
             return Err(Error::new(ErrorKind::NoData, "nothing to merge: no profile was given"));
         };
@@ -1348,16 +1353,18 @@ impl Merger {
             out_frames[fi] = out.intern_frame_exact(frame);
         }
         drop(used);
-        let mut translated: Vec<FrameId> = Vec::with_capacity(self.stacks.arena.len());
+        // (In place: the merger is consumed, its frame indexes are not needed any more.)
+        let mut translated = std::mem::take(&mut self.stacks.arena);
         for (id, &live) in live_stack.iter().enumerate() {
-            let (start, len) = self.stacks.spans[id];
             if live {
-                translated.extend(self.stacks.get(id as u32).iter().map(|&f| out_frames[f as usize]));
-            } else {
-                translated.resize(start as usize + len as usize, FrameId(u32::MAX));
+                let (start, len) = self.stacks.spans[id];
+                for f in &mut translated[start as usize..start as usize + len as usize] {
+                    *f = out_frames[*f as usize].0;
+                }
             }
         }
         drop(live_stack);
+        let translated: Vec<FrameId> = translated.into_iter().map(FrameId).collect();
         // Per side, the sorted samples with their frames in the output tables (leaf first).
         let total: usize =
             order.iter().map(|&i| self.stacks.spans[(self.keys[i as usize] >> 32) as usize].1 as usize).sum();
