@@ -8,13 +8,17 @@
 //!   continuous dumps, `compressed_packets`, whole-file gzip, ModuleSymbols), Android DDM
 //!   allocation records (`.alloc` blobs, `REAL` chunks, JDWP replies), and Java heaps (Perfetto
 //!   `HeapGraph` packets and HPROF heap dumps, with Android's `hprof-conv`) into
-//!   [`model::HeapDump`].
+//!   [`model::HeapDump`]. pprof profiles from any producer ([`decode::pprof`]) are read into
+//!   frame-list profiles ([`model::FlatProfile`]).
 //! * [`symbolize`] gives native frames names, files, lines and inline chains from DWARF found
 //!   in symbol directories.
+//! * [`merge`] merges profiles of any origin by content, as `go tool pprof` does, in an
+//!   order-independent, streaming accumulator; it also pairs two profiles for a diff.
 //! * [`model`] holds the data: interned strings, mappings, frames, a stack prefix tree, and
 //!   profiles of values per stack with everything known about their origin.
 //! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON,
-//!   Perfetto ModuleSymbols packets and hprof heap dumps.
+//!   Perfetto ModuleSymbols packets and hprof heap dumps, differential folded stacks and flame
+//!   graphs, and top tables.
 //! * [`analysis`] answers questions about decoded data: for Java heaps, reachability, the
 //!   shortest-path tree (traceconv's `--java-heap` profile), dominators and retained sizes,
 //!   class histograms and paths from GC roots.
@@ -37,6 +41,7 @@ pub mod analysis;
 pub mod decode;
 pub mod encode;
 pub mod error;
+pub mod merge;
 pub mod model;
 pub mod output;
 pub mod pipeline;

@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 success; 1 bad input, no data or I/O error; 2 usage error; 3 partial result
 //! (the input is damaged or a dump never finished: what was complete was converted and written);
-//! 4 symbolization coverage below `--min-symbolized`.
+//! 4 symbolization coverage below `--min-symbolized`; 5 growth above `diff --fail-if-growth`.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -25,6 +25,7 @@ const EXIT_INPUT: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 const EXIT_PARTIAL: u8 = 3;
 const EXIT_SYMBOLS_GATE: u8 = 4;
+const EXIT_GROWTH_GATE: u8 = 5;
 
 /// The exit code of a run that got through: a failed gate wins over a partial result.
 fn exit_code(gate_ok: bool, damaged: bool) -> u8 {
@@ -77,6 +78,16 @@ enum Command {
     /// Symbolize a trace's native frames offline and write Perfetto ModuleSymbols packets, as
     /// `traceconv symbolize` does (`cat trace symbols > symbolized`).
     Symbolize(SymbolizeArgs),
+    /// Merge profiles of any kind (heapprofd traces, DDM captures, pprof files) into one:
+    /// identical stacks summed, as `go tool pprof -proto A B` merges, in any order.
+    Merge(MergeArgs),
+    /// Compare two profiles (any kind, or several dumps merged): NEW minus BASE as pprof (for
+    /// `go tool pprof`), differential folded stacks, a differential flame graph or a JSON
+    /// report of what grew; `--fail-if-growth` gates CI (exit code 5).
+    Diff(DiffArgs),
+    /// A flat and cumulative table of the largest functions, mappings or stacks, as
+    /// `go tool pprof -top` prints (several inputs are merged first).
+    Top(TopArgs),
     /// Write a synthetic heapprofd trace (for benchmarks and tests), as heapprofd writes them.
     #[command(hide = true)]
     Synth(SynthArgs),
@@ -349,6 +360,180 @@ struct ConvertArgs {
     ddm: DdmArgs,
 }
 
+/// Which dumps of traces go into `merge`, `diff` and `top`, and how inputs are read.
+#[derive(Args, Debug)]
+struct SelectArgs {
+    /// Traces: only this process.
+    #[arg(long)]
+    pid: Option<u64>,
+    /// Traces: only this heap (libc.malloc, com.android.art, …).
+    #[arg(long)]
+    heap: Option<String>,
+    /// Traces: which dump of each (pid, heap): `last`, `all`, or its 1-based number.
+    #[arg(long, default_value = "last")]
+    dump: String,
+    /// Do not annotate ART frames of traces.
+    #[arg(long)]
+    no_annotations: bool,
+    /// Keep only these sample types, in this order (comma-separated): type names
+    /// (`inuse_space`) or meanings (`total-count`, `total-size`, `unreleased-count`,
+    /// `unreleased-size`). Needed when inputs have different sample types.
+    #[arg(long, value_delimiter = ',', value_name = "TYPES")]
+    sample_types: Vec<String>,
+    /// Largest pprof input (decompressed), in MiB.
+    #[arg(long, default_value_t = 4096, value_name = "MIB")]
+    max_pprof_mib: u64,
+    #[command(flatten)]
+    symbols: SymbolArgs,
+    #[command(flatten)]
+    decode: DecodeArgs,
+    #[command(flatten)]
+    ddm: DdmArgs,
+}
+
+impl SelectArgs {
+    fn load(&self, ui: &Ui) -> Result<pipeline::combine::LoadOptions, Error> {
+        Ok(pipeline::combine::LoadOptions {
+            pids: self.pid.into_iter().collect(),
+            heap: self.heap.clone(),
+            dump: parse_dump(&self.dump)?,
+            annotations: !self.no_annotations,
+            decode: self.decode.options(),
+            symbolize: self.symbols.options(ui),
+            ddm: self.ddm.options(),
+            pprof: heapconv::decode::pprof::PprofDecodeOptions { max_bytes: self.max_pprof_mib << 20 },
+            ..Default::default()
+        })
+    }
+
+    fn merge(&self) -> heapconv::merge::MergeOptions {
+        heapconv::merge::MergeOptions {
+            sample_types: if self.sample_types.is_empty() {
+                None
+            } else {
+                Some(self.sample_types.iter().map(|s| heapconv::merge::TypeSelector::parse(s)).collect())
+            },
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct MergeArgs {
+    /// Inputs: heapprofd traces (the selected dumps of every process and heap), DDM captures
+    /// and pprof files (gzip or not), in any mix. `-` for standard input.
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// Output file, `-` for standard output.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "pprof")]
+    to: ToArg,
+    #[command(flatten)]
+    select: SelectArgs,
+}
+
+#[derive(Args, Debug)]
+struct DiffArgs {
+    /// The baseline profile (any kind heapconv reads).
+    base: PathBuf,
+    /// The profile to compare with it.
+    new: PathBuf,
+    /// Output file, `-` for standard output.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Output format: pprof (NEW minus BASE, for `go tool pprof`), folded (`stack BEFORE
+    /// AFTER`), svg (differential flame graph) or json (what grew most).
+    #[arg(long, value_enum, default_value = "pprof")]
+    to: ToArg,
+    /// Scale BASE to NEW's total before comparing (outputs only; the gate compares totals as
+    /// they are).
+    #[arg(long)]
+    normalize: bool,
+    /// Exit with code 5 when the total of the compared sample type (bytes) grew by more than
+    /// this: a size (`10MB`, `512KiB`, `1000`; K/M/G are powers of 1024) or a percentage of
+    /// BASE (`5%`).
+    #[arg(long, value_name = "BYTES|PCT")]
+    fail_if_growth: Option<String>,
+    /// Stacks and functions listed by `--to json`.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    top: usize,
+    #[command(flatten)]
+    select: SelectArgs,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum TopByArg {
+    Function,
+    Mapping,
+    Stack,
+}
+
+#[derive(Args, Debug)]
+struct TopArgs {
+    /// Inputs (any kind; several are merged first).
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// What to group by.
+    #[arg(long, value_enum, default_value = "function")]
+    by: TopByArg,
+    /// Rows to show (0: all).
+    #[arg(short = 'n', long = "count", default_value_t = 20, value_name = "N")]
+    count: usize,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The sample type shown: a type name or a meaning (`unreleased-size`, …). Default: the
+    /// profile's default type.
+    #[arg(long, value_name = "T")]
+    sample_type: Option<String>,
+    #[command(flatten)]
+    select: SelectArgs,
+}
+
+/// Where `merge` and `diff` write: `-` is standard output (never a terminal for pprof).
+fn write_output(path: &std::path::Path, bytes: &[u8], binary: bool, inputs: &[PathBuf]) -> Result<(), Error> {
+    if path.as_os_str() == "-" {
+        if binary && std::io::stdout().is_terminal() {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "refusing to write binary pprof to a terminal; use -o FILE or redirect standard output",
+            ));
+        }
+        let mut so = std::io::stdout().lock();
+        so.write_all(bytes).map_err(|e| Error::io("writing standard output", e))?;
+        return so.flush().map_err(|e| Error::io("writing standard output", e));
+    }
+    heapconv::output::write_atomic(path, bytes, inputs)
+}
+
+/// Reports what the inputs of a merge held; returns (symbolization gate passed, damaged).
+fn report_inputs(ui: &Ui, inputs: &[pipeline::combine::InputInfo], min_symbolized: Option<f64>) -> (bool, bool) {
+    let mut gate_ok = true;
+    let mut damaged = false;
+    for i in inputs {
+        if ui.verbose > 0 {
+            ui.info(&format!("{}: {:?}, {} profile(s)", i.name, i.kind, i.profiles));
+        }
+        if let Some(r) = &i.report {
+            damaged |= report_problems(ui, r);
+        }
+        if let Some(s) = &i.symbols {
+            gate_ok &= report_symbols(ui, s, min_symbolized);
+        }
+    }
+    (gate_ok, damaged)
+}
+
+fn format_of(to: ToArg) -> Format {
+    match to {
+        ToArg::Pprof => Format::Pprof,
+        ToArg::Folded => Format::Folded,
+        ToArg::Svg => Format::Svg,
+        ToArg::Json => Format::Json,
+    }
+}
+
 #[derive(Args, Debug)]
 struct HprofArgs {
     /// The trace (gzip is detected).
@@ -502,6 +687,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
     let ui = Ui { verbose: cli.verbose, quiet: cli.quiet };
     match cli.command {
         Command::Profile(a) => {
+            pipeline::combine::refuse_pprof(&a.trace, "profile")?;
             let opts = ProfileOptions {
                 output_dir: a.output_dir,
                 pids: a.pid.into_iter().collect(),
@@ -588,7 +774,76 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
             Ok(exit_code(gate_ok, damaged))
         }
+        Command::Merge(a) => {
+            let opts = pipeline::combine::MergeRunOptions {
+                load: a.select.load(&ui)?,
+                merge: a.select.merge(),
+                format: format_of(a.to),
+            };
+            let run = pipeline::combine::run_merge(&a.inputs, &opts)?;
+            write_output(&a.output, &run.bytes, opts.format.is_binary(), &a.inputs)?;
+            let (gate_ok, damaged) = report_inputs(&ui, &run.inputs, a.select.symbols.min_symbolized);
+            if a.output.as_os_str() != "-" {
+                ui.info(&format!(
+                    "merged {} profile(s) from {} input(s): {} samples; wrote {}",
+                    run.inputs.iter().map(|i| i.profiles).sum::<usize>(),
+                    run.inputs.len(),
+                    run.profile.sample_count(),
+                    a.output.display()
+                ));
+            }
+            Ok(exit_code(gate_ok, damaged))
+        }
+        Command::Diff(a) => {
+            let limit = a.fail_if_growth.as_deref().map(pipeline::combine::GrowthLimit::parse).transpose()?;
+            let opts = pipeline::combine::DiffRunOptions {
+                load: a.select.load(&ui)?,
+                merge: a.select.merge(),
+                format: format_of(a.to),
+                normalize: a.normalize,
+                fail_if_growth: limit,
+                top: a.top,
+            };
+            let run = pipeline::combine::run_diff(&a.base, &a.new, &opts)?;
+            let inputs = [a.base.clone(), a.new.clone()];
+            write_output(&a.output, &run.bytes, opts.format.is_binary(), &inputs)?;
+            let (gate_ok, damaged) = report_inputs(&ui, &run.inputs, a.select.symbols.min_symbolized);
+            match &run.gate {
+                Some(g) if !g.passed => {
+                    eprintln!("heapconv: error: growth gate failed: {}", g.message);
+                    Ok(EXIT_GROWTH_GATE)
+                }
+                Some(g) => {
+                    ui.info(&format!("growth gate passed: {}", g.message));
+                    Ok(exit_code(gate_ok, damaged))
+                }
+                None => Ok(exit_code(gate_ok, damaged)),
+            }
+        }
+        Command::Top(a) => {
+            let opts = pipeline::combine::TopRunOptions {
+                load: a.select.load(&ui)?,
+                merge: a.select.merge(),
+                top: heapconv::encode::top::TopOptions {
+                    by: match a.by {
+                        TopByArg::Function => heapconv::encode::top::TopBy::Function,
+                        TopByArg::Mapping => heapconv::encode::top::TopBy::Mapping,
+                        TopByArg::Stack => heapconv::encode::top::TopBy::Stack,
+                    },
+                    count: a.count,
+                    value_index: 0,
+                },
+                sample_type: a.sample_type.as_deref().map(heapconv::merge::TypeSelector::parse),
+            };
+            let (table, inputs) = pipeline::combine::run_top(&a.inputs, &opts)?;
+            let text =
+                if a.json { heapconv::encode::top::top_json(&table) } else { heapconv::encode::top::top_text(&table) };
+            std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
+            let (gate_ok, damaged) = report_inputs(&ui, &inputs, a.select.symbols.min_symbolized);
+            Ok(exit_code(gate_ok, damaged))
+        }
         Command::Hprof(a) => {
+            pipeline::combine::refuse_pprof(&a.trace, "hprof")?;
             let opts = pipeline::HprofRunOptions {
                 pids: a.pid.into_iter().collect(),
                 timestamps: a.timestamps,
@@ -665,6 +920,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
         }
         Command::Symbolize(a) => {
+            pipeline::combine::refuse_pprof(&a.trace, "symbolize")?;
             let Some(opts) = a.symbols.options(&ui) else {
                 return Err(Error::new(
                     ErrorKind::Usage,
@@ -782,6 +1038,14 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     let partial = !report.incomplete.is_empty();
                     (if a.json { hprof_inspect_json(&report) } else { hprof_inspect_text(&report) }, partial)
                 }
+                Inspection::Pprof(p) => (
+                    if a.json {
+                        pipeline::combine::pprof_inspect_json(&p)
+                    } else {
+                        pipeline::combine::pprof_inspect_text(&p)
+                    },
+                    false,
+                ),
             };
             std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
             Ok(if partial { EXIT_PARTIAL } else { EXIT_OK })
@@ -877,6 +1141,49 @@ mod tests {
         let Command::HprofConv(a) = parse(&["heapconv", "hprof-conv", "a", "b"]) else { panic!("hprof-conv") };
         assert_eq!(a.app_only, HprofConvOptions::default().app_only);
         assert!(Cli::try_parse_from(["heapconv", "hprof-conv", "a"]).is_err());
+    }
+
+    #[test]
+    fn merge_diff_top_defaults_equal_option_defaults() {
+        let ui = Ui { verbose: 0, quiet: true };
+        let Command::Merge(a) = parse(&["heapconv", "merge", "a.pb", "b.pb", "-o", "m.pb.gz"]) else { panic!("merge") };
+        let d = pipeline::combine::MergeRunOptions::default();
+        assert!(matches!(a.to, ToArg::Pprof) && d.format == Format::Pprof);
+        let (got, want) = (a.select.load(&ui).unwrap(), d.load);
+        assert_eq!(got.pids, want.pids);
+        assert_eq!(got.heap, want.heap);
+        assert_eq!(got.dump, want.dump);
+        assert_eq!(got.annotations, want.annotations);
+        assert_eq!(got.pprof.max_bytes, want.pprof.max_bytes);
+        assert_eq!(got.decode.max_bundle_bytes, want.decode.max_bundle_bytes);
+        assert_eq!(a.select.merge().sample_types, d.merge.sample_types);
+        assert!(Cli::try_parse_from(["heapconv", "merge", "a.pb"]).is_err(), "-o is required");
+
+        let Command::Diff(a) = parse(&["heapconv", "diff", "a.pb", "b.pb", "-o", "d.pb.gz"]) else { panic!("diff") };
+        let d = pipeline::combine::DiffRunOptions::default();
+        assert!(matches!(a.to, ToArg::Pprof) && d.format == Format::Pprof);
+        assert_eq!(a.normalize, d.normalize);
+        assert_eq!(a.fail_if_growth.is_some(), d.fail_if_growth.is_some());
+        assert_eq!(a.top, d.top);
+
+        let Command::Top(a) = parse(&["heapconv", "top", "a.pb"]) else { panic!("top") };
+        let d = pipeline::combine::TopRunOptions::default();
+        assert!(matches!(a.by, TopByArg::Function) && d.top.by == heapconv::encode::top::TopBy::Function);
+        assert_eq!(a.sample_type.is_some(), d.sample_type.is_some());
+        assert_eq!(a.count, 20, "like the top lists of convert --to json");
+    }
+
+    #[test]
+    fn growth_limits_parse() {
+        use pipeline::combine::GrowthLimit;
+        assert_eq!(GrowthLimit::parse("10MB").unwrap(), GrowthLimit::Bytes(10 << 20));
+        assert_eq!(GrowthLimit::parse("512 KiB").unwrap(), GrowthLimit::Bytes(512 << 10));
+        assert_eq!(GrowthLimit::parse("1.5G").unwrap(), GrowthLimit::Bytes(3 << 29));
+        assert_eq!(GrowthLimit::parse("1000").unwrap(), GrowthLimit::Bytes(1000));
+        assert_eq!(GrowthLimit::parse("5%").unwrap(), GrowthLimit::Percent(5.0));
+        assert!(GrowthLimit::parse("-5%").is_err());
+        assert!(GrowthLimit::parse("ten").is_err());
+        assert!(GrowthLimit::parse("10 parsecs").is_err());
     }
 
     #[test]

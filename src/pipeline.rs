@@ -27,6 +27,8 @@ use crate::model::{HeapDump, Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage_file, write_atomic};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
+pub mod combine;
+
 /// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
 #[derive(Debug, Clone)]
 pub struct ProfileOptions {
@@ -629,6 +631,7 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
     for path in inputs {
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
+            Opened::Trace(inp, InputKind::Pprof) => return combine::convert_pprof(inp, &inputs[0], dest, opts),
             Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], dest, opts),
             Opened::Hprof(inp) => {
                 if inputs.len() > 1 {
@@ -814,12 +817,15 @@ pub enum Inspection {
     Ddm(DdmInspect),
     /// An HPROF heap dump.
     Hprof(HprofInspect),
+    /// A pprof profile.
+    Pprof(Box<Profile>),
 }
 
 /// Runs `inspect` on a Perfetto trace, a DDM allocation-record capture or an HPROF heap dump
 /// (told apart by their first bytes).
 pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions) -> Result<Inspection> {
     match open_input(input, decode.max_gzip_bytes, ddm.max_bytes, is_alloc_file(input))? {
+        Opened::Trace(inp, InputKind::Pprof) => Ok(Inspection::Pprof(Box::new(combine::inspect_pprof(inp)?))),
         Opened::Trace(inp, _) => Ok(Inspection::Trace(inspect_trace(inp, decode)?)),
         Opened::Ddm { name, bytes } => {
             let capture = decode_alloc_records(&bytes, &name, ddm)?;
@@ -1100,6 +1106,7 @@ fn not_ddm(name: &str, kind: InputKind, head: &[u8], want_ddm: bool) -> Result<(
     }
     let what = match kind {
         InputKind::PerfettoTrace => "a Perfetto trace".to_owned(),
+        InputKind::Pprof => "a pprof profile (`heapconv merge` combines several)".to_owned(),
         InputKind::Empty => "empty".to_owned(),
         InputKind::Zstd => "zstd-compressed".to_owned(),
         _ => format!(

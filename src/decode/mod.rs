@@ -4,6 +4,7 @@ pub mod ddm_alloc_records;
 pub mod hprof;
 pub mod input;
 pub mod perfetto;
+pub mod pprof;
 
 pub use input::Input;
 
@@ -26,6 +27,8 @@ pub enum InputKind {
     Jdwp,
     /// An HPROF heap dump (`JAVA PROFILE 1.0…`).
     Hprof,
+    /// A pprof profile (`profile.proto`).
+    Pprof,
     /// None of these.
     Unknown,
 }
@@ -51,6 +54,11 @@ pub fn sniff(head: &[u8]) -> InputKind {
     }
     if head.starts_with(b"JAVA PROFILE 1.0") {
         return InputKind::Hprof;
+    }
+    // A pprof profile's fields are numbered 1 to 15; a trace holds only field 1, whose payload
+    // (a packet) is never shaped like pprof's first field 1 (a ValueType).
+    if pprof::looks_like_pprof(head) {
+        return InputKind::Pprof;
     }
     // A trace is a sequence of `packet = 1` fields, length-delimited: tag byte 0x0a. No DDM
     // framing starts with it (a blob's header is at least 15 bytes long).
@@ -80,6 +88,7 @@ mod tests {
         assert_eq!(sniff(b"REAL\0\0\0\0"), InputKind::DdmChunk);
         assert_eq!(sniff(b"JDWP-Handshake"), InputKind::Jdwp);
         assert_eq!(sniff(b"this is not a trace\n"), InputKind::Unknown);
+        assert_eq!(sniff(&[0x5a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x60, 0x01]), InputKind::Pprof);
         assert!(InputKind::Jdwp.is_ddm() && !InputKind::Hprof.is_ddm());
     }
 }

@@ -1,5 +1,6 @@
 //! The encode stage: model in, bytes out.
 
+pub mod diff;
 pub mod flamegraph_svg;
 pub mod folded;
 pub mod hprof;
@@ -7,3 +8,4 @@ pub mod labels;
 pub mod module_symbols;
 pub mod pprof;
 pub mod summary;
+pub mod top;

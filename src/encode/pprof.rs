@@ -14,7 +14,14 @@
 //!   rel_pc, which pprof must not try to symbolize itself), the other `has_*` flags when every
 //!   frame of the mapping is symbolized, and comments naming process, pid, heap, dump time and data-loss flags;
 //! * numeric sample labels of the model (for example a DDM record's thread id) as
-//!   `Sample.label` with `key` and `num`.
+//!   `Sample.label` with `key` and `num` (and `num_unit` when the profile has one for the
+//!   key), string labels with `key` and `str`;
+//! * what a profile read from pprof or made by a merge carries over: its `period_type` and
+//!   `period` (instead of the sampling interval's), `time_nanos`, `duration_nanos`, and its
+//!   comments after heapconv's own.
+//!
+//! Profiles whose stacks are frame lists ([`FlatProfile`], from pprof inputs and merges) are
+//! written by [`encode_flat_to`]: one location per frame, names as they are.
 //!
 //! Everything is numbered in first-use order, so the same profile gives the same bytes.
 
@@ -24,7 +31,9 @@ use std::io::Write;
 use prost::Message;
 
 use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames_from};
-use crate::model::{FrameId, MappingId, Profile, StackId, StringId, StringTable, Tables};
+use crate::model::{
+    FlatProfile, FrameId, MappingId, Profile, ProfileMeta, StackId, StringId, StringTable, Tables, ValueType,
+};
 use crate::proto::pprof as pp;
 
 /// Options of the pprof encoder.
@@ -44,7 +53,7 @@ impl Default for PprofOptions {
 }
 
 struct Builder<'a> {
-    profile: &'a Profile,
+    tables: std::sync::Arc<Tables>,
     opts: &'a PprofOptions,
     strings: StringTable,
     functions: Vec<pp::Function>,
@@ -75,7 +84,7 @@ impl Builder<'_> {
         if let Some(&id) = self.mapping_index.get(&m) {
             return id;
         }
-        let tables = &self.profile.tables;
+        let tables = std::sync::Arc::clone(&self.tables);
         let mapping = tables.mapping(m);
         let filename = self.s(tables.strings.get(mapping.path));
         let build_id = self.s(&mapping.build_id_text());
@@ -96,7 +105,7 @@ impl Builder<'_> {
 
     /// Writes the Location message for global location `id` = (frame, annotation).
     fn location(&mut self, id: u64, frame_id: FrameId, annotation: Annotation) {
-        let tables = std::sync::Arc::clone(&self.profile.tables);
+        let tables = std::sync::Arc::clone(&self.tables);
         let frame = tables.frame(frame_id);
         let mapping_id = frame.mapping.map(|m| self.mapping(m)).unwrap_or(0);
         let suffix = match annotation {
@@ -240,7 +249,7 @@ impl PprofEncoder {
         self.sync(&tables);
         let opts = self.opts.clone();
         let mut b = Builder {
-            profile,
+            tables: std::sync::Arc::clone(&tables),
             opts: &opts,
             strings: StringTable::default(),
             functions: Vec::new(),
@@ -264,9 +273,9 @@ impl PprofEncoder {
         const CHUNK: usize = 1 << 20;
         bytes.reserve(CHUNK + 4096);
         let mut used = vec![0u64; self.locs.len() / 64 + 1];
-        // Label keys: model string id -> this profile's string index.
+        // Label keys and texts: model string id -> this profile's string index.
         let mut label_keys: HashMap<StringId, i64> = HashMap::default();
-        let mut labels: Vec<(i64, i64)> = Vec::new();
+        let mut labels: Vec<WireLabel> = Vec::new();
         let with_labels = profile.has_labels();
         // The path lookups miss the cache: the slot of a sample some way ahead is prefetched.
         const AHEAD: usize = 12;
@@ -292,9 +301,18 @@ impl PprofEncoder {
             }
             labels.clear();
             if with_labels {
+                let mut sid = |b: &mut Builder<'_>, id: StringId| {
+                    *label_keys.entry(id).or_insert_with(|| b.s(tables.strings.get(id)))
+                };
                 for &(key, num) in profile.sample_labels(i) {
-                    let k = *label_keys.entry(key).or_insert_with(|| b.s(tables.strings.get(key)));
-                    labels.push((k, num));
+                    let k = sid(&mut b, key);
+                    let unit = profile.num_label_unit(key).map_or(0, |u| sid(&mut b, u));
+                    labels.push(WireLabel { key: k, str: 0, num, num_unit: unit });
+                }
+                for &(key, text) in profile.sample_str_labels(i) {
+                    let k = sid(&mut b, key);
+                    let t = sid(&mut b, text);
+                    labels.push(WireLabel { key: k, str: t, num: 0, num_unit: 0 });
                 }
             }
             write_sample(&mut bytes, path, values, &labels);
@@ -313,9 +331,90 @@ impl PprofEncoder {
                 b.location(id as u64, frame, ann);
             }
         }
-        let bytes = finish(b, out, profile, &opts, bytes);
+        let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
+        let bytes = finish(b, out, &head, &opts, bytes);
         w.write_all(&bytes)
     }
+}
+
+/// Encodes a profile whose stacks are frame lists (a merge, a decoded pprof) as uncompressed
+/// pprof into `w`, a megabyte at a time. One location per frame, numbered in first-use order;
+/// frame names are written as they are (no annotations are added: such profiles carry them).
+pub fn encode_flat_to(profile: &FlatProfile, opts: &PprofOptions, w: &mut dyn Write) -> std::io::Result<()> {
+    let tables = std::sync::Arc::clone(&profile.tables);
+    let mut b = Builder {
+        tables: std::sync::Arc::clone(&tables),
+        opts,
+        strings: StringTable::default(),
+        functions: Vec::new(),
+        function_index: HashMap::default(),
+        locations: Vec::new(),
+        mappings: Vec::new(),
+        mapping_index: HashMap::default(),
+        mapping_symbolized: Vec::new(),
+    };
+    let mut out = pp::Profile::default();
+    for t in &profile.sample_types {
+        let ty = b.s(&t.name);
+        let unit = b.s(&t.unit);
+        out.sample_type.push(pp::ValueType { r#type: ty, unit });
+    }
+    let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
+    let mut bytes = head.encode_to_vec();
+    const CHUNK: usize = 1 << 20;
+    bytes.reserve(CHUNK + 4096);
+    let mut loc_of = vec![0u32; tables.frames().len()];
+    let mut order: Vec<FrameId> = Vec::new();
+    let mut label_keys: HashMap<StringId, i64> = HashMap::default();
+    let mut labels: Vec<WireLabel> = Vec::new();
+    let mut path: Vec<u8> = Vec::new();
+    let with_labels = profile.has_labels();
+    for i in 0..profile.sample_count() {
+        let (frames, values) = profile.sample(i);
+        path.clear();
+        for &f in frames {
+            let slot = &mut loc_of[f.0 as usize];
+            if *slot == 0 {
+                order.push(f);
+                *slot = u32::try_from(order.len()).expect("fewer than 2^32 locations");
+            }
+            prost::encoding::encode_varint(u64::from(*slot), &mut path);
+        }
+        labels.clear();
+        if with_labels {
+            let mut sid = |b: &mut Builder<'_>, id: StringId| {
+                *label_keys.entry(id).or_insert_with(|| b.s(tables.strings.get(id)))
+            };
+            for &(key, num) in profile.sample_labels(i) {
+                let k = sid(&mut b, key);
+                let unit = profile.num_label_unit(key).map_or(0, |u| sid(&mut b, u));
+                labels.push(WireLabel { key: k, str: 0, num, num_unit: unit });
+            }
+            for &(key, text) in profile.sample_str_labels(i) {
+                let k = sid(&mut b, key);
+                let t = sid(&mut b, text);
+                labels.push(WireLabel { key: k, str: t, num: 0, num_unit: 0 });
+            }
+        }
+        write_sample(&mut bytes, &path, values, &labels);
+        if bytes.len() >= CHUNK {
+            w.write_all(&bytes)?;
+            bytes.clear();
+        }
+    }
+    for (k, &f) in order.iter().enumerate() {
+        b.location(k as u64 + 1, f, Annotation::None);
+    }
+    let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
+    let bytes = finish(b, out, &head, opts, bytes);
+    w.write_all(&bytes)
+}
+
+/// [`encode_flat_to`] into memory.
+pub fn encode_pprof_flat(profile: &FlatProfile, opts: &PprofOptions) -> Vec<u8> {
+    let mut v = Vec::with_capacity(profile.sample_count() * 64);
+    encode_flat_to(profile, opts, &mut v).expect("writing to memory");
+    v
 }
 
 /// Encodes one profile as uncompressed pprof bytes (a fresh [`PprofEncoder`]).
@@ -323,10 +422,17 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
     PprofEncoder::new(opts.clone()).encode(profile)
 }
 
+/// What `finish` writes beyond samples, locations and what they use.
+struct Head<'a> {
+    meta: &'a ProfileMeta,
+    types: &'a [ValueType],
+    default: usize,
+}
+
 fn finish(
     mut b: Builder<'_>,
     mut out: pp::Profile,
-    profile: &Profile,
+    head: &Head<'_>,
     opts: &PprofOptions,
     mut bytes: Vec<u8>,
 ) -> Vec<u8> {
@@ -340,14 +446,19 @@ fn finish(
             m.has_line_numbers = sym;
             m.has_inline_frames = sym;
         }
-        let meta = &profile.meta;
-        if let Some(interval) = meta.sampling_interval.filter(|&i| i > 0) {
+        let meta = head.meta;
+        if let Some(p) = &meta.period {
+            let ty = b.s(&p.name);
+            let unit = b.s(&p.unit);
+            out.period_type = Some(pp::ValueType { r#type: ty, unit });
+            out.period = p.value;
+        } else if let Some(interval) = meta.sampling_interval.filter(|&i| i > 0) {
             let ty = b.s("space");
             let unit = b.s("bytes");
             out.period_type = Some(pp::ValueType { r#type: ty, unit });
             out.period = i64::try_from(interval).unwrap_or(i64::MAX);
         }
-        if let Some(t) = profile.sample_types.get(profile.default_sample_type) {
+        if let Some(t) = head.types.get(head.default) {
             out.default_sample_type = b.s(&t.name);
         }
         let mut comments = vec![format!("heapconv: {}", meta.describe())];
@@ -361,10 +472,17 @@ fn finish(
         if !loss.is_empty() {
             comments.push(format!("data loss: {}", loss.join(", ")));
         }
+        for c in meta.comments.iter() {
+            if !comments.contains(c) {
+                comments.push(c.clone());
+            }
+        }
         for c in comments {
             let id = b.s(&c);
             out.comment.push(id);
         }
+        out.time_nanos = meta.time_nanos.unwrap_or(0);
+        out.duration_nanos = meta.duration_nanos.unwrap_or(0);
     }
     out.location = b.locations;
     out.function = b.functions;
@@ -376,14 +494,34 @@ fn finish(
     bytes
 }
 
+/// One sample label as string indexes: `str` 0 for a numeric label, `num_unit` 0 for none.
+struct WireLabel {
+    key: i64,
+    str: i64,
+    num: i64,
+    num_unit: i64,
+}
+
 /// Appends one `Sample` (Profile field 2) in wire format: packed `location_id` (1, given
 /// already packed), packed `value` (2, int64 as two's-complement varints) and one `label` (3)
-/// per (key string index, number): `Label.key` (1) and `Label.num` (3).
-fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64], labels: &[(i64, i64)]) {
+/// per label: `Label.key` (1), then `Label.str` (2) for a string label, or `Label.num` (3)
+/// and, when it has one, `Label.num_unit` (4).
+fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64], labels: &[WireLabel]) {
     use prost::encoding::{encode_varint, encoded_len_varint};
     let locs_len = locs.len();
     let vals_len: usize = values.iter().map(|&v| encoded_len_varint(v as u64)).sum();
-    let label_len = |&(k, n): &(i64, i64)| 2 + encoded_len_varint(k as u64) + encoded_len_varint(n as u64);
+    let label_len = |l: &WireLabel| {
+        let mut n = 1 + encoded_len_varint(l.key as u64);
+        if l.str != 0 {
+            n += 1 + encoded_len_varint(l.str as u64);
+        } else {
+            n += 1 + encoded_len_varint(l.num as u64);
+            if l.num_unit != 0 {
+                n += 1 + encoded_len_varint(l.num_unit as u64);
+            }
+        }
+        n
+    };
     let mut inner = 0;
     if !locs.is_empty() {
         inner += 1 + encoded_len_varint(locs_len as u64) + locs_len;
@@ -413,9 +551,18 @@ fn write_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64], labels: &[(i64, 
         buf.push(0x1a);
         encode_varint(label_len(l) as u64, buf);
         buf.push(0x08);
-        encode_varint(l.0 as u64, buf);
-        buf.push(0x18);
-        encode_varint(l.1 as u64, buf);
+        encode_varint(l.key as u64, buf);
+        if l.str != 0 {
+            buf.push(0x10);
+            encode_varint(l.str as u64, buf);
+        } else {
+            buf.push(0x18);
+            encode_varint(l.num as u64, buf);
+            if l.num_unit != 0 {
+                buf.push(0x20);
+                encode_varint(l.num_unit as u64, buf);
+            }
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod annotate;
 mod chunked;
+pub mod flat;
 pub mod frame;
 pub mod heap;
 pub mod mapping;
@@ -14,10 +15,11 @@ pub mod strings;
 pub mod tables;
 
 pub use annotate::{Annotation, AnnotationState};
+pub use flat::FlatProfile;
 pub use frame::{Frame, FrameId, Line};
 pub use heap::{HeapDump, ObjIdx};
 pub use mapping::{Mapping, MappingId};
-pub use profile::{DumpFlags, Profile, ProfileMeta, ValueKind, ValueType};
+pub use profile::{DumpFlags, Period, Profile, ProfileMeta, ValueKind, ValueType};
 pub use report::{DumpReport, HeapGraphReport, Problem, SequenceReport, Totals, TraceReport};
 pub use stack::{StackId, StackNode};
 pub use strings::{StringId, StringTable};

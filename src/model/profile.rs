@@ -148,11 +148,44 @@ pub struct ProfileMeta {
     pub changed: bool,
     /// Flags and data-loss markers.
     pub flags: DumpFlags,
+    /// What to call the profile instead of the process/heap/dump description (a pprof file, a
+    /// merge of several inputs), when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// pprof `period_type` and `period`, when the input gave them (pprof inputs, merges).
+    /// When `None`, pprof output derives them from `sampling_interval`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<Period>,
+    /// pprof `time_nanos`: wall-clock time of collection, when the input gave it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_nanos: Option<i64>,
+    /// pprof `duration_nanos`, when the input gave it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_nanos: Option<i64>,
+    /// Free-text comments carried over from the input (pprof `comment`), written after
+    /// heapconv's own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub comments: Vec<String>,
+}
+
+/// A sampling period with its type and unit, as pprof writes it (`period_type`, `period`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Period {
+    /// What is sampled, e.g. `space`.
+    pub name: String,
+    /// Unit, e.g. `bytes`.
+    pub unit: String,
+    /// The period, in `unit`.
+    pub value: i64,
 }
 
 impl ProfileMeta {
-    /// A one-line description: "com.example.app (pid 10), heap libc.malloc, dump 1 at 100 ns".
+    /// A one-line description: "com.example.app (pid 10), heap libc.malloc, dump 1 at 100 ns",
+    /// or the title when one is set.
     pub fn describe(&self) -> String {
+        if let Some(t) = &self.title {
+            return t.clone();
+        }
         let mut s = String::new();
         match (&self.process_name, self.pid) {
             (Some(n), Some(p)) => s.push_str(&format!("{n} (pid {p})")),
@@ -185,11 +218,56 @@ pub struct Profile {
     pub default_sample_type: usize,
     stacks: Vec<StackId>,
     values: Vec<i64>,
-    // Optional numeric labels per sample (pprof `Sample.label` with `num`): the labels of
-    // sample i are `labels[label_ends[i - 1]..label_ends[i]]`. Both stay empty until a sample
-    // with labels is added, so profiles without labels cost nothing.
-    labels: Vec<(StringId, i64)>,
-    label_ends: Vec<u32>,
+    labels: LabelStore,
+}
+
+/// Optional labels per sample (pprof `Sample.label`): numeric (key, number) and string (key,
+/// text) labels of sample i are `num[num_ends[i - 1]..num_ends[i]]` (and the same for
+/// strings). The lists stay empty until a sample with labels is added, so profiles without
+/// labels cost nothing. Units of numeric labels (`num_unit`) are kept per key.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LabelStore {
+    num: Vec<(StringId, i64)>,
+    num_ends: Vec<u32>,
+    strs: Vec<(StringId, StringId)>,
+    str_ends: Vec<u32>,
+    // Sorted by key.
+    units: Vec<(StringId, StringId)>,
+}
+
+impl LabelStore {
+    /// Records the labels of sample `n` (the samples before it must have been recorded).
+    pub(crate) fn push(&mut self, n: usize, num: &[(StringId, i64)], strs: &[(StringId, StringId)]) {
+        push_labels(&mut self.num, &mut self.num_ends, n, num);
+        push_labels(&mut self.strs, &mut self.str_ends, n, strs);
+    }
+
+    pub(crate) fn num(&self, i: usize) -> &[(StringId, i64)] {
+        labels_of(&self.num, &self.num_ends, i)
+    }
+
+    pub(crate) fn strs(&self, i: usize) -> &[(StringId, StringId)] {
+        labels_of(&self.strs, &self.str_ends, i)
+    }
+
+    pub(crate) fn any(&self) -> bool {
+        !self.num.is_empty() || !self.strs.is_empty()
+    }
+
+    pub(crate) fn set_unit(&mut self, key: StringId, unit: StringId) {
+        match self.units.binary_search_by_key(&key, |u| u.0) {
+            Ok(i) => self.units[i].1 = unit,
+            Err(i) => self.units.insert(i, (key, unit)),
+        }
+    }
+
+    pub(crate) fn unit(&self, key: StringId) -> Option<StringId> {
+        self.units.binary_search_by_key(&key, |u| u.0).ok().map(|i| self.units[i].1)
+    }
+
+    pub(crate) fn units(&self) -> &[(StringId, StringId)] {
+        &self.units
+    }
 }
 
 impl Profile {
@@ -202,8 +280,7 @@ impl Profile {
             default_sample_type: 0,
             stacks: Vec::new(),
             values: Vec::new(),
-            labels: Vec::new(),
-            label_ends: Vec::new(),
+            labels: LabelStore::default(),
         }
     }
 
@@ -225,16 +302,7 @@ impl Profile {
         values: Vec<i64>,
     ) -> Self {
         assert_eq!(stacks.len() * sample_types.len(), values.len(), "one value per sample type per sample");
-        Profile {
-            tables,
-            meta,
-            sample_types,
-            default_sample_type,
-            stacks,
-            values,
-            labels: Vec::new(),
-            label_ends: Vec::new(),
-        }
+        Profile { tables, meta, sample_types, default_sample_type, stacks, values, labels: LabelStore::default() }
     }
 
     /// Adds a sample. `values` must have one entry per sample type.
@@ -245,32 +313,52 @@ impl Profile {
     /// Adds a sample with numeric labels (key, value), keys interned in the profile's tables.
     /// `values` must have one entry per sample type.
     pub fn push_sample_with_labels(&mut self, stack: StackId, values: &[i64], labels: &[(StringId, i64)]) {
+        self.push_sample_with_all_labels(stack, values, labels, &[]);
+    }
+
+    /// Adds a sample with numeric labels (key, number) and string labels (key, text), all
+    /// interned in the profile's tables. `values` must have one entry per sample type.
+    pub fn push_sample_with_all_labels(
+        &mut self,
+        stack: StackId,
+        values: &[i64],
+        labels: &[(StringId, i64)],
+        str_labels: &[(StringId, StringId)],
+    ) {
         assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");
-        let tracked = !labels.is_empty() || !self.label_ends.is_empty();
-        if tracked && self.label_ends.len() < self.stacks.len() {
-            // The first labelled sample: the samples before it have no labels.
-            self.label_ends.resize(self.stacks.len(), 0);
-        }
+        self.labels.push(self.stacks.len(), labels, str_labels);
         self.stacks.push(stack);
         self.values.extend_from_slice(values);
-        if tracked {
-            self.labels.extend_from_slice(labels);
-            self.label_ends.push(u32::try_from(self.labels.len()).expect("fewer than 2^32 labels"));
-        }
     }
 
-    /// True when some sample has labels.
+    /// True when some sample has labels (numeric or string).
     pub fn has_labels(&self) -> bool {
-        !self.labels.is_empty()
+        self.labels.any()
     }
 
-    /// The labels (key, value) of sample `i`; empty for a sample without labels.
+    /// The numeric labels (key, value) of sample `i`; empty for a sample without labels.
     pub fn sample_labels(&self, i: usize) -> &[(StringId, i64)] {
-        if self.label_ends.is_empty() {
-            return &[];
-        }
-        let start = if i == 0 { 0 } else { self.label_ends[i - 1] as usize };
-        &self.labels[start..self.label_ends[i] as usize]
+        self.labels.num(i)
+    }
+
+    /// The string labels (key, text) of sample `i`; empty for a sample without them.
+    pub fn sample_str_labels(&self, i: usize) -> &[(StringId, StringId)] {
+        self.labels.strs(i)
+    }
+
+    /// Sets the unit of the numeric labels with key `key` (pprof `num_unit`, e.g. `bytes`).
+    pub fn set_num_label_unit(&mut self, key: StringId, unit: StringId) {
+        self.labels.set_unit(key, unit);
+    }
+
+    /// The unit of the numeric labels with key `key`, when one was set.
+    pub fn num_label_unit(&self, key: StringId) -> Option<StringId> {
+        self.labels.unit(key)
+    }
+
+    /// All numeric label units, (key, unit), sorted by key id.
+    pub fn num_label_units(&self) -> &[(StringId, StringId)] {
+        self.labels.units()
     }
 
     /// Number of samples.
@@ -299,6 +387,29 @@ impl Profile {
     pub fn total(&self, index: usize) -> i64 {
         self.samples().map(|(_, v)| v[index]).sum()
     }
+}
+
+/// Appends the labels of sample `n` to a label list and its ends (see [`Profile`]): the ends
+/// stay empty until a sample has labels, so profiles without labels cost nothing.
+fn push_labels<T: Copy>(labels: &mut Vec<T>, ends: &mut Vec<u32>, n: usize, new: &[T]) {
+    let tracked = !new.is_empty() || !ends.is_empty();
+    if !tracked {
+        return;
+    }
+    if ends.len() < n {
+        // The first labelled sample: the samples before it have no labels.
+        ends.resize(n, 0);
+    }
+    labels.extend_from_slice(new);
+    ends.push(u32::try_from(labels.len()).expect("fewer than 2^32 labels"));
+}
+
+fn labels_of<'a, T>(labels: &'a [T], ends: &[u32], i: usize) -> &'a [T] {
+    if i >= ends.len() {
+        return &[];
+    }
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &labels[start..ends[i] as usize]
 }
 
 #[cfg(test)]

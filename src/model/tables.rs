@@ -44,6 +44,8 @@ pub struct Tables {
     mapping_index: HashMap<Mapping, MappingId>,
     frames: Vec<Frame>,
     frame_index: HashMap<(Option<MappingId>, u64, StringId), FrameId>,
+    // Frames interned by their whole content (see `intern_frame_exact`).
+    exact_frame_index: HashMap<Frame, FrameId>,
     // In shared chunks: a replica on the encoder's thread holds the same chunks, not a copy.
     stacks: ChunkedVec<StackNode>,
     stack_index: NodeIndex,
@@ -107,6 +109,19 @@ impl Tables {
         let id = FrameId(to_u32(self.frames.len()));
         self.frames.push(Frame { mapping, rel_pc, raw_name, name, lines: Vec::new() });
         self.frame_index.insert(key, id);
+        id
+    }
+
+    /// Interns a frame exactly as given (display name, raw name and lines included): frames
+    /// equal in every field share an id. For inputs that carry names and lines already (pprof)
+    /// and for merged tables; independent of [`Tables::intern_frame`]'s index.
+    pub fn intern_frame_exact(&mut self, frame: Frame) -> FrameId {
+        if let Some(&id) = self.exact_frame_index.get(&frame) {
+            return id;
+        }
+        let id = FrameId(to_u32(self.frames.len()));
+        self.frames.push(frame.clone());
+        self.exact_frame_index.insert(frame, id);
         id
     }
 

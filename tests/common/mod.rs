@@ -154,7 +154,10 @@ pub fn parse_raw(text: &str) -> RawSamples {
             }
             "samples" => {
                 let Some((vals, ids)) = line.split_once(':') else { continue };
-                let vals = vals.split_whitespace().map(|v| v.parse().unwrap()).collect();
+                // Label lines (`bytes:[4096]`, Go's heap profiles) follow their sample.
+                let Ok(vals) = vals.split_whitespace().map(|v| v.parse()).collect::<Result<Vec<i64>, _>>() else {
+                    continue;
+                };
                 let ids = ids.split_whitespace().map(|v| v.parse().unwrap()).collect();
                 samples.push((vals, ids));
             }

@@ -316,6 +316,7 @@ pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(
 }
 
 /// Where finished dumps go: the frame hook, then the sink.
+#[allow(clippy::type_complexity)]
 struct Out<'a, 'b, 'c> {
     hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
     stacks: Option<&'a mut StackHook<'c>>,
@@ -802,6 +803,7 @@ impl Decoder {
                 orig_sampling_interval: dump.orig_sampling_interval,
                 changed,
                 flags: flags.clone(),
+                ..Default::default()
             };
             let mut totals = Totals::default();
             let two = sample_types.len() == 2;

@@ -1,0 +1,706 @@
+//! pprof profiles (`perftools.profiles.Profile`, `profile.proto`), gzip-compressed or not, from
+//! any producer: Go's `runtime/pprof`, `go tool pprof -proto`, traceconv, heapconv itself.
+//!
+//! # The format, as heapconv reads it
+//!
+//! A profile is one protobuf message. Its top-level fields (numbers as in `protos/profile.proto`):
+//!
+//! * `sample_type` (1): (type, unit) string pairs, one per value of every sample;
+//! * `sample` (2): packed `location_id`s, **leaf first**, packed `value`s (one per sample
+//!   type) and `label`s, each a key with either a string (`str`) or a number (`num`, with an
+//!   optional `num_unit`);
+//! * `mapping` (3): id, address range (`memory_start`, `memory_limit`), `file_offset`,
+//!   file name and build id (strings), and `has_*` flags;
+//! * `location` (4): id, mapping id (0: none), `address`, and `line`s: function id, line and
+//!   column. Several lines are an inline chain, innermost first, the last one being the
+//!   function the others were inlined into;
+//! * `function` (5): id, name, system (mangled) name, file name, start line;
+//! * `string_table` (6): every string; index 0 must be "";
+//! * `drop_frames`/`keep_frames` (7, 8): regular expressions for viewers (ignored);
+//! * `time_nanos` (9), `duration_nanos` (10), `period_type` (11), `period` (12),
+//!   `comment` (13), `default_sample_type` (14; none means the last type).
+//!
+//! Strings are referred to by index, locations, functions and mappings by id (any non-zero
+//! number, not necessarily dense). Fields may come in any order: Go writes `period_type`
+//! first, heapconv and traceconv write `sample_type` first.
+//!
+//! # Into the model
+//!
+//! A location becomes a [`Frame`] with its mapping, `address` as `rel_pc` (the address as the
+//! file has it: absolute for Go, ELF-relative for Perfetto converters) and its lines. A
+//! location with one line that has no file, line or column (what heapconv and traceconv write
+//! for frames they only know by name) becomes a frame with a name and no lines, the form the
+//! trace decoder gives such frames, so that the same frame read from a trace and from its
+//! pprof is one frame. Function `start_line`, `Location.is_folded` and the mapping `has_*`
+//! flags are not kept. A sample without locations gets one frame named `[no stack]`.
+//! Sample types get a [`ValueKind`] from their names (Go's `alloc_space`, `inuse_objects`…,
+//! traceconv's `Unreleased malloc size`…).
+//!
+//! Every id and string index is checked: an undefined one is an error naming the file and
+//! the sample, location or mapping that refers to it. Sizes are bounded by the input, whose
+//! decompressed size is capped.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use prost::Message;
+use rustc_hash::FxHashMap as HashMap;
+
+use super::input::{CappedReader, Input};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::mapping::basename;
+use crate::model::{
+    FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, ProfileMeta, StringId, Tables, ValueKind, ValueType,
+};
+use crate::proto::pprof as pp;
+
+/// The name heapconv gives the frame of a sample that has no locations.
+pub const NO_STACK: &str = "[no stack]";
+
+/// Options of the pprof decoder.
+#[derive(Debug, Clone)]
+pub struct PprofDecodeOptions {
+    /// Largest (decompressed) profile read, in bytes. Default: 4 GiB.
+    pub max_bytes: u64,
+}
+
+impl Default for PprofDecodeOptions {
+    fn default() -> Self {
+        PprofDecodeOptions { max_bytes: 4 << 30 }
+    }
+}
+
+/// What a value type means, from the names producers give it: Go's heap profile types
+/// (`alloc_objects`, `alloc_space`, `inuse_objects`, `inuse_space`), traceconv's and heapconv's
+/// (`Total malloc count`, `Unreleased size`, …); anything else is [`ValueKind::Other`].
+pub fn value_kind(name: &str, unit: &str) -> ValueKind {
+    let count = unit == "count" || unit.is_empty();
+    let bytes = unit == "bytes" || unit == "byte" || unit == "B";
+    let n = name.to_ascii_lowercase();
+    let total = n == "alloc_objects" || n == "alloc_space" || n.starts_with("total ");
+    let unreleased = n == "inuse_objects" || n == "inuse_space" || n.starts_with("unreleased ");
+    let objects = n.ends_with("_objects") || n.ends_with(" count");
+    let space = n.ends_with("_space") || n.ends_with(" size");
+    match (total, unreleased, objects && count, space && bytes) {
+        (true, _, true, _) => ValueKind::TotalCount,
+        (true, _, _, true) => ValueKind::TotalSize,
+        (_, true, true, _) => ValueKind::UnreleasedCount,
+        (_, true, _, true) => ValueKind::UnreleasedSize,
+        _ => ValueKind::Other,
+    }
+}
+
+/// True when `head` (the first bytes of an input, decompressed) reads as the start of a
+/// pprof profile rather than of a Perfetto trace: every whole field in it is a `Profile`
+/// field with the right wire type, and the first one is either not field 1 (a trace holds
+/// nothing but field 1, `packet`) or a field 1 whose payload is shaped like a `ValueType`
+/// (at most two varint fields numbered 1 and 2, which no trace packet is).
+pub fn looks_like_pprof(head: &[u8]) -> bool {
+    let mut pos = 0usize;
+    let mut fields = 0usize;
+    while pos < head.len() {
+        let Some((tag, n)) = varint(&head[pos..]) else { break };
+        pos += n;
+        let (num, wt) = (tag >> 3, tag & 7);
+        let ok = match num {
+            1..=6 | 11 => wt == 2,
+            7..=10 | 12 | 14 | 15 => wt == 0,
+            13 => wt == 0 || wt == 2,
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        if wt == 0 {
+            match varint(&head[pos..]) {
+                Some((_, n)) => pos += n,
+                None => break,
+            }
+        } else {
+            let Some((len, n)) = varint(&head[pos..]) else { break };
+            pos += n;
+            if fields == 0 && num == 1 && !value_type_shaped(&head[pos..], len) {
+                return false;
+            }
+            pos = pos.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
+        }
+        fields += 1;
+    }
+    fields > 0
+}
+
+/// True when the `len` bytes at the start of `payload` are all there and could be a
+/// `ValueType`: varint fields 1 and 2 only, short.
+fn value_type_shaped(payload: &[u8], len: u64) -> bool {
+    if len == 0 || len > 22 || payload.len() < len as usize {
+        return false;
+    }
+    let body = &payload[..len as usize];
+    let mut pos = 0;
+    while pos < body.len() {
+        let Some((tag, n)) = varint(&body[pos..]) else { return false };
+        pos += n;
+        if tag != 0x08 && tag != 0x10 {
+            return false;
+        }
+        match varint(&body[pos..]) {
+            Some((_, n)) => pos += n,
+            None => return false,
+        }
+    }
+    pos == body.len()
+}
+
+fn varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// True for file names that pprof files usually have (`.pb`, `.pb.gz`, `.pprof`, `.prof`):
+/// a hint for inputs whose first bytes could be either a trace or a profile.
+pub fn pprof_file_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    let n = n.strip_suffix(".gz").unwrap_or(&n);
+    n.ends_with(".pb") || n.ends_with(".pprof") || n.ends_with(".prof")
+}
+
+/// Reads a whole pprof profile from an opened input (gzip already undone by [`Input`]), at
+/// most `opts.max_bytes` bytes of it. ([`FlatProfile::to_profile`] gives the tree form.)
+pub fn read_pprof(input: &mut Input, opts: &PprofDecodeOptions) -> Result<FlatProfile> {
+    let name = input.name.clone();
+    let mut bytes = Vec::new();
+    if let Some(size) = input.file_size.filter(|_| !input.gzipped) {
+        bytes.reserve(usize::try_from(size.min(opts.max_bytes)).unwrap_or(0));
+    }
+    input.reader().take(opts.max_bytes.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| read_error(&name, e))?;
+    if bytes.len() as u64 > opts.max_bytes {
+        return Err(too_big(&name, opts.max_bytes));
+    }
+    decode_pprof(&bytes, &name)
+}
+
+/// Decodes pprof bytes that may be gzip-compressed (decompressing at most `opts.max_bytes`).
+pub fn decode_pprof_maybe_gzip(bytes: &[u8], name: &str, opts: &PprofDecodeOptions) -> Result<FlatProfile> {
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        if bytes.len() as u64 > opts.max_bytes {
+            return Err(too_big(name, opts.max_bytes));
+        }
+        return decode_pprof(bytes, name);
+    }
+    let gz = flate2::read::MultiGzDecoder::new(bytes);
+    let mut raw = Vec::new();
+    CappedReader::new(gz, opts.max_bytes).read_to_end(&mut raw).map_err(|e| read_error(name, e))?;
+    decode_pprof(&raw, name)
+}
+
+fn read_error(name: &str, e: std::io::Error) -> Error {
+    let kind = match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => ErrorKind::Truncated,
+        std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => ErrorKind::Malformed,
+        _ if e.to_string().contains("exceeds the limit") => ErrorKind::LimitExceeded,
+        _ => ErrorKind::Io,
+    };
+    Error::new(kind, format!("reading {name}")).with_source(e)
+}
+
+fn too_big(name: &str, max: u64) -> Error {
+    Error::new(
+        ErrorKind::LimitExceeded,
+        format!("{name}: the profile is larger than the limit of {max} bytes (--max-pprof-mib raises it)"),
+    )
+}
+
+/// Decodes an uncompressed pprof profile into a [`FlatProfile`] with its own tables.
+///
+/// Samples, the bulk of a profile, are read straight from the wire (no message per sample);
+/// the other fields are decoded with prost.
+pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
+    let (rest, samples) = split_samples(bytes, name)?;
+    let msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
+        let text = e.to_string();
+        let kind = if text.contains("underflow") || text.contains("unexpected end") || text.contains("truncated") {
+            ErrorKind::Truncated
+        } else {
+            ErrorKind::Malformed
+        };
+        Error::new(kind, format!("{name}: not a valid pprof profile ({} bytes)", bytes.len())).with_source(e)
+    })?;
+    Converter::new(&msg, name)?.convert(bytes, &samples)
+}
+
+/// A reader of protobuf wire format.
+struct Wire<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Wire<'a> {
+    fn done(&self) -> bool {
+        self.pos >= self.b.len()
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Option<u64> {
+        let (v, n) = varint(&self.b[self.pos..])?;
+        self.pos += n;
+        Some(v)
+    }
+
+    fn take(&mut self, len: u64) -> Option<&'a [u8]> {
+        let len = usize::try_from(len).ok()?;
+        let end = self.pos.checked_add(len).filter(|&e| e <= self.b.len())?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Some(s)
+    }
+
+    /// Skips a field's value of wire type `wt`; `None` when it runs past the end or the wire
+    /// type is not one protobuf has.
+    fn skip(&mut self, wt: u64) -> Option<()> {
+        match wt {
+            0 => self.varint().map(|_| ()),
+            1 => self.take(8).map(|_| ()),
+            2 => {
+                let len = self.varint()?;
+                self.take(len).map(|_| ())
+            }
+            5 => self.take(4).map(|_| ()),
+            _ => None,
+        }
+    }
+}
+
+/// Splits a profile into its samples (byte ranges of each `sample` field's payload) and
+/// everything else (copied, for prost).
+/// The bytes of a profile without its samples, and the byte range of each sample.
+type Split = (Vec<u8>, Vec<(usize, usize)>);
+
+fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
+    let mut w = Wire { b: bytes, pos: 0 };
+    let mut rest = Vec::new();
+    let mut samples = Vec::new();
+    while !w.done() {
+        let start = w.pos;
+        let bad = |kind: ErrorKind, what: &str| {
+            Error::new(
+                kind,
+                format!("{name}: not a valid pprof profile: {what} at byte {start} ({} bytes)", bytes.len()),
+            )
+        };
+        let tag = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a field tag is cut off"))?;
+        let (num, wt) = (tag >> 3, tag & 7);
+        if num == 0 || !matches!(wt, 0 | 1 | 2 | 5) {
+            return Err(bad(ErrorKind::Malformed, &format!("field {num} has wire type {wt}")));
+        }
+        if num == 2 && wt == 2 {
+            let len = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a sample's length is cut off"))?;
+            let at = w.pos;
+            w.take(len)
+                .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a sample of {len} bytes runs past the end")))?;
+            samples.push((at, w.pos));
+        } else {
+            w.skip(wt).ok_or_else(|| bad(ErrorKind::Truncated, &format!("field {num} runs past the end")))?;
+            rest.extend_from_slice(&bytes[start..w.pos]);
+        }
+    }
+    Ok((rest, samples))
+}
+
+/// One label as written: key, str, num, num_unit (string indexes and a number).
+#[derive(Default, Clone, Copy)]
+struct RawLabel {
+    key: i64,
+    str: i64,
+    num: i64,
+    num_unit: i64,
+}
+
+/// Reads one sample's payload into location ids, values and labels.
+fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels: &mut Vec<RawLabel>) -> Option<()> {
+    locs.clear();
+    values.clear();
+    labels.clear();
+    let mut w = Wire { b: body, pos: 0 };
+    while !w.done() {
+        let tag = w.varint()?;
+        match (tag >> 3, tag & 7) {
+            (1, 0) => locs.push(w.varint()?),
+            (1, 2) => {
+                let len = w.varint()?;
+                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                while !p.done() {
+                    locs.push(p.varint()?);
+                }
+            }
+            (2, 0) => values.push(w.varint()? as i64),
+            (2, 2) => {
+                let len = w.varint()?;
+                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                while !p.done() {
+                    values.push(p.varint()? as i64);
+                }
+            }
+            (3, 2) => {
+                let len = w.varint()?;
+                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                let mut l = RawLabel::default();
+                while !p.done() {
+                    let t = p.varint()?;
+                    match (t >> 3, t & 7) {
+                        (1, 0) => l.key = p.varint()? as i64,
+                        (2, 0) => l.str = p.varint()? as i64,
+                        (3, 0) => l.num = p.varint()? as i64,
+                        (4, 0) => l.num_unit = p.varint()? as i64,
+                        (_, wt) => p.skip(wt)?,
+                    }
+                }
+                labels.push(l);
+            }
+            (0, _) => return None,
+            (_, wt) => w.skip(wt)?,
+        }
+    }
+    Some(())
+}
+
+/// Turns a decoded message into the model, checking every reference.
+struct Converter<'a> {
+    msg: &'a pp::Profile,
+    name: &'a str,
+    tables: Tables,
+    strings: Vec<Option<StringId>>,
+    mappings: IdMap<MappingId>,
+    functions: IdMap<(StringId, StringId, StringId)>,
+    locations: IdMap<FrameId>,
+}
+
+/// Ids to values: a vector when the ids are small (as producers number them, from 1), a hash
+/// map otherwise.
+enum IdMap<T> {
+    Dense(Vec<Option<T>>),
+    Sparse(HashMap<u64, T>),
+}
+
+impl<T: Copy> IdMap<T> {
+    fn for_ids(ids: impl Iterator<Item = u64>, count: usize) -> Self {
+        let max = ids.max().unwrap_or(0);
+        if max <= (count as u64).saturating_mul(4).saturating_add(16) {
+            IdMap::Dense(vec![None; max as usize + 1])
+        } else {
+            IdMap::Sparse(HashMap::default())
+        }
+    }
+
+    /// Inserts; false when the id was there already.
+    fn insert(&mut self, id: u64, v: T) -> bool {
+        match self {
+            IdMap::Dense(d) => d[id as usize].replace(v).is_none(),
+            IdMap::Sparse(m) => m.insert(id, v).is_none(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: u64) -> Option<T> {
+        match self {
+            IdMap::Dense(d) => d.get(usize::try_from(id).ok()?).copied().flatten(),
+            IdMap::Sparse(m) => m.get(&id).copied(),
+        }
+    }
+}
+
+impl<'a> Converter<'a> {
+    fn new(msg: &'a pp::Profile, name: &'a str) -> Result<Self> {
+        if msg.string_table.first().is_some_and(|s| !s.is_empty()) {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                format!("{name}: string_table[0] must be the empty string, not {:?}", msg.string_table[0]),
+            ));
+        }
+        Ok(Converter {
+            msg,
+            name,
+            tables: Tables::default(),
+            strings: vec![None; msg.string_table.len()],
+            mappings: IdMap::for_ids(msg.mapping.iter().map(|m| m.id), msg.mapping.len()),
+            functions: IdMap::for_ids(msg.function.iter().map(|f| f.id), msg.function.len()),
+            locations: IdMap::for_ids(msg.location.iter().map(|l| l.id), msg.location.len()),
+        })
+    }
+
+    fn text(&self, index: i64, what: &dyn Fn() -> String) -> Result<&'a str> {
+        match usize::try_from(index).ok().and_then(|i| self.msg.string_table.get(i)) {
+            Some(s) => Ok(s),
+            None if index == 0 => Ok(""),
+            None => Err(Error::new(
+                ErrorKind::Malformed,
+                format!(
+                    "{}: {} refers to string {index}, but the string table has {} entries",
+                    self.name,
+                    what(),
+                    self.msg.string_table.len()
+                ),
+            )),
+        }
+    }
+
+    fn string(&mut self, index: i64, what: &dyn Fn() -> String) -> Result<StringId> {
+        let text = self.text(index, what)?;
+        if text.is_empty() {
+            return Ok(StringId::EMPTY);
+        }
+        let slot = &mut self.strings[index as usize];
+        Ok(*slot.get_or_insert_with(|| self.tables.strings.intern(text)))
+    }
+
+    fn convert(mut self, bytes: &[u8], sample_ranges: &[(usize, usize)]) -> Result<FlatProfile> {
+        let msg = self.msg;
+        let name = self.name;
+        for (i, m) in msg.mapping.iter().enumerate() {
+            let what = || format!("mapping {} (#{i})", m.id);
+            if m.id == 0 {
+                return Err(Error::new(ErrorKind::Malformed, format!("{name}: mapping #{i} has id 0")));
+            }
+            let path = self.string(m.filename, &what)?;
+            let build = self.text(m.build_id, &what)?;
+            let mapping = Mapping {
+                path,
+                build_id: build_id_bytes(build),
+                start: m.memory_start,
+                end: m.memory_limit,
+                start_offset: 0,
+                exact_offset: m.file_offset,
+                load_bias: 0,
+            };
+            let id = self.tables.intern_mapping(mapping);
+            if !self.mappings.insert(m.id, id) {
+                return Err(Error::new(ErrorKind::Malformed, format!("{name}: mapping id {} is defined twice", m.id)));
+            }
+        }
+        for (i, f) in msg.function.iter().enumerate() {
+            let what = || format!("function {} (#{i})", f.id);
+            if f.id == 0 {
+                return Err(Error::new(ErrorKind::Malformed, format!("{name}: function #{i} has id 0")));
+            }
+            let v = (self.string(f.name, &what)?, self.string(f.system_name, &what)?, self.string(f.filename, &what)?);
+            if !self.functions.insert(f.id, v) {
+                return Err(Error::new(ErrorKind::Malformed, format!("{name}: function id {} is defined twice", f.id)));
+            }
+        }
+        for (i, l) in msg.location.iter().enumerate() {
+            if l.id == 0 {
+                return Err(Error::new(ErrorKind::Malformed, format!("{name}: location #{i} has id 0")));
+            }
+            let mapping = match l.mapping_id {
+                0 => None,
+                m => Some(self.mappings.get(m).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Malformed,
+                        format!("{name}: location {} refers to mapping {m}, which is not defined", l.id),
+                    )
+                })?),
+            };
+            let mut lines = Vec::with_capacity(l.line.len());
+            for ln in &l.line {
+                let (function, system_name, file) = match ln.function_id {
+                    0 => (StringId::EMPTY, StringId::EMPTY, StringId::EMPTY),
+                    f => self.functions.get(f).ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::Malformed,
+                            format!("{name}: location {} refers to function {f}, which is not defined", l.id),
+                        )
+                    })?,
+                };
+                let clamp = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
+                lines.push(Line { function, system_name, file, line: clamp(ln.line), column: clamp(ln.column) });
+            }
+            let frame = frame_of(mapping, l.address, lines);
+            let id = self.tables.intern_frame_exact(frame);
+            if !self.locations.insert(l.id, id) {
+                return Err(Error::new(ErrorKind::Malformed, format!("{name}: location id {} is defined twice", l.id)));
+            }
+        }
+        let mut sample_types = Vec::with_capacity(msg.sample_type.len());
+        for (i, t) in msg.sample_type.iter().enumerate() {
+            let what = || format!("sample type #{i}");
+            let ty = self.text(t.r#type, &what)?;
+            let unit = self.text(t.unit, &what)?;
+            sample_types.push(ValueType::new(ty, unit, value_kind(ty, unit)));
+        }
+        let default_name = self.text(msg.default_sample_type, &|| "default_sample_type".to_owned())?;
+        let default_sample_type = sample_types
+            .iter()
+            .position(|t| !default_name.is_empty() && t.name == default_name)
+            .unwrap_or(sample_types.len().saturating_sub(1));
+        let mut meta = ProfileMeta {
+            source: name.to_owned(),
+            title: Some(format!("{} (pprof)", basename(name))),
+            heap: String::new(),
+            changed: true,
+            time_nanos: (msg.time_nanos != 0).then_some(msg.time_nanos),
+            duration_nanos: (msg.duration_nanos != 0).then_some(msg.duration_nanos),
+            ..Default::default()
+        };
+        if let Some(pt) = &msg.period_type {
+            let what = || "period_type".to_owned();
+            let (ty, unit) = (self.text(pt.r#type, &what)?, self.text(pt.unit, &what)?);
+            meta.period = Some(Period { name: ty.to_owned(), unit: unit.to_owned(), value: msg.period });
+        } else if msg.period != 0 {
+            meta.period = Some(Period { name: String::new(), unit: String::new(), value: msg.period });
+        }
+        if let Some(p) = &meta.period {
+            if p.name == "space" && p.unit == "bytes" {
+                meta.sampling_interval = u64::try_from(p.value).ok();
+            }
+        }
+        for &c in &msg.comment {
+            meta.comments.push(self.text(c, &|| "a comment".to_owned())?.to_owned());
+        }
+        let ntypes = sample_types.len();
+        let mut frames: Vec<FrameId> = Vec::new();
+        let mut no_stack: Option<FrameId> = None;
+        let mut num = Vec::new();
+        let mut strs = Vec::new();
+        // Label keys and units are strings of the tables: the samples are added once the
+        // tables are complete, to a profile that then takes them.
+        let mut p = FlatProfile::new(Arc::new(Tables::default()), meta, sample_types);
+        p.default_sample_type = default_sample_type;
+        let mut units: Vec<(StringId, StringId)> = Vec::new();
+        let total_locs: usize = sample_ranges.iter().map(|(a, b)| b - a).sum();
+        p.reserve(sample_ranges.len(), total_locs / 2);
+        let (mut locs, mut values, mut raw_labels) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, &(start, end)) in sample_ranges.iter().enumerate() {
+            parse_sample(&bytes[start..end], &mut locs, &mut values, &mut raw_labels).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Malformed,
+                    format!(
+                        "{name}: sample {i} (at byte {start}, {} bytes) is not a valid Sample message",
+                        end - start
+                    ),
+                )
+            })?;
+            if values.len() != ntypes {
+                return Err(Error::new(
+                    ErrorKind::Malformed,
+                    format!(
+                        "{name}: sample {i} has {} values, but the profile has {ntypes} sample types",
+                        values.len()
+                    ),
+                ));
+            }
+            frames.clear();
+            for &lid in &locs {
+                let f = self.locations.get(lid).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Malformed,
+                        format!("{name}: sample {i} refers to location {lid}, which is not defined"),
+                    )
+                })?;
+                frames.push(f);
+            }
+            if frames.is_empty() {
+                let tables = &mut self.tables;
+                frames.push(*no_stack.get_or_insert_with(|| {
+                    let n = tables.strings.intern(NO_STACK);
+                    tables.intern_frame_exact(Frame {
+                        mapping: None,
+                        rel_pc: 0,
+                        raw_name: n,
+                        name: n,
+                        lines: Vec::new(),
+                    })
+                }));
+            }
+            num.clear();
+            strs.clear();
+            for l in &raw_labels {
+                let what = || format!("a label of sample {i}");
+                let key = self.string(l.key, &what)?;
+                if l.str != 0 {
+                    strs.push((key, self.string(l.str, &what)?));
+                } else {
+                    num.push((key, l.num));
+                    if l.num_unit != 0 {
+                        let unit = self.string(l.num_unit, &what)?;
+                        if !units.iter().any(|u| u.0 == key) {
+                            units.push((key, unit));
+                        }
+                    }
+                }
+            }
+            p.push_sample(&frames, &values, &num, &strs);
+        }
+        for (key, unit) in units {
+            p.set_num_label_unit(key, unit);
+        }
+        p.tables = Arc::new(self.tables);
+        Ok(p)
+    }
+}
+
+/// The model frame of a pprof location: one line without file, line or column is a named
+/// frame without lines (see the module docs).
+pub fn frame_of(mapping: Option<MappingId>, address: u64, mut lines: Vec<Line>) -> Frame {
+    if lines.len() == 1 && lines[0].file.is_empty() && lines[0].line == 0 && lines[0].column == 0 {
+        let l = lines.pop().expect("one line");
+        return Frame { mapping, rel_pc: address, raw_name: l.system_name, name: l.function, lines };
+    }
+    Frame { mapping, rel_pc: address, raw_name: StringId::EMPTY, name: StringId::EMPTY, lines }
+}
+
+/// A pprof build id (text) as the model keeps it: the bytes of an even-length hex string, or
+/// the text itself (33 hex digits, a Chrome module id, is kept as text, which the encoders
+/// write back verbatim; other text that is not hex is written back hex-encoded).
+pub fn build_id_bytes(text: &str) -> Box<[u8]> {
+    let b = text.as_bytes();
+    if !b.is_empty() && b.len() % 2 == 0 && b.iter().all(u8::is_ascii_hexdigit) {
+        let hex = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+        b.chunks(2).map(|p| (hex(p[0]) << 4) | hex(p[1])).collect()
+    } else {
+        b.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_from_names() {
+        assert_eq!(value_kind("alloc_objects", "count"), ValueKind::TotalCount);
+        assert_eq!(value_kind("alloc_space", "bytes"), ValueKind::TotalSize);
+        assert_eq!(value_kind("inuse_objects", "count"), ValueKind::UnreleasedCount);
+        assert_eq!(value_kind("inuse_space", "bytes"), ValueKind::UnreleasedSize);
+        assert_eq!(value_kind("Unreleased malloc size", "bytes"), ValueKind::UnreleasedSize);
+        assert_eq!(value_kind("Total allocation count", "count"), ValueKind::TotalCount);
+        assert_eq!(value_kind("Total size", "bytes"), ValueKind::TotalSize);
+        assert_eq!(value_kind("cpu", "nanoseconds"), ValueKind::Other);
+        assert_eq!(value_kind("alloc_space", "count"), ValueKind::Other);
+    }
+
+    #[test]
+    fn sniffing_tells_pprof_from_traces() {
+        // Go writes period_type first.
+        assert!(looks_like_pprof(&[0x5a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x60, 0x01, 0x0a, 0x04, 0x08, 0x03]));
+        // heapconv and traceconv write sample_type first.
+        assert!(looks_like_pprof(&[0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x0a, 0x04, 0x08, 0x03, 0x10, 0x02, 0x12]));
+        // A trace packet (timestamp, sequence id) is not a ValueType.
+        assert!(!looks_like_pprof(&[0x0a, 0x08, 0x40, 0x01, 0x50, 0x01, 0x0a, 0x02, 0x08, 0x01]));
+        assert!(!looks_like_pprof(b"REAL\0\0\0\0"));
+        assert!(!looks_like_pprof(b"JDWP-Handshake"));
+        assert!(!looks_like_pprof(b"heap;main 12\n"));
+        assert!(!looks_like_pprof(&[]));
+    }
+
+    #[test]
+    fn build_ids() {
+        assert_eq!(&*build_id_bytes("0a1B"), &[0x0a, 0x1b]);
+        assert_eq!(&*build_id_bytes("go-buildid/xyz"), b"go-buildid/xyz");
+        assert_eq!(&*build_id_bytes(""), b"");
+    }
+}

@@ -1,0 +1,3 @@
+module heapfixture
+
+go 1.19
