@@ -88,12 +88,51 @@ enum Command {
     /// A flat and cumulative table of the largest functions, mappings or stacks, as
     /// `go tool pprof -top` prints (several inputs are merged first).
     Top(TopArgs),
+    /// Per process and heap, the totals of every dump of a trace over time (unreleased and
+    /// total size and count) as CSV, JSON or an SVG line chart.
+    Timeline(TimelineArgs),
     /// Write a synthetic heapprofd trace (for benchmarks and tests), as heapprofd writes them.
     #[command(hide = true)]
     Synth(SynthArgs),
     /// Symbolize addresses (hex, one per line on standard input) in one ELF file, printing one
     /// JSON line per address in llvm-symbolizer's `--output-style=JSON` shape.
     Addr2line(Addr2lineArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum TimelineToArg {
+    /// One row per dump, with a header row.
+    Csv,
+    /// The `heapconv-timeline` JSON document (version 1, see the README).
+    Json,
+    /// A line chart: one line per process and heap.
+    Svg,
+}
+
+#[derive(Args, Debug)]
+struct TimelineArgs {
+    /// The trace (`-` for standard input; gzip is detected).
+    trace: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "csv")]
+    to: TimelineToArg,
+    /// Output file, `-` for standard output. Default: standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Only this process.
+    #[arg(long)]
+    pid: Option<u64>,
+    /// Only this heap (libc.malloc, com.android.art, …).
+    #[arg(long)]
+    heap: Option<String>,
+    /// The value the SVG chart draws (CSV and JSON have all four).
+    #[arg(long, value_enum, default_value = "unreleased-size")]
+    value: ValueArg,
+    /// Chart title. Default: the input's name and the value.
+    #[arg(long)]
+    title: Option<String>,
+    #[command(flatten)]
+    decode: DecodeArgs,
 }
 
 #[derive(Args, Debug)]
@@ -263,12 +302,46 @@ enum ByArg {
     ShortestPath,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug)]
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum ViewArg {
+    /// Bytes not freed at the dump.
     UnreleasedSize,
+    /// Allocations not freed at the dump.
     UnreleasedCount,
+    /// Bytes allocated since profiling started.
     TotalSize,
+    /// Allocations since profiling started.
     TotalCount,
+    /// Per process and heap, the dump with the highest total of --value, named in the output.
+    Peak,
+    /// Per stack, a newer dump minus an older one: each pair of consecutive dumps, or the pair
+    /// --from/--until choose.
+    Delta,
+    /// The stacks whose --value grew at each of the last --leak-dumps dumps, with their values
+    /// at the last dump.
+    Leaks,
+}
+
+/// The sample value of `--value`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ValueArg {
+    /// Bytes not freed at the dump.
+    UnreleasedSize,
+    /// Allocations not freed at the dump.
+    UnreleasedCount,
+    /// Bytes allocated since profiling started.
+    TotalSize,
+    /// Allocations since profiling started.
+    TotalCount,
+}
+
+fn value_kind(v: ValueArg) -> ValueKind {
+    match v {
+        ValueArg::UnreleasedSize => ValueKind::UnreleasedSize,
+        ValueArg::UnreleasedCount => ValueKind::UnreleasedCount,
+        ValueArg::TotalSize => ValueKind::TotalSize,
+        ValueArg::TotalCount => ValueKind::TotalCount,
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -341,9 +414,27 @@ struct ConvertArgs {
     /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number.
     #[arg(long, default_value = "last")]
     dump: String,
-    /// The value shown by folded stacks and flame graphs, and opened first by pprof viewers.
+    /// What to show: a sample value (shown by folded stacks and flame graphs, opened first by
+    /// pprof viewers), or a view across the dumps of each process and heap of a trace with
+    /// continuous dumps (`peak`, `delta`, `leaks`; their value is --value).
     #[arg(long, value_enum, default_value = "unreleased-size")]
     view: ViewArg,
+    /// The sample value shown, and the one `peak`, `delta` and `leaks` rank and compare.
+    /// Default: unreleased-size (or the value --view names).
+    #[arg(long, value_enum)]
+    value: Option<ValueArg>,
+    /// --view delta: the older dump of the pair is the last dump at or before this trace-clock
+    /// time in ns (default: the first dump). Without --from and --until: every pair of
+    /// consecutive dumps.
+    #[arg(long, value_name = "T")]
+    from: Option<i64>,
+    /// --view delta: the newer dump of the pair is the last dump at or before this trace-clock
+    /// time in ns (default: the last dump).
+    #[arg(long, value_name = "T")]
+    until: Option<i64>,
+    /// --view leaks: how many of the last dumps a stack must have grown across (K >= 2). Default: 3.
+    #[arg(long, value_name = "K")]
+    leak_dumps: Option<usize>,
     /// Do not annotate ART frames.
     #[arg(long)]
     no_annotations: bool,
@@ -607,7 +698,36 @@ fn view_kind(v: ViewArg) -> ValueKind {
         ViewArg::UnreleasedCount => ValueKind::UnreleasedCount,
         ViewArg::TotalSize => ValueKind::TotalSize,
         ViewArg::TotalCount => ValueKind::TotalCount,
+        ViewArg::Peak | ViewArg::Delta | ViewArg::Leaks => ValueKind::UnreleasedSize,
     }
+}
+
+/// The sample value and the view across dumps (if any) that `--view`, `--value`, `--from`,
+/// `--until` and `--leak-dumps` ask for.
+fn view_choice(a: &ConvertArgs) -> Result<(ValueKind, Option<pipeline::views::DumpView>), Error> {
+    use pipeline::views::DumpView;
+    let usage = |m: &str| Error::new(ErrorKind::Usage, m.to_owned());
+    let across = match a.view {
+        ViewArg::Peak => Some(DumpView::Peak),
+        ViewArg::Delta => Some(DumpView::Delta { from: a.from, until: a.until }),
+        ViewArg::Leaks => Some(DumpView::Leaks { dumps: a.leak_dumps.unwrap_or(3) }),
+        _ => None,
+    };
+    if a.view != ViewArg::Delta && (a.from.is_some() || a.until.is_some()) {
+        return Err(usage("--from and --until choose the dumps of --view delta"));
+    }
+    if a.view != ViewArg::Leaks && a.leak_dumps.is_some() {
+        return Err(usage("--leak-dumps goes with --view leaks"));
+    }
+    let value = match (across, a.value) {
+        (Some(_), v) => v.map_or(ValueKind::UnreleasedSize, value_kind),
+        (None, Some(v)) if a.view != ViewArg::UnreleasedSize && value_kind(v) != view_kind(a.view) => {
+            return Err(usage("--view names a value and --value another; give one of them"));
+        }
+        (None, Some(v)) => value_kind(v),
+        (None, None) => view_kind(a.view),
+    };
+    Ok((value, across))
 }
 
 fn parse_dump(s: &str) -> Result<DumpSelect, Error> {
@@ -683,6 +803,43 @@ fn progress_bar(ui: &Ui) -> Option<indicatif::ProgressBar> {
     Some(pb)
 }
 
+/// `convert --view peak|delta|leaks`: one trace, its view across dumps written, the
+/// attribution of every output printed (standard error).
+fn run_view(
+    ui: &Ui,
+    inputs: &[PathBuf],
+    dest: &Destination,
+    opts: &ConvertOptions,
+    view: pipeline::views::DumpView,
+    min_symbolized: Option<f64>,
+) -> Result<u8, Error> {
+    let [input] = inputs else {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!("--view {} reads one trace with continuous dumps, not {} inputs", view.name(), inputs.len()),
+        ));
+    };
+    let run = pipeline::views::run_view(input, dest, opts, view)?;
+    let mut stdout = std::io::stdout().lock();
+    for (path, bytes) in &run.outputs {
+        match path {
+            None => stdout.write_all(bytes).map_err(|e| Error::io("writing standard output", e))?,
+            Some(p) if ui.verbose > 0 => ui.info(&format!("wrote {}", p.display())),
+            Some(_) => {}
+        }
+    }
+    stdout.flush().map_err(|e| Error::io("writing standard output", e))?;
+    for n in &run.notes {
+        ui.info(n);
+    }
+    if run.outputs.is_empty() {
+        ui.info("nothing written");
+    }
+    let damaged = report_problems(ui, &run.report);
+    let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(ui, r, min_symbolized));
+    Ok(exit_code(gate_ok, damaged))
+}
+
 fn run(cli: Cli) -> Result<u8, Error> {
     let ui = Ui { verbose: cli.verbose, quiet: cli.quiet };
     match cli.command {
@@ -733,12 +890,13 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 ToArg::Svg => Format::Svg,
                 ToArg::Json => Format::Json,
             };
+            let (value, across) = view_choice(&a)?;
             let opts = ConvertOptions {
                 format,
                 pids: a.pid.into_iter().collect(),
                 heap: a.heap,
                 dump: parse_dump(&a.dump)?,
-                view: view_kind(a.view),
+                view: value,
                 annotations: !a.no_annotations,
                 decode: a.decode.options(),
                 symbolize: a.symbols.options(&ui),
@@ -759,6 +917,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     ErrorKind::Usage,
                     "refusing to write binary pprof to a terminal; use -o FILE or redirect standard output",
                 ));
+            }
+            if let Some(view) = across {
+                return run_view(&ui, &a.inputs, &dest, &opts, view, a.symbols.min_symbolized);
             }
             let run = pipeline::run_convert_inputs(&a.inputs, &dest, &opts)?;
             let mut stdout = std::io::stdout().lock();
@@ -948,6 +1109,37 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let gate_ok = report_symbols(&quiet_ui, &run.report, a.symbols.min_symbolized);
             let damaged = report_problems(&ui, &run.trace);
             Ok(exit_code(gate_ok, damaged))
+        }
+        Command::Timeline(a) => {
+            let opts = pipeline::views::TimelineOptions {
+                format: match a.to {
+                    TimelineToArg::Csv => pipeline::views::TimelineFormat::Csv,
+                    TimelineToArg::Json => pipeline::views::TimelineFormat::Json,
+                    TimelineToArg::Svg => pipeline::views::TimelineFormat::Svg,
+                },
+                pids: a.pid.into_iter().collect(),
+                heap: a.heap,
+                chart: heapconv::encode::timeline::ChartOptions {
+                    value: value_kind(a.value),
+                    title: a.title,
+                    ..Default::default()
+                },
+                decode: a.decode.options(),
+            };
+            let run = pipeline::views::run_timeline(&a.trace, &opts)?;
+            let out = a.output.unwrap_or_else(|| PathBuf::from("-"));
+            write_output(&out, &run.bytes, false, std::slice::from_ref(&a.trace))?;
+            if out.as_os_str() != "-" {
+                let dumps: usize = run.timeline.series.iter().map(|s| s.points.len()).sum();
+                ui.info(&format!(
+                    "timeline of {} dump(s) in {} process/heap series: wrote {}",
+                    dumps,
+                    run.timeline.series.len(),
+                    out.display()
+                ));
+            }
+            let damaged = report_problems(&ui, &run.report);
+            Ok(if damaged { EXIT_PARTIAL } else { EXIT_OK })
         }
         Command::Addr2line(a) => {
             use std::io::BufRead;
@@ -1171,6 +1363,44 @@ mod tests {
         assert!(matches!(a.by, TopByArg::Function) && d.top.by == heapconv::encode::top::TopBy::Function);
         assert_eq!(a.sample_type.is_some(), d.sample_type.is_some());
         assert_eq!(a.count, 20, "like the top lists of convert --to json");
+    }
+
+    #[test]
+    fn views_and_timeline_defaults_equal_option_defaults() {
+        use pipeline::views::DumpView;
+        let Command::Convert(a) = parse(&["heapconv", "convert", "t.pftrace", "--view", "leaks"]) else { panic!() };
+        assert_eq!(view_choice(&a).unwrap(), (ValueKind::UnreleasedSize, Some(DumpView::Leaks { dumps: 3 })));
+        let Command::Convert(a) =
+            parse(&["heapconv", "convert", "t", "--view", "delta", "--from", "5", "--value", "total-size"])
+        else {
+            panic!()
+        };
+        assert_eq!(
+            view_choice(&a).unwrap(),
+            (ValueKind::TotalSize, Some(DumpView::Delta { from: Some(5), until: None }))
+        );
+        // --value alone selects the value, as --view always did.
+        let Command::Convert(a) = parse(&["heapconv", "convert", "t", "--value", "total-count"]) else { panic!() };
+        assert_eq!(view_choice(&a).unwrap(), (ValueKind::TotalCount, None));
+        let Command::Convert(a) = parse(&["heapconv", "convert", "t", "--view", "total-count"]) else { panic!() };
+        assert_eq!(view_choice(&a).unwrap(), (ValueKind::TotalCount, None));
+        for bad in [
+            &["heapconv", "convert", "t", "--view", "total-count", "--value", "total-size"][..],
+            &["heapconv", "convert", "t", "--from", "5"],
+            &["heapconv", "convert", "t", "--view", "peak", "--leak-dumps", "4"],
+        ] {
+            let Command::Convert(a) = parse(bad) else { panic!() };
+            assert_eq!(view_choice(&a).unwrap_err().kind(), ErrorKind::Usage, "{bad:?}");
+        }
+
+        let Command::Timeline(a) = parse(&["heapconv", "timeline", "t.pftrace"]) else { panic!("timeline") };
+        let d = pipeline::views::TimelineOptions::default();
+        assert!(matches!(a.to, TimelineToArg::Csv) && d.format == pipeline::views::TimelineFormat::Csv);
+        assert_eq!(value_kind(a.value), d.chart.value);
+        assert_eq!(a.pid.into_iter().collect::<Vec<_>>(), d.pids);
+        assert_eq!(a.heap, d.heap);
+        assert_eq!(a.title, d.chart.title);
+        assert_eq!(a.decode.options().max_bundle_bytes, d.decode.max_bundle_bytes);
     }
 
     #[test]

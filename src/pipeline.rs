@@ -28,6 +28,7 @@ use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, 
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
 pub mod combine;
+pub mod views;
 
 /// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
 #[derive(Debug, Clone)]

@@ -5,8 +5,11 @@
 //!   GC roots and reachability, the shortest-path tree traceconv's `--java-heap` draws, the
 //!   dominator tree with retained sizes, a class histogram and the paths from GC roots to the
 //!   largest retainers.
+//! * [`dumps`]: continuous heapprofd dumps of one process and heap: the peak dump, the
+//!   delta between two dumps and the stacks that kept growing (leak suspects).
 //!
 //! Like the stages, an analysis imports only `model` (and `error`); the pipeline calls it
 //! between decoding and encoding.
 
+pub mod dumps;
 pub mod heap;

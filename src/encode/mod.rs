@@ -8,4 +8,5 @@ pub mod labels;
 pub mod module_symbols;
 pub mod pprof;
 pub mod summary;
+pub mod timeline;
 pub mod top;

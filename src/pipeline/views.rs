@@ -1,0 +1,783 @@
+//! Views across the dumps of a continuous-dump heapprofd trace (`convert --view peak|delta|
+//! leaks`) and its timeline (`heapconv timeline`).
+//!
+//! The trace is decoded once; the dumps of each (pid, heap) arrive in order and only what a
+//! view needs is kept (peak: the best dump so far; delta: the previous dump, or the two ends
+//! of the chosen pair; leaks: the last K dumps), so memory stays bounded however many dumps
+//! the trace holds. The analyses are in [`crate::analysis::dumps`]; the differential outputs
+//! of `delta` are `heapconv diff`'s encoders ([`crate::encode::diff`]).
+//!
+//! Every view works on one sample value, [`ConvertOptions::view`] (unreleased size unless
+//! asked otherwise): the peak is the dump where its total is highest; leak suspects are the
+//! stacks where it grew at each of the last K dumps. A heap without unreleased values (the
+//! ART heap reports no frees) uses its totals instead, and says so.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::{ConvertOptions, Destination, DumpSelect, Format, Opened, encode_pprof_gzip, open_input, symbolize_hook};
+use crate::analysis::dumps::{delta_profile, keep_stacks, leak_suspects, view_value_index};
+use crate::decode::InputKind;
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_with};
+use crate::encode::diff::{DiffOptions, diff_folded, diff_report, diff_svg};
+use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
+use crate::encode::folded::{FoldedOptions, encode_folded};
+use crate::encode::labels::{human_bytes, stack_labels};
+use crate::encode::pprof::PprofOptions;
+use crate::encode::summary::{SummaryOptions, convert_json};
+use crate::encode::timeline::{ChartOptions, Timeline, timeline, timeline_csv, timeline_json, timeline_svg};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{Profile, Tables, TraceReport};
+use crate::output::{check_not_input, ensure_dir, write_atomic};
+use crate::symbolize::{Attribution, SymbolizeReport, Symbolizer};
+
+/// A view across the dumps of each (pid, heap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpView {
+    /// The dump with the highest total of the view's value, with its attribution.
+    Peak,
+    /// Per stack, a newer dump minus an older one. Without bounds: every pair of consecutive
+    /// dumps (pairs where nothing changed get no output). With bounds, one pair per (pid,
+    /// heap): the last dump at or before `from` (default: the first dump) and the last dump at
+    /// or before `until` (default: the last dump), in trace-clock nanoseconds.
+    Delta {
+        /// The older dump: the last at or before this time.
+        from: Option<i64>,
+        /// The newer dump: the last at or before this time.
+        until: Option<i64>,
+    },
+    /// The stacks whose value grew at each of the last `dumps` dumps, with their values at the
+    /// last dump.
+    Leaks {
+        /// How many dumps (at least 2).
+        dumps: usize,
+    },
+}
+
+impl DumpView {
+    /// The view's name on the command line and in file names.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DumpView::Peak => "peak",
+            DumpView::Delta { .. } => "delta",
+            DumpView::Leaks { .. } => "leaks",
+        }
+    }
+}
+
+/// A dump named by a view.
+#[derive(Debug, Clone, Serialize)]
+pub struct DumpRef {
+    /// Dump number within its (pid, heap), from 1.
+    pub dump: usize,
+    /// Trace-clock time, ns.
+    pub timestamp: Option<i64>,
+    /// Whether `timestamp` went through a clock snapshot.
+    pub timestamp_converted: bool,
+    /// The total of the view's value at this dump.
+    pub total: i64,
+}
+
+impl DumpRef {
+    fn describe(&self) -> String {
+        match self.timestamp {
+            Some(t) => format!("dump {} at {t} ns", self.dump),
+            None => format!("dump {}", self.dump),
+        }
+    }
+}
+
+/// What a view run made.
+#[derive(Debug)]
+pub struct ViewRun {
+    /// (destination path or `None` for standard output, bytes), in order.
+    pub outputs: Vec<(Option<PathBuf>, Vec<u8>)>,
+    /// What the trace holds.
+    pub report: TraceReport,
+    /// The symbolization report, when symbolization was asked for.
+    pub symbols: Option<SymbolizeReport>,
+    /// One line per output or per (pid, heap) left out, for people: which dumps, what total.
+    pub notes: Vec<String>,
+}
+
+/// The dumps of one (pid, heap) as they arrive, and what the view keeps of them.
+struct Series {
+    pid: u64,
+    process_name: Option<String>,
+    heap: String,
+    /// The sample type the view uses, and whether it is a fallback (no unreleased values).
+    value_index: usize,
+    value_name: String,
+    value_unit: String,
+    fallback: bool,
+    dumps: Vec<DumpRef>,
+    /// Peak: position in `dumps` and the dump.
+    best: Option<(usize, Profile)>,
+    /// Delta between consecutive dumps: the previous dump.
+    prev: Option<Profile>,
+    /// Delta between two chosen dumps: the two ends.
+    older: Option<(usize, Profile)>,
+    newer: Option<(usize, Profile)>,
+    /// Leaks: the last dumps, with their positions.
+    window: VecDeque<(usize, Profile)>,
+}
+
+impl Series {
+    fn who(&self) -> String {
+        match &self.process_name {
+            Some(n) => format!("{n} (pid {}), heap {}", self.pid, self.heap),
+            None => format!("pid {}, heap {}", self.pid, self.heap),
+        }
+    }
+
+    fn amount(&self, v: i64) -> String {
+        if self.value_unit == "bytes" {
+            format!("{} ({v} bytes)", human_bytes(v))
+        } else {
+            format!("{v} {}", self.value_unit)
+        }
+    }
+
+    fn signed(&self, v: i64) -> String {
+        let sign = if v > 0 { "+" } else { "" };
+        if self.value_unit == "bytes" {
+            format!("{sign}{} ({sign}{v} bytes)", human_bytes(v))
+        } else {
+            format!("{sign}{v} {}", self.value_unit)
+        }
+    }
+
+    fn fallback_note(&self) -> &'static str {
+        if self.fallback { " (this heap reports no frees: its totals are used)" } else { "" }
+    }
+
+    fn json_head(&self) -> serde_json::Value {
+        serde_json::json!({
+            "pid": self.pid,
+            "process_name": self.process_name,
+            "heap": self.heap,
+            "sample_type": self.value_name,
+            "unit": self.value_unit,
+            "fallback_to_total": self.fallback,
+        })
+    }
+}
+
+/// Replaces a kept profile's tables with an empty set, so that the decoder's tables are not
+/// shared (and copied when they grow); they are given back with [`restore`].
+fn strip(mut p: Profile, empty: &Arc<Tables>) -> Profile {
+    p.tables = Arc::clone(empty);
+    p
+}
+
+fn restore(p: &mut Profile, tables: &Arc<Tables>) {
+    p.tables = Arc::clone(tables);
+}
+
+/// A finished output before it is placed: file name (in a directory) and bytes.
+struct Made {
+    name: String,
+    bytes: Vec<u8>,
+}
+
+fn file_key(s: &Series) -> String {
+    format!("{}.{}", s.pid, s.heap)
+}
+
+/// Encodes one profile of a view (peak, leaks) in `format`.
+fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ConvertOptions) -> Result<Vec<u8>> {
+    Ok(match opts.format {
+        Format::Pprof => {
+            let mut p = p.clone();
+            p.default_sample_type = index;
+            encode_pprof_gzip(&p, &PprofOptions { annotations: opts.annotations, extras: true })
+        }
+        Format::Folded => {
+            encode_folded(p, &FoldedOptions { value_index: index, annotations: opts.annotations }).into_bytes()
+        }
+        Format::Svg => encode_svg(
+            p,
+            &SvgOptions { value_index: index, annotations: opts.annotations, title: Some(title), ..Default::default() },
+        )?,
+        Format::Json => unreachable!("JSON documents are made per run"),
+    })
+}
+
+/// The outputs of one delta pair: differential outputs as `heapconv diff` makes them, except
+/// pprof, which holds one sample per changed stack with NEW minus OLD for every sample type.
+/// Returns the output (`None` for JSON), the JSON entry, the change of the view's total, and
+/// whether any stack changed.
+fn delta_pair(
+    s: &Series,
+    old: &Profile,
+    new: &Profile,
+    (a, b): (&DumpRef, &DumpRef),
+    opts: &ConvertOptions,
+) -> Result<(Option<Vec<u8>>, Option<serde_json::Value>, i64, bool)> {
+    let net = delta_profile(old, new);
+    let changed = net.sample_count() > 0;
+    let change = net.total(s.value_index);
+    let dopts = DiffOptions {
+        value_index: s.value_index,
+        normalize: false,
+        base_name: format!("{}: {}", s.who(), a.describe()),
+        new_name: b.describe(),
+        ..DiffOptions::default()
+    };
+    let out = match opts.format {
+        Format::Pprof => {
+            let mut p = net;
+            p.default_sample_type = s.value_index;
+            p.meta.title = Some(format!("delta of {}: {} -> {}", s.who(), a.describe(), b.describe()));
+            p.meta.comments.push(format!(
+                "view delta: values are dump {} minus dump {} per stack (negative: less than before); {} {}",
+                b.dump,
+                a.dump,
+                s.value_name,
+                s.signed(change)
+            ));
+            Some(encode_pprof_gzip(&p, &PprofOptions { annotations: opts.annotations, extras: true }))
+        }
+        Format::Folded => Some(diff_folded(old, new, &dopts).into_bytes()),
+        Format::Svg => Some(diff_svg(old, new, &dopts)?),
+        Format::Json => None,
+    };
+    let json = (opts.format == Format::Json).then(|| {
+        let mut v = s.json_head();
+        v["from"] = serde_json::to_value(a).expect("serializes");
+        v["to"] = serde_json::to_value(b).expect("serializes");
+        v["changed"] = serde_json::Value::Bool(changed);
+        v["report"] = serde_json::to_value(diff_report(old, new, &dopts)).expect("a report serializes");
+        v
+    });
+    Ok((out, json, change, changed))
+}
+
+/// Runs `convert --view peak|delta|leaks` on one heapprofd trace: decodes it, computes the
+/// view for each (pid, heap) that `opts` selects (`pids`, `heap`; `dump` must be the
+/// default), encodes in `opts.format` and writes to `dest` (a directory when there are
+/// several outputs; JSON is always one document).
+pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: DumpView) -> Result<ViewRun> {
+    let usage = |m: String| Error::new(ErrorKind::Usage, m);
+    if opts.dump != DumpSelect::Last {
+        return Err(usage(format!(
+            "--dump picks one dump to convert; --view {} chooses its dumps itself (with --view delta, use --from/--until)",
+            view.name()
+        )));
+    }
+    match view {
+        DumpView::Leaks { dumps } if dumps < 2 => {
+            return Err(usage(format!(
+                "--leak-dumps must be at least 2 (growth is seen between two dumps), not {dumps}"
+            )));
+        }
+        DumpView::Delta { from: Some(f), until: Some(u) } if f > u => {
+            return Err(usage(format!("--from {f} is after --until {u}")));
+        }
+        _ => {}
+    }
+    let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)? {
+        Opened::Trace(inp, kind) if kind != InputKind::Pprof => (inp, kind),
+        Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", &format!("--view {}", view.name()))),
+        Opened::Ddm { .. } => {
+            return Err(not_a_trace(input, "a DDM allocation-record capture", &format!("--view {}", view.name())));
+        }
+        Opened::Hprof(_) => return Err(not_a_trace(input, "an HPROF heap dump", &format!("--view {}", view.name()))),
+    };
+    let kind_value = opts.view;
+    let mut decode = opts.decode.clone();
+    decode.pids = opts.pids.clone();
+    decode.include_unchanged = true;
+    let empty = Arc::new(Tables::default());
+    let mut series: BTreeMap<(u64, String), Series> = BTreeMap::new();
+    let mut made: Vec<Made> = Vec::new();
+    let mut json_entries: Vec<serde_json::Value> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
+    let symbolizing = symbolizer.is_some();
+    let mut attributions: BTreeMap<(u64, String), Attribution> = BTreeMap::new();
+    let ext = opts.format.extension();
+    let (report, tables) = decode_heapprofd_with(
+        &mut inp,
+        &decode,
+        &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+        &mut |p: Profile| {
+            if opts.heap.as_ref().is_some_and(|h| *h != p.meta.heap) {
+                return Ok(());
+            }
+            let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
+            if symbolizing {
+                attributions.insert(key.clone(), crate::symbolize::attribute(&p));
+            }
+            let s = series.entry(key).or_insert_with(|| {
+                let (value_index, fallback) = view_value_index(&p, kind_value);
+                let ty = &p.sample_types[value_index];
+                Series {
+                    pid: p.meta.pid.unwrap_or(0),
+                    process_name: p.meta.process_name.clone(),
+                    heap: p.meta.heap.clone(),
+                    value_index,
+                    value_name: ty.name.clone(),
+                    value_unit: ty.unit.clone(),
+                    fallback,
+                    dumps: Vec::new(),
+                    best: None,
+                    prev: None,
+                    older: None,
+                    newer: None,
+                    window: VecDeque::new(),
+                }
+            });
+            let total = p.total(s.value_index);
+            let pos = s.dumps.len();
+            s.dumps.push(DumpRef {
+                dump: p.meta.dump_index + 1,
+                timestamp: p.meta.timestamp,
+                timestamp_converted: p.meta.timestamp_converted,
+                total,
+            });
+            match view {
+                DumpView::Peak => {
+                    if s.best.as_ref().is_none_or(|(b, _)| total > s.dumps[*b].total) {
+                        s.best = Some((pos, strip(p, &empty)));
+                    }
+                }
+                DumpView::Delta { from: None, until: None } => {
+                    if let Some(mut old) = s.prev.take() {
+                        restore(&mut old, &p.tables);
+                        let (a, b) = (&s.dumps[pos - 1], &s.dumps[pos]);
+                        let (out, json, change, changed) = delta_pair(s, &old, &p, (a, b), opts)?;
+                        let what = format!("delta: {}: {} -> {}", s.who(), a.describe(), b.describe());
+                        if let Some(j) = json {
+                            json_entries.push(j);
+                        }
+                        match out {
+                            Some(bytes) if changed => {
+                                notes.push(format!("{what}: {} {}", s.value_name, s.signed(change)));
+                                made.push(Made {
+                                    name: format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump),
+                                    bytes,
+                                });
+                            }
+                            Some(_) => notes.push(format!("{what}: nothing changed; no output")),
+                            None => notes.push(format!("{what}: {} {}", s.value_name, s.signed(change))),
+                        }
+                    }
+                    s.prev = Some(strip(p, &empty));
+                }
+                DumpView::Delta { from, until } => {
+                    let at_or_before = |bound: Option<i64>| match bound {
+                        Some(b) => p.meta.timestamp.is_some_and(|t| t <= b),
+                        None => true,
+                    };
+                    let take_older = at_or_before(from) && (from.is_some() || s.older.is_none());
+                    let take_newer = at_or_before(until);
+                    if take_older && take_newer {
+                        s.older = Some((pos, strip(p.clone(), &empty)));
+                        s.newer = Some((pos, strip(p, &empty)));
+                    } else if take_older {
+                        s.older = Some((pos, strip(p, &empty)));
+                    } else if take_newer {
+                        s.newer = Some((pos, strip(p, &empty)));
+                    }
+                }
+                DumpView::Leaks { dumps } => {
+                    s.window.push_back((pos, strip(p, &empty)));
+                    while s.window.len() > dumps {
+                        s.window.pop_front();
+                    }
+                }
+            }
+            Ok(())
+        },
+    )?;
+    if report.dumps.is_empty() && report.damage.is_none() {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{}: no heapprofd profile found in the trace", input.display()),
+        ));
+    }
+    if series.is_empty() {
+        if kind == InputKind::Unknown {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                format!(
+                    "{}: not a Perfetto trace{}",
+                    input.display(),
+                    report.damage.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+                ),
+            ));
+        }
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{}: no dump matches the selection (see `heapconv inspect`)", input.display()),
+        ));
+    }
+
+    let summary = SummaryOptions { view: kind_value, annotations: opts.annotations, ..Default::default() };
+    let mut json_profiles: Vec<Profile> = Vec::new();
+    match view {
+        DumpView::Peak => {
+            for s in series.values_mut() {
+                let Some((pos, mut p)) = s.best.take() else { continue };
+                restore(&mut p, &tables);
+                let peak = &s.dumps[pos];
+                let last = &s.dumps[s.dumps.len() - 1];
+                let of = format!(
+                    "dump {} of {}{}",
+                    peak.dump,
+                    s.dumps.len(),
+                    peak.timestamp.map(|t| format!(" at {t} ns")).unwrap_or_default()
+                );
+                let attribution = format!(
+                    "view peak: {of} has the highest {}{}: {}; last {}: {}",
+                    s.value_name,
+                    s.fallback_note(),
+                    s.amount(peak.total),
+                    last.describe(),
+                    s.amount(last.total)
+                );
+                notes.push(format!("peak: {}: {of}: {} {}", s.who(), s.value_name, s.amount(peak.total)));
+                p.meta.comments.push(attribution);
+                if opts.format == Format::Json {
+                    let mut v = s.json_head();
+                    v["dumps"] = serde_json::json!(s.dumps.len());
+                    v["peak"] = serde_json::to_value(peak).expect("serializes");
+                    v["last"] = serde_json::to_value(last).expect("serializes");
+                    json_entries.push(v);
+                    json_profiles.push(p);
+                    continue;
+                }
+                let title = format!(
+                    "Peak {}: {}, dump {} of {}{}",
+                    s.value_name,
+                    s.who(),
+                    peak.dump,
+                    s.dumps.len(),
+                    peak.timestamp.map(|t| format!(" at {t} ns")).unwrap_or_default()
+                );
+                let bytes = encode_view_profile(&p, s.value_index, title, opts)?;
+                made.push(Made { name: format!("heap_peak.{}.{ext}", file_key(s)), bytes });
+            }
+        }
+        DumpView::Delta { from: None, until: None } => {
+            if series.values().all(|s| s.dumps.len() < 2) {
+                return Err(Error::new(
+                    ErrorKind::NoData,
+                    format!(
+                        "{}: --view delta needs two dumps of a process and heap; every (pid, heap) selected has one (see `heapconv inspect`)",
+                        input.display()
+                    ),
+                ));
+            }
+            for s in series.values().filter(|s| s.dumps.len() < 2) {
+                notes.push(format!("delta: {}: only one dump; left out", s.who()));
+            }
+        }
+        DumpView::Delta { from, until } => {
+            let mut pairs = 0;
+            for s in series.values_mut() {
+                let missing_older = s.older.is_none();
+                let (Some((ia, mut old)), Some((ib, mut new))) = (s.older.take(), s.newer.take()) else {
+                    let times: Vec<String> =
+                        s.dumps.iter().map(|d| d.timestamp.map_or("?".to_owned(), |t| t.to_string())).collect();
+                    let bound = if missing_older { from } else { until };
+                    notes.push(format!(
+                        "delta: {}: no dump at or before {} ns; left out (its dumps are at {} ns)",
+                        s.who(),
+                        bound.map_or("?".to_owned(), |b| b.to_string()),
+                        times.join(", ")
+                    ));
+                    continue;
+                };
+                if ia >= ib {
+                    notes.push(format!(
+                        "delta: {}: --from and --until both select {}; left out",
+                        s.who(),
+                        s.dumps[ib].describe()
+                    ));
+                    continue;
+                }
+                restore(&mut old, &tables);
+                restore(&mut new, &tables);
+                let (a, b) = (&s.dumps[ia], &s.dumps[ib]);
+                let (out, json, change, _) = delta_pair(s, &old, &new, (a, b), opts)?;
+                pairs += 1;
+                notes.push(format!(
+                    "delta: {}: {} -> {}: {} {}",
+                    s.who(),
+                    a.describe(),
+                    b.describe(),
+                    s.value_name,
+                    s.signed(change)
+                ));
+                if let Some(j) = json {
+                    json_entries.push(j);
+                }
+                if let Some(bytes) = out {
+                    made.push(Made { name: format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump), bytes });
+                }
+            }
+            if pairs == 0 {
+                return Err(Error::new(
+                    ErrorKind::NoData,
+                    format!(
+                        "{}: no (pid, heap) has two dumps in the --from/--until range:\n  {}",
+                        input.display(),
+                        notes.join("\n  ")
+                    ),
+                ));
+            }
+        }
+        DumpView::Leaks { dumps: k } => {
+            let mut compared = 0;
+            for s in series.values_mut() {
+                if s.window.len() < k {
+                    notes.push(format!("leaks: {}: only {} dump(s), {k} needed; left out", s.who(), s.dumps.len()));
+                    continue;
+                }
+                compared += 1;
+                for (_, p) in s.window.iter_mut() {
+                    restore(p, &tables);
+                }
+                let refs: Vec<&Profile> = s.window.iter().map(|(_, p)| p).collect();
+                let suspects = leak_suspects(&refs, s.value_index);
+                let (last_pos, last) = s.window.back().expect("k >= 2 dumps");
+                let first_pos = s.window.front().expect("k >= 2 dumps").0;
+                let stacks: Vec<_> = suspects.iter().map(|x| x.stack).collect();
+                let mut p = keep_stacks(last, &stacks);
+                let window_refs: Vec<&DumpRef> = (first_pos..=*last_pos).map(|i| &s.dumps[i]).collect();
+                let numbers: Vec<String> = window_refs.iter().map(|d| d.dump.to_string()).collect();
+                let last_ref = &s.dumps[*last_pos];
+                let total = p.total(s.value_index);
+                let attribution = format!(
+                    "view leaks: {} stack(s) whose {}{} grew at each of the last {k} dumps ({}); values are those of {}: {}",
+                    suspects.len(),
+                    s.value_name,
+                    s.fallback_note(),
+                    numbers.join(", "),
+                    last_ref.describe(),
+                    s.amount(total)
+                );
+                notes.push(format!(
+                    "leaks: {}: {} stack(s) grew at each of dumps {}: {} at {}",
+                    s.who(),
+                    suspects.len(),
+                    numbers.join(", "),
+                    s.amount(total),
+                    last_ref.describe()
+                ));
+                p.meta.comments.push(attribution);
+                if opts.format == Format::Json {
+                    let mut nodes = Vec::new();
+                    let list: Vec<serde_json::Value> = suspects
+                        .iter()
+                        .map(|x| {
+                            let mut frames = stack_labels(&p.tables, x.stack, opts.annotations, &mut nodes);
+                            frames.reverse();
+                            serde_json::json!({
+                                "frames": frames,
+                                "values": x.values,
+                                "growth": x.values[x.values.len() - 1] - x.values[0],
+                            })
+                        })
+                        .collect();
+                    let mut v = s.json_head();
+                    v["dumps"] = serde_json::to_value(&window_refs).expect("serializes");
+                    v["total"] = serde_json::json!(total);
+                    v["suspects"] = serde_json::Value::Array(list);
+                    json_entries.push(v);
+                    json_profiles.push(p);
+                    continue;
+                }
+                let title = format!(
+                    "Leak suspects: {} grew at each of dumps {} — {}, values at {}",
+                    s.value_name,
+                    numbers.join(", "),
+                    s.who(),
+                    last_ref.describe()
+                );
+                let bytes = encode_view_profile(&p, s.value_index, title, opts)?;
+                made.push(Made { name: format!("heap_leaks.{}.{ext}", file_key(s)), bytes });
+            }
+            if compared == 0 {
+                return Err(Error::new(
+                    ErrorKind::NoData,
+                    format!(
+                        "{}: --view leaks compares the last {k} dumps of a process and heap; none selected has that many (--leak-dumps sets K):\n  {}",
+                        input.display(),
+                        notes.join("\n  ")
+                    ),
+                ));
+            }
+        }
+    }
+
+    if opts.format == Format::Json {
+        let doc = convert_json(&report, &json_profiles, &summary);
+        let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
+        v["view"] = serde_json::json!({
+            "kind": view.name(),
+            "value": kind_value,
+            "leak_dumps": match view { DumpView::Leaks { dumps } => Some(dumps), _ => None },
+            "from": match view { DumpView::Delta { from, .. } => from, _ => None },
+            "until": match view { DumpView::Delta { until, .. } => until, _ => None },
+            "series": json_entries,
+        });
+        if matches!(view, DumpView::Delta { .. }) {
+            // The deltas are the document; no single profile is.
+            if let Some(o) = v.as_object_mut() {
+                o.remove("profiles");
+            }
+        }
+        let mut bytes = serde_json::to_vec_pretty(&v).expect("serializes");
+        bytes.push(b'\n');
+        made = vec![Made { name: format!("{}.{}.json", super::stem(input), view.name()), bytes }];
+    }
+    let symbols = symbolizer.map(|s| {
+        let mut r = s.report(&tables);
+        for a in attributions.values() {
+            r.attribute(a);
+        }
+        r
+    });
+    let outputs = place(made, dest, input, view)?;
+    Ok(ViewRun { outputs, report, symbols, notes })
+}
+
+/// Places outputs: several need a directory; writes files atomically.
+fn place(made: Vec<Made>, dest: &Destination, input: &Path, view: DumpView) -> Result<Vec<(Option<PathBuf>, Vec<u8>)>> {
+    if made.len() > 1 && !matches!(dest, Destination::Dir(_)) {
+        let list: Vec<String> = made.iter().map(|m| format!("  {}", m.name)).collect();
+        let hint = match view {
+            DumpView::Delta { from: None, until: None } => {
+                "choose one with --pid/--heap and --from/--until, or give -o an existing directory (or a path ending in /) to write them all"
+            }
+            _ => {
+                "choose one with --pid/--heap, or give -o an existing directory (or a path ending in /) to write them all"
+            }
+        };
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!("--view {} makes {} outputs; {hint}:\n{}", view.name(), made.len(), list.join("\n")),
+        ));
+    }
+    let inputs = [input.to_path_buf()];
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
+    }
+    let mut out = Vec::with_capacity(made.len());
+    for m in made {
+        let path = match dest {
+            Destination::Stdout => None,
+            Destination::File(f) => Some(f.clone()),
+            Destination::Dir(d) => Some(d.join(&m.name)),
+        };
+        match &path {
+            Some(p) => write_atomic(p, &m.bytes, &inputs)?,
+            None => check_not_input(Path::new("-"), &inputs)?,
+        }
+        out.push((path, m.bytes));
+    }
+    Ok(out)
+}
+
+fn not_a_trace(input: &Path, what: &str, command: &str) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        format!("{} is {what}; {command} reads the dumps of a heapprofd trace (a Perfetto trace)", input.display()),
+    )
+}
+
+/// Output formats of `heapconv timeline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimelineFormat {
+    /// CSV with a header row.
+    Csv,
+    /// JSON (schema `heapconv-timeline` version 1).
+    Json,
+    /// An SVG line chart.
+    Svg,
+}
+
+/// Options of `heapconv timeline`.
+#[derive(Debug, Clone)]
+pub struct TimelineOptions {
+    /// Output format. Default: CSV.
+    pub format: TimelineFormat,
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only this heap. Default: all heaps.
+    pub heap: Option<String>,
+    /// The chart (SVG only). Default: [`ChartOptions::default`] (unreleased size).
+    pub chart: ChartOptions,
+    /// Decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+}
+
+impl Default for TimelineOptions {
+    fn default() -> Self {
+        TimelineOptions {
+            format: TimelineFormat::Csv,
+            pids: Vec::new(),
+            heap: None,
+            chart: ChartOptions::default(),
+            decode: DecodeOptions::default(),
+        }
+    }
+}
+
+/// What `timeline` made.
+#[derive(Debug)]
+pub struct TimelineRun {
+    /// The timeline.
+    pub timeline: Timeline,
+    /// Its encoding in the requested format.
+    pub bytes: Vec<u8>,
+    /// What the trace holds.
+    pub report: TraceReport,
+}
+
+/// Runs `timeline`: decodes the trace (its dumps' totals are all that is kept) and encodes
+/// the totals of every dump of the selected (pid, heap)s. Writing is left to the caller.
+pub fn run_timeline(input: &Path, opts: &TimelineOptions) -> Result<TimelineRun> {
+    let default_ddm = crate::decode::ddm_alloc_records::DdmOptions::default();
+    let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, default_ddm.max_bytes, false)? {
+        Opened::Trace(inp, kind) if kind != InputKind::Pprof => (inp, kind),
+        Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", "`heapconv timeline`")),
+        Opened::Ddm { .. } => return Err(not_a_trace(input, "a DDM allocation-record capture", "`heapconv timeline`")),
+        Opened::Hprof(_) => return Err(not_a_trace(input, "an HPROF heap dump", "`heapconv timeline`")),
+    };
+    let mut decode = opts.decode.clone();
+    decode.include_unchanged = false;
+    let (report, _) = decode_heapprofd(&mut inp, &decode, &mut |_| Ok(()))?;
+    if report.dumps.is_empty() {
+        let what = match (&report.damage, kind) {
+            (Some(d), _) => format!("no dump could be read: {d}"),
+            (None, InputKind::Unknown) => "not a Perfetto trace".to_owned(),
+            (None, _) => "no heapprofd profile found in the trace".to_owned(),
+        };
+        let kind = if report.damage.is_some() || kind == InputKind::Unknown {
+            ErrorKind::Malformed
+        } else {
+            ErrorKind::NoData
+        };
+        return Err(Error::new(kind, format!("{}: {what}", input.display())));
+    }
+    let t = timeline(&report, &opts.pids, opts.heap.as_deref());
+    if t.series.is_empty() {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{}: no dump matches --pid/--heap (see `heapconv inspect`)", input.display()),
+        ));
+    }
+    let bytes = match opts.format {
+        TimelineFormat::Csv => timeline_csv(&t).into_bytes(),
+        TimelineFormat::Json => timeline_json(&t).into_bytes(),
+        TimelineFormat::Svg => timeline_svg(&t, &opts.chart),
+    };
+    Ok(TimelineRun { timeline: t, bytes, report })
+}
