@@ -195,3 +195,6 @@ print("variants match their base traces")
 
 # 7. Java heap graph fixtures (their own script).
 bash "$DATA/heapgraph/regen.sh"
+
+# 8. The continuous-dump fixture of the cross-dump views and the timeline (its own script).
+bash "$DATA/views/regen.sh"
