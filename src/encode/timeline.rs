@@ -279,7 +279,7 @@ fn xml(s: &str) -> String {
 
 /// A step of 1, 2 or 5 times a power of ten that cuts `span` into about `target` pieces.
 fn nice_step(span: f64, target: f64) -> f64 {
-    if !(span > 0.0) || !span.is_finite() {
+    if span.is_nan() || span <= 0.0 || !span.is_finite() {
         return 1.0;
     }
     let raw = span / target;
@@ -330,7 +330,8 @@ pub fn timeline_svg(t: &Timeline, opts: &ChartOptions) -> Vec<u8> {
     let bytes = matches!(kind, ValueKind::TotalSize | ValueKind::UnreleasedSize | ValueKind::Other);
     let name = value_name(kind);
     // Points with a time: (seconds, value).
-    let series: Vec<(&TimelineSeries, Vec<(f64, i64, &TimelinePoint)>)> = t
+    type Timed<'a> = Vec<(f64, i64, &'a TimelinePoint)>;
+    let series: Vec<(&TimelineSeries, Timed<'_>)> = t
         .series
         .iter()
         .map(|s| (s, s.points.iter().filter_map(|p| p.seconds.map(|x| (x, p.value(kind), p))).collect()))

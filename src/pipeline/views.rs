@@ -206,17 +206,27 @@ fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ConvertO
     })
 }
 
+/// What one delta pair made.
+struct PairOut {
+    /// The output (`None` for JSON, which is one document per run).
+    bytes: Option<Vec<u8>>,
+    /// The pair's entry of the JSON document (JSON only).
+    json: Option<serde_json::Value>,
+    /// The change of the view's total.
+    change: i64,
+    /// Whether any stack changed.
+    changed: bool,
+}
+
 /// The outputs of one delta pair: differential outputs as `heapconv diff` makes them, except
 /// pprof, which holds one sample per changed stack with NEW minus OLD for every sample type.
-/// Returns the output (`None` for JSON), the JSON entry, the change of the view's total, and
-/// whether any stack changed.
 fn delta_pair(
     s: &Series,
     old: &Profile,
     new: &Profile,
     (a, b): (&DumpRef, &DumpRef),
     opts: &ConvertOptions,
-) -> Result<(Option<Vec<u8>>, Option<serde_json::Value>, i64, bool)> {
+) -> Result<PairOut> {
     let net = delta_profile(old, new);
     let changed = net.sample_count() > 0;
     let change = net.total(s.value_index);
@@ -253,7 +263,7 @@ fn delta_pair(
         v["report"] = serde_json::to_value(diff_report(old, new, &dopts)).expect("a report serializes");
         v
     });
-    Ok((out, json, change, changed))
+    Ok(PairOut { bytes: out, json, change, changed })
 }
 
 /// Runs `convert --view peak|delta|leaks` on one heapprofd trace: decodes it, computes the
@@ -349,7 +359,7 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
                     if let Some(mut old) = s.prev.take() {
                         restore(&mut old, &p.tables);
                         let (a, b) = (&s.dumps[pos - 1], &s.dumps[pos]);
-                        let (out, json, change, changed) = delta_pair(s, &old, &p, (a, b), opts)?;
+                        let PairOut { bytes: out, json, change, changed } = delta_pair(s, &old, &p, (a, b), opts)?;
                         let what = format!("delta: {}: {} -> {}", s.who(), a.describe(), b.describe());
                         if let Some(j) = json {
                             json_entries.push(j);
@@ -504,7 +514,7 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
                 restore(&mut old, &tables);
                 restore(&mut new, &tables);
                 let (a, b) = (&s.dumps[ia], &s.dumps[ib]);
-                let (out, json, change, _) = delta_pair(s, &old, &new, (a, b), opts)?;
+                let PairOut { bytes: out, json, change, .. } = delta_pair(s, &old, &new, (a, b), opts)?;
                 pairs += 1;
                 notes.push(format!(
                     "delta: {}: {} -> {}: {} {}",
