@@ -18,10 +18,11 @@
 //!   profiles of values per stack with everything known about their origin.
 //! * [`encode`] writes pprof (`profile.proto`), folded stacks, flame graph SVG, JSON,
 //!   Perfetto ModuleSymbols packets and hprof heap dumps, differential folded stacks and flame
-//!   graphs, and top tables.
+//!   graphs, top tables, and the timeline of a trace's dumps (CSV, JSON, an SVG line chart).
 //! * [`analysis`] answers questions about decoded data: for Java heaps, reachability, the
 //!   shortest-path tree (traceconv's `--java-heap` profile), dominators and retained sizes,
-//!   class histograms and paths from GC roots.
+//!   class histograms and paths from GC roots; for continuous heapprofd dumps, the peak dump,
+//!   the delta between two dumps and the stacks that kept growing (leak suspects).
 //! * [`pipeline`] runs the stages in order for the command-line program.
 //!
 //! ```no_run
