@@ -93,7 +93,8 @@ impl DumpRef {
 /// What a view run made.
 #[derive(Debug)]
 pub struct ViewRun {
-    /// (destination path or `None` for standard output, bytes), in order.
+    /// (destination path or `None` for standard output, bytes), in order. Files written to a
+    /// directory were written as they were made; their bytes are not kept here (empty).
     pub outputs: Vec<(Option<PathBuf>, Vec<u8>)>,
     /// What the trace holds.
     pub report: TraceReport,
@@ -177,10 +178,117 @@ fn restore(p: &mut Profile, tables: &Arc<Tables>) {
     p.tables = Arc::clone(tables);
 }
 
-/// A finished output before it is placed: file name (in a directory) and bytes.
-struct Made {
-    name: String,
-    bytes: Vec<u8>,
+/// Where a view's outputs go as they are made. In a directory, each is written to a staged
+/// file at once (so memory does not hold them all) and renamed into place by [`finish`]; a
+/// staged file not renamed is removed when this is dropped. For one file or standard output,
+/// the first output is held and the names of any others are only collected (they are not even
+/// encoded): several outputs are then a usage error that lists them.
+///
+/// [`finish`]: Outputs::finish
+struct Outputs<'a> {
+    dest: &'a Destination,
+    inputs: [PathBuf; 1],
+    staged: Vec<(PathBuf, String)>,
+    held: Option<(String, Vec<u8>)>,
+    names: Vec<String>,
+    dir_ready: bool,
+}
+
+impl<'a> Outputs<'a> {
+    fn new(dest: &'a Destination, input: &Path) -> Self {
+        Outputs {
+            dest,
+            inputs: [input.to_path_buf()],
+            staged: Vec::new(),
+            held: None,
+            names: Vec::new(),
+            dir_ready: false,
+        }
+    }
+
+    /// Whether the next output's bytes are wanted (else only its name is).
+    fn keeps_next(&self) -> bool {
+        matches!(self.dest, Destination::Dir(_)) || self.names.is_empty()
+    }
+
+    /// Records an output whose bytes were not made because they would not be kept.
+    fn name_only(&mut self, name: String) {
+        self.names.push(name);
+    }
+
+    fn push(&mut self, name: String, bytes: Vec<u8>) -> Result<()> {
+        use std::io::Write;
+        if let Destination::Dir(d) = self.dest {
+            if !self.dir_ready {
+                ensure_dir(d)?;
+                self.dir_ready = true;
+            }
+            check_not_input(&d.join(&name), &self.inputs)?;
+            let (tmp, mut file) = crate::output::stage_file(d, self.staged.len())?;
+            self.staged.push((tmp.clone(), name.clone()));
+            let io = |e| Error::io(format!("writing {}", tmp.display()), e);
+            file.write_all(&bytes).map_err(io)?;
+            file.sync_all().map_err(io)?;
+        } else if self.names.is_empty() {
+            self.held = Some((name.clone(), bytes));
+        }
+        self.names.push(name);
+        Ok(())
+    }
+
+    /// Puts the outputs in place: (path, or `None` for standard output, and the bytes; empty
+    /// for files in a directory).
+    fn finish(mut self, view: DumpView) -> Result<Vec<(Option<PathBuf>, Vec<u8>)>> {
+        if self.names.len() > 1 && !matches!(self.dest, Destination::Dir(_)) {
+            let list: Vec<String> = self.names.iter().map(|m| format!("  {m}")).collect();
+            let hint = match view {
+                DumpView::Delta { from: None, until: None } => {
+                    "choose one with --pid/--heap and --from/--until, or give -o an existing directory (or a path ending in /) to write them all"
+                }
+                _ => {
+                    "choose one with --pid/--heap, or give -o an existing directory (or a path ending in /) to write them all"
+                }
+            };
+            return Err(Error::new(
+                ErrorKind::Usage,
+                format!("--view {} makes {} outputs; {hint}:\n{}", view.name(), self.names.len(), list.join("\n")),
+            ));
+        }
+        let mut out = Vec::new();
+        match self.dest {
+            Destination::Dir(d) => {
+                let staged = std::mem::take(&mut self.staged);
+                let mut rest = staged.into_iter();
+                while let Some((tmp, name)) = rest.next() {
+                    let path = d.join(&name);
+                    if let Err(e) = crate::output::commit_staged(&tmp, &path, &self.inputs) {
+                        crate::output::discard_staged(rest.map(|x| x.0));
+                        return Err(e);
+                    }
+                    out.push((Some(path), Vec::new()));
+                }
+            }
+            Destination::File(f) => {
+                if let Some((_, bytes)) = self.held.take() {
+                    write_atomic(f, &bytes, &self.inputs)?;
+                    out.push((Some(f.clone()), bytes));
+                }
+            }
+            Destination::Stdout => {
+                if let Some((_, bytes)) = self.held.take() {
+                    check_not_input(Path::new("-"), &self.inputs)?;
+                    out.push((None, bytes));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Outputs<'_> {
+    fn drop(&mut self) {
+        crate::output::discard_staged(self.staged.drain(..).map(|x| x.0));
+    }
 }
 
 fn file_key(s: &Series) -> String {
@@ -208,7 +316,7 @@ fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ConvertO
 
 /// What one delta pair made.
 struct PairOut {
-    /// The output (`None` for JSON, which is one document per run).
+    /// The output (`None` for JSON, which is one document per run, or when not encoded).
     bytes: Option<Vec<u8>>,
     /// The pair's entry of the JSON document (JSON only).
     json: Option<serde_json::Value>,
@@ -220,12 +328,15 @@ struct PairOut {
 
 /// The outputs of one delta pair: differential outputs as `heapconv diff` makes them, except
 /// pprof, which holds one sample per changed stack with NEW minus OLD for every sample type.
+/// Nothing is encoded unless `keep`, nor when nothing changed and `skip_unchanged`.
 fn delta_pair(
     s: &Series,
     old: &Profile,
     new: &Profile,
     (a, b): (&DumpRef, &DumpRef),
     opts: &ConvertOptions,
+    keep: bool,
+    skip_unchanged: bool,
 ) -> Result<PairOut> {
     let net = delta_profile(old, new);
     let changed = net.sample_count() > 0;
@@ -238,6 +349,7 @@ fn delta_pair(
         ..DiffOptions::default()
     };
     let out = match opts.format {
+        _ if !keep || (skip_unchanged && !changed) => None,
         Format::Pprof => {
             let mut p = net;
             p.default_sample_type = s.value_index;
@@ -303,7 +415,7 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
     decode.include_unchanged = true;
     let empty = Arc::new(Tables::default());
     let mut series: BTreeMap<(u64, String), Series> = BTreeMap::new();
-    let mut made: Vec<Made> = Vec::new();
+    let mut outs = Outputs::new(dest, input);
     let mut json_entries: Vec<serde_json::Value> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
@@ -359,21 +471,22 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
                     if let Some(mut old) = s.prev.take() {
                         restore(&mut old, &p.tables);
                         let (a, b) = (&s.dumps[pos - 1], &s.dumps[pos]);
-                        let PairOut { bytes: out, json, change, changed } = delta_pair(s, &old, &p, (a, b), opts)?;
+                        let PairOut { bytes: out, json, change, changed } =
+                            delta_pair(s, &old, &p, (a, b), opts, outs.keeps_next(), true)?;
                         let what = format!("delta: {}: {} -> {}", s.who(), a.describe(), b.describe());
+                        let name = format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump);
                         if let Some(j) = json {
                             json_entries.push(j);
                         }
-                        match out {
-                            Some(bytes) if changed => {
-                                notes.push(format!("{what}: {} {}", s.value_name, s.signed(change)));
-                                made.push(Made {
-                                    name: format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump),
-                                    bytes,
-                                });
+                        if opts.format != Format::Json && !changed {
+                            notes.push(format!("{what}: nothing changed; no output"));
+                        } else {
+                            notes.push(format!("{what}: {} {}", s.value_name, s.signed(change)));
+                            match out {
+                                Some(bytes) => outs.push(name, bytes)?,
+                                None if opts.format != Format::Json => outs.name_only(name),
+                                None => {}
                             }
-                            Some(_) => notes.push(format!("{what}: nothing changed; no output")),
-                            None => notes.push(format!("{what}: {} {}", s.value_name, s.signed(change))),
                         }
                     }
                     s.prev = Some(strip(p, &empty));
@@ -469,8 +582,12 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
                     s.dumps.len(),
                     peak.timestamp.map(|t| format!(" at {t} ns")).unwrap_or_default()
                 );
-                let bytes = encode_view_profile(&p, s.value_index, title, opts)?;
-                made.push(Made { name: format!("heap_peak.{}.{ext}", file_key(s)), bytes });
+                let name = format!("heap_peak.{}.{ext}", file_key(s));
+                if outs.keeps_next() {
+                    outs.push(name, encode_view_profile(&p, s.value_index, title, opts)?)?;
+                } else {
+                    outs.name_only(name);
+                }
             }
         }
         DumpView::Delta { from: None, until: None } => {
@@ -514,7 +631,8 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
                 restore(&mut old, &tables);
                 restore(&mut new, &tables);
                 let (a, b) = (&s.dumps[ia], &s.dumps[ib]);
-                let PairOut { bytes: out, json, change, .. } = delta_pair(s, &old, &new, (a, b), opts)?;
+                let PairOut { bytes: out, json, change, .. } =
+                    delta_pair(s, &old, &new, (a, b), opts, outs.keeps_next(), false)?;
                 pairs += 1;
                 notes.push(format!(
                     "delta: {}: {} -> {}: {} {}",
@@ -527,8 +645,11 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
                 if let Some(j) = json {
                     json_entries.push(j);
                 }
-                if let Some(bytes) = out {
-                    made.push(Made { name: format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump), bytes });
+                let name = format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump);
+                match out {
+                    Some(bytes) => outs.push(name, bytes)?,
+                    None if opts.format != Format::Json => outs.name_only(name),
+                    None => {}
                 }
             }
             if pairs == 0 {
@@ -610,8 +731,12 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
                     s.who(),
                     last_ref.describe()
                 );
-                let bytes = encode_view_profile(&p, s.value_index, title, opts)?;
-                made.push(Made { name: format!("heap_leaks.{}.{ext}", file_key(s)), bytes });
+                let name = format!("heap_leaks.{}.{ext}", file_key(s));
+                if outs.keeps_next() {
+                    outs.push(name, encode_view_profile(&p, s.value_index, title, opts)?)?;
+                } else {
+                    outs.name_only(name);
+                }
             }
             if compared == 0 {
                 return Err(Error::new(
@@ -645,7 +770,7 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
         }
         let mut bytes = serde_json::to_vec_pretty(&v).expect("serializes");
         bytes.push(b'\n');
-        made = vec![Made { name: format!("{}.{}.json", super::stem(input), view.name()), bytes }];
+        outs.push(format!("{}.{}.json", super::stem(input), view.name()), bytes)?;
     }
     let symbols = symbolizer.map(|s| {
         let mut r = s.report(&tables);
@@ -654,45 +779,8 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
         }
         r
     });
-    let outputs = place(made, dest, input, view)?;
+    let outputs = outs.finish(view)?;
     Ok(ViewRun { outputs, report, symbols, notes })
-}
-
-/// Places outputs: several need a directory; writes files atomically.
-fn place(made: Vec<Made>, dest: &Destination, input: &Path, view: DumpView) -> Result<Vec<(Option<PathBuf>, Vec<u8>)>> {
-    if made.len() > 1 && !matches!(dest, Destination::Dir(_)) {
-        let list: Vec<String> = made.iter().map(|m| format!("  {}", m.name)).collect();
-        let hint = match view {
-            DumpView::Delta { from: None, until: None } => {
-                "choose one with --pid/--heap and --from/--until, or give -o an existing directory (or a path ending in /) to write them all"
-            }
-            _ => {
-                "choose one with --pid/--heap, or give -o an existing directory (or a path ending in /) to write them all"
-            }
-        };
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!("--view {} makes {} outputs; {hint}:\n{}", view.name(), made.len(), list.join("\n")),
-        ));
-    }
-    let inputs = [input.to_path_buf()];
-    if let Destination::Dir(d) = dest {
-        ensure_dir(d)?;
-    }
-    let mut out = Vec::with_capacity(made.len());
-    for m in made {
-        let path = match dest {
-            Destination::Stdout => None,
-            Destination::File(f) => Some(f.clone()),
-            Destination::Dir(d) => Some(d.join(&m.name)),
-        };
-        match &path {
-            Some(p) => write_atomic(p, &m.bytes, &inputs)?,
-            None => check_not_input(Path::new("-"), &inputs)?,
-        }
-        out.push((path, m.bytes));
-    }
-    Ok(out)
 }
 
 fn not_a_trace(input: &Path, what: &str, command: &str) -> Error {
