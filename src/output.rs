@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
 
+/// A number unique within the process: temporary files of outputs written at the same time
+/// (a batch converts many inputs on several threads) never share a name.
+fn next_seq() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
 /// True when `a` and `b` name the same existing file.
 fn same_file(a: &Path, b: &Path) -> bool {
     match (fs::canonicalize(a), fs::canonicalize(b)) {
@@ -62,7 +70,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<()>
         _ => PathBuf::from("."),
     };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.heapconv-{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".{name}.heapconv-{}-{}.tmp", std::process::id(), next_seq()));
     let result = (|| {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -85,7 +93,7 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
 /// place later with [`commit_staged`] or removed with [`discard_staged`]. Lets a command write
 /// outputs as soon as they are ready and still choose their final names at the end.
 pub fn stage(dir: &Path, tag: usize, bytes: &[u8]) -> Result<PathBuf> {
-    let tmp = dir.join(format!(".heapconv-{}-{tag}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".heapconv-{}-{tag}-{}.tmp", std::process::id(), next_seq()));
     let result = (|| {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -101,7 +109,7 @@ pub fn stage(dir: &Path, tag: usize, bytes: &[u8]) -> Result<PathBuf> {
 /// Creates a hidden temporary file in `dir` to be filled by the caller, then renamed into
 /// place with [`commit_staged`] (or removed with [`discard_staged`]).
 pub fn stage_file(dir: &Path, tag: usize) -> Result<(PathBuf, fs::File)> {
-    let tmp = dir.join(format!(".heapconv-{}-{tag}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".heapconv-{}-{tag}-{}.tmp", std::process::id(), next_seq()));
     let f = fs::File::create(&tmp).map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
     Ok((tmp, f))
 }

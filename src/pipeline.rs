@@ -27,6 +27,7 @@ use crate::model::{HeapDump, Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage_file, write_atomic};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
+pub mod batch;
 pub mod combine;
 
 /// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
@@ -612,6 +613,9 @@ pub struct ConvertRun {
     pub report: TraceReport,
     /// The symbolization report, when symbolization was asked for.
     pub symbols: Option<SymbolizeReport>,
+    /// What each converted profile holds (for batch summaries); empty for reports that are
+    /// not profiles (the `--to json` top report of a heap dump).
+    pub profiles: Vec<batch::ProfileTotals>,
 }
 
 /// Runs `convert`: decodes, selects, encodes (in parallel) and writes.
@@ -623,6 +627,17 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
 /// allocation-record capture (told apart by their first bytes); several inputs must all be
 /// DDM captures, which are merged into one profile.
 pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    convert_inputs_to(inputs, &|_| dest.clone(), opts)
+}
+
+/// [`run_convert_inputs`] with the destination chosen once the kind of input is known:
+/// `dest_for(true)` for a Perfetto trace, `dest_for(false)` for anything else (a DDM capture,
+/// an HPROF heap dump, a pprof profile).
+pub(crate) fn convert_inputs_to(
+    inputs: &[PathBuf],
+    dest_for: &dyn Fn(bool) -> Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
     if inputs.is_empty() {
         return Err(Error::new(ErrorKind::Usage, "no input given"));
     }
@@ -631,8 +646,10 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
     for path in inputs {
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
-            Opened::Trace(inp, InputKind::Pprof) => return combine::convert_pprof(inp, &inputs[0], dest, opts),
-            Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], dest, opts),
+            Opened::Trace(inp, InputKind::Pprof) => {
+                return combine::convert_pprof(inp, &inputs[0], &dest_for(false), opts);
+            }
+            Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], &dest_for(true), opts),
             Opened::Hprof(inp) => {
                 if inputs.len() > 1 {
                     return Err(Error::new(
@@ -640,11 +657,11 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
                         format!("{}: `convert` takes one HPROF heap dump at a time", inp.name),
                     ));
                 }
-                return convert_hprof(inp, &inputs[0], dest, opts);
+                return convert_hprof(inp, &inputs[0], &dest_for(false), opts);
             }
         }
     }
-    convert_ddm(&ddm, inputs, dest, opts)
+    convert_ddm(&ddm, inputs, &dest_for(false), opts)
 }
 
 fn convert_trace(
@@ -669,7 +686,11 @@ fn convert_trace(
         }
         return Err(Error::new(
             ErrorKind::NoData,
-            format!("{}: no dump matches the selection (see `heapconv inspect`)", input.display()),
+            format!(
+                "{}: no dump matches the selection (see `heapconv inspect`){}",
+                input.display(),
+                report.damage.as_deref().map(|d| format!("; the input is damaged: {d}")).unwrap_or_default()
+            ),
         ));
     }
     let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format == Format::Json {
@@ -721,7 +742,8 @@ fn convert_trace(
             None => check_not_input(Path::new("-"), &inputs)?,
         }
     }
-    Ok(ConvertRun { outputs, report, symbols })
+    let profiles = profiles.iter().map(batch::ProfileTotals::of).collect();
+    Ok(ConvertRun { outputs, report, symbols, profiles })
 }
 
 /// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
@@ -738,6 +760,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
         report.damage = Some(dump.incomplete.join("; "));
     }
     let heap = RootedHeap::new(&dump);
+    let mut profiles = Vec::new();
     let bytes = if opts.format == Format::Json {
         let spt = heap.shortest_path_tree();
         let dom = heap.dominators();
@@ -747,6 +770,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
             HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
             HeapTree::ShortestPath => heap.spt_profile(&heap.shortest_path_tree()),
         };
+        profiles.push(batch::ProfileTotals::of(&profile));
         encode_one(&profile, opts)?
     };
     let path = match dest {
@@ -762,7 +786,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
         Some(p) => write_atomic(p, &bytes, &inputs)?,
         None => check_not_input(Path::new("-"), &inputs)?,
     }
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None })
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
 }
 
 /// The input's file name without directories and trace extensions.
@@ -1190,7 +1214,8 @@ fn convert_ddm(
         Some(p) => write_atomic(p, &bytes, paths)?,
         None => check_not_input(Path::new("-"), paths)?,
     }
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None })
+    let profiles = vec![batch::ProfileTotals::of(&profile)];
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
 }
 
 /// What `symbolize` did.
