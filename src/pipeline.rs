@@ -167,7 +167,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                         // Flushing to disk takes wall time but no CPU: done beside the work.
                         let tx = tx.clone();
                         syncs.push(std::thread::spawn(move || {
-                            let staged = staged.and_then(|(tmp, f)| match f.sync_all() {
+                            let staged = staged.and_then(|(tmp, f)| match crate::output::sync_file(&f) {
                                 Ok(()) => Ok(tmp),
                                 Err(e) => {
                                     discard_staged([tmp.clone()]);
@@ -952,7 +952,7 @@ pub fn run_hprof_conv(input: &Path, output: &Path, opts: &HprofConvOptions) -> R
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
         let file = out.into_inner().map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+        crate::output::sync_file(&file).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
         Ok(report)
     })();
     match result {
@@ -1480,7 +1480,7 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
             let buf = w.finish().map_err(io)?;
             buf.into_inner().map_err(|e| io(e.into_error()))?
         };
-        file.sync_all().map_err(io)?;
+        crate::output::sync_file(&file).map_err(io)?;
         Ok(())
     });
     let report = match result {

@@ -887,7 +887,9 @@ fn inputs_inside(out_dir: &Path, inputs: &[BatchInput]) -> Vec<String> {
 
 /// Runs `work` on every input, in parallel, and returns what each did, in input order.
 /// `done` is called (from worker threads) as each input finishes. An input whose outputs
-/// could overwrite another input of the batch fails without being converted.
+/// could overwrite another input of the batch fails without being converted. Outputs are
+/// flushed to disk together at the end rather than one by one (see
+/// [`crate::output::defer_sync`]).
 pub fn run_batch(
     inputs: &[BatchInput],
     opts: &RunOptions,
@@ -922,6 +924,7 @@ pub fn run_batch(
         done(&r);
         r
     };
+    crate::output::defer_sync();
     let results = match opts.jobs {
         Some(n) => {
             let pool = rayon::ThreadPoolBuilder::new()
@@ -932,6 +935,17 @@ pub fn run_batch(
         }
         None => inputs.par_iter().map(one).collect(),
     };
+    let mut results: Vec<InputResult> = results;
+    // Every output flushed to disk at once (see `crate::output::defer_sync`); an output that
+    // cannot be flushed fails its input.
+    for (path, e) in crate::output::sync_deferred() {
+        let rel = rel_path(&opts.out_dir, &path);
+        if let Some(r) = results.iter_mut().find(|r| r.outputs.iter().any(|o| o.path == rel)) {
+            r.status = Status::Failed;
+            r.error_kind = Some(error_kind_name(e.kind()));
+            r.error = Some(error_text(&e));
+        }
+    }
     Ok(results)
 }
 
