@@ -19,6 +19,9 @@ use heapconv::model::{TraceReport, ValueKind};
 use heapconv::pipeline::{self, ConvertOptions, Destination, DumpSelect, Format, Inspection, ProfileOptions};
 use heapconv::symbolize::{SymbolizeOptions, SymbolizeReport};
 use heapconv::{Error, ErrorKind};
+use main_batch::{BatchArgs, InputListArgs};
+
+mod main_batch;
 
 const EXIT_OK: u8 = 0;
 const EXIT_INPUT: u8 = 1;
@@ -261,8 +264,10 @@ impl DecodeArgs {
 
 #[derive(Args, Debug)]
 struct ProfileArgs {
-    /// The trace (`-` for standard input; gzip is detected).
-    trace: PathBuf,
+    /// The trace (`-` for standard input; gzip is detected). Several traces, directories or
+    /// patterns: a batch, each trace's files in `-o DIR/<name>/`.
+    #[arg(required_unless_present = "inputs_from", value_name = "TRACE")]
+    traces: Vec<PathBuf>,
     /// Directory for the pprof files (created if needed).
     #[arg(long, short = 'o', default_value = ".")]
     output_dir: PathBuf,
@@ -286,6 +291,8 @@ struct ProfileArgs {
     symbols: SymbolArgs,
     #[command(flatten)]
     decode: DecodeArgs,
+    #[command(flatten)]
+    batch: BatchArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -395,8 +402,9 @@ impl DdmArgs {
 struct ConvertArgs {
     /// The trace, or one or more DDM allocation-record captures (`.alloc`, a REAL chunk or
     /// JDWP packets; several are merged into one profile). `-` for standard input; gzip is
-    /// detected.
-    #[arg(required = true, value_name = "INPUT")]
+    /// detected. Directories, patterns, or several inputs that are not all DDM captures with
+    /// `-o DIR/`: a batch, each input converted on its own.
+    #[arg(required_unless_present = "inputs_from", value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "pprof")]
@@ -449,6 +457,8 @@ struct ConvertArgs {
     decode: DecodeArgs,
     #[command(flatten)]
     ddm: DdmArgs,
+    #[command(flatten)]
+    batch: BatchArgs,
 }
 
 /// Which dumps of traces go into `merge`, `diff` and `top`, and how inputs are read.
@@ -511,8 +521,9 @@ impl SelectArgs {
 #[derive(Args, Debug)]
 struct MergeArgs {
     /// Inputs: heapprofd traces (the selected dumps of every process and heap), DDM captures
-    /// and pprof files (gzip or not), in any mix. `-` for standard input.
-    #[arg(required = true, value_name = "INPUT")]
+    /// and pprof files (gzip or not), in any mix. `-` for standard input. Directories and
+    /// patterns stand for the inputs in them.
+    #[arg(required_unless_present = "inputs_from", value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// Output file, `-` for standard output.
     #[arg(short, long)]
@@ -522,6 +533,8 @@ struct MergeArgs {
     to: ToArg,
     #[command(flatten)]
     select: SelectArgs,
+    #[command(flatten)]
+    list: InputListArgs,
 }
 
 #[derive(Args, Debug)]
@@ -562,8 +575,9 @@ enum TopByArg {
 
 #[derive(Args, Debug)]
 struct TopArgs {
-    /// Inputs (any kind; several are merged first).
-    #[arg(required = true, value_name = "INPUT")]
+    /// Inputs (any kind; several are merged first; directories and patterns stand for the
+    /// inputs in them).
+    #[arg(required_unless_present = "inputs_from", value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// What to group by.
     #[arg(long, value_enum, default_value = "function")]
@@ -580,6 +594,8 @@ struct TopArgs {
     sample_type: Option<String>,
     #[command(flatten)]
     select: SelectArgs,
+    #[command(flatten)]
+    list: InputListArgs,
 }
 
 /// Where `merge` and `diff` write: `-` is standard output (never a terminal for pprof).
@@ -616,6 +632,16 @@ fn report_inputs(ui: &Ui, inputs: &[pipeline::combine::InputInfo], min_symbolize
     (gate_ok, damaged)
 }
 
+/// The inputs of `merge` and `top`: directories and patterns expanded, `--inputs-from` added.
+fn expand_inputs(inputs: &[PathBuf], list: &InputListArgs) -> Result<Vec<PathBuf>, Error> {
+    use heapconv::pipeline::batch::{Wanted, expand_args};
+    let all = expand_args(inputs, &list.inputs_from, Wanted::Mergeable)?;
+    if all.is_empty() {
+        return Err(Error::new(ErrorKind::Usage, "no input given"));
+    }
+    Ok(all)
+}
+
 fn format_of(to: ToArg) -> Format {
     match to {
         ToArg::Pprof => Format::Pprof,
@@ -627,8 +653,10 @@ fn format_of(to: ToArg) -> Format {
 
 #[derive(Args, Debug)]
 struct HprofArgs {
-    /// The trace (gzip is detected).
-    trace: PathBuf,
+    /// The trace (gzip is detected). Several traces, directories or patterns: a batch, each
+    /// trace's dumps in `-o DIR/<name>/`.
+    #[arg(required_unless_present = "inputs_from", value_name = "TRACE")]
+    traces: Vec<PathBuf>,
     /// Output file, `-` for standard output, or a directory (existing, or ending in `/`) for
     /// one `java_heap_dump.N.PID.hprof` per dump.
     #[arg(short, long)]
@@ -648,12 +676,16 @@ struct HprofArgs {
     json: bool,
     #[command(flatten)]
     decode: DecodeArgs,
+    #[command(flatten)]
+    batch: BatchArgs,
 }
 
 #[derive(Args, Debug)]
 struct SymbolizeArgs {
-    /// The trace (`-` for standard input; gzip is detected).
-    trace: PathBuf,
+    /// The trace (`-` for standard input; gzip is detected). Several traces, directories or
+    /// patterns: a batch, writing `-o DIR/<name>.symbols.pftrace` per trace.
+    #[arg(required_unless_present = "inputs_from", value_name = "TRACE")]
+    traces: Vec<PathBuf>,
     /// Output file for the ModuleSymbols packets (`-` or none: standard output).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -664,18 +696,27 @@ struct SymbolizeArgs {
     symbols: SymbolArgs,
     #[command(flatten)]
     decode: DecodeArgs,
+    #[command(flatten)]
+    batch: BatchArgs,
 }
 
 #[derive(Args, Debug)]
 struct HprofConvArgs {
-    /// The Android heap dump (`-` for standard input; gzip is detected).
-    input: PathBuf,
-    /// The output file (`-` for standard output); written atomically, never over the input.
-    output: PathBuf,
+    /// INPUT OUTPUT: the Android heap dump (`-` for standard input; gzip is detected) and the
+    /// output file (`-` for standard output; written atomically, never over the input). With
+    /// `-o DIR`: any number of heap dumps, directories or patterns, each written to
+    /// `DIR/<name>.hprof`.
+    #[arg(required_unless_present = "inputs_from", value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Output directory: convert every PATH into it (a batch).
+    #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+    output_dir: Option<PathBuf>,
     /// Leave out the instances and arrays of the zygote and image heaps (class dumps and roots
     /// stay), as `hprof-conv -z`.
     #[arg(short = 'z')]
     app_only: bool,
+    #[command(flatten)]
+    batch: BatchArgs,
 }
 
 #[derive(Args, Debug)]
@@ -844,16 +885,20 @@ fn run(cli: Cli) -> Result<u8, Error> {
     let ui = Ui { verbose: cli.verbose, quiet: cli.quiet };
     match cli.command {
         Command::Profile(a) => {
-            pipeline::combine::refuse_pprof(&a.trace, "profile")?;
             let opts = ProfileOptions {
-                output_dir: a.output_dir,
+                output_dir: a.output_dir.clone(),
                 pids: a.pid.into_iter().collect(),
-                timestamps: a.timestamps,
+                timestamps: a.timestamps.clone(),
                 annotations: !a.no_annotations,
                 raw: a.raw,
                 decode: a.decode.options(),
                 symbolize: a.symbols.options(&ui),
             };
+            if a.traces.len() > 1 || a.batch.asked(&a.traces) {
+                return main_batch::profile(&ui, &a, &opts);
+            }
+            let trace = &a.traces[0];
+            pipeline::combine::refuse_pprof(trace, "profile")?;
             let pb = progress_bar(&ui);
             let tick = |n: usize| {
                 if let Some(pb) = &pb {
@@ -862,9 +907,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 }
             };
             let run = if a.java_heap {
-                pipeline::run_java_heap_profile(&a.trace, &opts)?
+                pipeline::run_java_heap_profile(trace, &opts)?
             } else {
-                pipeline::run_profile(&a.trace, &opts, &tick)?
+                pipeline::run_profile(trace, &opts, &tick)?
             };
             if let Some(pb) = pb {
                 pb.finish_and_clear();
@@ -894,7 +939,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let opts = ConvertOptions {
                 format,
                 pids: a.pid.into_iter().collect(),
-                heap: a.heap,
+                heap: a.heap.clone(),
                 dump: parse_dump(&a.dump)?,
                 view: value,
                 annotations: !a.no_annotations,
@@ -906,6 +951,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     ByArg::ShortestPath => pipeline::HeapTree::ShortestPath,
                 },
             };
+            if main_batch::convert_is_batch(&a) {
+                return main_batch::convert(&ui, &a, &opts);
+            }
             let dest = match &a.output {
                 None => Destination::Stdout,
                 Some(p) if p.as_os_str() == "-" => Destination::Stdout,
@@ -941,8 +989,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 merge: a.select.merge(),
                 format: format_of(a.to),
             };
-            let run = pipeline::combine::run_merge(&a.inputs, &opts)?;
-            write_output(&a.output, &run.bytes, opts.format.is_binary(), &a.inputs)?;
+            let inputs = expand_inputs(&a.inputs, &a.list)?;
+            let run = pipeline::combine::run_merge(&inputs, &opts)?;
+            write_output(&a.output, &run.bytes, opts.format.is_binary(), &inputs)?;
             let (gate_ok, damaged) = report_inputs(&ui, &run.inputs, a.select.symbols.min_symbolized);
             if a.output.as_os_str() != "-" {
                 ui.info(&format!(
@@ -996,7 +1045,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 },
                 sample_type: a.sample_type.as_deref().map(heapconv::merge::TypeSelector::parse),
             };
-            let (table, inputs) = pipeline::combine::run_top(&a.inputs, &opts)?;
+            let (table, inputs) = pipeline::combine::run_top(&expand_inputs(&a.inputs, &a.list)?, &opts)?;
             let text =
                 if a.json { heapconv::encode::top::top_json(&table) } else { heapconv::encode::top::top_text(&table) };
             std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
@@ -1004,10 +1053,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(exit_code(gate_ok, damaged))
         }
         Command::Hprof(a) => {
-            pipeline::combine::refuse_pprof(&a.trace, "hprof")?;
             let opts = pipeline::HprofRunOptions {
                 pids: a.pid.into_iter().collect(),
-                timestamps: a.timestamps,
+                timestamps: a.timestamps.clone(),
                 hprof: heapconv::encode::hprof::HprofOptions {
                     android: a.android,
                     ..heapconv::encode::hprof::HprofOptions::default()
@@ -1017,6 +1065,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     ..Default::default()
                 },
             };
+            if a.traces.len() > 1 || a.batch.asked(&a.traces) {
+                return main_batch::hprof(&ui, &a, &opts);
+            }
+            let trace = &a.traces[0];
+            pipeline::combine::refuse_pprof(trace, "hprof")?;
             let dest = if a.output.as_os_str() == "-" {
                 if std::io::stdout().is_terminal() {
                     return Err(Error::new(
@@ -1030,7 +1083,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             } else {
                 pipeline::HprofDestination::File(a.output.clone())
             };
-            let run = pipeline::run_hprof(&a.trace, &dest, &opts)?;
+            let run = pipeline::run_hprof(trace, &dest, &opts)?;
             if let Some(bytes) = &run.stdout {
                 let mut so = std::io::stdout().lock();
                 so.write_all(bytes).map_err(|e| Error::io("writing standard output", e))?;
@@ -1081,13 +1134,17 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
         }
         Command::Symbolize(a) => {
-            pipeline::combine::refuse_pprof(&a.trace, "symbolize")?;
             let Some(opts) = a.symbols.options(&ui) else {
                 return Err(Error::new(
                     ErrorKind::Usage,
                     "no symbol directories: give --symbol-dir DIR (repeatable) or set PERFETTO_BINARY_PATH",
                 ));
             };
+            if a.traces.len() > 1 || a.batch.asked(&a.traces) {
+                return main_batch::symbolize(&ui, &a, &opts);
+            }
+            let trace = &a.traces[0];
+            pipeline::combine::refuse_pprof(trace, "symbolize")?;
             let to_stdout = a.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
             if to_stdout && std::io::stdout().is_terminal() {
                 return Err(Error::new(
@@ -1096,7 +1153,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 ));
             }
             let out = if to_stdout { None } else { a.output.as_deref() };
-            let run = pipeline::run_symbolize(&a.trace, out, &opts, &a.decode.options())?;
+            let run = pipeline::run_symbolize(trace, out, &opts, &a.decode.options())?;
             if to_stdout {
                 let mut so = std::io::stdout().lock();
                 so.write_all(&run.symbols).map_err(|e| Error::io("writing standard output", e))?;
@@ -1191,14 +1248,23 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(EXIT_OK)
         }
         Command::HprofConv(a) => {
-            if a.output.as_os_str() == "-" && std::io::stdout().is_terminal() {
+            let opts = HprofConvOptions { app_only: a.app_only, ..HprofConvOptions::default() };
+            if a.output_dir.is_some() || a.batch.asked(&a.paths) {
+                return main_batch::hprof_conv(&ui, &a, &opts);
+            }
+            let [input, output] = a.paths.as_slice() else {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "hprof-conv takes INPUT OUTPUT, or -o DIR and any number of inputs",
+                ));
+            };
+            if output.as_os_str() == "-" && std::io::stdout().is_terminal() {
                 return Err(Error::new(
                     ErrorKind::Usage,
                     "refusing to write a binary heap dump to a terminal; give an output file or redirect",
                 ));
             }
-            let opts = HprofConvOptions { app_only: a.app_only, ..HprofConvOptions::default() };
-            let r = pipeline::run_hprof_conv(&a.input, &a.output, &opts)?;
+            let r = pipeline::run_hprof_conv(input, output, &opts)?;
             ui.info(&format!(
                 "converted {} records ({} heap-dump records, {} sub-records): {} HEAP_DUMP_INFO dropped, {} Android roots written as ROOT_UNKNOWN{}; {} -> {} bytes",
                 r.records,
@@ -1253,6 +1319,12 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
         }
     };
+    if let Some(n) = cli.command.jobs() {
+        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n).build_global() {
+            eprintln!("heapconv: error: starting {n} worker thread(s): {e}");
+            return ExitCode::from(EXIT_INPUT);
+        }
+    }
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -1328,11 +1400,11 @@ mod tests {
     fn hprof_conv_takes_z_anywhere() {
         for args in [["heapconv", "hprof-conv", "a", "b", "-z"], ["heapconv", "hprof-conv", "-z", "a", "b"]] {
             let Command::HprofConv(a) = parse(&args) else { panic!("hprof-conv") };
-            assert!(a.app_only && a.input == std::path::Path::new("a") && a.output == std::path::Path::new("b"));
+            assert!(a.app_only && a.paths == [PathBuf::from("a"), PathBuf::from("b")] && a.output_dir.is_none());
         }
         let Command::HprofConv(a) = parse(&["heapconv", "hprof-conv", "a", "b"]) else { panic!("hprof-conv") };
         assert_eq!(a.app_only, HprofConvOptions::default().app_only);
-        assert!(Cli::try_parse_from(["heapconv", "hprof-conv", "a"]).is_err());
+        assert!(Cli::try_parse_from(["heapconv", "hprof-conv"]).is_err());
     }
 
     #[test]

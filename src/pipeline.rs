@@ -27,6 +27,7 @@ use crate::model::{HeapDump, Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage_file, write_atomic};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
+pub mod batch;
 pub mod combine;
 pub mod views;
 
@@ -167,7 +168,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                         // Flushing to disk takes wall time but no CPU: done beside the work.
                         let tx = tx.clone();
                         syncs.push(std::thread::spawn(move || {
-                            let staged = staged.and_then(|(tmp, f)| match f.sync_all() {
+                            let staged = staged.and_then(|(tmp, f)| match crate::output::sync_file(&f) {
                                 Ok(()) => Ok(tmp),
                                 Err(e) => {
                                     discard_staged([tmp.clone()]);
@@ -613,6 +614,9 @@ pub struct ConvertRun {
     pub report: TraceReport,
     /// The symbolization report, when symbolization was asked for.
     pub symbols: Option<SymbolizeReport>,
+    /// What each converted profile holds (for batch summaries); empty for reports that are
+    /// not profiles (the `--to json` top report of a heap dump).
+    pub profiles: Vec<batch::ProfileTotals>,
 }
 
 /// Runs `convert`: decodes, selects, encodes (in parallel) and writes.
@@ -624,6 +628,17 @@ pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> R
 /// allocation-record capture (told apart by their first bytes); several inputs must all be
 /// DDM captures, which are merged into one profile.
 pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    convert_inputs_to(inputs, &|_| dest.clone(), opts)
+}
+
+/// [`run_convert_inputs`] with the destination chosen once the kind of input is known:
+/// `dest_for(true)` for a Perfetto trace, `dest_for(false)` for anything else (a DDM capture,
+/// an HPROF heap dump, a pprof profile).
+pub(crate) fn convert_inputs_to(
+    inputs: &[PathBuf],
+    dest_for: &dyn Fn(bool) -> Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
     if inputs.is_empty() {
         return Err(Error::new(ErrorKind::Usage, "no input given"));
     }
@@ -632,8 +647,10 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
     for path in inputs {
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
-            Opened::Trace(inp, InputKind::Pprof) => return combine::convert_pprof(inp, &inputs[0], dest, opts),
-            Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], dest, opts),
+            Opened::Trace(inp, InputKind::Pprof) => {
+                return combine::convert_pprof(inp, &inputs[0], &dest_for(false), opts);
+            }
+            Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], &dest_for(true), opts),
             Opened::Hprof(inp) => {
                 if inputs.len() > 1 {
                     return Err(Error::new(
@@ -641,11 +658,11 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
                         format!("{}: `convert` takes one HPROF heap dump at a time", inp.name),
                     ));
                 }
-                return convert_hprof(inp, &inputs[0], dest, opts);
+                return convert_hprof(inp, &inputs[0], &dest_for(false), opts);
             }
         }
     }
-    convert_ddm(&ddm, inputs, dest, opts)
+    convert_ddm(&ddm, inputs, &dest_for(false), opts)
 }
 
 fn convert_trace(
@@ -670,7 +687,11 @@ fn convert_trace(
         }
         return Err(Error::new(
             ErrorKind::NoData,
-            format!("{}: no dump matches the selection (see `heapconv inspect`)", input.display()),
+            format!(
+                "{}: no dump matches the selection (see `heapconv inspect`){}",
+                input.display(),
+                report.damage.as_deref().map(|d| format!("; the input is damaged: {d}")).unwrap_or_default()
+            ),
         ));
     }
     let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format == Format::Json {
@@ -722,7 +743,8 @@ fn convert_trace(
             None => check_not_input(Path::new("-"), &inputs)?,
         }
     }
-    Ok(ConvertRun { outputs, report, symbols })
+    let profiles = profiles.iter().map(batch::ProfileTotals::of).collect();
+    Ok(ConvertRun { outputs, report, symbols, profiles })
 }
 
 /// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
@@ -739,6 +761,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
         report.damage = Some(dump.incomplete.join("; "));
     }
     let heap = RootedHeap::new(&dump);
+    let mut profiles = Vec::new();
     let bytes = if opts.format == Format::Json {
         let spt = heap.shortest_path_tree();
         let dom = heap.dominators();
@@ -748,6 +771,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
             HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
             HeapTree::ShortestPath => heap.spt_profile(&heap.shortest_path_tree()),
         };
+        profiles.push(batch::ProfileTotals::of(&profile));
         encode_one(&profile, opts)?
     };
     let path = match dest {
@@ -763,7 +787,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
         Some(p) => write_atomic(p, &bytes, &inputs)?,
         None => check_not_input(Path::new("-"), &inputs)?,
     }
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None })
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
 }
 
 /// The input's file name without directories and trace extensions.
@@ -929,7 +953,7 @@ pub fn run_hprof_conv(input: &Path, output: &Path, opts: &HprofConvOptions) -> R
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
         let file = out.into_inner().map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+        crate::output::sync_file(&file).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
         Ok(report)
     })();
     match result {
@@ -1191,7 +1215,8 @@ fn convert_ddm(
         Some(p) => write_atomic(p, &bytes, paths)?,
         None => check_not_input(Path::new("-"), paths)?,
     }
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None })
+    let profiles = vec![batch::ProfileTotals::of(&profile)];
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
 }
 
 /// What `symbolize` did.
@@ -1456,7 +1481,7 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
             let buf = w.finish().map_err(io)?;
             buf.into_inner().map_err(|e| io(e.into_error()))?
         };
-        file.sync_all().map_err(io)?;
+        crate::output::sync_file(&file).map_err(io)?;
         Ok(())
     });
     let report = match result {

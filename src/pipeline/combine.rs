@@ -624,7 +624,8 @@ pub(super) fn convert_pprof(
         None => crate::output::check_not_input(Path::new("-"), &inputs)?,
     }
     let report = TraceReport { source: input.display().to_string(), ..Default::default() };
-    Ok(super::ConvertRun { outputs: vec![(path, bytes)], report, symbols: None })
+    let profiles = vec![super::batch::ProfileTotals::of_flat(&flat)];
+    Ok(super::ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
 }
 
 /// `inspect` of a pprof profile, for people: header, sizes, totals per sample type and the top

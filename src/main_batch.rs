@@ -1,0 +1,337 @@
+//! The batch side of the command-line program: the options every converting command shares
+//! (`--inputs-from`, `--jobs`, `--shard`, `--summary-json`, …), when a command runs as a batch,
+//! and how a batch reports on standard error (a progress bar on a terminal; in CI, one line
+//! per failed or damaged input and a last line of counts, one line per input with `-v`).
+//! The work itself is [`heapconv::pipeline::batch`].
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Args;
+use heapconv::pipeline::batch::{
+    self, BatchInput, BatchSummary, Done, InputResult, ListOptions, Outcome, Shard, Status, Wanted,
+};
+use heapconv::pipeline::{self, ConvertOptions, ProfileOptions};
+use heapconv::{Error, ErrorKind};
+
+use super::{
+    Command, ConvertArgs, EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_SYMBOLS_GATE, HprofArgs, HprofConvArgs, ProfileArgs,
+    SymbolizeArgs, Ui,
+};
+
+/// Where the inputs come from, besides the positional arguments, and how many threads work.
+#[derive(Args, Debug, Default)]
+pub(super) struct InputListArgs {
+    /// Read more inputs from FILE, one per line (`-`: standard input): paths, directories or
+    /// patterns. Empty lines and lines starting with `#` are skipped.
+    #[arg(long, value_name = "FILE")]
+    pub(super) inputs_from: Vec<PathBuf>,
+    /// Worker threads (default, or 0: one per core).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub(super) jobs: Option<usize>,
+}
+
+/// The options of a batch.
+#[derive(Args, Debug, Default)]
+pub(super) struct BatchArgs {
+    #[command(flatten)]
+    pub(super) list: InputListArgs,
+    /// Convert every input on its own into -o DIR (see "Batch" in the README). A directory or
+    /// a pattern among the inputs, --inputs-from, --shard or --summary-json imply it.
+    #[arg(long)]
+    pub(super) batch: bool,
+    /// Convert only shard K of N (1 <= K <= N): a fixed partition of the inputs by a hash of
+    /// their relative paths, so that N CI jobs together convert every input exactly once.
+    #[arg(long, value_name = "K/N")]
+    pub(super) shard: Option<String>,
+    /// Write a JSON report of the batch to FILE: per input its status, error, warnings,
+    /// outputs, totals, symbolization coverage and time.
+    #[arg(long, value_name = "FILE")]
+    pub(super) summary_json: Option<PathBuf>,
+    /// Leave wall-clock times out of --summary-json (the rest is the same from run to run).
+    #[arg(long)]
+    pub(super) summary_no_times: bool,
+}
+
+impl BatchArgs {
+    /// True when the arguments ask for a batch, whatever the number of inputs.
+    pub(super) fn asked(&self, positional: &[PathBuf]) -> bool {
+        self.batch
+            || !self.list.inputs_from.is_empty()
+            || self.shard.is_some()
+            || self.summary_json.is_some()
+            || positional.iter().any(|p| p.as_os_str() != "-" && (p.is_dir() || batch::is_pattern(p)))
+    }
+}
+
+impl Command {
+    /// The `--jobs` of the command, if it has one.
+    pub(super) fn jobs(&self) -> Option<usize> {
+        match self {
+            Command::Convert(a) => a.batch.list.jobs,
+            Command::Profile(a) => a.batch.list.jobs,
+            Command::Symbolize(a) => a.batch.list.jobs,
+            Command::Hprof(a) => a.batch.list.jobs,
+            Command::HprofConv(a) => a.batch.list.jobs,
+            Command::Merge(a) => a.list.jobs,
+            Command::Top(a) => a.list.jobs,
+            _ => None,
+        }
+    }
+}
+
+/// `-o` of a batch: a directory.
+fn out_dir(output: Option<&Path>, command: &str) -> Result<PathBuf, Error> {
+    match output {
+        Some(p) if p.as_os_str() != "-" => Ok(p.to_path_buf()),
+        _ => Err(Error::new(
+            ErrorKind::Usage,
+            format!("`heapconv {command}` of several inputs writes files: give -o DIR (created if needed)"),
+        )),
+    }
+}
+
+/// What a batch command needs besides its work.
+struct Plan<'a> {
+    command: &'a str,
+    positional: &'a [PathBuf],
+    args: &'a BatchArgs,
+    out: &'a Path,
+    wanted: Wanted,
+    file_exts: &'a [&'a str],
+    min_symbolized: Option<f64>,
+}
+
+/// True when every input is a DDM capture (then several inputs are merged into one
+/// profile, as `convert` always did).
+fn all_ddm(inputs: &[PathBuf]) -> bool {
+    inputs.iter().all(|p| p.as_os_str() == "-" || batch::sniff_file(p).is_ok_and(|k| k.is_ddm()))
+}
+
+/// `convert` runs as a batch when asked, or when several inputs that are not all DDM captures
+/// go to an output directory.
+pub(super) fn convert_is_batch(a: &ConvertArgs) -> bool {
+    let to_dir = a.output.as_ref().is_some_and(|p| p.is_dir() || p.to_string_lossy().ends_with('/'));
+    a.batch.asked(&a.inputs) || (a.inputs.len() > 1 && to_dir && !all_ddm(&a.inputs))
+}
+
+pub(super) fn convert(ui: &Ui, a: &ConvertArgs, opts: &ConvertOptions) -> Result<u8, Error> {
+    let out = out_dir(a.output.as_deref(), "convert")?;
+    let ext = opts.format.extension();
+    let plan = Plan {
+        command: "convert",
+        positional: &a.inputs,
+        args: &a.batch,
+        out: &out,
+        wanted: Wanted::Convertible,
+        file_exts: &[ext],
+        min_symbolized: a.symbols.min_symbolized,
+    };
+    run(ui, &plan, &|i| batch::convert_one(i, &out, opts))
+}
+
+pub(super) fn profile(ui: &Ui, a: &ProfileArgs, opts: &ProfileOptions) -> Result<u8, Error> {
+    let plan = Plan {
+        command: "profile",
+        positional: &a.traces,
+        args: &a.batch,
+        out: &opts.output_dir,
+        wanted: Wanted::Traces,
+        file_exts: &[],
+        min_symbolized: a.symbols.min_symbolized,
+    };
+    run(ui, &plan, &|i| {
+        pipeline::combine::refuse_pprof(&i.path, "profile")?;
+        batch::profile_one(i, &opts.output_dir, opts, a.java_heap)
+    })
+}
+
+pub(super) fn symbolize(ui: &Ui, a: &SymbolizeArgs, opts: &heapconv::symbolize::SymbolizeOptions) -> Result<u8, Error> {
+    let out = out_dir(a.output.as_deref(), "symbolize")?;
+    let decode = a.decode.options();
+    let plan = Plan {
+        command: "symbolize",
+        positional: &a.traces,
+        args: &a.batch,
+        out: &out,
+        wanted: Wanted::Traces,
+        file_exts: &[batch::SYMBOLS_EXT],
+        min_symbolized: a.symbols.min_symbolized,
+    };
+    run(ui, &plan, &|i| {
+        pipeline::combine::refuse_pprof(&i.path, "symbolize")?;
+        batch::symbolize_one(i, &out, opts, &decode)
+    })
+}
+
+pub(super) fn hprof(ui: &Ui, a: &HprofArgs, opts: &pipeline::HprofRunOptions) -> Result<u8, Error> {
+    let out = out_dir(Some(&a.output), "hprof")?;
+    let plan = Plan {
+        command: "hprof",
+        positional: &a.traces,
+        args: &a.batch,
+        out: &out,
+        wanted: Wanted::Traces,
+        file_exts: &[],
+        min_symbolized: None,
+    };
+    run(ui, &plan, &|i| {
+        pipeline::combine::refuse_pprof(&i.path, "hprof")?;
+        batch::hprof_one(i, &out, opts)
+    })
+}
+
+pub(super) fn hprof_conv(
+    ui: &Ui,
+    a: &HprofConvArgs,
+    opts: &heapconv::decode::hprof::HprofConvOptions,
+) -> Result<u8, Error> {
+    let out = out_dir(a.output_dir.as_deref(), "hprof-conv")?;
+    let plan = Plan {
+        command: "hprof-conv",
+        positional: &a.paths,
+        args: &a.batch,
+        out: &out,
+        wanted: Wanted::HeapDumps,
+        file_exts: &["hprof"],
+        min_symbolized: None,
+    };
+    run(ui, &plan, &|i| batch::hprof_conv_one(i, &out, opts))
+}
+
+/// The exit code of a batch: 1 when an input failed, else 4 when a gate failed, else 3 when
+/// an input was damaged, else 0.
+fn exit_code(o: Outcome) -> u8 {
+    match o {
+        Outcome::Ok => EXIT_OK,
+        Outcome::Partial => EXIT_PARTIAL,
+        Outcome::GateFailed => EXIT_SYMBOLS_GATE,
+        Outcome::Failed => EXIT_INPUT,
+    }
+}
+
+/// One line about a finished input for standard error, or none.
+fn line_for(ui: &Ui, r: &InputResult) -> Option<String> {
+    let mut lines = Vec::new();
+    match r.status {
+        Status::Failed => {
+            let e = r.error.as_deref().unwrap_or("failed");
+            // Errors name their file almost always; name it when they do not.
+            if e.contains(&r.input) {
+                lines.push(format!("heapconv: error: {e}"));
+            } else {
+                lines.push(format!("heapconv: error: {}: {e}", r.input));
+            }
+        }
+        Status::Partial if !ui.quiet => {
+            let why = r.warnings.last().map(String::as_str).unwrap_or("damaged");
+            lines.push(format!("heapconv: warning: {}: partial result: {why}", r.input));
+        }
+        _ => {}
+    }
+    if let Some(g) = r.gate.as_ref().filter(|g| !g.passed) {
+        lines.push(format!(
+            "heapconv: error: {}: symbolization coverage {:.1}% is below --min-symbolized {}%",
+            r.input, g.actual, g.min_symbolized
+        ));
+    }
+    if ui.verbose > 0 && !ui.quiet {
+        let secs = r.wall_clock.as_ref().map(|c| format!(" in {:.3} s", c.elapsed_s)).unwrap_or_default();
+        let status = match r.status {
+            Status::Ok => "ok",
+            Status::Partial => "partial",
+            Status::Failed => "failed",
+        };
+        lines.push(format!("{status:<7} {} -> {} file(s){secs}", r.input, r.outputs.len()));
+        if ui.verbose > 1 {
+            for w in &r.warnings {
+                lines.push(format!("        warning: {w}"));
+            }
+        }
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+fn run(ui: &Ui, plan: &Plan<'_>, work: &(dyn Fn(&BatchInput) -> Result<Done, Error> + Sync)) -> Result<u8, Error> {
+    let start = Instant::now();
+    let shard = plan.args.shard.as_deref().map(Shard::parse).transpose()?;
+    let opts = ListOptions { wanted: plan.wanted, skip_dir: Some(plan.out.to_path_buf()) };
+    let list = batch::list_inputs(plan.positional, &plan.args.list.inputs_from, &opts)?;
+    if list.inputs.is_empty() {
+        return Err(Error::new(ErrorKind::Usage, "no input given"));
+    }
+    if ui.verbose > 0 {
+        for s in &list.skipped {
+            ui.info(&format!(
+                "skipped {}: not an input `heapconv {}` reads (by its content)",
+                s.display(),
+                plan.command
+            ));
+        }
+    }
+    let listed = list.inputs.len();
+    let mine: Vec<BatchInput> = match shard {
+        Some(s) => list.inputs.into_iter().filter(|i| s.contains(i)).collect(),
+        None => list.inputs,
+    };
+    heapconv::output::ensure_dir(plan.out)?;
+    let pb = (!ui.quiet && std::io::stderr().is_terminal()).then(|| {
+        let pb = indicatif::ProgressBar::new(mine.len() as u64);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {wide_msg}")
+        {
+            pb.set_style(style.progress_chars("=> "));
+        }
+        pb
+    });
+    let done = |r: &InputResult| {
+        if let Some(line) = line_for(ui, r) {
+            match &pb {
+                Some(pb) => pb.println(line),
+                None => eprintln!("{line}"),
+            }
+        }
+        if let Some(pb) = &pb {
+            pb.set_message(r.input.clone());
+            pb.inc(1);
+        }
+    };
+    let run_opts = batch::RunOptions {
+        jobs: None,
+        out_dir: plan.out.to_path_buf(),
+        min_symbolized: plan.min_symbolized,
+        file_exts: plan.file_exts.iter().map(|s| (*s).to_owned()).collect(),
+        no_times: plan.args.summary_no_times,
+    };
+    let results = batch::run_batch(&mine, &run_opts, work, &done)?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let code = exit_code(batch::outcome(&results));
+    let elapsed = (!plan.args.summary_no_times).then(|| start.elapsed());
+    let summary = BatchSummary::new(plan.command, plan.out, shard, listed, results, code, elapsed);
+    if !ui.quiet {
+        let shard_text = shard.map(|s| format!(" (shard {}/{} of {listed})", s.index, s.count)).unwrap_or_default();
+        let gate = if summary.gate_failed > 0 {
+            format!(", {} below --min-symbolized", summary.gate_failed)
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "heapconv {}: {} input(s){shard_text}: {} ok, {} partial, {} failed{gate}; {} file(s) written under {}",
+            plan.command,
+            summary.inputs,
+            summary.ok,
+            summary.partial,
+            summary.failed,
+            summary.outputs,
+            plan.out.display()
+        );
+    }
+    if let Some(path) = &plan.args.summary_json {
+        let inputs: Vec<PathBuf> = summary.results.iter().map(|r| PathBuf::from(&r.input)).collect();
+        heapconv::output::write_atomic(path, summary.to_json().as_bytes(), &inputs)?;
+    }
+    Ok(code)
+}
