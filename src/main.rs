@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 bad input, no data or I/O error; 2 usage error; 3 partial result
 //! (the input is damaged or a dump never finished: what was complete was converted and written);
-//! 4 symbolization coverage below `--min-symbolized`; 5 growth above `diff --fail-if-growth`.
+//! 4 symbolization coverage below `--min-symbolized`; 5 growth above `diff --fail-if-growth`;
+//! 6 `--strict` and the input says data was lost (outputs are written).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -29,6 +30,32 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_PARTIAL: u8 = 3;
 const EXIT_SYMBOLS_GATE: u8 = 4;
 const EXIT_GROWTH_GATE: u8 = 5;
+const EXIT_STRICT: u8 = 6;
+
+/// `--strict` of every converting command.
+#[derive(Args, Debug, Default, Clone, Copy)]
+struct StrictArgs {
+    /// Fail with exit code 6 when the input says data was lost: damage, dumps that never
+    /// finished, data-loss flags (previous_packet_dropped, index gaps, buffer_overran,
+    /// buffer_corrupted, client_error, hit_guardrail, rejected_concurrent, …), incomplete heap
+    /// graphs. Outputs are written all the same; a failed gate (exit 4 or 5) wins.
+    #[arg(long)]
+    strict: bool,
+}
+
+impl StrictArgs {
+    /// The exit code once `--strict` has seen what was lost: `code` unless it is 0 or 3 and
+    /// something was lost, then 6 (with one error line per loss).
+    fn exit(self, code: u8, lost: &[String]) -> u8 {
+        if !self.strict || lost.is_empty() || !(code == EXIT_OK || code == EXIT_PARTIAL) {
+            return code;
+        }
+        for l in lost {
+            eprintln!("heapconv: error: --strict: data lost: {l}");
+        }
+        EXIT_STRICT
+    }
+}
 
 /// The exit code of a run that got through: a failed gate wins over a partial result.
 fn exit_code(gate_ok: bool, damaged: bool) -> u8 {
@@ -136,6 +163,8 @@ struct TimelineArgs {
     title: Option<String>,
     #[command(flatten)]
     decode: DecodeArgs,
+    #[command(flatten)]
+    strict: StrictArgs,
 }
 
 #[derive(Args, Debug)]
@@ -293,6 +322,8 @@ struct ProfileArgs {
     decode: DecodeArgs,
     #[command(flatten)]
     batch: BatchArgs,
+    #[command(flatten)]
+    strict: StrictArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -459,6 +490,8 @@ struct ConvertArgs {
     ddm: DdmArgs,
     #[command(flatten)]
     batch: BatchArgs,
+    #[command(flatten)]
+    strict: StrictArgs,
 }
 
 /// Which dumps of traces go into `merge`, `diff` and `top`, and how inputs are read.
@@ -490,6 +523,8 @@ struct SelectArgs {
     decode: DecodeArgs,
     #[command(flatten)]
     ddm: DdmArgs,
+    #[command(flatten)]
+    strict: StrictArgs,
 }
 
 impl SelectArgs {
@@ -632,6 +667,16 @@ fn report_inputs(ui: &Ui, inputs: &[pipeline::combine::InputInfo], min_symbolize
     (gate_ok, damaged)
 }
 
+/// What the inputs of a merge, diff or top say was lost (for `--strict`), each line naming
+/// its input.
+fn inputs_data_loss(inputs: &[pipeline::combine::InputInfo]) -> Vec<String> {
+    inputs
+        .iter()
+        .filter_map(|i| i.report.as_ref().map(|r| (i, r)))
+        .flat_map(|(i, r)| r.data_loss().into_iter().map(move |l| format!("{}: {l}", i.name)))
+        .collect()
+}
+
 /// The inputs of `merge` and `top`: directories and patterns expanded, `--inputs-from` added.
 fn expand_inputs(inputs: &[PathBuf], list: &InputListArgs) -> Result<Vec<PathBuf>, Error> {
     use heapconv::pipeline::batch::{Wanted, expand_args};
@@ -678,6 +723,8 @@ struct HprofArgs {
     decode: DecodeArgs,
     #[command(flatten)]
     batch: BatchArgs,
+    #[command(flatten)]
+    strict: StrictArgs,
 }
 
 #[derive(Args, Debug)]
@@ -698,6 +745,8 @@ struct SymbolizeArgs {
     decode: DecodeArgs,
     #[command(flatten)]
     batch: BatchArgs,
+    #[command(flatten)]
+    strict: StrictArgs,
 }
 
 #[derive(Args, Debug)]
@@ -717,6 +766,8 @@ struct HprofConvArgs {
     app_only: bool,
     #[command(flatten)]
     batch: BatchArgs,
+    #[command(flatten)]
+    strict: StrictArgs,
 }
 
 #[derive(Args, Debug)]
@@ -853,6 +904,7 @@ fn run_view(
     opts: &ConvertOptions,
     view: pipeline::views::DumpView,
     min_symbolized: Option<f64>,
+    strict: StrictArgs,
 ) -> Result<u8, Error> {
     let [input] = inputs else {
         return Err(Error::new(
@@ -878,7 +930,7 @@ fn run_view(
     }
     let damaged = report_problems(ui, &run.report);
     let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(ui, r, min_symbolized));
-    Ok(exit_code(gate_ok, damaged))
+    Ok(strict.exit(exit_code(gate_ok, damaged), &run.report.data_loss()))
 }
 
 fn run(cli: Cli) -> Result<u8, Error> {
@@ -916,6 +968,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             }
             let damaged = report_problems(&ui, &run.report);
             let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
+            let lost = run.report.data_loss();
             if run.written.is_empty() {
                 ui.info("No profile matched; nothing written.");
             } else {
@@ -926,7 +979,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     }
                 }
             }
-            Ok(exit_code(gate_ok, damaged))
+            Ok(a.strict.exit(exit_code(gate_ok, damaged), &lost))
         }
         Command::Convert(a) => {
             let format = match a.to {
@@ -967,7 +1020,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 ));
             }
             if let Some(view) = across {
-                return run_view(&ui, &a.inputs, &dest, &opts, view, a.symbols.min_symbolized);
+                return run_view(&ui, &a.inputs, &dest, &opts, view, a.symbols.min_symbolized, a.strict);
             }
             let run = pipeline::run_convert_inputs(&a.inputs, &dest, &opts)?;
             let mut stdout = std::io::stdout().lock();
@@ -981,7 +1034,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             stdout.flush().map_err(|e| Error::io("writing standard output", e))?;
             let damaged = report_problems(&ui, &run.report);
             let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
-            Ok(exit_code(gate_ok, damaged))
+            Ok(a.strict.exit(exit_code(gate_ok, damaged), &run.report.data_loss()))
         }
         Command::Merge(a) => {
             let opts = pipeline::combine::MergeRunOptions {
@@ -1002,7 +1055,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     a.output.display()
                 ));
             }
-            Ok(exit_code(gate_ok, damaged))
+            Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&run.inputs)))
         }
         Command::Diff(a) => {
             let limit = a.fail_if_growth.as_deref().map(pipeline::combine::GrowthLimit::parse).transpose()?;
@@ -1025,9 +1078,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 }
                 Some(g) => {
                     ui.info(&format!("growth gate passed: {}", g.message));
-                    Ok(exit_code(gate_ok, damaged))
+                    Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&run.inputs)))
                 }
-                None => Ok(exit_code(gate_ok, damaged)),
+                None => Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&run.inputs))),
             }
         }
         Command::Top(a) => {
@@ -1050,7 +1103,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 if a.json { heapconv::encode::top::top_json(&table) } else { heapconv::encode::top::top_text(&table) };
             std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
             let (gate_ok, damaged) = report_inputs(&ui, &inputs, a.select.symbols.min_symbolized);
-            Ok(exit_code(gate_ok, damaged))
+            Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&inputs)))
         }
         Command::Hprof(a) => {
             let opts = pipeline::HprofRunOptions {
@@ -1131,7 +1184,16 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if let Some(d) = &run.report.damage {
                 ui.warn(&format!("input damaged, result is partial: {d}"));
             }
-            Ok(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
+            let mut lost = run.report.data_loss();
+            if lost.is_empty() {
+                lost = run
+                    .written
+                    .iter()
+                    .filter(|w| !w.incomplete.is_empty())
+                    .map(|w| format!("{}: the heap graph is incomplete: {}", w.describe, w.incomplete.join("; ")))
+                    .collect();
+            }
+            Ok(a.strict.exit(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK }, &lost))
         }
         Command::Symbolize(a) => {
             let Some(opts) = a.symbols.options(&ui) else {
@@ -1165,7 +1227,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let quiet_ui = Ui { verbose: ui.verbose, quiet: ui.quiet || a.json };
             let gate_ok = report_symbols(&quiet_ui, &run.report, a.symbols.min_symbolized);
             let damaged = report_problems(&ui, &run.trace);
-            Ok(exit_code(gate_ok, damaged))
+            Ok(a.strict.exit(exit_code(gate_ok, damaged), &run.trace.data_loss()))
         }
         Command::Timeline(a) => {
             let opts = pipeline::views::TimelineOptions {
@@ -1196,7 +1258,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 ));
             }
             let damaged = report_problems(&ui, &run.report);
-            Ok(if damaged { EXIT_PARTIAL } else { EXIT_OK })
+            Ok(a.strict.exit(if damaged { EXIT_PARTIAL } else { EXIT_OK }, &run.report.data_loss()))
         }
         Command::Addr2line(a) => {
             use std::io::BufRead;
@@ -1282,7 +1344,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     r.nodata_zero_filled, r.nodata_emptied
                 ));
             }
-            Ok(EXIT_OK)
+            Ok(a.strict.exit(EXIT_OK, &r.data_loss()))
         }
         Command::Inspect(a) => {
             let (text, partial) = match pipeline::run_inspect_input(&a.input, &a.decode.options(), &a.ddm.options())? {

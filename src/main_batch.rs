@@ -16,8 +16,8 @@ use heapconv::pipeline::{self, ConvertOptions, ProfileOptions};
 use heapconv::{Error, ErrorKind};
 
 use super::{
-    Command, ConvertArgs, EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_SYMBOLS_GATE, HprofArgs, HprofConvArgs, ProfileArgs,
-    SymbolizeArgs, Ui,
+    Command, ConvertArgs, EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_STRICT, EXIT_SYMBOLS_GATE, HprofArgs, HprofConvArgs,
+    ProfileArgs, SymbolizeArgs, Ui,
 };
 
 /// Where the inputs come from, besides the positional arguments, and how many threads work.
@@ -101,6 +101,8 @@ struct Plan<'a> {
     wanted: Wanted,
     file_exts: &'a [&'a str],
     min_symbolized: Option<f64>,
+    /// `--strict`: an input that lost data fails the batch (exit 6).
+    strict: bool,
 }
 
 /// True when every input is a DDM capture (then several inputs are merged into one
@@ -127,6 +129,7 @@ pub(super) fn convert(ui: &Ui, a: &ConvertArgs, opts: &ConvertOptions) -> Result
         wanted: Wanted::Convertible,
         file_exts: &[ext],
         min_symbolized: a.symbols.min_symbolized,
+        strict: a.strict.strict,
     };
     run(ui, &plan, &|i| batch::convert_one(i, &out, opts))
 }
@@ -140,6 +143,7 @@ pub(super) fn profile(ui: &Ui, a: &ProfileArgs, opts: &ProfileOptions) -> Result
         wanted: Wanted::Traces,
         file_exts: &[],
         min_symbolized: a.symbols.min_symbolized,
+        strict: a.strict.strict,
     };
     run(ui, &plan, &|i| {
         pipeline::combine::refuse_pprof(&i.path, "profile")?;
@@ -158,6 +162,7 @@ pub(super) fn symbolize(ui: &Ui, a: &SymbolizeArgs, opts: &heapconv::symbolize::
         wanted: Wanted::Traces,
         file_exts: &[batch::SYMBOLS_EXT],
         min_symbolized: a.symbols.min_symbolized,
+        strict: a.strict.strict,
     };
     run(ui, &plan, &|i| {
         pipeline::combine::refuse_pprof(&i.path, "symbolize")?;
@@ -175,6 +180,7 @@ pub(super) fn hprof(ui: &Ui, a: &HprofArgs, opts: &pipeline::HprofRunOptions) ->
         wanted: Wanted::Traces,
         file_exts: &[],
         min_symbolized: None,
+        strict: a.strict.strict,
     };
     run(ui, &plan, &|i| {
         pipeline::combine::refuse_pprof(&i.path, "hprof")?;
@@ -196,24 +202,31 @@ pub(super) fn hprof_conv(
         wanted: Wanted::HeapDumps,
         file_exts: &["hprof"],
         min_symbolized: None,
+        strict: a.strict.strict,
     };
     run(ui, &plan, &|i| batch::hprof_conv_one(i, &out, opts))
 }
 
-/// The exit code of a batch: 1 when an input failed, else 4 when a gate failed, else 3 when
-/// an input was damaged, else 0.
+/// The exit code of a batch: 1 when an input failed, else 4 when a gate failed, else (with
+/// `--strict`) 6 when an input lost data, else 3 when an input was damaged, else 0.
 fn exit_code(o: Outcome) -> u8 {
     match o {
         Outcome::Ok => EXIT_OK,
         Outcome::Partial => EXIT_PARTIAL,
+        Outcome::DataLoss => EXIT_STRICT,
         Outcome::GateFailed => EXIT_SYMBOLS_GATE,
         Outcome::Failed => EXIT_INPUT,
     }
 }
 
 /// One line about a finished input for standard error, or none.
-fn line_for(ui: &Ui, r: &InputResult) -> Option<String> {
+fn line_for(ui: &Ui, r: &InputResult, strict: bool) -> Option<String> {
     let mut lines = Vec::new();
+    if strict && r.status != Status::Failed {
+        for l in &r.data_loss {
+            lines.push(format!("heapconv: error: {}: --strict: data lost: {l}", r.input));
+        }
+    }
     match r.status {
         Status::Failed => {
             let e = r.error.as_deref().unwrap_or("failed");
@@ -286,7 +299,7 @@ fn run(ui: &Ui, plan: &Plan<'_>, work: &(dyn Fn(&BatchInput) -> Result<Done, Err
         pb
     });
     let done = |r: &InputResult| {
-        if let Some(line) = line_for(ui, r) {
+        if let Some(line) = line_for(ui, r, plan.strict) {
             match &pb {
                 Some(pb) => pb.println(line),
                 None => eprintln!("{line}"),
@@ -308,9 +321,9 @@ fn run(ui: &Ui, plan: &Plan<'_>, work: &(dyn Fn(&BatchInput) -> Result<Done, Err
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    let code = exit_code(batch::outcome(&results));
+    let code = exit_code(batch::outcome(&results, plan.strict));
     let elapsed = (!plan.args.summary_no_times).then(|| start.elapsed());
-    let summary = BatchSummary::new(plan.command, plan.out, shard, listed, results, code, elapsed);
+    let summary = BatchSummary::new(plan.command, plan.out, shard, listed, results, code, plan.strict, elapsed);
     if !ui.quiet {
         let shard_text = shard.map(|s| format!(" (shard {}/{} of {listed})", s.index, s.count)).unwrap_or_default();
         let gate = if summary.gate_failed > 0 {

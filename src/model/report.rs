@@ -190,6 +190,57 @@ impl TraceReport {
         self.damage.is_some() || self.unfinished_dumps > 0
     }
 
+    /// Everything the input says about data that was lost on the way in, one line each: the
+    /// damage that stopped decoding, dumps that never finished, each dump's data-loss flags
+    /// (`previous_packet_dropped`, index gaps, `buffer_overran`, `buffer_corrupted`,
+    /// `client_error`, `hit_guardrail`, `rejected_concurrent`, …), sequences with dropped or
+    /// skipped packets, and incomplete heap graphs. Empty when nothing was lost; `--strict`
+    /// fails a run on any of them.
+    pub fn data_loss(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(d) = &self.damage {
+            v.push(format!("input damaged: {d}"));
+        }
+        if self.unfinished_dumps > 0 {
+            v.push(format!("{} dump(s) never finished (the trace ends inside a dump chain)", self.unfinished_dumps));
+        }
+        for d in &self.dumps {
+            let loss = d.flags.data_loss();
+            if !loss.is_empty() {
+                v.push(format!("pid {} heap {} dump {}: {}", d.pid, d.heap, d.index + 1, loss.join(", ")));
+            }
+        }
+        for (id, q) in &self.sequences {
+            let mut what = Vec::new();
+            if q.dropped_packet_marks > 0 {
+                what.push(format!("{} packet(s) flagged previous_packet_dropped", q.dropped_packet_marks));
+            }
+            if q.missing_profile_packets > 0 {
+                what.push(format!("{} ProfilePacket(s) missing (index gaps)", q.missing_profile_packets));
+            }
+            if q.packets_skipped_invalid_state > 0 {
+                what.push(format!(
+                    "{} packet(s) skipped (incremental state not valid)",
+                    q.packets_skipped_invalid_state
+                ));
+            }
+            if !what.is_empty() {
+                v.push(format!("sequence {id}: {}", what.join(", ")));
+            }
+        }
+        for g in &self.heap_graphs {
+            if !g.incomplete.is_empty() {
+                v.push(format!(
+                    "heap graph of pid {} dump {}: incomplete: {}",
+                    g.pid,
+                    g.index + 1,
+                    g.incomplete.join("; ")
+                ));
+            }
+        }
+        v
+    }
+
     /// Share of frames with a name, 0..=1 (1 when there are no frames).
     pub fn named_frame_share(&self) -> f64 {
         if self.frames == 0 { 1.0 } else { self.frames_with_names as f64 / self.frames as f64 }

@@ -750,6 +750,9 @@ pub struct InputResult {
     pub error_kind: Option<&'static str>,
     /// What the user should know: data loss, damage, problems found, dumps that never ended.
     pub warnings: Vec<String>,
+    /// What the input says was lost (see [`TraceReport::data_loss`]; for `hprof-conv`, arrays
+    /// whose values the dump does not hold): `--strict` fails the batch on any.
+    pub data_loss: Vec<String>,
     /// Files written, in order.
     pub outputs: Vec<OutputFile>,
     /// What each converted profile holds.
@@ -787,6 +790,8 @@ pub struct Done {
     pub partial: Vec<String>,
     /// More warnings.
     pub warnings: Vec<String>,
+    /// What was lost, beyond what the report and `partial` say (for `--strict`).
+    pub data_loss: Vec<String>,
     /// Command-specific figures.
     pub details: Option<serde_json::Value>,
 }
@@ -973,6 +978,7 @@ fn result_of(
         error: None,
         error_kind: None,
         warnings: Vec::new(),
+        data_loss: Vec::new(),
         outputs: Vec::new(),
         profiles: Vec::new(),
         symbolization: None,
@@ -998,8 +1004,13 @@ fn result_of(
     let mut partial = !done.partial.is_empty();
     if let Some(rep) = &done.report {
         r.warnings = report_warnings(rep);
+        r.data_loss = rep.data_loss();
         partial |= rep.is_partial();
     }
+    if r.data_loss.is_empty() {
+        r.data_loss = done.partial.clone();
+    }
+    r.data_loss.extend(done.data_loss);
     r.warnings.extend(done.partial.iter().cloned());
     r.warnings.extend(done.warnings);
     if partial {
@@ -1174,13 +1185,14 @@ pub fn hprof_conv_one(input: &BatchInput, out_dir: &Path, opts: &HprofConvOption
         "roots_rewritten": r.roots_rewritten,
         "objects_dropped": r.objects_dropped,
     });
-    Ok(Done { outputs: vec![out], warnings, details: Some(details), ..Done::default() })
+    Ok(Done { outputs: vec![out], warnings, data_loss: r.data_loss(), details: Some(details), ..Done::default() })
 }
 
 // ------------------------------------------------------------------------------------------
 // Summary
 
-/// How a batch went as a whole, worst first: a failed input, a failed gate, a partial input.
+/// How a batch went as a whole, worst first: a failed input, a failed gate, data lost under
+/// `--strict`, a partial input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
@@ -1188,18 +1200,23 @@ pub enum Outcome {
     Ok,
     /// Some inputs were damaged; none failed, every gate passed.
     Partial,
+    /// `--strict`: some input says data was lost; none failed, every gate passed.
+    DataLoss,
     /// Some input's symbolization coverage was below `--min-symbolized`; none failed.
     GateFailed,
     /// Some input failed.
     Failed,
 }
 
-/// The outcome of a batch from its results.
-pub fn outcome(results: &[InputResult]) -> Outcome {
+/// The outcome of a batch from its results; with `strict`, an input that lost data fails
+/// the batch ([`Outcome::DataLoss`]).
+pub fn outcome(results: &[InputResult], strict: bool) -> Outcome {
     if results.iter().any(|r| r.status == Status::Failed) {
         Outcome::Failed
     } else if results.iter().any(|r| !r.gate_passed()) {
         Outcome::GateFailed
+    } else if strict && results.iter().any(|r| !r.data_loss.is_empty()) {
+        Outcome::DataLoss
     } else if results.iter().any(|r| r.status == Status::Partial) {
         Outcome::Partial
     } else {
@@ -1237,6 +1254,8 @@ pub struct BatchSummary {
     pub failed: usize,
     /// Inputs below `--min-symbolized`.
     pub gate_failed: usize,
+    /// Inputs that say data was lost (the ones `--strict` fails on).
+    pub data_loss: usize,
     /// Files written.
     pub outputs: usize,
     /// The outcome.
@@ -1251,7 +1270,8 @@ pub struct BatchSummary {
 }
 
 impl BatchSummary {
-    /// The summary of `results`.
+    /// The summary of `results` (`strict`: `--strict` was given).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         command: &str,
         output_dir: &Path,
@@ -1259,6 +1279,7 @@ impl BatchSummary {
         inputs_listed: usize,
         results: Vec<InputResult>,
         exit_code: u8,
+        strict: bool,
         elapsed: Option<Duration>,
     ) -> BatchSummary {
         let count = |s: Status| results.iter().filter(|r| r.status == s).count();
@@ -1273,8 +1294,9 @@ impl BatchSummary {
             partial: count(Status::Partial),
             failed: count(Status::Failed),
             gate_failed: results.iter().filter(|r| !r.gate_passed()).count(),
+            data_loss: results.iter().filter(|r| !r.data_loss.is_empty()).count(),
             outputs: results.iter().map(|r| r.outputs.len()).sum(),
-            outcome: outcome(&results),
+            outcome: outcome(&results, strict),
             exit_code,
             results,
             wall_clock: elapsed.map(|e| BatchClock { elapsed_s: (e.as_secs_f64() * 1e6).round() / 1e6 }),

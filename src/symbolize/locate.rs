@@ -184,7 +184,17 @@ impl SymbolIndex {
                 return loc;
             }
             if let Some((name, crc)) = &info.debuglink {
-                for cand in self.debuglink_candidates(b, mapping_path, name) {
+                if !is_plain_file_name(name) {
+                    // A hostile file could name `../../etc/x` or an absolute path: joined to
+                    // the symbol directories, that would make us read files outside them.
+                    loc.tried.push(format!(
+                        "{}: .gnu_debuglink name {name:?} refused (not a single file name)",
+                        b.display()
+                    ));
+                }
+                let candidates =
+                    if is_plain_file_name(name) { self.debuglink_candidates(b, mapping_path, name) } else { Vec::new() };
+                for cand in candidates {
                     loc.tried.push(format!("{} (debuglink)", cand.display()));
                     let Some(dinfo) = self.info(&cand) else { continue };
                     if file_crc32(&cand) != Some(*crc) {
@@ -215,18 +225,26 @@ impl SymbolIndex {
         if p.is_absolute() && p.is_file() {
             out.push(p.to_path_buf());
         }
-        let rel = mapping_path.trim_start_matches('/');
-        let (dir, file) = match rel.rsplit_once('/') {
+        let full = mapping_path.trim_start_matches('/');
+        let (dir, file) = match full.rsplit_once('/') {
             Some((d, f)) => (d, f),
-            None => ("", rel),
+            None => ("", full),
         };
-        let stripped = file.split_once("base.apk!").map(|(_, f)| f).filter(|f| !f.is_empty());
+        // A mapping path with `..` in it (from a hostile trace) would lead out of the symbol
+        // directories once joined to them: only its file name is used then.
+        let (rel, dir) = if escapes(full) { ("", "") } else { (full, dir) };
+        let file = if is_plain_file_name(file) { file } else { "" };
+        let stripped = file.split_once("base.apk!").map(|(_, f)| f).filter(|f| is_plain_file_name(f));
         for root in &self.roots {
-            out.push(root.join(rel));
+            if !rel.is_empty() {
+                out.push(root.join(rel));
+            }
             if let Some(s) = stripped {
                 out.push(root.join(dir).join(s));
             }
-            out.push(root.join(file));
+            if !file.is_empty() {
+                out.push(root.join(file));
+            }
             if let Some(s) = stripped {
                 out.push(root.join(s));
             }
@@ -234,8 +252,10 @@ impl SymbolIndex {
                 let h = hex(build_id);
                 out.push(root.join(".build-id").join(&h[..2]).join(format!("{}.debug", &h[2..])));
             }
-            out.push(root.join("usr/lib/debug").join(rel));
-            out.push(root.join("usr/lib/debug").join(format!("{rel}.debug")));
+            if !rel.is_empty() {
+                out.push(root.join("usr/lib/debug").join(rel));
+                out.push(root.join("usr/lib/debug").join(format!("{rel}.debug")));
+            }
         }
         out.retain(|c| c.is_file());
         out.dedup();
@@ -245,8 +265,12 @@ impl SymbolIndex {
     fn debuglink_candidates(&self, binary: &Path, mapping_path: &str, name: &str) -> Vec<PathBuf> {
         let dir = binary.parent().unwrap_or(Path::new("."));
         let mut out = vec![dir.join(name), dir.join(".debug").join(name)];
-        let rel_dir =
-            Path::new(mapping_path.trim_start_matches('/')).parent().map(Path::to_path_buf).unwrap_or_default();
+        let rel = mapping_path.trim_start_matches('/');
+        let rel_dir = if escapes(rel) {
+            PathBuf::new()
+        } else {
+            Path::new(rel).parent().map(Path::to_path_buf).unwrap_or_default()
+        };
         for root in &self.roots {
             out.push(root.join("usr/lib/debug").join(&rel_dir).join(name));
             out.push(root.join(name));
@@ -258,6 +282,17 @@ impl SymbolIndex {
     }
 }
 
+/// Whether a `.gnu_debuglink` name is one path component: not empty, not `.` or `..`, no
+/// `/` (so neither absolute nor nested) and no NUL. Only such names are joined to directories.
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
+/// Whether a relative path has a `..` component (joined to a directory, it could lead out).
+fn escapes(rel: &str) -> bool {
+    Path::new(rel).components().any(|c| matches!(c, std::path::Component::ParentDir))
+}
+
 /// Lowercase hex.
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -266,6 +301,15 @@ pub fn hex(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debuglink_names_are_single_components() {
+        assert!(is_plain_file_name("libgadget.so.debug"));
+        assert!(is_plain_file_name("..hidden.debug"));
+        for bad in ["", ".", "..", "../x.debug", "/etc/passwd", "a/b.debug", "x/", "nul\0.debug"] {
+            assert!(!is_plain_file_name(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn build_id_normalization() {

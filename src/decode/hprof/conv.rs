@@ -92,6 +92,21 @@ pub struct HprofConvReport {
     pub nodata_emptied: u64,
 }
 
+impl HprofConvReport {
+    /// What the dump did not hold and the output had to make up, one line each (for
+    /// `--strict`): `PRIMITIVE_ARRAY_NODATA_DUMP` arrays, whose values the VM never wrote.
+    pub fn data_loss(&self) -> Vec<String> {
+        let n = self.nodata_zero_filled + self.nodata_emptied;
+        if n == 0 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{n} PRIMITIVE_ARRAY_NODATA array(s) have no values ({} written as zeros, {} as empty arrays)",
+            self.nodata_zero_filled, self.nodata_emptied
+        )]
+    }
+}
+
 /// A writer that cannot seek (standard output, a pipe), for [`hprof_conv`]: records longer
 /// than [`HprofConvOptions::max_buffered_record`] then fail.
 #[derive(Debug)]
