@@ -82,8 +82,18 @@ pub fn sync_deferred() -> Vec<(PathBuf, Error)> {
     failed
 }
 
-/// True when `a` and `b` name the same existing file.
+/// True when `a` and `b` name the same existing file: the same path once symlinks are
+/// resolved, or (on Unix) the same device and inode, which also catches hard links.
 fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (fs::metadata(a), fs::metadata(b)) {
+            if x.dev() == y.dev() && x.ino() == y.ino() {
+                return true;
+            }
+        }
+    }
     match (fs::canonicalize(a), fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,

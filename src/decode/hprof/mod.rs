@@ -208,7 +208,12 @@ fn walk_file<R: Read>(
                 if body.len() < id {
                     return Err(short("a string id"));
                 }
-                b.string(be_uint(&body[..id]), &body[id..]);
+                if !b.string(be_uint(&body[..id]), &body[id..]) {
+                    return Err(Error::new(
+                        ErrorKind::LimitExceeded,
+                        format!("{name}: out of memory holding {} strings, at {}", b.strings.len(), h.describe()),
+                    ));
+                }
             }
             tag::LOAD_CLASS => {
                 let body = s.body()?;
@@ -225,7 +230,7 @@ fn walk_file<R: Read>(
                     let sc = &mut sub_counts[usize::from(sr.tag)];
                     sc.count += 1;
                     sc.bytes += sr.len;
-                    b.sub_record(&sr)?;
+                    b.sub_record(&sr).map_err(|e| e.within(&name))?;
                 }
             }
             _ => {}
@@ -325,12 +330,23 @@ impl Builder {
         }
     }
 
-    fn string(&mut self, id: u64, bytes: &[u8]) {
+    /// Keeps string `id`; `false` when memory for it could not be had.
+    fn string(&mut self, id: u64, bytes: &[u8]) -> bool {
         let at = self.string_bytes.len();
+        if self.strings.len() == self.strings.capacity() && self.strings.try_reserve(self.strings.len().max(1024)).is_err()
+        {
+            return false;
+        }
+        if self.string_bytes.capacity() - at < bytes.len()
+            && self.string_bytes.try_reserve(bytes.len().max(at).max(4096)).is_err()
+        {
+            return false;
+        }
         if let std::collections::hash_map::Entry::Vacant(e) = self.strings.entry(id) {
             e.insert((at, bytes.len() as u32));
             self.string_bytes.extend_from_slice(bytes);
         }
+        true
     }
 
     fn string_text(&self, id: u64) -> Option<String> {
@@ -409,11 +425,40 @@ impl Builder {
         *self.d.ref_start.last_mut().expect("an object") = self.ref_ids.len() as u64;
     }
 
-    fn too_many(&self, sr: &Sub<'_>) -> Result<()> {
-        if self.d.obj_id.len() >= (REF_DANGLING - 1) as usize {
+    /// Checks there is room for one more object with up to `refs` references and `bytes`
+    /// deferred field bytes: fewer objects than object indexes can number, and memory for
+    /// them. Growth is fallible: a file that claims more objects than memory holds (a gzip
+    /// bomb, a limit on the address space) gets an error, not an abort.
+    fn room(&mut self, sr: &Sub<'_>, refs: usize, bytes: usize) -> Result<()> {
+        let n = self.d.obj_id.len();
+        if n >= (REF_DANGLING - 1) as usize {
             return Err(Error::new(
                 ErrorKind::LimitExceeded,
                 format!("more than {} objects at sub-record at byte {}", REF_DANGLING - 1, sr.offset),
+            ));
+        }
+        fn grow<T>(v: &mut Vec<T>, extra: usize) -> bool {
+            v.capacity() - v.len() >= extra || v.try_reserve(extra.max(v.len()).max(1024)).is_ok()
+        }
+        let d = &mut self.d;
+        let objects = grow(&mut d.obj_id, 1)
+            && grow(&mut d.obj_class, 1)
+            && grow(&mut d.obj_kind, 1)
+            && grow(&mut d.obj_heap, 1)
+            && grow(&mut d.obj_self_size, 1)
+            && grow(&mut d.obj_native_size, 1)
+            && grow(&mut d.obj_len, 1)
+            && grow(&mut d.ref_start, 1);
+        let refs = grow(&mut self.ref_ids, refs) && grow(&mut d.ref_field, refs);
+        let deferred = grow(&mut self.deferred_bytes, bytes) && grow(&mut self.deferred, 1);
+        if !(objects && refs && deferred) {
+            return Err(Error::new(
+                ErrorKind::LimitExceeded,
+                format!(
+                    "out of memory holding {n} objects and {} references, at sub-record at byte {}",
+                    self.ref_ids.len(),
+                    sr.offset
+                ),
             ));
         }
         Ok(())
@@ -427,7 +472,7 @@ impl Builder {
                 self.cur_heap = Some(h);
             }
             SubRecord::Class(c) => {
-                self.too_many(sr)?;
+                self.room(sr, c.statics().count(), 0)?;
                 let ci = self.class_idx(c.id) as usize;
                 if self.classes[ci].dumped {
                     self.duplicate_class_dumps += 1;
@@ -459,7 +504,7 @@ impl Builder {
                 self.dumped += 1;
             }
             SubRecord::Instance(inst) => {
-                self.too_many(sr)?;
+                self.room(sr, inst.data.len() / usize::from(self.id_size.max(1)), inst.data.len())?;
                 let ci = self.class_idx(inst.class_id);
                 let heap = self.heap()?;
                 let obj = self.push_object(inst.id, ci, ObjectKind::Instance, heap, inst.data.len() as u64, 0);
@@ -473,7 +518,7 @@ impl Builder {
                 self.end_refs();
             }
             SubRecord::ObjectArray(a) => {
-                self.too_many(sr)?;
+                self.room(sr, a.len as usize, 0)?;
                 let ci = self.class_idx(a.class_id);
                 let heap = self.heap()?;
                 let size = u64::from(a.len) * u64::from(self.id_size);
@@ -483,7 +528,7 @@ impl Builder {
                 self.end_refs();
             }
             SubRecord::PrimitiveArray(a) => {
-                self.too_many(sr)?;
+                self.room(sr, 0, 0)?;
                 let heap = self.heap()?;
                 let size = u64::from(a.len) * u64::from(a.ty.size(self.id_size));
                 let class = CLASS_OF_PRIM - a.ty as u32;
