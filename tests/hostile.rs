@@ -138,3 +138,245 @@ fn fuzz_symbol_whose_end_passes_the_address_space() {
             .collect();
     assert_eq!(names, [Some("low".to_owned()), None, Some("wraps".to_owned()), Some("wraps".to_owned())]);
 }
+
+// ------------------------------------------------------------------------------------------
+// Hostile inputs built in code, each with the outcome it must have.
+
+use heapconv::model::TraceReport;
+use heapconv::proto::perfetto as pb;
+use prost::Message;
+
+/// Decodes trace bytes with the default options: the report, the dumps' sample counts, or the
+/// error.
+fn decode_trace(name: &str, bytes: Vec<u8>) -> Result<(TraceReport, Vec<usize>), heapconv::Error> {
+    let mut input = Input::from_bytes(name, bytes, 1 << 30)?;
+    let mut samples = Vec::new();
+    let (report, _) = decode_heapprofd(&mut input, &DecodeOptions::default(), &mut |p| {
+        samples.push(p.sample_count());
+        Ok(())
+    })?;
+    Ok((report, samples))
+}
+
+/// `(offset, header length, payload length)` of every top-level packet of a trace.
+fn packet_spans(b: &[u8]) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < b.len() {
+        assert_eq!(b[pos], 0x0a, "a packet tag at byte {pos}");
+        let (mut len, mut shift, mut i) = (0usize, 0, pos + 1);
+        loop {
+            len |= usize::from(b[i] & 0x7f) << shift;
+            shift += 7;
+            i += 1;
+            if b[i - 1] & 0x80 == 0 {
+                break;
+            }
+        }
+        out.push((pos, i - pos, len));
+        pos = i + len;
+    }
+    out
+}
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// One top-level packet holding `payload` as it is (field 1, length-delimited).
+fn raw_packet(payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x0a];
+    varint(payload.len() as u64, &mut out);
+    out.extend_from_slice(payload);
+    out
+}
+
+fn trace(packets: Vec<pb::TracePacket>) -> Vec<u8> {
+    pb::Trace { packet: packets }.encode_to_vec()
+}
+
+/// A packet on sequence 1 that clears the incremental state and interns `interned`.
+fn interning(interned: pb::InternedData) -> pb::TracePacket {
+    pb::TracePacket {
+        trusted_packet_sequence_id: Some(1),
+        sequence_flags: Some(1),
+        interned_data: Some(interned),
+        ..Default::default()
+    }
+}
+
+fn string(iid: u64, s: &str) -> pb::InternedString {
+    pb::InternedString { iid: Some(iid), str: Some(s.as_bytes().to_vec()) }
+}
+
+/// A whole dump chain in one ProfilePacket: pid 42, libc.malloc, one sample per callstack id
+/// (100 bytes allocated each).
+fn dump(index: u64, callstacks: &[u64]) -> pb::TracePacket {
+    use pb::profile_packet::{HeapSample, ProcessHeapSamples};
+    let samples = callstacks
+        .iter()
+        .map(|&c| HeapSample {
+            callstack_id: Some(c),
+            self_allocated: Some(100 * (index + 1)),
+            alloc_count: Some(index + 1),
+            ..Default::default()
+        })
+        .collect();
+    pb::TracePacket {
+        trusted_packet_sequence_id: Some(1),
+        sequence_flags: Some(2),
+        profile_packet: Some(pb::ProfilePacket {
+            process_dumps: vec![ProcessHeapSamples {
+                pid: Some(42),
+                heap_name: Some("libc.malloc".into()),
+                timestamp: Some(1000 + index),
+                samples,
+                ..Default::default()
+            }],
+            continued: Some(false),
+            index: Some(index),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Interned functions `f1`..`f3` (frames 1..3, no mapping) and `callstacks`.
+fn frames_and(callstacks: Vec<pb::Callstack>) -> pb::InternedData {
+    pb::InternedData {
+        function_names: (1..=3).map(|i| string(i, &format!("f{i}"))).collect(),
+        frames: (1..=3)
+            .map(|i| pb::Frame { iid: Some(i), function_name_id: Some(i), ..Default::default() })
+            .collect(),
+        callstacks,
+        ..Default::default()
+    }
+}
+
+fn callstack(iid: u64, frames: &[u64]) -> pb::Callstack {
+    pb::Callstack { iid: Some(iid), frame_ids: frames.to_vec() }
+}
+
+/// Truncation at every packet boundary decodes what is complete, with no damage; a cut inside
+/// a packet's header (mid-varint) or payload is damage naming the file, the packet's byte
+/// offset and its number.
+#[test]
+fn truncation_at_every_packet_boundary_and_inside_every_packet() {
+    let mut checked = 0;
+    for name in ["interned_chain_spill.pftrace", "continuous_recycle.pftrace", "data_loss.pftrace", "sequences.pftrace"]
+    {
+        let full = std::fs::read(data(name)).unwrap();
+        let spans = packet_spans(&full);
+        assert!(spans.len() >= 3, "{name}");
+        for (k, &(off, head, len)) in spans.iter().enumerate() {
+            // At the boundary before packet k: a clean end.
+            let (report, _) = decode_trace(name, full[..off].to_vec()).unwrap_or_else(|e| panic!("{name} cut at {off}: {e}"));
+            assert_eq!(report.damage, None, "{name} cut at byte {off}");
+            assert_eq!(report.packets, k as u64, "{name} cut at byte {off}");
+            // Inside the header (after the tag: the length varint missing or cut), and inside
+            // the payload.
+            let mut cuts = vec![(off + 1, "stream ends after a packet tag")];
+            if head > 2 {
+                cuts.push((off + 2, "stream ends inside a varint"));
+            }
+            if len > 1 {
+                cuts.push((off + head + len / 2, "but only"));
+            }
+            for (cut, what) in cuts {
+                let (report, _) = decode_trace(name, full[..cut].to_vec()).unwrap();
+                assert!(report.is_partial());
+                let damage = report.damage.unwrap_or_else(|| panic!("{name} cut at {cut}: no damage"));
+                let at = format!("truncated input: {name} at byte {off}, packet {k}: ");
+                assert!(damage.starts_with(&at), "{name} cut at {cut}: {damage}");
+                assert!(damage.contains(what), "{name} cut at {cut}: {damage}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+/// A length that runs past the end of the file, or claims nearly 4 GiB, is refused before
+/// anything is allocated, at the packet that claims it.
+#[test]
+fn packet_lengths_past_the_end_or_near_4_gib() {
+    let good = trace(vec![interning(frames_and(vec![callstack(1, &[1, 2])])), dump(0, &[1])]);
+    for (claim, what) in [(1000u64, "packet claims 1000 bytes but only 3 remain"), (u64::from(u32::MAX), "more than the limit")] {
+        let mut b = good.clone();
+        let off = b.len();
+        b.push(0x0a);
+        varint(claim, &mut b);
+        b.extend_from_slice(&[1, 2, 3]);
+        let (report, samples) = decode_trace("claims.pftrace", b).unwrap();
+        let damage = report.damage.unwrap();
+        assert!(damage.contains(&format!("claims.pftrace at byte {off}, packet 2: ")), "{damage}");
+        assert!(damage.contains(what), "{damage}");
+        assert_eq!(samples, [1], "the dump before it is kept");
+    }
+    // A length inside a packet (an InternedData field) that runs past the packet's end.
+    let mut payload = vec![(12 << 3) | 2];
+    varint(50, &mut payload);
+    payload.extend_from_slice(&[0; 5]);
+    let mut b = good.clone();
+    let off = b.len();
+    b.extend(raw_packet(&payload));
+    let (report, samples) = decode_trace("inner.pftrace", b).unwrap();
+    let damage = report.damage.unwrap();
+    assert!(damage.starts_with(&format!("malformed input: inner.pftrace at byte {off}, packet 2: ")), "{damage}");
+    assert_eq!(samples, [1]);
+}
+
+/// Wrong wire types, at the top level and inside a packet: damage at the packet, with the
+/// field and wire type named.
+#[test]
+fn wrong_wire_types() {
+    let (report, _) = decode_trace("wt.pftrace", vec![0x08, 0x01]).unwrap();
+    assert_eq!(
+        report.damage.as_deref(),
+        Some(
+            "malformed input: wt.pftrace at byte 0, packet 0: not a Perfetto trace: expected a packet (field 1, length-delimited), found field 1 with wire type 0"
+        )
+    );
+    // profile_packet (37) as a varint.
+    let good = trace(vec![interning(frames_and(vec![callstack(1, &[1])])), dump(0, &[1])]);
+    let mut payload = Vec::new();
+    varint(37 << 3, &mut payload);
+    payload.push(7);
+    let mut b = good.clone();
+    let off = b.len();
+    b.extend(raw_packet(&payload));
+    let (report, samples) = decode_trace("wt2.pftrace", b).unwrap();
+    let damage = report.damage.unwrap();
+    assert!(damage.starts_with(&format!("malformed input: wt2.pftrace at byte {off}, packet 2: ")), "{damage}");
+    assert_eq!(samples, [1]);
+}
+
+/// Deep nesting: unknown groups nested 100,000 deep inside a packet (a recursion-limit error,
+/// not a stack overflow), and compressed bundles inside compressed bundles (not expanded).
+#[test]
+fn deep_nesting() {
+    let mut payload = Vec::new();
+    for _ in 0..100_000 {
+        varint((1000 << 3) | 3, &mut payload);
+    }
+    let (report, _) = decode_trace("deep.pftrace", raw_packet(&payload)).unwrap();
+    let damage = report.damage.unwrap();
+    assert!(damage.starts_with("malformed input: deep.pftrace at byte 0, packet 0: "), "{damage}");
+
+    // Bundles nested 40 deep, the innermost holding a whole dump.
+    let mut inner = trace(vec![interning(frames_and(vec![callstack(1, &[1])])), dump(0, &[1])]);
+    for _ in 0..40 {
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, &inner).unwrap();
+        inner = trace(vec![pb::TracePacket { compressed_packets: Some(z.finish().unwrap()), ..Default::default() }]);
+    }
+    let (report, samples) = decode_trace("nested.pftrace", inner).unwrap();
+    assert_eq!(report.damage, None);
+    assert!(samples.is_empty());
+    assert_eq!(report.compressed_bundles, 1);
+    assert!(report.problems.iter().any(|p| p.message == "nested compressed_packets ignored" && p.offset == Some(0)));
+}

@@ -355,3 +355,47 @@ impl Rng {
         (self.next() % n.max(1) as u64) as usize
     }
 }
+
+/// Address-space limit (`RLIMIT_AS`) for [`heapconv_limited`] runs on hostile inputs: well
+/// above what a normal run needs, far below what a decompression bomb or a length near 4 GiB
+/// would take if it were believed.
+pub const HOSTILE_MEMORY: u64 = 512 << 20;
+
+/// CPU seconds (`RLIMIT_CPU`) for [`heapconv_limited`] runs: a hang is killed by SIGXCPU.
+pub const HOSTILE_CPU_SECONDS: u64 = 60;
+
+/// Runs heapconv with its address space limited to `memory` bytes (`RLIMIT_AS`, set in the
+/// child between fork and exec) and its CPU time to [`HOSTILE_CPU_SECONDS`]. An allocation
+/// beyond the limit fails in the child: heapconv must turn that into an error, and a `Vec` that
+/// grows past it aborts the process (SIGABRT), which [`assert_clean_exit`] catches.
+pub fn heapconv_limited(args: &[&str], memory: u64) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_heapconv"));
+    cmd.args(args).env("RUST_BACKTRACE", "0");
+    // SAFETY: the closure runs in the forked child before exec and only calls setrlimit,
+    // which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let set = |what, n: u64| {
+                let lim = libc::rlimit { rlim_cur: n as libc::rlim_t, rlim_max: n as libc::rlim_t };
+                if libc::setrlimit(what, &lim) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+            };
+            set(libc::RLIMIT_AS, memory)?;
+            set(libc::RLIMIT_CPU, HOSTILE_CPU_SECONDS)
+        });
+    }
+    cmd.output().expect("heapconv runs")
+}
+
+/// Asserts that a run ended by itself with exit code `code`: not killed by a signal (an abort
+/// on a failed allocation, a CPU-time kill), no panic, and an error message when it failed.
+pub fn assert_clean_exit(out: &Output, code: i32, what: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), None, "{what}: killed by a signal\n{err}");
+    assert_eq!(out.status.code(), Some(code), "{what}\n{err}");
+    assert!(!err.contains("panicked") && !err.contains("memory allocation of"), "{what}: {err}");
+    if code == 1 {
+        assert!(err.contains("heapconv: error: "), "{what}: no error message\n{err}");
+    }
+}
