@@ -380,3 +380,48 @@ fn deep_nesting() {
     assert_eq!(report.compressed_bundles, 1);
     assert!(report.problems.iter().any(|p| p.message == "nested compressed_packets ignored" && p.offset == Some(0)));
 }
+
+/// Interned ids: a callstack naming a frame that does not exist drops its samples (counted,
+/// flagged `unresolved_samples`, reported at the chain's packet); a sample naming a callstack
+/// that does not exist likewise; an id defined twice keeps one definition, deterministically.
+#[test]
+fn interned_ids_missing_and_duplicated() {
+    let b = trace(vec![
+        interning(frames_and(vec![callstack(1, &[1, 99]), callstack(2, &[1, 2]), callstack(2, &[3])])),
+        dump(0, &[1, 2, 7]),
+    ]);
+    let (report, samples) = decode_trace("ids.pftrace", b.clone()).unwrap();
+    assert_eq!(report.damage, None);
+    assert_eq!(samples, [1], "only callstack 2 resolves");
+    let d = &report.dumps[0];
+    assert_eq!(d.flags.unresolved_samples, 2);
+    assert_eq!(d.flags.data_loss(), ["unresolved_samples"]);
+    let msgs: Vec<&str> = report.problems.iter().map(|p| p.message.as_str()).collect();
+    assert!(msgs.contains(&"sequence 1: callstack 1 names frames that are not defined yet"), "{msgs:?}");
+    assert!(
+        msgs.contains(&"pid 42 heap libc.malloc: 2 sample(s) name callstacks that were never defined; dropped"),
+        "{msgs:?}"
+    );
+    assert!(report.data_loss().contains(&"pid 42 heap libc.malloc dump 1: unresolved_samples".to_owned()));
+    // The same bytes decode the same way every time.
+    let again = decode_trace("ids.pftrace", b).unwrap();
+    assert_eq!(format!("{:?}", again.0.problems), format!("{:?}", report.problems));
+}
+
+/// Callstacks whose frames never come stay pending; many of them across many dump chains
+/// must not make decoding quadratic (each chain retried every pending callstack and made a
+/// message for each).
+#[test]
+fn many_unresolvable_callstacks_across_many_chains_stay_fast() {
+    let n = 20_000u64;
+    let mut packets = vec![interning(frames_and((10..10 + n).map(|i| callstack(i, &[1, 500 + i])).collect()))];
+    packets.extend((0..n).map(|i| dump(i, &[10])));
+    let b = trace(packets);
+    let start = Instant::now();
+    let (report, samples) = decode_trace("pending.pftrace", b).unwrap();
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(samples.iter().all(|&s| s == 0), "nothing resolves");
+    assert_eq!(report.dumps.len() as u64, n);
+    assert!(report.dumps.iter().all(|d| d.flags.unresolved_samples == 1));
+}

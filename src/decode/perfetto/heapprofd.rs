@@ -111,6 +111,11 @@ struct Pending {
     mappings: Vec<pb::Mapping>,
     frames: Vec<pb::Frame>,
     callstacks: Vec<pb::Callstack>,
+    /// How many of `callstacks` were already tried (and reported), and how many frames were
+    /// interned then: they are tried again only once new frames came, and reported once, so
+    /// that callstacks that never resolve do not make every later chain slower.
+    callstacks_tried: usize,
+    frames_when_tried: usize,
 }
 
 /// Interned tables of one generation of one sequence (or the inline tables of one chain).
@@ -1045,7 +1050,9 @@ fn try_callstack(
 /// Resolves definitions that arrived before what they reference. What still cannot be
 /// resolved is reported and, for names and build ids, resolved as empty.
 fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<String>) {
-    if t.pending.mappings.is_empty() && t.pending.frames.is_empty() && t.pending.callstacks.is_empty() {
+    let p = &t.pending;
+    let callstacks_stale = p.callstacks_tried == p.callstacks.len() && p.frames_when_tried == t.frames.len();
+    if p.mappings.is_empty() && p.frames.is_empty() && callstacks_stale {
         return;
     }
     let pending = std::mem::take(&mut t.pending);
@@ -1100,7 +1107,18 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
             }
         }
     }
-    for c in pending.callstacks {
+    // Callstacks tried at an earlier chain are tried again only if frames came since; each
+    // is reported once.
+    let mut callstacks = pending.callstacks;
+    let tried = pending.callstacks_tried.min(callstacks.len());
+    let new = callstacks.split_off(tried);
+    let retry_old = pending.frames_when_tried != t.frames.len();
+    let mut still = Vec::new();
+    for (c, is_new) in callstacks.into_iter().map(|c| (c, false)).chain(new.into_iter().map(|c| (c, true))) {
+        if !is_new && !retry_old {
+            still.push(c);
+            continue;
+        }
         let iid = c.iid.unwrap_or(0);
         match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
             Some(st) => {
@@ -1109,11 +1127,16 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
             }
             None => {
                 // Keep it pending: its frames may still come in a later chain.
-                problems.push(format!("callstack {iid} names frames that are not defined yet"));
-                t.pending.callstacks.push(c);
+                if is_new {
+                    problems.push(format!("callstack {iid} names frames that are not defined yet"));
+                }
+                still.push(c);
             }
         }
     }
+    t.pending.callstacks_tried = still.len();
+    t.pending.frames_when_tried = t.frames.len();
+    t.pending.callstacks = still;
 }
 
 /// Resolves a chain's Android Q inline tables (looked up before the interned tables) and
