@@ -425,3 +425,150 @@ fn many_unresolvable_callstacks_across_many_chains_stay_fast() {
     assert_eq!(report.dumps.len() as u64, n);
     assert!(report.dumps.iter().all(|d| d.flags.unresolved_samples == 1));
 }
+
+/// `prefix`, then `chunk` repeated to `total` bytes, gzip- or zlib-compressed as it is
+/// written: a bomb of about `total` bytes from a small file.
+fn bomb(prefix: &[u8], chunk: &[u8], total: usize, gzip: bool) -> Vec<u8> {
+    use std::io::Write;
+    fn fill(w: &mut impl Write, prefix: &[u8], chunk: &[u8], total: usize) {
+        w.write_all(prefix).unwrap();
+        let block: Vec<u8> = chunk.iter().copied().cycle().take(chunk.len() * ((1 << 20) / chunk.len())).collect();
+        for _ in 0..total / block.len() {
+            w.write_all(&block).unwrap();
+        }
+    }
+    if gzip {
+        let mut w = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        fill(&mut w, prefix, chunk, total);
+        w.finish().unwrap()
+    } else {
+        let mut w = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        fill(&mut w, prefix, chunk, total);
+        w.finish().unwrap()
+    }
+}
+
+fn be32(v: u32) -> [u8; 4] {
+    v.to_be_bytes()
+}
+
+/// An hprof header (`JAVA PROFILE 1.0.2`, 4-byte ids).
+fn hprof_header() -> Vec<u8> {
+    let mut b = b"JAVA PROFILE 1.0.2\0".to_vec();
+    b.extend(be32(4));
+    b.extend([0u8; 8]);
+    b
+}
+
+/// An hprof top-level record.
+fn hprof_record(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut b = vec![tag];
+    b.extend(be32(0));
+    b.extend(be32(body.len() as u32));
+    b.extend_from_slice(body);
+    b
+}
+
+/// Decompression bombs and lengths near 4 GiB, each run by the binary with its address space
+/// limited to 512 MiB: a clean exit with an error (or a partial result) naming the file, never
+/// an abort or a kill.
+#[test]
+fn bombs_and_huge_lengths_under_a_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+    let out = path("out");
+
+    // A compressed_packets bundle that expands to 1 GiB: stopped at the 256 MiB cap.
+    let z = bomb(b"", &[0], 1 << 30, false);
+    std::fs::write(path("zlib.pftrace"), trace(vec![pb::TracePacket { compressed_packets: Some(z), ..Default::default() }]))
+        .unwrap();
+    let o = heapconv_limited(&["inspect", &path("zlib.pftrace")], HOSTILE_MEMORY);
+    assert_clean_exit(&o, 3, "zlib bundle bomb, inspect");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("zlib.pftrace at byte 0, packet 0: compressed_packets: decompressed size exceeds the limit of 268435456 bytes"),
+        "{text}"
+    );
+    let o = heapconv_limited(&["convert", &path("zlib.pftrace"), "-o", &out], HOSTILE_MEMORY);
+    assert_clean_exit(&o, 1, "zlib bundle bomb, convert");
+
+    // A gzip-compressed pprof that expands to 1 GiB of empty strings.
+    let p = bomb(&[0x32, 0x00, 0x0a, 0x04, 0x08, 0x01, 0x10, 0x02], &[0x32, 0x00], 1 << 30, true);
+    std::fs::write(path("bomb.pb.gz"), p).unwrap();
+    for args in [vec!["merge", "BOMB", "-o", &out], vec!["convert", "BOMB", "--to", "folded", "-o", &out]] {
+        let args: Vec<String> = args.iter().map(|a| if *a == "BOMB" { path("bomb.pb.gz") } else { a.to_string() }).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = heapconv_limited(&args, HOSTILE_MEMORY);
+        assert_clean_exit(&o, 1, "pprof gzip bomb");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("bomb.pb.gz") && err.contains("out of memory"), "{err}");
+    }
+
+    // A gzip-compressed DDM capture that expands to 1 GiB.
+    std::fs::write(path("bomb.alloc.gz"), bomb(&[0x0f, 0x09, 0x08, 0x00], &[0], 1 << 30, true)).unwrap();
+    let o = heapconv_limited(&["convert", &path("bomb.alloc.gz"), "--to", "folded", "-o", &out], HOSTILE_MEMORY);
+    assert_clean_exit(&o, 1, "DDM gzip bomb");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bomb.alloc.gz"));
+
+    // A gzip-compressed heap dump of 10 million tiny instances (170 MB): more objects than the
+    // memory holds. Found by this test: the reader's vectors grew until the process aborted.
+    let mut prefix = hprof_header();
+    prefix.extend(hprof_record(0x01, &[0, 0, 0, 20, b'A']));
+    prefix.extend(hprof_record(0x02, &[&be32(1)[..], &be32(0x100), &be32(0), &be32(20)].concat()));
+    let n = 10_000_000u32;
+    let mut class = vec![0x20];
+    class.extend([be32(0x100), be32(0), be32(0), be32(0), be32(0), be32(0), be32(0), be32(0), be32(16)].concat());
+    class.extend([0u8; 6]);
+    prefix.push(0x0c);
+    prefix.extend(be32(0));
+    prefix.extend(be32(class.len() as u32 + n * 17));
+    prefix.extend(&class);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    {
+        use std::io::Write;
+        gz.write_all(&prefix).unwrap();
+        let mut block = Vec::with_capacity(17 << 16);
+        for i in 0..n {
+            block.push(0x21);
+            block.extend([be32(0x1000 + i * 8), be32(0), be32(0x100), be32(0)].concat());
+            if block.len() >= 17 << 16 {
+                gz.write_all(&block).unwrap();
+                block.clear();
+            }
+        }
+        gz.write_all(&block).unwrap();
+    }
+    std::fs::write(path("objects.hprof.gz"), gz.finish().unwrap()).unwrap();
+    for cmd in ["inspect", "convert"] {
+        let o = heapconv_limited(&[cmd, &path("objects.hprof.gz"), "-o", &out][..if cmd == "inspect" { 2 } else { 4 }], HOSTILE_MEMORY);
+        assert_clean_exit(&o, 1, "hprof object bomb");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("heapconv: error: limit exceeded: ") && err.contains("objects.hprof.gz: out of memory holding "), "{err}");
+        assert!(err.contains(" objects and 0 references, at sub-record at byte "), "{err}");
+    }
+
+    // Lengths near 4 GiB: a trace packet, a heap-dump record, a primitive array.
+    std::fs::write(path("huge.pftrace"), [0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00]).unwrap();
+    let o = heapconv_limited(&["inspect", &path("huge.pftrace")], HOSTILE_MEMORY);
+    assert_clean_exit(&o, 3, "packet of 4 GiB");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("huge.pftrace at byte 0, packet 0: packet claims 4294967295 bytes"));
+    let mut h = hprof_header();
+    h.push(0x0c);
+    h.extend(be32(0));
+    h.extend(be32(u32::MAX));
+    h.push(0x23);
+    h.extend([be32(1), be32(0), be32(u32::MAX)].concat());
+    h.push(11);
+    h.extend([0u8; 100]);
+    std::fs::write(path("huge.hprof"), &h).unwrap();
+    let o = heapconv_limited(&["inspect", &path("huge.hprof")], HOSTILE_MEMORY);
+    assert_clean_exit(&o, 3, "array of 2^32-1 longs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("huge.hprof: sub-record 0x23 PRIMITIVE_ARRAY_DUMP at byte 40 needs 34359738374 bytes, past the end of record 0x0C HEAP_DUMP at byte 31"),
+        "{text}"
+    );
+    let o = heapconv_limited(&["hprof-conv", &path("huge.hprof"), &path("huge.out.hprof")], HOSTILE_MEMORY);
+    assert_clean_exit(&o, 1, "hprof-conv of an array of 2^32-1 longs");
+    assert!(!dir.path().join("huge.out.hprof").exists(), "a failed run leaves no output");
+}

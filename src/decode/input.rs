@@ -56,6 +56,64 @@ impl<R: Read> Read for CappedReader<R> {
     }
 }
 
+/// Expands a `compressed_packets` bundle (zlib, or gzip by its magic bytes) of at most
+/// `limit` bytes. The buffer grows by doubling but never past `limit`, and fallibly: a bundle
+/// that does not fit in memory is a [`ErrorKind::LimitExceeded`] error like one over the limit,
+/// never an abort. `at` says where the bundle is (`x.pftrace at byte 10, packet 2`).
+pub(crate) fn inflate_bundle(data: &[u8], limit: u64, at: &str) -> Result<Vec<u8>> {
+    let inflated: Box<dyn Read> = if data.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::GzDecoder::new(data))
+    } else {
+        Box::new(flate2::read::ZlibDecoder::new(data))
+    };
+    let mut r = CappedReader::new(inflated, limit);
+    let most = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut buf: Vec<u8> = Vec::new();
+    let fail = |kind: ErrorKind, what: String| Error::new(kind, format!("{at}: compressed_packets: {what}"));
+    loop {
+        if buf.len() == buf.capacity() {
+            if buf.len() >= most {
+                // Full: one more byte is over the limit (the capped reader says so).
+                let mut one = [0u8; 1];
+                match r.read(&mut one) {
+                    Ok(0) => return Ok(buf),
+                    Ok(_) => {
+                        return Err(fail(
+                            ErrorKind::LimitExceeded,
+                            format!("decompressed size exceeds the limit of {limit} bytes"),
+                        ));
+                    }
+                    Err(e) => return Err(bundle_error(e, &fail)),
+                }
+            }
+            let want = buf.capacity().saturating_mul(2).clamp(64 << 10, most.max(1)) - buf.len();
+            buf.try_reserve_exact(want).map_err(|_| {
+                fail(
+                    ErrorKind::LimitExceeded,
+                    format!("out of memory after {} bytes (limit {limit} bytes)", buf.len()),
+                )
+            })?;
+        }
+        let old = buf.len();
+        let room = (buf.capacity() - old).min(64 << 10);
+        buf.resize(old + room, 0);
+        match r.read(&mut buf[old..]) {
+            Ok(0) => {
+                buf.truncate(old);
+                return Ok(buf);
+            }
+            Ok(n) => buf.truncate(old + n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(old),
+            Err(e) => return Err(bundle_error(e, &fail)),
+        }
+    }
+}
+
+fn bundle_error(e: io::Error, fail: &dyn Fn(ErrorKind, String) -> Error) -> Error {
+    let kind = if e.to_string().contains("limit") { ErrorKind::LimitExceeded } else { ErrorKind::Malformed };
+    fail(kind, e.to_string())
+}
+
 impl Input {
     /// Opens `path` (`-` for stdin). Whole-file gzip is detected by its magic bytes and
     /// decompressed on the fly, up to `max_expanded` bytes.

@@ -55,7 +55,7 @@ use prost::Message;
 
 use super::clock::{BOOTTIME, Clocks};
 use super::reader::PacketReader;
-use crate::decode::input::{CappedReader, Input};
+use crate::decode::input::Input;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::heap::{
     BasicType, Class, ClassIdx, ClassKind, FieldDesc, FieldIdx, HeapDump, NO_FIELD, ObjIdx, ObjectKind, REF_DANGLING,
@@ -345,17 +345,8 @@ impl Decoder {
         sink: &mut dyn FnMut(HeapDump) -> Result<()>,
     ) -> Result<()> {
         self.report.compressed_bundles += 1;
-        let inflated: Box<dyn std::io::Read> = if data.starts_with(&[0x1f, 0x8b]) {
-            Box::new(flate2::read::GzDecoder::new(data))
-        } else {
-            Box::new(flate2::read::ZlibDecoder::new(data))
-        };
-        let mut capped = CappedReader::new(inflated, self.opts.max_bundle_bytes);
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut capped, &mut buf).map_err(|e| {
-            let kind = if e.to_string().contains("limit") { ErrorKind::LimitExceeded } else { ErrorKind::Malformed };
-            Error::new(kind, format!("{} at byte {offset}, packet {number}: compressed_packets: {e}", self.name))
-        })?;
+        let at = format!("{} at byte {offset}, packet {number}", self.name);
+        let buf = crate::decode::input::inflate_bundle(data, self.opts.max_bundle_bytes, &at)?;
         let inner_name = format!("{} (compressed_packets at byte {offset}, packet {number})", self.name);
         let len = buf.len() as u64;
         let mut inner = PacketReader::new(buf.as_slice(), &inner_name, Some(len), self.opts.max_packet_bytes);
