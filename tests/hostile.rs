@@ -572,3 +572,146 @@ fn bombs_and_huge_lengths_under_a_memory_limit() {
     assert_clean_exit(&o, 1, "hprof-conv of an array of 2^32-1 longs");
     assert!(!dir.path().join("huge.out.hprof").exists(), "a failed run leaves no output");
 }
+
+fn stderr_of(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Files in `dir`, sorted (temporary files included: none may be left behind).
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+/// `--strict`: what a trace says about lost data fails the run with exit code 6 (0 or 3
+/// without it), outputs written all the same; a failed gate still wins; clean inputs pass.
+#[test]
+fn strict_fails_runs_whose_input_lost_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+    let loss = data("data_loss.pftrace");
+    let loss = loss.to_str().unwrap();
+    let clean = data("heaps_and_procs.pftrace");
+    let clean = clean.to_str().unwrap();
+
+    // convert: data-loss flags alone are exit 0, and 6 with --strict.
+    heapconv_ok(&["convert", loss, "--pid", "13", "--to", "folded", "-o", &p("a.folded")], 0);
+    let o = heapconv_ok(&["convert", loss, "--pid", "13", "--to", "folded", "-o", &p("b.folded"), "--strict"], 6);
+    let err = stderr_of(&o);
+    assert!(
+        err.contains("heapconv: error: --strict: data lost: pid 13 heap libc.malloc dump 1: buffer_corrupted, hit_guardrail, missing_packets"),
+        "{err}"
+    );
+    assert!(err.contains("--strict: data lost: sequence 3: 1 packet(s) flagged previous_packet_dropped, 3 ProfilePacket(s) missing (index gaps)"), "{err}");
+    assert_eq!(std::fs::read(p("a.folded")).unwrap(), std::fs::read(p("b.folded")).unwrap(), "the output is written");
+    heapconv_ok(&["convert", clean, "--pid", "20", "--to", "folded", "-o", &p("c.folded"), "--strict"], 0);
+
+    // profile of a trace cut inside a dump chain: 3 without --strict, 6 with it.
+    let cut = data("continuous_recycle.trunc-midchain.pftrace");
+    let o = heapconv_ok(&["profile", cut.to_str().unwrap(), "-o", &p("prof"), "--strict"], 6);
+    assert!(stderr_of(&o).contains("--strict: data lost: 1 dump(s) never finished"));
+    assert_eq!(names_in(&dir.path().join("prof")).len(), 3);
+
+    // An incomplete heap graph: hprof exits 3, and 6 with --strict.
+    let graph = data("heapgraph/incomplete.pftrace");
+    let graph = graph.to_str().unwrap();
+    heapconv_ok(&["hprof", graph, "-o", &p("hp/")], 3);
+    let o = heapconv_ok(&["hprof", graph, "-o", &p("hp2/"), "--strict"], 6);
+    assert!(stderr_of(&o).contains("incomplete"), "{}", stderr_of(&o));
+    heapconv_ok(&["profile", graph, "--java-heap", "-o", &p("jh"), "--strict"], 6);
+
+    // merge, diff, top, timeline, symbolize.
+    heapconv_ok(&["merge", loss, "--pid", "13", "-o", &p("m.pb.gz"), "--strict"], 6);
+    heapconv_ok(&["merge", clean, "--pid", "20", "-o", &p("m2.pb.gz"), "--strict"], 0);
+    heapconv_ok(&["diff", loss, loss, "--pid", "13", "-o", &p("d.pb.gz"), "--strict"], 6);
+    heapconv_ok(&["top", loss, "--pid", "13", "--strict"], 6);
+    heapconv_ok(&["timeline", loss, "-o", &p("t.csv"), "--strict"], 6);
+    heapconv_ok(&["timeline", loss, "-o", &p("t.csv")], 0);
+    let sym = root().join("symbols");
+    heapconv_ok(&["symbolize", loss, "--symbol-dir", sym.to_str().unwrap(), "-o", &p("s.pftrace"), "--strict"], 6);
+    // A failed coverage gate wins over --strict.
+    heapconv_ok(
+        &["convert", loss, "--pid", "13", "--to", "folded", "-o", &p("e.folded"), "--symbol-dir", sym.to_str().unwrap(), "--min-symbolized", "100", "--strict"],
+        4,
+    );
+
+    // A batch: the worst input decides, the summary says why.
+    let o = heapconv_ok(
+        &["convert", loss, clean, "--batch", "-o", &p("batch"), "--summary-json", &p("sum.json"), "--strict", "--summary-no-times"],
+        6,
+    );
+    assert!(stderr_of(&o).contains(": --strict: data lost: pid 12 heap libc.malloc dump 1: disconnected, buffer_overran, missing_packets"));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p("sum.json")).unwrap()).unwrap();
+    assert_eq!((v["outcome"].as_str(), v["exit_code"].as_u64(), v["data_loss"].as_u64()), (Some("data-loss"), Some(6), Some(1)));
+    let r = v["results"].as_array().unwrap();
+    assert_eq!(r.iter().map(|r| r["data_loss"].as_array().unwrap().len()).collect::<Vec<_>>(), [7, 0]);
+    heapconv_ok(&["convert", loss, clean, "--batch", "-o", &p("batch2")], 0);
+
+    // hprof-conv: a clean dump passes.
+    heapconv_ok(&["hprof", &data("heapgraph/cleaner.pftrace").to_string_lossy(), "--android", "-o", &p("a.hprof")], 0);
+    heapconv_ok(&["hprof-conv", &p("a.hprof"), &p("b.hprof"), "--strict"], 0);
+}
+
+/// Nothing lost: every command refuses an output that is one of its inputs (by name, through
+/// a symlink, or as a hard link), leaves the input as it was and no temporary file behind.
+#[test]
+fn every_command_refuses_to_overwrite_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+    std::fs::copy(data("heaps_and_procs.pftrace"), p("t.pftrace")).unwrap();
+    std::fs::copy(data("views/views.pftrace"), p("v.pftrace")).unwrap();
+    std::fs::copy(data("heapgraph/cleaner.pftrace"), p("g.pftrace")).unwrap();
+    heapconv_ok(&["hprof", &p("g.pftrace"), "--android", "-o", &p("a.hprof")], 0);
+    std::os::unix::fs::symlink(p("t.pftrace"), p("link.pftrace")).unwrap();
+    std::fs::hard_link(p("t.pftrace"), p("hard.pftrace")).unwrap();
+    let sym = root().join("symbols").to_str().unwrap().to_owned();
+    let before: Vec<Vec<u8>> = ["t.pftrace", "v.pftrace", "g.pftrace", "a.hprof"].iter().map(|n| std::fs::read(p(n)).unwrap()).collect();
+    let listing = names_in(dir.path());
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (vec!["convert".into(), p("t.pftrace"), "--pid".into(), "20".into(), "--to".into(), "folded".into(), "-o".into(), p("t.pftrace")], p("t.pftrace")),
+        (vec!["convert".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("link.pftrace")], p("link.pftrace")),
+        (vec!["convert".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("hard.pftrace")], p("hard.pftrace")),
+        (vec!["convert".into(), p("v.pftrace"), "--view".into(), "peak".into(), "--pid".into(), "20".into(), "--to".into(), "folded".into(), "-o".into(), p("v.pftrace")], p("v.pftrace")),
+        (vec!["merge".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("t.pftrace")], p("t.pftrace")),
+        (vec!["diff".into(), p("v.pftrace"), p("t.pftrace"), "--pid".into(), "20".into(), "--sample-types".into(), "unreleased-size".into(), "-o".into(), p("t.pftrace")], p("t.pftrace")),
+        (vec!["timeline".into(), p("v.pftrace"), "-o".into(), p("v.pftrace")], p("v.pftrace")),
+        (vec!["hprof".into(), p("g.pftrace"), "-o".into(), p("g.pftrace")], p("g.pftrace")),
+        (vec!["hprof-conv".into(), p("a.hprof"), p("a.hprof")], p("a.hprof")),
+        (vec!["symbolize".into(), p("t.pftrace"), "--symbol-dir".into(), sym.clone(), "-o".into(), p("t.pftrace")], p("t.pftrace")),
+        (vec!["convert".into(), p("t.pftrace"), "--batch".into(), "-o".into(), p("out"), "--summary-json".into(), p("t.pftrace")], p("t.pftrace")),
+    ];
+    for (args, target) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = heapconv(&args);
+        let err = stderr_of(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&format!("refusing to write {target}: it is an input")), "{args:?}: {err}");
+    }
+    let after: Vec<Vec<u8>> = ["t.pftrace", "v.pftrace", "g.pftrace", "a.hprof"].iter().map(|n| std::fs::read(p(n)).unwrap()).collect();
+    assert!(before == after, "an input changed");
+    let mut now = names_in(dir.path());
+    now.retain(|n| n != "out");
+    assert_eq!(now, listing, "no temporary or partial file is left");
+    // A batch whose output directory holds an input under an output's name.
+    heapconv_ok(&["hprof-conv", &p("a.hprof"), "-o", dir.path().to_str().unwrap()], 1);
+    assert_eq!(std::fs::read(p("a.hprof")).unwrap(), before[3]);
+}
+
+/// A failed run leaves no half-written output, and an output that existed stays as it was.
+#[test]
+fn failed_runs_leave_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+    std::fs::write(p("bad.pb"), [0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x12, 0xff, 0xff, 0xff, 0xff, 0x0f]).unwrap();
+    std::fs::write(p("old.pb.gz"), b"previous").unwrap();
+    let good = data("heaps_and_procs.pftrace");
+    let o = heapconv(&["merge", good.to_str().unwrap(), &p("bad.pb"), "--pid", "20", "-o", &p("old.pb.gz")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr_of(&o));
+    assert!(stderr_of(&o).contains("bad.pb: not a valid pprof profile: a sample of 4294967295 bytes runs past the end at byte 6"));
+    assert_eq!(std::fs::read(p("old.pb.gz")).unwrap(), b"previous");
+    let o = heapconv(&["convert", &p("bad.pb"), "--to", "svg", "-o", &p("new.svg")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(names_in(dir.path()), ["bad.pb", "old.pb.gz"]);
+}
