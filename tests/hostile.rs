@@ -715,3 +715,143 @@ fn failed_runs_leave_no_output() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(names_in(dir.path()), ["bad.pb", "old.pb.gz"]);
 }
+
+/// `heapconv symbolize sym_basic` with `dirs` as symbol directories, run as `uid` when given:
+/// the exit status, the JSON report and standard error.
+fn symbolize_run(dirs: &[&std::path::Path], uid: Option<u32>) -> (Option<i32>, serde_json::Value, String) {
+    use std::os::unix::process::CommandExt;
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_heapconv"));
+    cmd.arg("symbolize").arg(data("symbolize/sym_basic.pftrace")).arg("-o").arg(out.path().join("s")).arg("--json");
+    for d in dirs {
+        cmd.arg("--symbol-dir").arg(d);
+    }
+    cmd.env_remove("PERFETTO_BINARY_PATH");
+    if let Some(uid) = uid {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(out.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        cmd.uid(uid).gid(uid);
+    }
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    (o.status.code(), serde_json::from_str(&err).unwrap_or(serde_json::Value::Null), err)
+}
+
+fn mapping<'a>(report: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
+    report["mappings"].as_array().unwrap().iter().find(|m| m["path"] == path).unwrap()
+}
+
+/// A `.gnu_debuglink` naming `../gadget.so.debug` (or any path, not a file name) is refused:
+/// heapconv does not stat or CRC files outside the symbol directories. Before the fix the
+/// debug file beside the symbol directory was found and used.
+#[test]
+fn debuglink_names_with_a_path_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let syms = tmp.path().join("syms");
+    std::fs::create_dir(&syms).unwrap();
+    let mut bin = std::fs::read(root().join("symbols/libgadget.so")).unwrap();
+    let at = bin.windows(18).position(|w| w == b"libgadget.so.debug").unwrap();
+    assert_eq!(at, 0x5110, "the name in .gnu_debuglink");
+    bin[at..at + 18].copy_from_slice(b"../gadget.so.debug");
+    std::fs::write(syms.join("libgadget.so"), &bin).unwrap();
+    // The real debug file (right CRC, right build id), outside the symbol directory.
+    std::fs::copy(root().join("symbols/.debug/libgadget.so.debug"), tmp.path().join("gadget.so.debug")).unwrap();
+    let (code, report, err) = symbolize_run(&[&syms], None);
+    assert_eq!(code, Some(0), "{err}");
+    let g = mapping(&report, "/system/lib64/libgadget.so");
+    assert_ne!(g["outcome"], "symbolized", "{g}");
+    let tried: Vec<&str> = g["tried"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(
+        tried.iter().any(|t| t.ends_with("libgadget.so: .gnu_debuglink name \"../gadget.so.debug\" refused (not a single file name)")),
+        "{tried:?}"
+    );
+    assert!(!tried.iter().any(|t| t.contains("gadget.so.debug (debuglink)")), "{tried:?}");
+    // With the name as written by the linker the same layout works (the file is then inside).
+    std::fs::copy(root().join("symbols/libgadget.so"), syms.join("libgadget.so")).unwrap();
+    std::fs::copy(root().join("symbols/.debug/libgadget.so.debug"), syms.join("libgadget.so.debug")).unwrap();
+    let (_, report, _) = symbolize_run(&[&syms], None);
+    assert_eq!(mapping(&report, "/system/lib64/libgadget.so")["outcome"], "symbolized");
+}
+
+/// ELF files with bogus headers in a symbol directory: section headers past the end, a huge
+/// section count, a program-header table past the end, a wrong class, only the ELF header.
+/// Each is read without a panic, yields no symbols, and the run goes on (exit 0).
+#[test]
+fn elf_files_with_bogus_headers() {
+    let good = std::fs::read(root().join("symbols/libwidget.so")).unwrap();
+    let set = |b: &mut Vec<u8>, at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+    let mut variants: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut b = good.clone();
+    set(&mut b, 0x28, &u64::MAX.to_le_bytes()); // e_shoff
+    variants.push(("e_shoff past the end", b));
+    let mut b = good.clone();
+    set(&mut b, 0x3c, &0xffffu16.to_le_bytes()); // e_shnum
+    variants.push(("e_shnum 65535", b));
+    let mut b = good.clone();
+    set(&mut b, 0x20, &(1u64 << 40).to_le_bytes()); // e_phoff
+    variants.push(("e_phoff past the end", b));
+    let mut b = good.clone();
+    b[4] = 7; // EI_CLASS
+    variants.push(("EI_CLASS 7", b));
+    variants.push(("header only", good[..64].to_vec()));
+    let mut b = good.clone();
+    set(&mut b, 0x3a, &0x0001u16.to_le_bytes()); // e_shentsize 1
+    variants.push(("e_shentsize 1", b));
+    for (what, bytes) in variants {
+        let r = std::panic::catch_unwind(|| heapconv::symbolize::elf::elf_info_from_bytes(&bytes));
+        assert!(r.is_ok(), "{what}: panic");
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("libwidget.so"), &bytes).unwrap();
+        let lines = heapconv::symbolize::symbolize_addresses(&tmp.path().join("libwidget.so"), &[0x1150]);
+        let start = Instant::now();
+        let (code, report, err) = symbolize_run(&[tmp.path()], None);
+        assert!(start.elapsed() < Duration::from_secs(20), "{what}: too slow");
+        assert_eq!(code, Some(0), "{what}: {err}");
+        let w = mapping(&report, "/data/app/com.example-1/lib/arm64/libwidget.so");
+        if w["outcome"] == "symbolized" {
+            // Only a header field the symbolizer does not need was broken.
+            assert!(what == "e_phoff past the end" || !lines[0].is_empty(), "{what}: {w}");
+        } else {
+            assert_eq!(w["symbolized"], 0, "{what}");
+        }
+    }
+}
+
+/// Symbol directories holding a symlink loop, a broken symlink, a named pipe and a directory
+/// under a library's name, and files the user cannot read: indexing ends, says what it
+/// skipped, never blocks on the pipe, and the run goes on.
+#[test]
+fn symbol_directories_with_loops_pipes_and_unreadable_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(".", d.join("self")).unwrap();
+    std::os::unix::fs::symlink("nowhere.so", d.join("broken.so")).unwrap();
+    let fifo = std::ffi::CString::new(d.join("libwidget.so").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    std::fs::create_dir(d.join("libgadget.so")).unwrap();
+    let locked = d.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::copy(root().join("symbols/app-pie"), locked.join("app-pie")).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let unreadable = d.join("libunreadable.so");
+    std::fs::copy(root().join("symbols/libwidget.so"), &unreadable).unwrap();
+    std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o000)).unwrap();
+    // Root reads anything: run as nobody then, so that "unreadable" means it.
+    let uid = (unsafe { libc::geteuid() } == 0).then_some(65534);
+    let start = Instant::now();
+    let (code, report, err) = symbolize_run(&[d], uid);
+    assert!(start.elapsed() < Duration::from_secs(20), "blocked");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(code, Some(0), "{err}");
+    let problems: Vec<&str> = report["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    let has = |s: &str| problems.iter().any(|p| p.contains(s));
+    assert!(has("self: already visited (symlink loop or alias); skipped"), "{problems:?}");
+    assert!(has("broken.so: broken link or unreadable"), "{problems:?}");
+    assert!(has("locked: Permission denied"), "{problems:?}");
+    for m in ["/data/app/com.example-1/lib/arm64/libwidget.so", "/system/lib64/libgadget.so"] {
+        assert_eq!(mapping(&report, m)["symbolized"], 0, "{m}");
+    }
+    assert_eq!(report["indexed_files"], 0, "the unreadable file is not indexed");
+}
