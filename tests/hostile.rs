@@ -855,3 +855,110 @@ fn symbol_directories_with_loops_pipes_and_unreadable_files() {
     }
     assert_eq!(report["indexed_files"], 0, "the unreadable file is not indexed");
 }
+
+/// Cyclic ids: a heap graph whose types are their own superclasses (directly and through
+/// another type), and an hprof dump whose classes are: every walk up the superclass chain ends
+/// and the run converts (hprof, flame graph, top report); the hprof reader says the instances'
+/// layouts could not be resolved (exit 3).
+#[test]
+fn cyclic_superclasses_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+    let ty = |id: u64, name: &str, sup: u64, fields: &[u64]| pb::HeapGraphType {
+        id: Some(id),
+        class_name: Some(name.as_bytes().to_vec()),
+        object_size: Some(16),
+        superclass_id: Some(sup),
+        reference_field_id: fields.to_vec(),
+        ..Default::default()
+    };
+    let obj = |id: u64, ty: u64, refs: &[u64]| pb::HeapGraphObject {
+        id: Some(id),
+        type_id: Some(ty),
+        self_size: Some(16),
+        reference_object_id: refs.to_vec(),
+        ..Default::default()
+    };
+    let graph = pb::HeapGraph {
+        pid: Some(7),
+        types: vec![ty(1, "A", 2, &[1]), ty(2, "B", 1, &[2]), ty(3, "C", 3, &[3])],
+        field_names: vec![string(1, "A.a"), string(2, "B.b"), string(3, "C.c")],
+        objects: vec![obj(0x10, 1, &[0x20, 0x30, 0x10]), obj(0x20, 2, &[0x10]), obj(0x30, 3, &[0x30, 0x10])],
+        roots: vec![pb::HeapGraphRoot { object_ids: vec![0x10], root_type: Some(1) }],
+        continued: Some(false),
+        index: Some(0),
+        ..Default::default()
+    };
+    let t = trace(vec![pb::TracePacket {
+        trusted_packet_sequence_id: Some(1),
+        timestamp: Some(5),
+        heap_graph: Some(graph),
+        ..Default::default()
+    }]);
+    std::fs::write(p("cycle.pftrace"), t).unwrap();
+    for args in [
+        vec!["hprof", "IN", "-o", "OUT.hprof"],
+        vec!["hprof", "IN", "--android", "-o", "OUT.android.hprof"],
+        vec!["profile", "IN", "--java-heap", "-o", "OUT"],
+        vec!["inspect", "IN"],
+    ] {
+        let args: Vec<String> =
+            args.iter().map(|a| a.replace("IN", &p("cycle.pftrace")).replace("OUT", &p("out"))).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = heapconv_limited(&args, HOSTILE_MEMORY);
+        assert_clean_exit(&o, 0, &format!("{args:?}"));
+    }
+    // The hprof written from the cyclic graph reads back and converts.
+    for args in [
+        vec!["inspect", "OUT.hprof"],
+        vec!["convert", "OUT.hprof", "--to", "folded", "-o", "OUT.folded"],
+        vec!["convert", "OUT.hprof", "--to", "json", "-o", "OUT.json"],
+        vec!["hprof-conv", "OUT.android.hprof", "OUT.conv.hprof"],
+    ] {
+        let args: Vec<String> = args.iter().map(|a| a.replace("OUT", &p("out"))).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = heapconv_limited(&args, HOSTILE_MEMORY);
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{args:?}: {}", stderr_of(&o));
+        assert_clean_exit(&o, o.status.code().unwrap(), &format!("{args:?}"));
+    }
+
+    // An hprof dump: class 0x100 extends 0x200 extends 0x100; 0x300 extends itself; an
+    // instance of each, rooted.
+    let mut h = hprof_header();
+    for (sid, s) in [(10u32, "a"), (11, "b"), (12, "c"), (20, "A"), (21, "B"), (22, "C")] {
+        h.extend(hprof_record(0x01, &[&be32(sid)[..], s.as_bytes()].concat()));
+    }
+    for (serial, (cid, sid)) in [(0x100u32, 20u32), (0x200, 21), (0x300, 22)].into_iter().enumerate() {
+        h.extend(hprof_record(0x02, &[be32(serial as u32 + 1), be32(cid), be32(0), be32(sid)].concat()));
+    }
+    let class = |cid: u32, sup: u32, field: u32| {
+        let mut b = vec![0x20];
+        b.extend([be32(cid), be32(0), be32(sup), be32(0), be32(0), be32(0), be32(0), be32(0), be32(4)].concat());
+        b.extend([0, 0, 0, 0, 0, 1]);
+        b.extend(be32(field));
+        b.push(2); // an object field
+        b
+    };
+    let inst = |oid: u32, cid: u32, r: u32| {
+        let mut b = vec![0x21];
+        b.extend([be32(oid), be32(0), be32(cid), be32(4), be32(r)].concat());
+        b
+    };
+    let mut body = [class(0x100, 0x200, 10), class(0x200, 0x100, 11), class(0x300, 0x300, 12)].concat();
+    body.extend([inst(0x1000, 0x100, 0x2000), inst(0x2000, 0x200, 0x3000), inst(0x3000, 0x300, 0x1000)].concat());
+    for r in [0x1000u32, 0x3000] {
+        body.push(0xff);
+        body.extend(be32(r));
+    }
+    h.extend(hprof_record(0x0c, &body));
+    h.extend(hprof_record(0x2c, &[]));
+    std::fs::write(p("cycle.hprof"), &h).unwrap();
+    let o = heapconv_limited(&["inspect", &p("cycle.hprof")], HOSTILE_MEMORY);
+    assert_clean_exit(&o, 3, "inspect of an hprof with cyclic superclasses");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("3 instance(s) whose class or a superclass has no CLASS_DUMP"), "{text}");
+    for to in ["folded", "json", "svg"] {
+        let o = heapconv_limited(&["convert", &p("cycle.hprof"), "--to", to, "-o", &p(&format!("c.{to}"))], HOSTILE_MEMORY);
+        assert_clean_exit(&o, 3, to);
+    }
+}
