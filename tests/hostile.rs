@@ -962,3 +962,28 @@ fn cyclic_superclasses_end() {
         assert_clean_exit(&o, 3, to);
     }
 }
+
+/// An incomplete heap graph or a heap dump cut short is data loss like heapprofd's flags: in
+/// the pprof comments (with the reason), the SVG subtitle and the JSON summary.
+#[test]
+fn incomplete_heap_dumps_are_flagged_in_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+    heapconv_ok(&["profile", data("heapgraph/incomplete.pftrace").to_str().unwrap(), "--java-heap", "-o", &p("jh")], 0);
+    let prof = read_pprof(&dir.path().join("jh/java_heap_dump.1.41.pb.gz"));
+    let comments: Vec<&str> = prof.comment.iter().map(|&i| prof.string_table[i as usize].as_str()).collect();
+    assert!(comments.contains(&"data loss: incomplete"), "{comments:?}");
+    assert!(comments.contains(&"incomplete: packets missing between index 0 and 2"), "{comments:?}");
+
+    heapconv_ok(&["hprof", data("heapgraph/cleaner.pftrace").to_str().unwrap(), "-o", &p("full.hprof")], 0);
+    let full = std::fs::read(p("full.hprof")).unwrap();
+    std::fs::write(p("cut.hprof"), &full[..1000]).unwrap();
+    heapconv_ok(&["convert", &p("cut.hprof"), "--to", "svg", "-o", &p("cut.svg")], 3);
+    let svg = std::fs::read_to_string(p("cut.svg")).unwrap();
+    assert!(svg.contains("DATA LOSS: incomplete"), "{svg}");
+    let o = heapconv_ok(&["convert", &p("cut.hprof"), "--to", "pprof", "-o", &p("cut.pb.gz"), "--strict"], 6);
+    assert!(stderr_of(&o).contains("--strict: data lost: input damaged: truncated input: "), "{}", stderr_of(&o));
+    let prof = read_pprof(&dir.path().join("cut.pb.gz"));
+    let comments: Vec<&str> = prof.comment.iter().map(|&i| prof.string_table[i as usize].as_str()).collect();
+    assert!(comments.iter().any(|c| c.starts_with("incomplete: truncated input: ") && c.contains("cut.hprof: the file ends at byte 1000")), "{comments:?}");
+}

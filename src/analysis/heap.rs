@@ -72,7 +72,7 @@ use crate::model::heap::{
     BasicType, Class, ClassIdx, ClassKind, FieldDesc, FieldIdx, HeapDump, NO_FIELD, ObjIdx, ObjectKind, REF_NULL, Root,
     RootKind,
 };
-use crate::model::{FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables, ValueKind, ValueType};
+use crate::model::{DumpFlags, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables, ValueKind, ValueType};
 
 /// In a parent or dominator array: the object was not reached from any root.
 pub const UNREACHED: ObjIdx = u32::MAX;
@@ -1088,6 +1088,8 @@ impl<'h, 'a> TreeProfileBuilder<'h, 'a> {
             timestamp: d.timestamp,
             timestamp_converted: d.timestamp.is_some(),
             changed: true,
+            flags: DumpFlags { incomplete: !d.incomplete.is_empty(), ..Default::default() },
+            comments: d.incomplete.iter().map(|w| format!("incomplete: {w}")).collect(),
             ..Default::default()
         };
         let mut p = Profile::new(Arc::new(self.tables), meta, types);

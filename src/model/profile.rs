@@ -76,6 +76,9 @@ pub struct DumpFlags {
     pub unresolved_samples: u64,
     /// Samples that were dropped because their cumulative values went backwards.
     pub non_monotonic_samples: u64,
+    /// The heap dump behind the profile is incomplete (a heap graph with lost packets or that
+    /// never finished, a heap dump cut short): objects may be missing.
+    pub incomplete: bool,
 }
 
 impl DumpFlags {
@@ -114,6 +117,9 @@ impl DumpFlags {
         }
         if self.non_monotonic_samples > 0 {
             v.push("non_monotonic_samples");
+        }
+        if self.incomplete {
+            v.push("incomplete");
         }
         v
     }
