@@ -1,7 +1,35 @@
-//! Hostile inputs, in-process: every fixture mutated in many deterministic ways (bit flips,
-//! truncations, bytes inserted and deleted, length prefixes set near 4 GiB) must give a result
-//! or an error, never a panic, and within bounded time. The same for ELF parsing of mutated
-//! binaries. (Coverage-guided fuzzing is the hardening issue's; this keeps every test run honest.)
+//! Hostile inputs: the table of contents of the hardening issue (#7), and the tests that were
+//! missing elsewhere. Each hostile input gives a clear error naming the file, the byte offset
+//! and the packet or record, or a result flagged partial; never a panic, a hang, or memory
+//! beyond a bound (tests that run the binary under `RLIMIT_AS`/`RLIMIT_CPU` use
+//! `common::heapconv_limited`). "Nothing lost": outputs are written to a temporary file and
+//! renamed, a failed run leaves nothing, an output equal to an input is refused, and what an
+//! input says it lost reaches every output and fails a run with `--strict` (exit code 6).
+//!
+//! | hostile input | covered by |
+//! |---|---|
+//! | truncation at every packet boundary and mid-varint | `truncation_at_every_packet_boundary_and_inside_every_packet` (here); `cli.rs::truncated_traces_give_partial_results_with_file_offset_and_packet` (mid-packet, mid-varint, mid-tag, inside zlib and gzip); `hprof.rs::truncation_anywhere_is_an_error_or_a_partial_dump_never_a_panic`, `hprof.rs::truncations_at_record_boundaries_convert_as_hprof_conv_does`; `ddm.rs::damaged_framings_and_tables_are_errors` |
+//! | length fields past the end or near 4 GiB | `packet_lengths_past_the_end_or_near_4_gib`, `bombs_and_huge_lengths_under_a_memory_limit` (here, under a memory limit); `cli.rs::bad_inputs_are_clear_errors`; `hprof.rs::lying_lengths_unknown_tags_and_odd_id_sizes_give_clear_errors`; `merge.rs::hostile_pprof_inputs_give_clear_errors` |
+//! | deep nesting | `deep_nesting` (groups nested 100,000 deep; bundles in bundles) |
+//! | wrong wire types | `wrong_wire_types` (here); `merge.rs::hostile_pprof_inputs_give_clear_errors` |
+//! | interned ids missing, duplicated, cyclic | `interned_ids_missing_and_duplicated`, `many_unresolvable_callstacks_across_many_chains_stay_fast` (found a quadratic slow-down), `cyclic_superclasses_end` (heap graph types and hprof classes that are their own superclasses) |
+//! | callstacks naming frames that do not exist | `interned_ids_missing_and_duplicated` (samples dropped, `unresolved_samples`) |
+//! | zlib and gzip bombs (expansion capped) | `bombs_and_huge_lengths_under_a_memory_limit` (compressed_packets, pprof, DDM, hprof objects; under `RLIMIT_AS`); `cli.rs::compressed_bundles_are_capped` |
+//! | hprof records whose lengths lie | `hprof.rs::lying_lengths_unknown_tags_and_odd_id_sizes_give_clear_errors`, `bombs_and_huge_lengths_under_a_memory_limit` (an array of 2^32-1 longs) |
+//! | DDM tables with indexes out of range | `ddm.rs::bad_indices_are_errors_naming_entry_and_offset`, `ddm.rs::damaged_input_never_panics` |
+//! | ELF files with bogus headers | `elf_files_with_bogus_headers`, `mutated_elf_files_never_panic`, `symbolizing_with_a_corrupt_debug_file_never_panics`, the `fuzz_symbol_*` findings (here) |
+//! | symbol directories with symlink loops and unreadable files | `symbol_directories_with_loops_pipes_and_unreadable_files` (here, run as nobody when root); `symbolize.rs::symlink_loops_end` |
+//! | `.gnu_debuglink` naming a path | `debuglink_names_with_a_path_are_refused`; `symbolize.rs::debuglink_crc_is_checked_and_mirrors_are_found` |
+//! | random mutations of every fixture | `mutated_traces_never_panic` (here); `hprof.rs::mutated_dumps_never_panic_or_hang`, `ddm.rs::damaged_input_never_panics`, `merge.rs::damaged_pprof_never_panics`, `heap_graph.rs::damaged_heap_graphs_never_panic` |
+//! | **nothing lost** | |
+//! | outputs renamed into place; a failed run leaves no output | `failed_runs_leave_no_output`, `every_command_refuses_to_overwrite_an_input` (no temporary file left); `hprof.rs::hprof_conv_refuses_what_it_cannot_convert_and_writes_atomically`, `bombs_and_huge_lengths_under_a_memory_limit` (hprof-conv); `cli.rs::special_files_are_written_in_place_not_replaced` |
+//! | an output equal to an input is refused (every command) | `every_command_refuses_to_overwrite_an_input` (convert, views, merge, diff, timeline, hprof, hprof-conv, symbolize, batch `--summary-json`; by name, symlink, hard link); `cli.rs::never_overwrites_an_input`; `batch.rs::outputs_never_overwrite_inputs_and_the_output_directory_is_not_scanned` |
+//! | data loss in `inspect`, JSON, SVG subtitle, pprof comments | `cli.rs::data_loss_reaches_every_output`, `cli.rs::inspect_reports_sequences_dumps_and_problems`, `incomplete_heap_dumps_are_flagged_in_every_output` (here); `heap_graph.rs::cli_hprof_of_an_incomplete_dump_is_partial_and_inspect_lists_heap_graphs` |
+//! | `--strict` fails a run on data loss (exit 6) | `strict_fails_runs_whose_input_lost_data` (every converting command, batches), `incomplete_heap_dumps_are_flagged_in_every_output` |
+//!
+//! Below: mutation tests (every fixture mutated in many deterministic ways: bit flips,
+//! truncations, bytes inserted and deleted, length prefixes near 4 GiB), the findings of the
+//! cargo-fuzz targets, then hostile inputs built in code.
 
 mod common;
 
