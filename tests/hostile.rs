@@ -277,9 +277,7 @@ fn dump(index: u64, callstacks: &[u64]) -> pb::TracePacket {
 fn frames_and(callstacks: Vec<pb::Callstack>) -> pb::InternedData {
     pb::InternedData {
         function_names: (1..=3).map(|i| string(i, &format!("f{i}"))).collect(),
-        frames: (1..=3)
-            .map(|i| pb::Frame { iid: Some(i), function_name_id: Some(i), ..Default::default() })
-            .collect(),
+        frames: (1..=3).map(|i| pb::Frame { iid: Some(i), function_name_id: Some(i), ..Default::default() }).collect(),
         callstacks,
         ..Default::default()
     }
@@ -302,7 +300,8 @@ fn truncation_at_every_packet_boundary_and_inside_every_packet() {
         assert!(spans.len() >= 3, "{name}");
         for (k, &(off, head, len)) in spans.iter().enumerate() {
             // At the boundary before packet k: a clean end.
-            let (report, _) = decode_trace(name, full[..off].to_vec()).unwrap_or_else(|e| panic!("{name} cut at {off}: {e}"));
+            let (report, _) =
+                decode_trace(name, full[..off].to_vec()).unwrap_or_else(|e| panic!("{name} cut at {off}: {e}"));
             assert_eq!(report.damage, None, "{name} cut at byte {off}");
             assert_eq!(report.packets, k as u64, "{name} cut at byte {off}");
             // Inside the header (after the tag: the length varint missing or cut), and inside
@@ -333,7 +332,9 @@ fn truncation_at_every_packet_boundary_and_inside_every_packet() {
 #[test]
 fn packet_lengths_past_the_end_or_near_4_gib() {
     let good = trace(vec![interning(frames_and(vec![callstack(1, &[1, 2])])), dump(0, &[1])]);
-    for (claim, what) in [(1000u64, "packet claims 1000 bytes but only 3 remain"), (u64::from(u32::MAX), "more than the limit")] {
+    for (claim, what) in
+        [(1000u64, "packet claims 1000 bytes but only 3 remain"), (u64::from(u32::MAX), "more than the limit")]
+    {
         let mut b = good.clone();
         let off = b.len();
         b.push(0x0a);
@@ -508,8 +509,11 @@ fn bombs_and_huge_lengths_under_a_memory_limit() {
 
     // A compressed_packets bundle that expands to 1 GiB: stopped at the 256 MiB cap.
     let z = bomb(b"", &[0], 1 << 30, false);
-    std::fs::write(path("zlib.pftrace"), trace(vec![pb::TracePacket { compressed_packets: Some(z), ..Default::default() }]))
-        .unwrap();
+    std::fs::write(
+        path("zlib.pftrace"),
+        trace(vec![pb::TracePacket { compressed_packets: Some(z), ..Default::default() }]),
+    )
+    .unwrap();
     let o = heapconv_limited(&["inspect", &path("zlib.pftrace")], HOSTILE_MEMORY);
     assert_clean_exit(&o, 3, "zlib bundle bomb, inspect");
     let text = String::from_utf8_lossy(&o.stdout);
@@ -524,7 +528,8 @@ fn bombs_and_huge_lengths_under_a_memory_limit() {
     let p = bomb(&[0x32, 0x00, 0x0a, 0x04, 0x08, 0x01, 0x10, 0x02], &[0x32, 0x00], 1 << 30, true);
     std::fs::write(path("bomb.pb.gz"), p).unwrap();
     for args in [vec!["merge", "BOMB", "-o", &out], vec!["convert", "BOMB", "--to", "folded", "-o", &out]] {
-        let args: Vec<String> = args.iter().map(|a| if *a == "BOMB" { path("bomb.pb.gz") } else { a.to_string() }).collect();
+        let args: Vec<String> =
+            args.iter().map(|a| if *a == "BOMB" { path("bomb.pb.gz") } else { a.to_string() }).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = heapconv_limited(&args, HOSTILE_MEMORY);
         assert_clean_exit(&o, 1, "pprof gzip bomb");
@@ -568,10 +573,17 @@ fn bombs_and_huge_lengths_under_a_memory_limit() {
     }
     std::fs::write(path("objects.hprof.gz"), gz.finish().unwrap()).unwrap();
     for cmd in ["inspect", "convert"] {
-        let o = heapconv_limited(&[cmd, &path("objects.hprof.gz"), "-o", &out][..if cmd == "inspect" { 2 } else { 4 }], HOSTILE_MEMORY);
+        let o = heapconv_limited(
+            &[cmd, &path("objects.hprof.gz"), "-o", &out][..if cmd == "inspect" { 2 } else { 4 }],
+            HOSTILE_MEMORY,
+        );
         assert_clean_exit(&o, 1, "hprof object bomb");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("heapconv: error: limit exceeded: ") && err.contains("objects.hprof.gz: out of memory holding "), "{err}");
+        assert!(
+            err.contains("heapconv: error: limit exceeded: ")
+                && err.contains("objects.hprof.gz: out of memory holding "),
+            "{err}"
+        );
         assert!(err.contains(" objects and 0 references, at sub-record at byte "), "{err}");
     }
 
@@ -579,7 +591,9 @@ fn bombs_and_huge_lengths_under_a_memory_limit() {
     std::fs::write(path("huge.pftrace"), [0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00]).unwrap();
     let o = heapconv_limited(&["inspect", &path("huge.pftrace")], HOSTILE_MEMORY);
     assert_clean_exit(&o, 3, "packet of 4 GiB");
-    assert!(String::from_utf8_lossy(&o.stdout).contains("huge.pftrace at byte 0, packet 0: packet claims 4294967295 bytes"));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("huge.pftrace at byte 0, packet 0: packet claims 4294967295 bytes")
+    );
     let mut h = hprof_header();
     h.push(0x0c);
     h.extend(be32(0));
@@ -661,18 +675,48 @@ fn strict_fails_runs_whose_input_lost_data() {
     heapconv_ok(&["symbolize", loss, "--symbol-dir", sym.to_str().unwrap(), "-o", &p("s.pftrace"), "--strict"], 6);
     // A failed coverage gate wins over --strict.
     heapconv_ok(
-        &["convert", loss, "--pid", "13", "--to", "folded", "-o", &p("e.folded"), "--symbol-dir", sym.to_str().unwrap(), "--min-symbolized", "100", "--strict"],
+        &[
+            "convert",
+            loss,
+            "--pid",
+            "13",
+            "--to",
+            "folded",
+            "-o",
+            &p("e.folded"),
+            "--symbol-dir",
+            sym.to_str().unwrap(),
+            "--min-symbolized",
+            "100",
+            "--strict",
+        ],
         4,
     );
 
     // A batch: the worst input decides, the summary says why.
     let o = heapconv_ok(
-        &["convert", loss, clean, "--batch", "-o", &p("batch"), "--summary-json", &p("sum.json"), "--strict", "--summary-no-times"],
+        &[
+            "convert",
+            loss,
+            clean,
+            "--batch",
+            "-o",
+            &p("batch"),
+            "--summary-json",
+            &p("sum.json"),
+            "--strict",
+            "--summary-no-times",
+        ],
         6,
     );
-    assert!(stderr_of(&o).contains(": --strict: data lost: pid 12 heap libc.malloc dump 1: disconnected, buffer_overran, missing_packets"));
+    assert!(stderr_of(&o).contains(
+        ": --strict: data lost: pid 12 heap libc.malloc dump 1: disconnected, buffer_overran, missing_packets"
+    ));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p("sum.json")).unwrap()).unwrap();
-    assert_eq!((v["outcome"].as_str(), v["exit_code"].as_u64(), v["data_loss"].as_u64()), (Some("data-loss"), Some(6), Some(1)));
+    assert_eq!(
+        (v["outcome"].as_str(), v["exit_code"].as_u64(), v["data_loss"].as_u64()),
+        (Some("data-loss"), Some(6), Some(1))
+    );
     let r = v["results"].as_array().unwrap();
     assert_eq!(r.iter().map(|r| r["data_loss"].as_array().unwrap().len()).collect::<Vec<_>>(), [7, 0]);
     heapconv_ok(&["convert", loss, clean, "--batch", "-o", &p("batch2")], 0);
@@ -695,20 +739,83 @@ fn every_command_refuses_to_overwrite_an_input() {
     std::os::unix::fs::symlink(p("t.pftrace"), p("link.pftrace")).unwrap();
     std::fs::hard_link(p("t.pftrace"), p("hard.pftrace")).unwrap();
     let sym = root().join("symbols").to_str().unwrap().to_owned();
-    let before: Vec<Vec<u8>> = ["t.pftrace", "v.pftrace", "g.pftrace", "a.hprof"].iter().map(|n| std::fs::read(p(n)).unwrap()).collect();
+    let before: Vec<Vec<u8>> =
+        ["t.pftrace", "v.pftrace", "g.pftrace", "a.hprof"].iter().map(|n| std::fs::read(p(n)).unwrap()).collect();
     let listing = names_in(dir.path());
     let cases: Vec<(Vec<String>, String)> = vec![
-        (vec!["convert".into(), p("t.pftrace"), "--pid".into(), "20".into(), "--to".into(), "folded".into(), "-o".into(), p("t.pftrace")], p("t.pftrace")),
-        (vec!["convert".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("link.pftrace")], p("link.pftrace")),
-        (vec!["convert".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("hard.pftrace")], p("hard.pftrace")),
-        (vec!["convert".into(), p("v.pftrace"), "--view".into(), "peak".into(), "--pid".into(), "20".into(), "--to".into(), "folded".into(), "-o".into(), p("v.pftrace")], p("v.pftrace")),
-        (vec!["merge".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("t.pftrace")], p("t.pftrace")),
-        (vec!["diff".into(), p("v.pftrace"), p("t.pftrace"), "--pid".into(), "20".into(), "--sample-types".into(), "unreleased-size".into(), "-o".into(), p("t.pftrace")], p("t.pftrace")),
+        (
+            vec![
+                "convert".into(),
+                p("t.pftrace"),
+                "--pid".into(),
+                "20".into(),
+                "--to".into(),
+                "folded".into(),
+                "-o".into(),
+                p("t.pftrace"),
+            ],
+            p("t.pftrace"),
+        ),
+        (
+            vec!["convert".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("link.pftrace")],
+            p("link.pftrace"),
+        ),
+        (
+            vec!["convert".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("hard.pftrace")],
+            p("hard.pftrace"),
+        ),
+        (
+            vec![
+                "convert".into(),
+                p("v.pftrace"),
+                "--view".into(),
+                "peak".into(),
+                "--pid".into(),
+                "20".into(),
+                "--to".into(),
+                "folded".into(),
+                "-o".into(),
+                p("v.pftrace"),
+            ],
+            p("v.pftrace"),
+        ),
+        (
+            vec!["merge".into(), p("t.pftrace"), "--pid".into(), "20".into(), "-o".into(), p("t.pftrace")],
+            p("t.pftrace"),
+        ),
+        (
+            vec![
+                "diff".into(),
+                p("v.pftrace"),
+                p("t.pftrace"),
+                "--pid".into(),
+                "20".into(),
+                "--sample-types".into(),
+                "unreleased-size".into(),
+                "-o".into(),
+                p("t.pftrace"),
+            ],
+            p("t.pftrace"),
+        ),
         (vec!["timeline".into(), p("v.pftrace"), "-o".into(), p("v.pftrace")], p("v.pftrace")),
         (vec!["hprof".into(), p("g.pftrace"), "-o".into(), p("g.pftrace")], p("g.pftrace")),
         (vec!["hprof-conv".into(), p("a.hprof"), p("a.hprof")], p("a.hprof")),
-        (vec!["symbolize".into(), p("t.pftrace"), "--symbol-dir".into(), sym.clone(), "-o".into(), p("t.pftrace")], p("t.pftrace")),
-        (vec!["convert".into(), p("t.pftrace"), "--batch".into(), "-o".into(), p("out"), "--summary-json".into(), p("t.pftrace")], p("t.pftrace")),
+        (
+            vec!["symbolize".into(), p("t.pftrace"), "--symbol-dir".into(), sym.clone(), "-o".into(), p("t.pftrace")],
+            p("t.pftrace"),
+        ),
+        (
+            vec![
+                "convert".into(),
+                p("t.pftrace"),
+                "--batch".into(),
+                "-o".into(),
+                p("out"),
+                "--summary-json".into(),
+                p("t.pftrace"),
+            ],
+            p("t.pftrace"),
+        ),
     ];
     for (args, target) in &cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -717,7 +824,8 @@ fn every_command_refuses_to_overwrite_an_input() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(&format!("refusing to write {target}: it is an input")), "{args:?}: {err}");
     }
-    let after: Vec<Vec<u8>> = ["t.pftrace", "v.pftrace", "g.pftrace", "a.hprof"].iter().map(|n| std::fs::read(p(n)).unwrap()).collect();
+    let after: Vec<Vec<u8>> =
+        ["t.pftrace", "v.pftrace", "g.pftrace", "a.hprof"].iter().map(|n| std::fs::read(p(n)).unwrap()).collect();
     assert!(before == after, "an input changed");
     let mut now = names_in(dir.path());
     now.retain(|n| n != "out");
@@ -737,7 +845,10 @@ fn failed_runs_leave_no_output() {
     let good = data("heaps_and_procs.pftrace");
     let o = heapconv(&["merge", good.to_str().unwrap(), &p("bad.pb"), "--pid", "20", "-o", &p("old.pb.gz")]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr_of(&o));
-    assert!(stderr_of(&o).contains("bad.pb: not a valid pprof profile: a sample of 4294967295 bytes runs past the end at byte 6"));
+    assert!(
+        stderr_of(&o)
+            .contains("bad.pb: not a valid pprof profile: a sample of 4294967295 bytes runs past the end at byte 6")
+    );
     assert_eq!(std::fs::read(p("old.pb.gz")).unwrap(), b"previous");
     let o = heapconv(&["convert", &p("bad.pb"), "--to", "svg", "-o", &p("new.svg")]);
     assert_eq!(o.status.code(), Some(1));
@@ -790,7 +901,8 @@ fn debuglink_names_with_a_path_are_refused() {
     assert_ne!(g["outcome"], "symbolized", "{g}");
     let tried: Vec<&str> = g["tried"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     assert!(
-        tried.iter().any(|t| t.ends_with("libgadget.so: .gnu_debuglink name \"../gadget.so.debug\" refused (not a single file name)")),
+        tried.iter().any(|t| t
+            .ends_with("libgadget.so: .gnu_debuglink name \"../gadget.so.debug\" refused (not a single file name)")),
         "{tried:?}"
     );
     assert!(!tried.iter().any(|t| t.contains("gadget.so.debug (debuglink)")), "{tried:?}");
@@ -986,7 +1098,8 @@ fn cyclic_superclasses_end() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("3 instance(s) whose class or a superclass has no CLASS_DUMP"), "{text}");
     for to in ["folded", "json", "svg"] {
-        let o = heapconv_limited(&["convert", &p("cycle.hprof"), "--to", to, "-o", &p(&format!("c.{to}"))], HOSTILE_MEMORY);
+        let o =
+            heapconv_limited(&["convert", &p("cycle.hprof"), "--to", to, "-o", &p(&format!("c.{to}"))], HOSTILE_MEMORY);
         assert_clean_exit(&o, 3, to);
     }
 }
@@ -1013,5 +1126,11 @@ fn incomplete_heap_dumps_are_flagged_in_every_output() {
     assert!(stderr_of(&o).contains("--strict: data lost: input damaged: truncated input: "), "{}", stderr_of(&o));
     let prof = read_pprof(&dir.path().join("cut.pb.gz"));
     let comments: Vec<&str> = prof.comment.iter().map(|&i| prof.string_table[i as usize].as_str()).collect();
-    assert!(comments.iter().any(|c| c.starts_with("incomplete: truncated input: ") && c.contains("cut.hprof: the file ends at byte 1000")), "{comments:?}");
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.starts_with("incomplete: truncated input: ")
+                && c.contains("cut.hprof: the file ends at byte 1000")),
+        "{comments:?}"
+    );
 }

@@ -72,7 +72,9 @@ use crate::model::heap::{
     BasicType, Class, ClassIdx, ClassKind, FieldDesc, FieldIdx, HeapDump, NO_FIELD, ObjIdx, ObjectKind, REF_NULL, Root,
     RootKind,
 };
-use crate::model::{DumpFlags, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables, ValueKind, ValueType};
+use crate::model::{
+    DumpFlags, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables, ValueKind, ValueType,
+};
 
 /// In a parent or dominator array: the object was not reached from any root.
 pub const UNREACHED: ObjIdx = u32::MAX;

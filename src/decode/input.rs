@@ -88,10 +88,7 @@ pub(crate) fn inflate_bundle(data: &[u8], limit: u64, at: &str) -> Result<Vec<u8
             }
             let want = buf.capacity().saturating_mul(2).clamp(64 << 10, most.max(1)) - buf.len();
             buf.try_reserve_exact(want).map_err(|_| {
-                fail(
-                    ErrorKind::LimitExceeded,
-                    format!("out of memory after {} bytes (limit {limit} bytes)", buf.len()),
-                )
+                fail(ErrorKind::LimitExceeded, format!("out of memory after {} bytes (limit {limit} bytes)", buf.len()))
             })?;
         }
         let old = buf.len();

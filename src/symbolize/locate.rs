@@ -192,8 +192,11 @@ impl SymbolIndex {
                         b.display()
                     ));
                 }
-                let candidates =
-                    if is_plain_file_name(name) { self.debuglink_candidates(b, mapping_path, name) } else { Vec::new() };
+                let candidates = if is_plain_file_name(name) {
+                    self.debuglink_candidates(b, mapping_path, name)
+                } else {
+                    Vec::new()
+                };
                 for cand in candidates {
                     loc.tried.push(format!("{} (debuglink)", cand.display()));
                     let Some(dinfo) = self.info(&cand) else { continue };
@@ -309,6 +312,30 @@ mod tests {
         for bad in ["", ".", "..", "../x.debug", "/etc/passwd", "a/b.debug", "x/", "nul\0.debug"] {
             assert!(!is_plain_file_name(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn mapping_paths_with_dot_dot_stay_inside_the_roots() {
+        assert!(escapes("../../etc/passwd") && escapes("system/../../x.so") && !escapes("system/lib64/libc.so"));
+        let root = tempfile_dir();
+        let idx = SymbolIndex { roots: vec![root.join("syms")], ..Default::default() };
+        std::fs::create_dir_all(root.join("syms")).unwrap();
+        std::fs::write(root.join("outside.so"), b"not an ELF file, but a file").unwrap();
+        std::fs::write(root.join("syms/outside.so"), b"inside").unwrap();
+        let c = idx.path_candidates("/../outside.so", &[]);
+        assert_eq!(c, [root.join("syms/outside.so")], "only the base name, under the root");
+        assert!(
+            idx.debuglink_candidates(&root.join("syms/x.so"), "/../../y/x.so", "outside.so")
+                .iter()
+                .all(|p| p.starts_with(root.join("syms")))
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("heapconv-locate-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
     }
 
     #[test]

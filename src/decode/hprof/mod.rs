@@ -333,7 +333,8 @@ impl Builder {
     /// Keeps string `id`; `false` when memory for it could not be had.
     fn string(&mut self, id: u64, bytes: &[u8]) -> bool {
         let at = self.string_bytes.len();
-        if self.strings.len() == self.strings.capacity() && self.strings.try_reserve(self.strings.len().max(1024)).is_err()
+        if self.strings.len() == self.strings.capacity()
+            && self.strings.try_reserve(self.strings.len().max(1024)).is_err()
         {
             return false;
         }
