@@ -387,28 +387,46 @@ fn live_llvm_symbolizer_agrees() {
             .iter()
             .flat_map(|f| f["addresses"].as_array().unwrap().iter().map(|a| a["address"].as_u64().unwrap()))
             .collect();
-        let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
-        let mut child = std::process::Command::new(&bin)
-            .args(["--inlines", "--output-style=JSON"])
-            .arg(format!("--obj={}", file.display()))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let ours = symbolize_addresses(&file, &addrs);
-        for (line, (addr, got)) in String::from_utf8(out.stdout).unwrap().lines().zip(addrs.iter().zip(ours)) {
-            let v: Value = serde_json::from_str(line).unwrap();
-            let want = llvm_lines(&v["Symbol"]);
-            let got: Vec<(String, String, u64)> =
-                got.iter().map(|l| (l.0.clone(), l.2.clone(), u64::from(l.3))).collect();
+        for (addr, (want, got)) in addrs.iter().zip(agree_with_llvm(&bin, &file, &addrs)) {
             assert_eq!(got, want, "{name} {addr:#x}");
             n += 1;
         }
     }
     assert!(n > 500);
+}
+
+/// Per address, llvm-symbolizer's frames and heapconv's, both as (function, file, line)
+/// innermost first.
+type Frames = Vec<(String, String, u64)>;
+fn agree_with_llvm(bin: &str, file: &std::path::Path, addrs: &[u64]) -> Vec<(Frames, Frames)> {
+    let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
+    let mut child = std::process::Command::new(bin)
+        .args(["--inlines", "--output-style=JSON"])
+        .arg(format!("--obj={}", file.display()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Written from a thread: llvm-symbolizer answers as it reads, and a full pipe each way
+    // would block both.
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(input.as_bytes()).unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), addrs.len(), "{}: one JSON line per address", file.display());
+    let ours = symbolize_addresses(file, addrs);
+    text.lines()
+        .zip(ours)
+        .map(|(line, got)| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let got = got.iter().map(|l| (l.0.clone(), l.2.clone(), u64::from(l.3))).collect();
+            (llvm_lines(&v["Symbol"]), got)
+        })
+        .collect()
 }
 
 /// The llvm-symbolizer binary, or None (a failure when oracles are required).
@@ -464,29 +482,7 @@ fn live_llvm_symbolizer_agrees_on_every_address() {
         }
         addrs.extend([hi + 0x1000, hi + 0x10_0000, 0xffff_ffff]);
         let addrs: Vec<u64> = addrs.into_iter().collect();
-        let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
-        let mut child = std::process::Command::new(&bin)
-            .args(["--inlines", "--output-style=JSON"])
-            .arg(format!("--obj={}", file.display()))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let writer = std::thread::spawn(move || {
-            use std::io::Write;
-            stdin.write_all(input.as_bytes()).unwrap();
-        });
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap();
-        let ours = symbolize_addresses(&file, &addrs);
-        let text = String::from_utf8(out.stdout).unwrap();
-        assert_eq!(text.lines().count(), addrs.len(), "{name}: one JSON line per address");
-        for (line, (addr, got)) in text.lines().zip(addrs.iter().zip(ours)) {
-            let v: Value = serde_json::from_str(line).unwrap();
-            let want = llvm_lines(&v["Symbol"]);
-            let got: Vec<(String, String, u64)> =
-                got.iter().map(|l| (l.0.clone(), l.2.clone(), u64::from(l.3))).collect();
+        for (addr, (want, got)) in addrs.iter().zip(agree_with_llvm(&bin, &file, &addrs)) {
             assert_eq!(got, want, "{name} {addr:#x}");
             total += 1;
             by_symbol_table += usize::from(want.len() == 1 && want[0].2 == 0 && !want[0].0.is_empty());
