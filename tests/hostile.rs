@@ -1097,6 +1097,7 @@ fn cyclic_superclasses_end() {
     assert_clean_exit(&o, 3, "inspect of an hprof with cyclic superclasses");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("3 instance(s) whose class or a superclass has no CLASS_DUMP"), "{text}");
+    assert!(text.contains("3 class(es) whose superclass chain loops back on itself"), "{text}");
     for to in ["folded", "json", "svg"] {
         let o =
             heapconv_limited(&["convert", &p("cycle.hprof"), "--to", to, "-o", &p(&format!("c.{to}"))], HOSTILE_MEMORY);

@@ -787,6 +787,24 @@ impl Builder {
                 stats.instances_without_class
             ));
         }
+        // Classes whose superclass chain comes back to a class already on it (a corrupt or
+        // hostile dump): their instances' layouts cannot be worked out.
+        let looping = (0..self.classes.len())
+            .filter(|&start| {
+                let mut c = start;
+                for _ in 0..=self.classes.len() {
+                    let sup = self.classes[c].super_id;
+                    match self.class_by_id.get(&sup) {
+                        Some(&s) if sup != 0 && self.classes[c].dumped => c = s as usize,
+                        _ => return false,
+                    }
+                }
+                true
+            })
+            .count();
+        if looping > 0 {
+            incomplete.push(format!("{looping} class(es) whose superclass chain loops back on itself"));
+        }
         let mut d = self.d;
         d.ref_target = targets;
         d.source = header.format.clone();
