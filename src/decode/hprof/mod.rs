@@ -789,19 +789,31 @@ impl Builder {
         }
         // Classes whose superclass chain comes back to a class already on it (a corrupt or
         // hostile dump): their instances' layouts cannot be worked out.
-        let looping = (0..self.classes.len())
-            .filter(|&start| {
-                let mut c = start;
-                for _ in 0..=self.classes.len() {
-                    let sup = self.classes[c].super_id;
-                    match self.class_by_id.get(&sup) {
-                        Some(&s) if sup != 0 && self.classes[c].dumped => c = s as usize,
-                        _ => return false,
-                    }
+        // One pass, each class settled once (0: not yet, 1: on the current walk, 2: the chain
+        // ends, 3: it loops), so that long chains stay linear.
+        let mut state = vec![0u8; self.classes.len()];
+        for start in 0..self.classes.len() {
+            let mut walk = Vec::new();
+            let mut c = start;
+            let verdict = loop {
+                match state[c] {
+                    1 | 3 => break 3,
+                    2 => break 2,
+                    _ => {}
                 }
-                true
-            })
-            .count();
+                state[c] = 1;
+                walk.push(c);
+                let sup = self.classes[c].super_id;
+                match self.class_by_id.get(&sup) {
+                    Some(&s) if sup != 0 && self.classes[c].dumped => c = s as usize,
+                    _ => break 2,
+                }
+            };
+            for w in walk {
+                state[w] = verdict;
+            }
+        }
+        let looping = state.iter().filter(|&&s| s == 3).count();
         if looping > 0 {
             incomplete.push(format!("{looping} class(es) whose superclass chain loops back on itself"));
         }
