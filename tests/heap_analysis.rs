@@ -256,3 +256,71 @@ fn analyses_of_a_real_openjdk_dump() {
         eprintln!("{}", top_text(&heap.heap_top(&spt, &dom, &TopOptions::default())));
     }
 }
+
+/// Per object id: (SPT parent id, dominator id), for reachable objects only (0 = a root, or no
+/// single dominator); class objects of the hprof reader left out.
+fn trees_by_id(d: &HeapDump) -> std::collections::BTreeMap<u64, (u64, u64)> {
+    use heapconv::analysis::heap::{UNREACHED, VIRTUAL_ROOT};
+    let heap = RootedHeap::new(d);
+    let spt = heap.shortest_path_tree();
+    let dom = heap.dominators();
+    let id = |p: u32| if p == VIRTUAL_ROOT { 0 } else { d.obj_id[p as usize] };
+    (0..d.len())
+        .filter(|&o| spt.parent[o] != UNREACHED && d.obj_kind[o] != ObjectKind::Class)
+        .map(|o| (d.obj_id[o], (id(spt.parent[o]), id(dom.idom[o]))))
+        .collect()
+}
+
+/// The weak referent of `heap_graph_small` (the Blob 0x700, held only by the
+/// `java.lang.ref.WeakReference` 0x600, whose type declares `java.lang.ref.Reference.referent`
+/// itself) stays unreachable after `heapconv hprof` and the hprof reader: the writer hoists the
+/// field into a `java.lang.ref.Reference` superclass. Reachable set, both trees and the
+/// profiles' totals agree with the heap graph analysed directly.
+#[test]
+fn weak_referent_stays_weak_through_an_hprof_round_trip() {
+    use heapconv::decode::Input;
+    use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
+    use heapconv::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs_all};
+    use heapconv::encode::hprof::{HprofOptions, encode_hprof};
+    let mut input = Input::open(&data("traceconv/cases/heap_graph_small.pftrace"), u64::MAX).unwrap();
+    let (dumps, _) = decode_heap_graphs_all(&mut input, &HeapGraphOptions::default()).unwrap();
+    let graph = &dumps[0];
+    let direct = trees_by_id(graph);
+    assert_eq!(
+        direct.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(),
+        [
+            (0x100, (0, 0)),
+            (0x200, (0x100, 0x100)),
+            (0x300, (0x200, 0x200)),
+            (0x400, (0x300, 0x300)),
+            (0x500, (0x300, 0x300)),
+            (0x600, (0, 0)),
+        ]
+    );
+    let sums = |p: &heapconv::model::Profile| p.samples().fold((0i64, 0i64), |(c, s), (_, v)| (c + v[0], s + v[1]));
+    let graph_heap = RootedHeap::new(graph);
+    let graph_spt = sums(&graph_heap.spt_profile(&graph_heap.shortest_path_tree()));
+    let graph_dom = graph_heap.dominators();
+    assert_eq!(graph_spt, (6, 16 + 24 + 40 + 2000 + 32));
+    for android in [false, true] {
+        let mut bytes = Vec::new();
+        encode_hprof(graph, &HprofOptions { android, ..Default::default() }, &mut bytes).unwrap();
+        let back = read_hprof(&bytes[..], "heap_graph_small.hprof", &HprofReadOptions::default()).unwrap();
+        let weak = back.obj_id.iter().position(|&i| i == 0x600).unwrap() as u32;
+        assert_eq!(back.class_of(weak).kind, ClassKind::WeakReference);
+        let sup = back.class_of(weak).superclass.map(|s| back.classes[s as usize].name.as_str());
+        assert_eq!(sup, Some("java.lang.ref.Reference"), "android: {android}");
+        assert_eq!(trees_by_id(&back), direct, "android: {android}");
+        let heap = RootedHeap::new(&back);
+        let dom = heap.dominators();
+        // The hprof reader sizes arrays by their elements (2 × 4-byte ids, not the runtime's 40
+        // bytes): otherwise the totals are the heap graph's.
+        let spt = sums(&heap.spt_profile(&heap.shortest_path_tree()));
+        assert_eq!(spt, (graph_spt.0, graph_spt.1 - 40 + 8), "android: {android}");
+        let dom_totals = sums(&heap.dominator_profile(&dom));
+        assert_eq!(dom_totals, spt, "android: {android}");
+        assert_eq!(dom.retained[weak as usize], 32, "android: {android}");
+        let g_weak = graph.obj_id.iter().position(|&i| i == 0x600).unwrap();
+        assert_eq!(graph_dom.retained[g_weak], 32);
+    }
+}

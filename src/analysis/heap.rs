@@ -18,9 +18,11 @@
 //!   soft references keep their referent): heap graphs name that field
 //!   `java.lang.ref.Reference.referent` (a type prefix such as `java.lang.Object ` before it is
 //!   ignored), hprof files name it `referent`, declared by class `java.lang.ref.Reference`. A
-//!   bare `referent` counts when `java.lang.ref.Reference` declares it in the object's class
-//!   chain, or when no class of the chain declares a field of that name (fields unknown); a
-//!   `referent` declared only by some other class of the chain is an ordinary field.
+//!   bare `referent` counts when a class of the `java.lang.ref` package declares it in the
+//!   object's class chain (`java.lang.ref.Reference`; hprof files that heapconv wrote before it
+//!   hoisted the field there may have `java.lang.ref.WeakReference` declare it), or when no
+//!   class of the chain declares a field of that name (fields unknown); a `referent` declared
+//!   only by an application class of the chain is an ordinary field.
 //! * **Reachability** is the closure of the edges from the roots ([`RootedHeap::reachable`]).
 //!
 //! The analyses:
@@ -129,6 +131,9 @@ fn strip_type(name: &str) -> &str {
 
 const QUALIFIED_REFERENT: &str = "java.lang.ref.Reference.referent";
 const REFERENCE_CLASS: &str = "java.lang.ref.Reference";
+/// The package of `java.lang.ref.Reference` and its runtime subclasses; applications cannot
+/// declare classes in it.
+const REFERENCE_PACKAGE: &str = "java.lang.ref.";
 
 impl<'a> RootedHeap<'a> {
     /// Fixes the roots and edge rules of `dump`. Linear in objects, roots and classes.
@@ -841,7 +846,7 @@ fn weak_fields(dump: &HeapDump) -> Vec<Box<[FieldIdx]>> {
                 for _ in 0..=dump.classes.len() {
                     let Some(cl) = cur else { break };
                     if cl.fields.iter().any(|fd| fd.name == f) {
-                        if cl.name == REFERENCE_CLASS {
+                        if cl.name.starts_with(REFERENCE_PACKAGE) {
                             by_reference = true;
                         } else {
                             by_other = true;
@@ -1804,6 +1809,18 @@ mod tests {
         assert!(reach[11], "referent declared by another class is an ordinary field");
         assert!(!reach[12], "no declared fields: by name");
         assert!(reach[13], "not a reference class");
+        // hprof files heapconv wrote before it hoisted the field into java.lang.ref.Reference:
+        // java.lang.ref.WeakReference (a runtime class) declares `referent` itself.
+        let mut b = Builder::new();
+        let referent = b.field("referent");
+        let object = b.class("java.lang.Object", ClassKind::Normal);
+        let weak = b.class("java.lang.ref.WeakReference", ClassKind::WeakReference);
+        b.d.classes[weak as usize].fields = vec![FieldDesc { name: referent, ty: BasicType::Object }];
+        b.d.classes[weak as usize].superclass = Some(object);
+        b.obj(weak, 32, &[(referent, 1)]);
+        b.obj(object, 8, &[]);
+        b.root(0, RootKind::JniGlobal);
+        assert_eq!(RootedHeap::new(&b.d).reachable(), vec![true, false], "referent declared by WeakReference");
         // Heap-graph spelling, with or without the type prefix.
         for name in ["java.lang.ref.Reference.referent", "java.lang.Object java.lang.ref.Reference.referent"] {
             let mut b = Builder::new();
