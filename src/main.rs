@@ -446,11 +446,17 @@ struct ConvertArgs {
     /// Do not annotate ART frames.
     #[arg(long)]
     no_annotations: bool,
-    /// For an HPROF heap dump: the tree the profile shows (`dominator`: widths are retained
-    /// sizes; `shortest-path`: traceconv's tree from the GC roots). `--to json` writes the top
-    /// report (classes by retained size, largest retainers and their paths from GC roots).
+    /// For a Java heap (an HPROF heap dump, or a trace's heap graphs): the tree the profile
+    /// shows (`dominator`: widths are retained sizes; `shortest-path`: traceconv's tree from
+    /// the GC roots). `--to json` writes the top report (classes by retained size, largest
+    /// retainers and their paths from GC roots).
     #[arg(long, value_enum, default_value = "dominator")]
     by: ByArg,
+    /// Convert the trace's Java heap graphs (java_hprof data source) instead of its heapprofd
+    /// dumps; --pid and --dump select them (the last dump of each process by default). A trace
+    /// with no heapprofd dump has its heap graphs converted without this flag.
+    #[arg(long)]
+    java_heap: bool,
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
@@ -950,6 +956,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     ByArg::Dominator => pipeline::HeapTree::Dominator,
                     ByArg::ShortestPath => pipeline::HeapTree::ShortestPath,
                 },
+                java_heap: a.java_heap,
             };
             if main_batch::convert_is_batch(&a) {
                 return main_batch::convert(&ui, &a, &opts);
@@ -1365,6 +1372,8 @@ mod tests {
         assert_eq!(view_kind(a.view), d.view);
         assert_eq!(!a.no_annotations, d.annotations);
         assert_eq!(a.heap, d.heap);
+        assert_eq!(a.java_heap, d.java_heap);
+        assert!(matches!(a.by, ByArg::Dominator) && d.heap_tree == pipeline::HeapTree::Dominator);
         let (got, want) = (a.ddm.options(), d.ddm);
         assert_eq!(got.order, want.order);
         assert_eq!(got.recent, want.recent);

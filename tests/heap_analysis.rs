@@ -324,3 +324,125 @@ fn weak_referent_stays_weak_through_an_hprof_round_trip() {
         assert_eq!(graph_dom.retained[g_weak], 32);
     }
 }
+
+// `heapconv convert TRACE` on Java heap graphs (fixtures encoded by the independent encoder,
+// see tests/data/README.md).
+
+fn convert_stdout(args: &[&str], code: i32) -> (String, String) {
+    let o = heapconv_ok(args, code);
+    (String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
+}
+
+#[test]
+fn convert_of_a_trace_with_only_heap_graphs_converts_them() {
+    let trace = data("traceconv/cases/heap_graph_small.pftrace");
+    let t = trace.to_str().unwrap();
+    // No heapprofd dump: the heap graph is converted without --java-heap; dominator tree first.
+    let (folded, _) = convert_stdout(&["convert", t, "--to", "folded"], 0);
+    assert_eq!(
+        folded,
+        "com.example.Holder [ROOT_JAVA_FRAME] 16\n\
+         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache 24\n\
+         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[] 40\n\
+         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[];com.example.Blob 2000\n\
+         java.lang.ref.WeakReference [ROOT_JNI_GLOBAL] 32\n"
+    );
+    assert_eq!(convert_stdout(&["convert", t, "--java-heap", "--to", "folded"], 0).0, folded);
+    // --by shortest-path --to pprof: the samples real traceconv wrote for this trace.
+    let dir = tempfile::tempdir().unwrap();
+    let pb = dir.path().join("spt.pb.gz");
+    heapconv_ok(&["convert", t, "--by", "shortest-path", "--to", "pprof", "-o", pb.to_str().unwrap()], 0);
+    let (types, mut ours) = normalize(&read_pprof(&pb));
+    let (their_types, theirs) = normalize(&read_pprof(&expected("java_heap_dump.1.10.pb")));
+    assert_eq!(types, their_types);
+    for (_, frames) in &mut ours {
+        for f in frames.iter_mut() {
+            f.2.clear();
+        }
+    }
+    assert_eq!(ours, theirs);
+    // SVG: the root frame's width is what it retains.
+    let (svg, _) = convert_stdout(&["convert", t, "--to", "svg"], 0);
+    assert!(svg.starts_with("<?xml") && svg.contains("com.example.Holder [ROOT_JAVA_FRAME]"));
+    assert!(svg.contains("2,080"), "Holder's retained bytes in its tooltip");
+    // JSON: the top report.
+    let (json, _) = convert_stdout(&["convert", t, "--to", "json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((v["pid"].as_u64(), v["process_name"].as_str()), (Some(10), Some("com.example.app")));
+    assert_eq!((v["objects"].as_u64(), v["reachable_objects"].as_u64()), (Some(8), Some(6)));
+    assert_eq!(v["reachable_shallow"], 2112);
+    assert_eq!(v["classes"][0]["name"], "com.example.Holder");
+    assert_eq!(v["classes"][0]["retained"], 2080);
+    assert_eq!(v["retainers"][0]["class"], "com.example.Holder");
+}
+
+#[test]
+fn convert_selects_heap_graph_dumps_by_pid_and_dump() {
+    let trace = data("heapgraph/two_pids.pftrace");
+    let t = trace.to_str().unwrap();
+    // The last dump of each process: two, so a directory is needed.
+    let (_, err) = convert_stdout(&["convert", t, "--to", "folded"], 2);
+    assert!(err.contains("2 heap graph dumps match"), "{err}");
+    assert!(
+        err.contains("com.example.second (pid 60) at 1500 ns") && err.contains("com.example.first (pid 50) at 2000 ns")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = format!("{}/", dir.path().join("last").display());
+    heapconv_ok(&["convert", t, "--to", "folded", "-o", &out], 0);
+    let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+    let names = |d: &str| {
+        let mut v: Vec<String> = std::fs::read_dir(dir.path().join(d))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names("last"), ["java_heap_dump.1.60.folded", "java_heap_dump.2.50.folded"]);
+    assert_eq!(read("last/java_heap_dump.1.60.folded"), "Second [ROOT_JNI_GLOBAL] 24\n");
+    // pid 50's second dump: 0x30 and 0x40 are not reachable.
+    assert_eq!(read("last/java_heap_dump.2.50.folded"), "First [ROOT_JAVA_FRAME] 16\n");
+    let out = format!("{}/", dir.path().join("all").display());
+    heapconv_ok(&["convert", t, "--dump", "all", "--to", "json", "-o", &out], 0);
+    assert_eq!(names("all"), ["java_heap_dump.1.50.json", "java_heap_dump.2.60.json", "java_heap_dump.3.50.json"]);
+    let v: serde_json::Value = serde_json::from_str(&read("all/java_heap_dump.3.50.json")).unwrap();
+    assert_eq!(
+        (v["timestamp"].as_i64(), v["objects"].as_u64(), v["reachable_objects"].as_u64()),
+        (Some(2000), Some(3), Some(1))
+    );
+    // --pid and --dump N (the N-th dump of each process).
+    let (one, _) = convert_stdout(&["convert", t, "--pid", "50", "--dump", "1", "--to", "json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!((v["pid"].as_u64(), v["timestamp"].as_i64(), v["objects"].as_u64()), (Some(50), Some(1000), Some(1)));
+    let (_, err) = convert_stdout(&["convert", t, "--pid", "60", "--dump", "2"], 1);
+    assert!(err.contains("no heap graph dump matches"), "{err}");
+    let (_, err) = convert_stdout(&["convert", t, "--heap", "libc.malloc", "--java-heap"], 1);
+    assert!(err.contains("no heap `libc.malloc`"), "{err}");
+}
+
+#[test]
+fn convert_of_incomplete_heap_graphs_is_partial_and_flagged() {
+    let trace = data("heapgraph/incomplete.pftrace");
+    let t = trace.to_str().unwrap();
+    // pid 41 lost a packet and has no roots: traceconv's error node, exit code 3 (partial).
+    let (folded, err) = convert_stdout(&["convert", t, "--pid", "41", "--by", "shortest-path", "--to", "folded"], 3);
+    assert_eq!(folded, "ERROR: INCOMPLETE GRAPH (try increasing buffer size) 1\n");
+    assert!(err.contains("packets missing between index 0 and 2"), "{err}");
+    // The pprof says so in its comments (DumpFlags::incomplete).
+    let dir = tempfile::tempdir().unwrap();
+    let pb = dir.path().join("open.pb.gz");
+    heapconv_ok(&["convert", t, "--pid", "42", "--to", "pprof", "-o", pb.to_str().unwrap()], 3);
+    let p = read_pprof(&pb);
+    let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
+    assert!(comments.contains(&"data loss: incomplete"), "{comments:?}");
+    assert!(comments.iter().any(|c| c.starts_with("incomplete heap dump: the trace ends before")), "{comments:?}");
+    let (_, rows) = normalize(&p);
+    assert_eq!(rows, [(vec![1, 20], vec![("Open [ROOT_JAVA_FRAME]".to_owned(), String::new(), "JAVA".to_owned())])]);
+}
+
+#[test]
+fn java_heap_on_a_trace_without_heap_graphs_is_an_error() {
+    let trace = data("heaps_and_procs.pftrace");
+    let (_, err) = convert_stdout(&["convert", trace.to_str().unwrap(), "--java-heap"], 1);
+    assert!(err.contains("the trace holds no Java heap graph"), "{err}");
+}

@@ -1085,16 +1085,28 @@ impl<'h, 'a> TreeProfileBuilder<'h, 'a> {
 
     fn finish(self, types: Vec<ValueType>) -> Profile {
         let d = self.heap.dump;
-        let meta = ProfileMeta {
+        // hprof timestamps are wall-clock milliseconds (0: unknown): pprof's `time_nanos`, not
+        // a trace-clock time.
+        let (timestamp, time_nanos) = if d.timestamp_is_epoch_ms {
+            (None, d.timestamp.filter(|&t| t > 0).and_then(|t| t.checked_mul(1_000_000)))
+        } else {
+            (d.timestamp, None)
+        };
+        let mut meta = ProfileMeta {
             source: d.source.clone(),
             pid: d.pid.map(u64::from),
             process_name: d.process_name.clone(),
             heap: JAVA_HEAP_NAME.to_owned(),
-            timestamp: d.timestamp,
-            timestamp_converted: d.timestamp.is_some(),
+            timestamp,
+            timestamp_converted: timestamp.is_some() && d.timestamp_converted,
+            time_nanos,
             changed: true,
             ..Default::default()
         };
+        if !d.incomplete.is_empty() {
+            meta.flags.incomplete = true;
+            meta.comments.extend(d.incomplete.iter().map(|why| format!("incomplete heap dump: {why}")));
+        }
         let mut p = Profile::new(Arc::new(self.tables), meta, types);
         p.default_sample_type = 1;
         for (i, v) in self.values.iter().enumerate() {

@@ -76,6 +76,10 @@ pub struct DumpFlags {
     pub unresolved_samples: u64,
     /// Samples that were dropped because their cumulative values went backwards.
     pub non_monotonic_samples: u64,
+    /// The heap snapshot the profile was made from is incomplete (a Java heap graph with
+    /// missing or unfinished packets, a truncated hprof file): objects and references may be
+    /// missing.
+    pub incomplete: bool,
 }
 
 impl DumpFlags {
@@ -114,6 +118,9 @@ impl DumpFlags {
         }
         if self.non_monotonic_samples > 0 {
             v.push("non_monotonic_samples");
+        }
+        if self.incomplete {
+            v.push("incomplete");
         }
         v
     }
