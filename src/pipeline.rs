@@ -699,11 +699,8 @@ fn convert_trace(
     let name = inp.name.clone();
     let (profiles, report, symbols) = select_heapprofd(inp, opts)?;
     if report.dumps.is_empty() && report.damage.is_none() {
-        if let Some(again) = again {
-            match convert_heap_graphs(again?, input, dest, opts) {
-                Err(e) if e.kind() == ErrorKind::NoData && e.to_string().contains(NO_HEAP_GRAPH) => {}
-                other => return other,
-            }
+        if let (Some(again), true) = (again, report.packet_kinds.get("heap_graph").is_some_and(|&n| n > 0)) {
+            return convert_heap_graphs(again?, input, dest, opts);
         }
         return Err(no_heapprofd(&name));
     }
@@ -827,14 +824,11 @@ fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Optio
     Ok((encode_one(&profile, opts)?, Some(batch::ProfileTotals::of(&profile))))
 }
 
-/// Part of the message of the error for a trace with no Java heap graph at all.
-const NO_HEAP_GRAPH: &str = "the trace holds no Java heap graph";
-
 /// Decodes the Java heap graphs of a trace and hands the dumps `pids` and `dump` select to
 /// `each`, in the order the dumps end in the trace. `dump` counts the dumps of each process
 /// (`Nth(2)`: every process's second dump); `Last` keeps one dump per process in memory until
-/// the trace ends, the others hand each dump on as soon as it ends. Returns the trace report;
-/// a trace without any heap graph is an error whose message contains [`NO_HEAP_GRAPH`].
+/// the trace ends, the others hand each dump on as soon as it ends. Returns the trace report
+/// (`heap_graphs` is empty for a trace without any).
 pub(crate) fn for_selected_heap_graphs(
     inp: &mut Input,
     decode: &DecodeOptions,
@@ -865,15 +859,168 @@ pub(crate) fn for_selected_heap_graphs(
             DumpSelect::Nth(_) => Ok(()),
         }
     })?;
-    if report.heap_graphs.is_empty() && report.damage.is_none() {
-        return Err(Error::new(ErrorKind::NoData, format!("{}: {NO_HEAP_GRAPH}", inp.name)));
-    }
     let mut kept: Vec<(usize, HeapDump)> = last.into_values().collect();
     kept.sort_by_key(|k| k.0);
     for (_, d) in kept {
         each(d)?;
     }
     Ok(report)
+}
+
+/// The error for a trace where no heap graph dump was selected.
+fn no_heap_graph_match(input: &Path, report: &TraceReport) -> Error {
+    let why = match &report.damage {
+        Some(d) if report.heap_graphs.is_empty() => format!("no Java heap graph could be read: {d}"),
+        None if report.heap_graphs.is_empty() => "the trace holds no Java heap graph".to_owned(),
+        _ => "no heap graph dump matches --pid/--dump (see `heapconv inspect`)".to_owned(),
+    };
+    Error::new(ErrorKind::NoData, format!("{}: {why}", input.display()))
+}
+
+/// Options of `heapconv top` on a Java heap (an HPROF heap dump or a trace's heap graphs).
+#[derive(Debug, Clone)]
+pub struct HeapTopRunOptions {
+    /// Traces: only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Traces: which heap graph dump of each process. Default: the last.
+    pub dump: DumpSelect,
+    /// How traces are read. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Show a trace's heap graphs even when it has heapprofd dumps. Default: false (a trace's
+    /// heap graphs are shown when it has no heapprofd dump).
+    pub java_heap: bool,
+    /// The report: classes listed, retainers, path lengths. Default:
+    /// [`crate::analysis::heap::TopOptions::default`].
+    pub top: crate::analysis::heap::TopOptions,
+}
+
+impl Default for HeapTopRunOptions {
+    fn default() -> Self {
+        HeapTopRunOptions {
+            pids: Vec::new(),
+            dump: DumpSelect::Last,
+            decode: DecodeOptions::default(),
+            java_heap: false,
+            top: crate::analysis::heap::TopOptions::default(),
+        }
+    }
+}
+
+/// What `heapconv top` shows.
+#[derive(Debug)]
+pub enum TopRun {
+    /// The top table of a profile (several inputs merged), with what the inputs held.
+    Table(crate::encode::top::TopTable, Vec<combine::InputInfo>),
+    /// The report of one Java heap: classes by retained size and the largest retainers, with
+    /// what the input held (`damage` says when the heap is incomplete).
+    Heap(Box<crate::analysis::heap::HeapTop>, TraceReport),
+}
+
+/// Runs `heapconv top`: for one HPROF heap dump, or one trace with `heap.java_heap`, the heap
+/// report ([`TopRun::Heap`]); otherwise the top table of the merged inputs, except that a
+/// single trace without heapprofd dumps but with Java heap graphs gets the heap report.
+pub fn run_top(inputs: &[PathBuf], opts: &combine::TopRunOptions, heap: &HeapTopRunOptions) -> Result<TopRun> {
+    if let [input] = inputs {
+        if let Some((top, report)) = heap_top_input(input, heap)? {
+            return Ok(TopRun::Heap(Box::new(top), report));
+        }
+    }
+    match combine::run_top(inputs, opts) {
+        Ok((table, infos)) => Ok(TopRun::Table(table, infos)),
+        Err(e) if e.kind() == ErrorKind::NoData && inputs.len() == 1 && inputs[0].as_os_str() != "-" => {
+            // A trace without heapprofd dumps: its Java heap graphs, if it has any.
+            let inp = Input::open(&inputs[0], heap.decode.max_gzip_bytes)?;
+            match heap_graph_top(inp, &inputs[0], heap)? {
+                Some((top, report)) => Ok(TopRun::Heap(Box::new(top), report)),
+                None => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The heap report of `input` when it is an HPROF heap dump, or a trace and `opts.java_heap`;
+/// `None` for anything else (standard input is looked at only with `java_heap`).
+fn heap_top_input(
+    input: &Path,
+    opts: &HeapTopRunOptions,
+) -> Result<Option<(crate::analysis::heap::HeapTop, TraceReport)>> {
+    use std::io::Read;
+    let name = input.display().to_string();
+    if name == "-" {
+        if !opts.java_heap {
+            return Ok(None);
+        }
+        let inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+        return heap_graph_top(inp, input, opts)?
+            .map(Some)
+            .ok_or_else(|| no_heap_graph_match(input, &TraceReport::default()));
+    }
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let mut head = Vec::new();
+    inp.reader().take(64).read_to_end(&mut head).map_err(|e| Error::io(format!("reading {name}"), e))?;
+    let kind = sniff(&head);
+    let again = || inp.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))?;
+    match kind {
+        InputKind::Hprof => {
+            use crate::analysis::heap::RootedHeap;
+            use crate::decode::hprof::{HprofReadOptions, read_hprof};
+            let mut inp = again()?;
+            let dump = read_hprof(inp.reader(), &name, &HprofReadOptions::default())?;
+            let mut report = TraceReport { source: name.clone(), gzipped: inp.gzipped, ..Default::default() };
+            if !dump.incomplete.is_empty() {
+                report.damage = Some(dump.incomplete.join("; "));
+            }
+            let heap = RootedHeap::new(&dump);
+            let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+            Ok(Some((heap.heap_top(&spt, &dom, &opts.top), report)))
+        }
+        InputKind::PerfettoTrace | InputKind::Unknown if opts.java_heap => {
+            let inp = again()?;
+            heap_graph_top(inp, input, opts)?
+                .map(Some)
+                .ok_or_else(|| no_heap_graph_match(input, &TraceReport::default()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The heap report of the one heap graph dump of a trace that `opts` selects; `None` when the
+/// trace holds no heap graph. Several matching dumps are a usage error that lists them.
+fn heap_graph_top(
+    mut inp: Input,
+    input: &Path,
+    opts: &HeapTopRunOptions,
+) -> Result<Option<(crate::analysis::heap::HeapTop, TraceReport)>> {
+    use crate::analysis::heap::RootedHeap;
+    let mut described: Vec<String> = Vec::new();
+    let mut top = None;
+    let mut incomplete = Vec::new();
+    let mut report = for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &mut |dump| {
+        described.push(describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp));
+        if described.len() == 1 {
+            incomplete = dump.incomplete.clone();
+            let heap = RootedHeap::new(&dump);
+            let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+            top = Some(heap.heap_top(&spt, &dom, &opts.top));
+        }
+        Ok(())
+    })?;
+    if report.heap_graphs.is_empty() && report.damage.is_none() {
+        return Ok(None);
+    }
+    let Some(top) = top else { return Err(no_heap_graph_match(input, &report)) };
+    if described.len() > 1 {
+        let list: Vec<String> = described.iter().map(|m| format!("  {m}")).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!("{} heap graph dumps match; choose one with --pid/--dump:\n{}", described.len(), list.join("\n")),
+        ));
+    }
+    if !incomplete.is_empty() && report.damage.is_none() {
+        report.damage = Some(format!("incomplete heap graph dump: {}", incomplete.join("; ")));
+    }
+    Ok(Some((top, report)))
 }
 
 /// `convert` of a trace's Java heap graphs: per selected dump (`--pid`, `--dump`), the
@@ -920,11 +1067,7 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
         Ok(())
     })?;
     if described.is_empty() {
-        let why = match &report.damage {
-            Some(d) if report.heap_graphs.is_empty() => format!("no Java heap graph could be read: {d}"),
-            _ => "no heap graph dump matches --pid/--dump (see `heapconv inspect`)".to_owned(),
-        };
-        return Err(Error::new(ErrorKind::NoData, format!("{}: {why}", input.display())));
+        return Err(no_heap_graph_match(input, &report));
     }
     if described.len() > 1 && !multi_ok {
         let list: Vec<String> = described.iter().map(|m| format!("  {m}")).collect();

@@ -446,3 +446,115 @@ fn java_heap_on_a_trace_without_heap_graphs_is_an_error() {
     let (_, err) = convert_stdout(&["convert", trace.to_str().unwrap(), "--java-heap"], 1);
     assert!(err.contains("the trace holds no Java heap graph"), "{err}");
 }
+
+// `heapconv top` on Java heaps: classes by retained size.
+
+#[test]
+fn top_of_heap_graphs_and_hprof_lists_classes_by_retained_size() {
+    let trace = data("traceconv/cases/heap_graph_small.pftrace");
+    let t = trace.to_str().unwrap();
+    let (text, _) = convert_stdout(&["top", t, "-n", "3"], 0);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "com.example.app (pid 10), perfetto heap graph (traceconv/cases/heap_graph_small.pftrace), dump at 500"
+            .replace("traceconv/cases/heap_graph_small.pftrace", t)
+    );
+    assert_eq!(lines[3], "Classes by retained size (3 of 5):");
+    // Retained 2080 B of 2112 reachable bytes; one instance of 16 B.
+    assert_eq!(
+        lines[5],
+        "    2.03 KiB  98.48%          0 B         16 B          0 B          1          1  com.example.Holder"
+    );
+    assert_eq!(lines[7].split_whitespace().last(), Some("java.lang.Object[]"));
+    let (json, _) = convert_stdout(&["top", t, "--json", "--by", "class", "-n", "0"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows: Vec<(String, u64, u64, u64, u64)> = v["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let n = |k: &str| c[k].as_u64().unwrap();
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                n("instances"),
+                n("reachable_instances"),
+                n("shallow"),
+                n("retained"),
+            )
+        })
+        .collect();
+    let row = |n: &str, i, r, s, ret| (n.to_owned(), i, r, s, ret);
+    assert_eq!(
+        rows,
+        [
+            row("com.example.Holder", 1, 1, 16, 2080),
+            row("com.example.Cache", 1, 1, 24, 2064),
+            row("java.lang.Object[]", 1, 1, 40, 2040),
+            row("com.example.Blob", 4, 2, 4000, 2000),
+            row("java.lang.ref.WeakReference", 1, 1, 32, 32),
+        ]
+    );
+    // The same heap through `heapconv hprof`: the same table, but for the array (hprof sizes it
+    // by its two 4-byte elements) and the class objects hprof adds (unreachable: no roots).
+    let dir = tempfile::tempdir().unwrap();
+    let hprof = dir.path().join("small.hprof");
+    heapconv_ok(&["hprof", t, "-q", "-o", hprof.to_str().unwrap()], 0);
+    let (json, _) = convert_stdout(&["top", hprof.to_str().unwrap(), "--json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["source"], "JAVA PROFILE 1.0.2");
+    assert_eq!((v["reachable_objects"].as_u64(), v["reachable_shallow"].as_u64()), (Some(6), Some(2112 - 32)));
+    assert_eq!(v["classes"][0]["name"], "com.example.Holder");
+    assert_eq!(v["classes"][0]["retained"], 2080 - 32);
+    let blob = v["classes"].as_array().unwrap().iter().find(|c| c["name"] == "com.example.Blob").unwrap();
+    assert_eq!((blob["reachable_instances"].as_u64(), blob["retained"].as_u64()), (Some(2), Some(2000)));
+}
+
+#[test]
+fn top_selects_one_heap_graph_dump_and_refuses_profile_groupings() {
+    let two = data("heapgraph/two_pids.pftrace");
+    let t = two.to_str().unwrap();
+    let (_, err) = convert_stdout(&["top", t], 2);
+    assert!(err.contains("2 heap graph dumps match"), "{err}");
+    let (json, _) = convert_stdout(&["top", t, "--pid", "50", "--dump", "1", "--json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((v["timestamp"].as_i64(), v["objects"].as_u64()), (Some(1000), Some(1)));
+    assert_eq!(v["classes"][0]["name"], "First");
+    let (json, _) = convert_stdout(&["top", t, "--pid", "60", "--json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((v["objects"].as_u64(), v["reachable_objects"].as_u64()), (Some(2), Some(1)));
+    assert_eq!((v["classes"][0]["instances"].as_u64(), v["classes"][0]["retained"].as_u64()), (Some(2), Some(24)));
+    // Groupings of profiles do not apply to heaps, nor classes to profiles.
+    let (_, err) = convert_stdout(&["top", t, "--pid", "60", "--by", "stack"], 2);
+    assert!(err.contains("shown by class"), "{err}");
+    let malloc = data("heaps_and_procs.pftrace");
+    let m = malloc.to_str().unwrap();
+    convert_stdout(&["top", m, "--heap", "libc.malloc", "--pid", "10", "--by", "class"], 2);
+    let (_, err) = convert_stdout(&["top", m, "--java-heap"], 1);
+    assert!(err.contains("the trace holds no Java heap graph"), "{err}");
+    // A heapprofd trace is still a profile table.
+    let (text, _) = convert_stdout(&["top", m, "--heap", "libc.malloc", "--pid", "10"], 0);
+    assert!(text.contains("by functions"), "{text}");
+    // An incomplete dump: shown, flagged, exit code 3.
+    let inc = data("heapgraph/incomplete.pftrace");
+    let (text, err) = convert_stdout(&["top", inc.to_str().unwrap(), "--pid", "42"], 3);
+    assert!(text.contains("INCOMPLETE: the trace ends before the dump's last packet"), "{text}");
+    assert!(err.contains("partial"), "{err}");
+}
+
+#[test]
+fn convert_reads_heap_graphs_from_standard_input() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let bytes = std::fs::read(data("heapgraph/two_pids.pftrace")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_heapconv"))
+        .args(["convert", "-", "--pid", "60", "--to", "folded"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "Second [ROOT_JNI_GLOBAL] 24\n");
+}
