@@ -78,7 +78,8 @@ pub struct DumpFlags {
     pub non_monotonic_samples: u64,
     /// The heap snapshot the profile was made from is incomplete (a Java heap graph with
     /// missing or unfinished packets, a truncated hprof file): objects and references may be
-    /// missing.
+    /// missing. Left out of JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub incomplete: bool,
 }
 
