@@ -8,9 +8,10 @@
 //! * **Roots.** Each object listed in [`HeapDump::roots`] is a GC root once, with one
 //!   *effective* root kind: when an object is listed several times, `ROOT_STICKY_CLASS` wins over
 //!   `ROOT_JNI_GLOBAL`, which wins over `ROOT_JNI_LOCAL`; otherwise the first listed kind stays
-//!   (trace processor's precedence). Android's hprof `ROOT_UNREACHABLE` entries
-//!   ([`RootKind::Unreachable`]) mark objects the runtime found unreachable, so they are *not*
-//!   roots here. Entries naming no object of the dump are ignored.
+//!   (trace processor's precedence). Every kind counts, Android's hprof `ROOT_UNREACHABLE`
+//!   ([`RootKind::Unreachable`]) included: the file lists those objects among its GC roots,
+//!   and Android's own heap analyzer (ahat) roots its search at them too, so that what they
+//!   hold is shown rather than dropped. Entries naming no object of the dump are ignored.
 //! * **Edges.** An object's edges are its references ([`HeapDump::refs`]) and, for the object
 //!   that is a class's `java.lang.Class` instance ([`Class::object`]), that class's static
 //!   references ([`Class::static_refs`]). Null and dangling references are not edges. Nor is
@@ -142,7 +143,7 @@ impl<'a> RootedHeap<'a> {
         let mut root_kind: Vec<Option<RootKind>> = vec![None; n];
         let mut roots = Vec::new();
         for &Root { object, kind } in &dump.roots {
-            if object as usize >= n || kind == RootKind::Unreachable {
+            if object as usize >= n {
                 continue;
             }
             let slot = &mut root_kind[object as usize];
@@ -1763,9 +1764,10 @@ mod tests {
         let h = RootedHeap::new(&b.d);
         assert_eq!(h.root_kind(a), Some(RootKind::JniLocal));
         assert_eq!(h.root_kind(1), Some(RootKind::StickyClass));
-        assert_eq!(h.root_kind(x), None);
-        assert_eq!(h.roots(), &[0, 1]);
-        assert_eq!(h.reachable(), vec![true, true, false]);
+        assert_eq!(h.root_kind(x), Some(RootKind::Unreachable));
+        assert_eq!(h.roots(), &[0, 2, 1]);
+        assert_eq!(h.reachable(), vec![true, true, true]);
+        assert_eq!(h.frame_name(x), "C [ROOT_UNREACHABLE]");
         // First seen wins among kinds without precedence.
         let mut b = Builder::new();
         let c = b.class("C", ClassKind::Normal);
@@ -1897,6 +1899,33 @@ mod tests {
         let spt = h.shortest_path_tree();
         assert_eq!(spt.order, vec![1, 0, 3, 2, 4]);
         assert_eq!(spt.parent, vec![VIRTUAL_ROOT, VIRTUAL_ROOT, 0, 1, 3]);
+    }
+
+    #[test]
+    fn profile_times_and_incomplete_flags() {
+        let mut b = Builder::new();
+        let c = b.class("C", ClassKind::Normal);
+        b.obj(c, 8, &[]);
+        b.root(0, RootKind::JavaFrame);
+        // hprof: the header's wall-clock milliseconds become pprof's time_nanos.
+        b.d.timestamp = Some(1_700_000_000_123);
+        b.d.timestamp_is_epoch_ms = true;
+        let h = RootedHeap::new(&b.d);
+        let m = h.spt_profile(&h.shortest_path_tree()).meta;
+        assert_eq!((m.timestamp, m.timestamp_converted, m.time_nanos), (None, false, Some(1_700_000_000_123_000_000)));
+        assert!(!m.flags.incomplete && m.flags.data_loss().is_empty());
+        // A heap graph: trace-clock ns, converted or not as the decoder says; incomplete.
+        b.d.timestamp = Some(500);
+        b.d.timestamp_is_epoch_ms = false;
+        for converted in [false, true] {
+            b.d.timestamp_converted = converted;
+            b.d.incomplete = vec!["packets missing between index 0 and 2".into()];
+            let h = RootedHeap::new(&b.d);
+            let m = h.dominator_profile(&h.dominators()).meta;
+            assert_eq!((m.timestamp, m.timestamp_converted, m.time_nanos), (Some(500), converted, None));
+            assert_eq!(m.flags.data_loss(), ["incomplete"]);
+            assert_eq!(m.comments, ["incomplete heap dump: packets missing between index 0 and 2"]);
+        }
     }
 
     #[test]
