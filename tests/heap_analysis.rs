@@ -436,6 +436,8 @@ fn convert_of_incomplete_heap_graphs_is_partial_and_flagged() {
     let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
     assert!(comments.contains(&"data loss: incomplete"), "{comments:?}");
     assert!(comments.iter().any(|c| c.starts_with("incomplete heap dump: the trace ends before")), "{comments:?}");
+    let (svg, _) = convert_stdout(&["convert", t, "--pid", "42", "--to", "svg"], 3);
+    assert!(svg.contains("DATA LOSS: incomplete"), "the flame graph's subtitle says so");
     let (_, rows) = normalize(&p);
     assert_eq!(rows, [(vec![1, 20], vec![("Open [ROOT_JAVA_FRAME]".to_owned(), String::new(), "JAVA".to_owned())])]);
 }
