@@ -477,11 +477,17 @@ struct ConvertArgs {
     /// Do not annotate ART frames.
     #[arg(long)]
     no_annotations: bool,
-    /// For an HPROF heap dump: the tree the profile shows (`dominator`: widths are retained
-    /// sizes; `shortest-path`: traceconv's tree from the GC roots). `--to json` writes the top
-    /// report (classes by retained size, largest retainers and their paths from GC roots).
+    /// For a Java heap (an HPROF heap dump, or a trace's heap graphs): the tree the profile
+    /// shows (`dominator`: widths are retained sizes; `shortest-path`: traceconv's tree from
+    /// the GC roots). `--to json` writes the top report (classes by retained size, largest
+    /// retainers and their paths from GC roots).
     #[arg(long, value_enum, default_value = "dominator")]
     by: ByArg,
+    /// Convert the trace's Java heap graphs (java_hprof data source) instead of its heapprofd
+    /// dumps; --pid and --dump select them (the last dump of each process by default). A trace
+    /// with no heapprofd dump has its heap graphs converted without this flag.
+    #[arg(long)]
+    java_heap: bool,
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
@@ -606,6 +612,9 @@ enum TopByArg {
     Function,
     Mapping,
     Stack,
+    /// Classes of a Java heap by retained size (the only grouping, and the default, for an
+    /// HPROF heap dump or a trace's heap graphs).
+    Class,
 }
 
 #[derive(Args, Debug)]
@@ -614,12 +623,18 @@ struct TopArgs {
     /// inputs in them).
     #[arg(required_unless_present = "inputs_from", value_name = "INPUT")]
     inputs: Vec<PathBuf>,
-    /// What to group by.
-    #[arg(long, value_enum, default_value = "function")]
-    by: TopByArg,
-    /// Rows to show (0: all).
+    /// What to group by. Default: function; class for a Java heap (an HPROF heap dump, or a
+    /// trace's heap graphs).
+    #[arg(long, value_enum)]
+    by: Option<TopByArg>,
+    /// Rows to show (0: all). For a Java heap: classes.
     #[arg(short = 'n', long = "count", default_value_t = 20, value_name = "N")]
     count: usize,
+    /// Show the trace's Java heap graphs (java_hprof data source) rather than its heapprofd
+    /// dumps; --pid and --dump select one. A trace with no heapprofd dump has its heap graphs
+    /// shown without this flag.
+    #[arg(long)]
+    java_heap: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -1003,6 +1018,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     ByArg::Dominator => pipeline::HeapTree::Dominator,
                     ByArg::ShortestPath => pipeline::HeapTree::ShortestPath,
                 },
+                java_heap: a.java_heap,
             };
             if main_batch::convert_is_batch(&a) {
                 return main_batch::convert(&ui, &a, &opts);
@@ -1089,21 +1105,63 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 merge: a.select.merge(),
                 top: heapconv::encode::top::TopOptions {
                     by: match a.by {
-                        TopByArg::Function => heapconv::encode::top::TopBy::Function,
-                        TopByArg::Mapping => heapconv::encode::top::TopBy::Mapping,
-                        TopByArg::Stack => heapconv::encode::top::TopBy::Stack,
+                        None | Some(TopByArg::Function) | Some(TopByArg::Class) => {
+                            heapconv::encode::top::TopBy::Function
+                        }
+                        Some(TopByArg::Mapping) => heapconv::encode::top::TopBy::Mapping,
+                        Some(TopByArg::Stack) => heapconv::encode::top::TopBy::Stack,
                     },
                     count: a.count,
                     value_index: 0,
                 },
                 sample_type: a.sample_type.as_deref().map(heapconv::merge::TypeSelector::parse),
             };
-            let (table, inputs) = pipeline::combine::run_top(&expand_inputs(&a.inputs, &a.list)?, &opts)?;
-            let text =
-                if a.json { heapconv::encode::top::top_json(&table) } else { heapconv::encode::top::top_text(&table) };
+            let heap_opts = pipeline::HeapTopRunOptions {
+                pids: a.select.pid.into_iter().collect(),
+                dump: parse_dump(&a.select.dump)?,
+                decode: a.select.decode.options(),
+                java_heap: a.java_heap,
+                top: heapconv::analysis::heap::TopOptions {
+                    classes: if a.count == 0 { usize::MAX } else { a.count },
+                    ..Default::default()
+                },
+            };
+            let run = pipeline::run_top(&expand_inputs(&a.inputs, &a.list)?, &opts, &heap_opts)?;
+            let (text, gate_ok, damaged, lost) = match run {
+                pipeline::TopRun::Table(table, inputs) => {
+                    if matches!(a.by, Some(TopByArg::Class)) {
+                        return Err(Error::new(
+                            ErrorKind::Usage,
+                            "--by class is for Java heaps (an HPROF heap dump, or a trace's heap graphs)",
+                        ));
+                    }
+                    let text = if a.json {
+                        heapconv::encode::top::top_json(&table)
+                    } else {
+                        heapconv::encode::top::top_text(&table)
+                    };
+                    let (gate_ok, damaged) = report_inputs(&ui, &inputs, a.select.symbols.min_symbolized);
+                    (text, gate_ok, damaged, inputs_data_loss(&inputs))
+                }
+                pipeline::TopRun::Heap(top, report) => {
+                    if matches!(a.by, Some(TopByArg::Function | TopByArg::Mapping | TopByArg::Stack))
+                        || a.sample_type.is_some()
+                    {
+                        return Err(Error::new(
+                            ErrorKind::Usage,
+                            "a Java heap is shown by class (retained size); --by function|mapping|stack and --sample-type are for profiles",
+                        ));
+                    }
+                    let text = if a.json {
+                        heapconv::analysis::heap::top_json(&top)
+                    } else {
+                        heapconv::analysis::heap::top_text(&top)
+                    };
+                    (text, true, report_problems(&ui, &report), report.data_loss())
+                }
+            };
             std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error::io("writing standard output", e))?;
-            let (gate_ok, damaged) = report_inputs(&ui, &inputs, a.select.symbols.min_symbolized);
-            Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&inputs)))
+            Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &lost))
         }
         Command::Hprof(a) => {
             let opts = pipeline::HprofRunOptions {
@@ -1427,6 +1485,8 @@ mod tests {
         assert_eq!(view_kind(a.view), d.view);
         assert_eq!(!a.no_annotations, d.annotations);
         assert_eq!(a.heap, d.heap);
+        assert_eq!(a.java_heap, d.java_heap);
+        assert!(matches!(a.by, ByArg::Dominator) && d.heap_tree == pipeline::HeapTree::Dominator);
         let (got, want) = (a.ddm.options(), d.ddm);
         assert_eq!(got.order, want.order);
         assert_eq!(got.recent, want.recent);
@@ -1494,7 +1554,11 @@ mod tests {
 
         let Command::Top(a) = parse(&["heapconv", "top", "a.pb"]) else { panic!("top") };
         let d = pipeline::combine::TopRunOptions::default();
-        assert!(matches!(a.by, TopByArg::Function) && d.top.by == heapconv::encode::top::TopBy::Function);
+        assert!(a.by.is_none() && d.top.by == heapconv::encode::top::TopBy::Function);
+        let h = pipeline::HeapTopRunOptions::default();
+        assert_eq!(a.java_heap, h.java_heap);
+        assert_eq!(a.count, h.top.classes);
+        assert_eq!(parse_dump(&a.select.dump).unwrap(), h.dump);
         assert_eq!(a.sample_type.is_some(), d.sample_type.is_some());
         assert_eq!(a.count, 20, "like the top lists of convert --to json");
     }

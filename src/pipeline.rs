@@ -436,9 +436,12 @@ pub struct ConvertOptions {
     /// (`lines` and `per_allocation` are chosen per format: on for pprof, off for the text
     /// outputs, whose frame labels are then `class.method(File.java:12)`).
     pub ddm: DdmOptions,
-    /// Which tree of a Java heap (an hprof input) becomes the profile. Default: the
-    /// dominator tree (flame graph widths are retained sizes).
+    /// Which tree of a Java heap (an hprof input, or a trace's heap graphs) becomes the
+    /// profile. Default: the dominator tree (flame graph widths are retained sizes).
     pub heap_tree: HeapTree,
+    /// Convert a trace's Java heap graphs rather than its heapprofd dumps. Default: false
+    /// (heap graphs are converted when a trace has no heapprofd dump).
+    pub java_heap: bool,
 }
 
 /// Which tree of a Java heap becomes a profile.
@@ -464,6 +467,7 @@ impl Default for ConvertOptions {
             symbolize: None,
             ddm: DdmOptions::default(),
             heap_tree: HeapTree::default(),
+            java_heap: false,
         }
     }
 }
@@ -478,6 +482,23 @@ pub fn select_profiles(
 
 /// [`select_profiles`] on an opened input.
 pub fn select_profiles_from(
+    inp: Input,
+    opts: &ConvertOptions,
+) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
+    let name = inp.name.clone();
+    let (out, report, symbols) = select_heapprofd(inp, opts)?;
+    if report.dumps.is_empty() && report.damage.is_none() {
+        return Err(no_heapprofd(&name));
+    }
+    Ok((out, report, symbols))
+}
+
+fn no_heapprofd(name: &str) -> Error {
+    Error::new(ErrorKind::NoData, format!("{name}: no heapprofd profile found in the trace"))
+}
+
+/// [`select_profiles_from`] without the error for a trace that has no heapprofd dump.
+fn select_heapprofd(
     mut inp: Input,
     opts: &ConvertOptions,
 ) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
@@ -516,9 +537,6 @@ pub fn select_profiles_from(
             Ok(())
         },
     )?;
-    if report.dumps.is_empty() && report.damage.is_none() {
-        return Err(Error::new(ErrorKind::NoData, format!("{}: no heapprofd profile found in the trace", inp.name)));
-    }
     let mut out = Vec::new();
     for key in order {
         for mut p in kept.remove(&key).unwrap_or_default() {
@@ -673,7 +691,19 @@ fn convert_trace(
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
     use rayon::prelude::*;
-    let (profiles, report, symbols) = select_profiles_from(inp, opts)?;
+    if opts.java_heap {
+        return convert_heap_graphs(inp, input, dest, opts);
+    }
+    // A trace without heapprofd dumps may hold Java heap graphs: those are converted then.
+    let again = inp.reopen();
+    let name = inp.name.clone();
+    let (profiles, report, symbols) = select_heapprofd(inp, opts)?;
+    if report.dumps.is_empty() && report.damage.is_none() {
+        if let (Some(again), true) = (again, report.packet_kinds.get("heap_graph").is_some_and(|&n| n > 0)) {
+            return convert_heap_graphs(again?, input, dest, opts);
+        }
+        return Err(no_heapprofd(&name));
+    }
     if profiles.is_empty() {
         if kind == InputKind::Unknown {
             return Err(Error::new(
@@ -752,7 +782,6 @@ fn convert_trace(
 /// retainers and their paths from GC roots) as JSON. A damaged dump converts what was
 /// complete and says so in the report.
 fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
-    use crate::analysis::heap::{RootedHeap, TopOptions, top_json};
     use crate::decode::hprof::{HprofReadOptions, read_hprof};
     let name = inp.name.clone();
     let dump = read_hprof(inp.reader(), &name, &HprofReadOptions::default())?;
@@ -760,20 +789,8 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
     if !dump.incomplete.is_empty() {
         report.damage = Some(dump.incomplete.join("; "));
     }
-    let heap = RootedHeap::new(&dump);
-    let mut profiles = Vec::new();
-    let bytes = if opts.format == Format::Json {
-        let spt = heap.shortest_path_tree();
-        let dom = heap.dominators();
-        top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes()
-    } else {
-        let profile = match opts.heap_tree {
-            HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
-            HeapTree::ShortestPath => heap.spt_profile(&heap.shortest_path_tree()),
-        };
-        profiles.push(batch::ProfileTotals::of(&profile));
-        encode_one(&profile, opts)?
-    };
+    let (bytes, totals) = heap_output(&dump, opts)?;
+    let profiles = totals.into_iter().collect();
     let path = match dest {
         Destination::Stdout => None,
         Destination::File(f) => Some(f.clone()),
@@ -788,6 +805,295 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
         None => check_not_input(Path::new("-"), &inputs)?,
     }
     Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
+}
+
+/// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
+/// `opts.format` (with its totals), or, for JSON, the top report.
+fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<batch::ProfileTotals>)> {
+    use crate::analysis::heap::{RootedHeap, TopOptions, top_json};
+    let heap = RootedHeap::new(dump);
+    if opts.format == Format::Json {
+        let spt = heap.shortest_path_tree();
+        let dom = heap.dominators();
+        return Ok((top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes(), None));
+    }
+    let profile = match opts.heap_tree {
+        HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
+        HeapTree::ShortestPath => heap.spt_profile(&heap.shortest_path_tree()),
+    };
+    Ok((encode_one(&profile, opts)?, Some(batch::ProfileTotals::of(&profile))))
+}
+
+/// Decodes the Java heap graphs of a trace and hands the dumps `pids` and `dump` select to
+/// `each`, in the order the dumps end in the trace. `dump` counts the dumps of each process
+/// (`Nth(2)`: every process's second dump); `Last` keeps one dump per process in memory until
+/// the trace ends, the others hand each dump on as soon as it ends. Returns the trace report
+/// (`heap_graphs` is empty for a trace without any).
+pub(crate) fn for_selected_heap_graphs(
+    inp: &mut Input,
+    decode: &DecodeOptions,
+    pids: &[u64],
+    dump: DumpSelect,
+    each: &mut dyn FnMut(HeapDump) -> Result<()>,
+) -> Result<TraceReport> {
+    let graph = HeapGraphOptions {
+        max_packet_bytes: decode.max_packet_bytes,
+        max_bundle_bytes: decode.max_bundle_bytes,
+        pids: pids.to_vec(),
+    };
+    let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut last: BTreeMap<u32, (usize, HeapDump)> = BTreeMap::new();
+    let mut n = 0usize;
+    let report = decode_heap_graphs(inp, &graph, &mut |d| {
+        n += 1;
+        let pid = d.pid.unwrap_or(0);
+        let k = seen.entry(pid).or_default();
+        *k += 1;
+        match dump {
+            DumpSelect::Last => {
+                last.insert(pid, (n, d));
+                Ok(())
+            }
+            DumpSelect::All => each(d),
+            DumpSelect::Nth(want) if *k == want => each(d),
+            DumpSelect::Nth(_) => Ok(()),
+        }
+    })?;
+    let mut kept: Vec<(usize, HeapDump)> = last.into_values().collect();
+    kept.sort_by_key(|k| k.0);
+    for (_, d) in kept {
+        each(d)?;
+    }
+    Ok(report)
+}
+
+/// The error for a trace where no heap graph dump was selected.
+fn no_heap_graph_match(input: &Path, report: &TraceReport) -> Error {
+    let why = match &report.damage {
+        Some(d) if report.heap_graphs.is_empty() => format!("no Java heap graph could be read: {d}"),
+        None if report.heap_graphs.is_empty() => "the trace holds no Java heap graph".to_owned(),
+        _ => "no heap graph dump matches --pid/--dump (see `heapconv inspect`)".to_owned(),
+    };
+    Error::new(ErrorKind::NoData, format!("{}: {why}", input.display()))
+}
+
+/// Options of `heapconv top` on a Java heap (an HPROF heap dump or a trace's heap graphs).
+#[derive(Debug, Clone)]
+pub struct HeapTopRunOptions {
+    /// Traces: only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Traces: which heap graph dump of each process. Default: the last.
+    pub dump: DumpSelect,
+    /// How traces are read. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Show a trace's heap graphs even when it has heapprofd dumps. Default: false (a trace's
+    /// heap graphs are shown when it has no heapprofd dump).
+    pub java_heap: bool,
+    /// The report: classes listed, retainers, path lengths. Default:
+    /// [`crate::analysis::heap::TopOptions::default`].
+    pub top: crate::analysis::heap::TopOptions,
+}
+
+impl Default for HeapTopRunOptions {
+    fn default() -> Self {
+        HeapTopRunOptions {
+            pids: Vec::new(),
+            dump: DumpSelect::Last,
+            decode: DecodeOptions::default(),
+            java_heap: false,
+            top: crate::analysis::heap::TopOptions::default(),
+        }
+    }
+}
+
+/// What `heapconv top` shows.
+#[derive(Debug)]
+pub enum TopRun {
+    /// The top table of a profile (several inputs merged), with what the inputs held.
+    Table(crate::encode::top::TopTable, Vec<combine::InputInfo>),
+    /// The report of one Java heap: classes by retained size and the largest retainers, with
+    /// what the input held (`damage` says when the heap is incomplete).
+    Heap(Box<crate::analysis::heap::HeapTop>, TraceReport),
+}
+
+/// Runs `heapconv top`: for one HPROF heap dump, or one trace with `heap.java_heap`, the heap
+/// report ([`TopRun::Heap`]); otherwise the top table of the merged inputs, except that a
+/// single trace without heapprofd dumps but with Java heap graphs gets the heap report.
+pub fn run_top(inputs: &[PathBuf], opts: &combine::TopRunOptions, heap: &HeapTopRunOptions) -> Result<TopRun> {
+    if let [input] = inputs {
+        if let Some((top, report)) = heap_top_input(input, heap)? {
+            return Ok(TopRun::Heap(Box::new(top), report));
+        }
+    }
+    match combine::run_top(inputs, opts) {
+        Ok((table, infos)) => Ok(TopRun::Table(table, infos)),
+        Err(e) if e.kind() == ErrorKind::NoData && inputs.len() == 1 && inputs[0].as_os_str() != "-" => {
+            // A trace without heapprofd dumps: its Java heap graphs, if it has any.
+            let inp = Input::open(&inputs[0], heap.decode.max_gzip_bytes)?;
+            match heap_graph_top(inp, &inputs[0], heap)? {
+                Some((top, report)) => Ok(TopRun::Heap(Box::new(top), report)),
+                None => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The heap report of `input` when it is an HPROF heap dump, or a trace and `opts.java_heap`;
+/// `None` for anything else (standard input is looked at only with `java_heap`).
+fn heap_top_input(
+    input: &Path,
+    opts: &HeapTopRunOptions,
+) -> Result<Option<(crate::analysis::heap::HeapTop, TraceReport)>> {
+    use std::io::Read;
+    let name = input.display().to_string();
+    if name == "-" {
+        if !opts.java_heap {
+            return Ok(None);
+        }
+        let inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+        return heap_graph_top(inp, input, opts)?
+            .map(Some)
+            .ok_or_else(|| no_heap_graph_match(input, &TraceReport::default()));
+    }
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let mut head = Vec::new();
+    inp.reader().take(64).read_to_end(&mut head).map_err(|e| Error::io(format!("reading {name}"), e))?;
+    let kind = sniff(&head);
+    let again = || inp.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))?;
+    match kind {
+        InputKind::Hprof => {
+            use crate::analysis::heap::RootedHeap;
+            use crate::decode::hprof::{HprofReadOptions, read_hprof};
+            let mut inp = again()?;
+            let dump = read_hprof(inp.reader(), &name, &HprofReadOptions::default())?;
+            let mut report = TraceReport { source: name.clone(), gzipped: inp.gzipped, ..Default::default() };
+            if !dump.incomplete.is_empty() {
+                report.damage = Some(dump.incomplete.join("; "));
+            }
+            let heap = RootedHeap::new(&dump);
+            let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+            Ok(Some((heap.heap_top(&spt, &dom, &opts.top), report)))
+        }
+        InputKind::PerfettoTrace | InputKind::Unknown if opts.java_heap => {
+            let inp = again()?;
+            heap_graph_top(inp, input, opts)?
+                .map(Some)
+                .ok_or_else(|| no_heap_graph_match(input, &TraceReport::default()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The heap report of the one heap graph dump of a trace that `opts` selects; `None` when the
+/// trace holds no heap graph. Several matching dumps are a usage error that lists them.
+fn heap_graph_top(
+    mut inp: Input,
+    input: &Path,
+    opts: &HeapTopRunOptions,
+) -> Result<Option<(crate::analysis::heap::HeapTop, TraceReport)>> {
+    use crate::analysis::heap::RootedHeap;
+    let mut described: Vec<String> = Vec::new();
+    let mut top = None;
+    let mut incomplete = Vec::new();
+    let mut report = for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &mut |dump| {
+        described.push(describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp));
+        if described.len() == 1 {
+            incomplete = dump.incomplete.clone();
+            let heap = RootedHeap::new(&dump);
+            let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+            top = Some(heap.heap_top(&spt, &dom, &opts.top));
+        }
+        Ok(())
+    })?;
+    if report.heap_graphs.is_empty() && report.damage.is_none() {
+        return Ok(None);
+    }
+    let Some(top) = top else { return Err(no_heap_graph_match(input, &report)) };
+    if described.len() > 1 {
+        let list: Vec<String> = described.iter().map(|m| format!("  {m}")).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!("{} heap graph dumps match; choose one with --pid/--dump:\n{}", described.len(), list.join("\n")),
+        ));
+    }
+    if !incomplete.is_empty() && report.damage.is_none() {
+        report.damage = Some(format!("incomplete heap graph dump: {}", incomplete.join("; ")));
+    }
+    Ok(Some((top, report)))
+}
+
+/// `convert` of a trace's Java heap graphs: per selected dump (`--pid`, `--dump`), the
+/// dominator or shortest-path tree as pprof, folded stacks or a flame graph, or the top report
+/// as JSON. Several dumps need a directory, where they are named `java_heap_dump.N.PID.EXT`
+/// (N counting the files written from 1, in the order the dumps end in the trace). An
+/// incomplete dump converts what it has and the run is partial.
+fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    use crate::analysis::heap::JAVA_HEAP_NAME;
+    if let Some(h) = opts.heap.as_deref().filter(|h| *h != JAVA_HEAP_NAME) {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{}: no heap `{h}` in the Java heap graphs (their heap is `{JAVA_HEAP_NAME}`)", input.display()),
+        ));
+    }
+    let mut outputs: Vec<(Option<PathBuf>, Vec<u8>)> = Vec::new();
+    let mut described: Vec<String> = Vec::new();
+    let mut incomplete: Vec<String> = Vec::new();
+    let mut profiles = Vec::new();
+    let multi_ok = matches!(dest, Destination::Dir(_));
+    let mut report = for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &mut |dump| {
+        let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
+        described.push(describe.clone());
+        if !multi_ok && described.len() > 1 {
+            // Only listed: the run ends in a usage error.
+            return Ok(());
+        }
+        if !dump.incomplete.is_empty() {
+            incomplete.push(format!("{describe}: {}", dump.incomplete.join("; ")));
+        }
+        let (bytes, totals) = heap_output(&dump, opts)?;
+        profiles.extend(totals);
+        let path = match dest {
+            Destination::Stdout => None,
+            Destination::File(f) => Some(f.clone()),
+            Destination::Dir(d) => Some(d.join(format!(
+                "java_heap_dump.{}.{}.{}",
+                described.len(),
+                dump.pid.unwrap_or(0),
+                opts.format.extension()
+            ))),
+        };
+        outputs.push((path, bytes));
+        Ok(())
+    })?;
+    if described.is_empty() {
+        return Err(no_heap_graph_match(input, &report));
+    }
+    if described.len() > 1 && !multi_ok {
+        let list: Vec<String> = described.iter().map(|m| format!("  {m}")).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!(
+                "{} heap graph dumps match; choose one with --pid/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+                described.len(),
+                list.join("\n")
+            ),
+        ));
+    }
+    if !incomplete.is_empty() && report.damage.is_none() {
+        report.damage = Some(format!("incomplete heap graph dump(s): {}", incomplete.join(" | ")));
+    }
+    let inputs = [input.to_path_buf()];
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
+    }
+    for (path, bytes) in &outputs {
+        match path {
+            Some(p) => write_atomic(p, bytes, &inputs)?,
+            None => check_not_input(Path::new("-"), &inputs)?,
+        }
+    }
+    Ok(ConvertRun { outputs, report, symbols: None, profiles })
 }
 
 /// The input's file name without directories and trace extensions.

@@ -273,6 +273,14 @@ fn convert_of_an_hprof_dump_shows_dominator_and_shortest_path_trees() {
     let o = heapconv_ok(&["convert", hprof.to_str().unwrap(), "--to", "json"], 0);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["roots"], 2);
-    assert_eq!(v["classes"][0]["name"], "com.example.Blob");
-    assert_eq!(v["classes"][0]["shallow"], 4000);
+    // The weak referent (a Blob) is not reachable, as in the heap graph: Holder retains the
+    // most (16 + 24 + an 8-byte array in hprof + two Blobs).
+    assert_eq!(v["reachable_objects"], 6);
+    assert_eq!(v["classes"][0]["name"], "com.example.Holder");
+    assert_eq!(v["classes"][0]["retained"], 2048);
+    let names: Vec<&str> = v["classes"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(&names[..4], ["com.example.Holder", "com.example.Cache", "java.lang.Object[]", "com.example.Blob"]);
+    assert_eq!(v["classes"][3]["shallow"], 4000);
+    assert_eq!(v["classes"][3]["reachable_instances"], 2);
+    assert_eq!(v["classes"][3]["retained"], 2000);
 }

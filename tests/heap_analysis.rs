@@ -256,3 +256,307 @@ fn analyses_of_a_real_openjdk_dump() {
         eprintln!("{}", top_text(&heap.heap_top(&spt, &dom, &TopOptions::default())));
     }
 }
+
+/// Per object id: (SPT parent id, dominator id), for reachable objects only (0 = a root, or no
+/// single dominator); class objects of the hprof reader left out.
+fn trees_by_id(d: &HeapDump) -> std::collections::BTreeMap<u64, (u64, u64)> {
+    use heapconv::analysis::heap::{UNREACHED, VIRTUAL_ROOT};
+    let heap = RootedHeap::new(d);
+    let spt = heap.shortest_path_tree();
+    let dom = heap.dominators();
+    let id = |p: u32| if p == VIRTUAL_ROOT { 0 } else { d.obj_id[p as usize] };
+    (0..d.len())
+        .filter(|&o| spt.parent[o] != UNREACHED && d.obj_kind[o] != ObjectKind::Class)
+        .map(|o| (d.obj_id[o], (id(spt.parent[o]), id(dom.idom[o]))))
+        .collect()
+}
+
+/// The weak referent of `heap_graph_small` (the Blob 0x700, held only by the
+/// `java.lang.ref.WeakReference` 0x600, whose type declares `java.lang.ref.Reference.referent`
+/// itself) stays unreachable after `heapconv hprof` and the hprof reader: the writer hoists the
+/// field into a `java.lang.ref.Reference` superclass. Reachable set, both trees and the
+/// profiles' totals agree with the heap graph analysed directly.
+#[test]
+fn weak_referent_stays_weak_through_an_hprof_round_trip() {
+    use heapconv::decode::Input;
+    use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
+    use heapconv::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs_all};
+    use heapconv::encode::hprof::{HprofOptions, encode_hprof};
+    let mut input = Input::open(&data("traceconv/cases/heap_graph_small.pftrace"), u64::MAX).unwrap();
+    let (dumps, _) = decode_heap_graphs_all(&mut input, &HeapGraphOptions::default()).unwrap();
+    let graph = &dumps[0];
+    let direct = trees_by_id(graph);
+    assert_eq!(
+        direct.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(),
+        [
+            (0x100, (0, 0)),
+            (0x200, (0x100, 0x100)),
+            (0x300, (0x200, 0x200)),
+            (0x400, (0x300, 0x300)),
+            (0x500, (0x300, 0x300)),
+            (0x600, (0, 0)),
+        ]
+    );
+    let sums = |p: &heapconv::model::Profile| p.samples().fold((0i64, 0i64), |(c, s), (_, v)| (c + v[0], s + v[1]));
+    let graph_heap = RootedHeap::new(graph);
+    let graph_spt = sums(&graph_heap.spt_profile(&graph_heap.shortest_path_tree()));
+    let graph_dom = graph_heap.dominators();
+    assert_eq!(graph_spt, (6, 16 + 24 + 40 + 2000 + 32));
+    for android in [false, true] {
+        let mut bytes = Vec::new();
+        encode_hprof(graph, &HprofOptions { android, ..Default::default() }, &mut bytes).unwrap();
+        let back = read_hprof(&bytes[..], "heap_graph_small.hprof", &HprofReadOptions::default()).unwrap();
+        let weak = back.obj_id.iter().position(|&i| i == 0x600).unwrap() as u32;
+        assert_eq!(back.class_of(weak).kind, ClassKind::WeakReference);
+        let sup = back.class_of(weak).superclass.map(|s| back.classes[s as usize].name.as_str());
+        assert_eq!(sup, Some("java.lang.ref.Reference"), "android: {android}");
+        assert_eq!(trees_by_id(&back), direct, "android: {android}");
+        let heap = RootedHeap::new(&back);
+        let dom = heap.dominators();
+        // The hprof reader sizes arrays by their elements (2 × 4-byte ids, not the runtime's 40
+        // bytes): otherwise the totals are the heap graph's.
+        let spt = sums(&heap.spt_profile(&heap.shortest_path_tree()));
+        assert_eq!(spt, (graph_spt.0, graph_spt.1 - 40 + 8), "android: {android}");
+        let dom_totals = sums(&heap.dominator_profile(&dom));
+        assert_eq!(dom_totals, spt, "android: {android}");
+        assert_eq!(dom.retained[weak as usize], 32, "android: {android}");
+        let g_weak = graph.obj_id.iter().position(|&i| i == 0x600).unwrap();
+        assert_eq!(graph_dom.retained[g_weak], 32);
+    }
+}
+
+// `heapconv convert TRACE` on Java heap graphs (fixtures encoded by the independent encoder,
+// see tests/data/README.md).
+
+fn convert_stdout(args: &[&str], code: i32) -> (String, String) {
+    let o = heapconv_ok(args, code);
+    (String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
+}
+
+#[test]
+fn convert_of_a_trace_with_only_heap_graphs_converts_them() {
+    let trace = data("traceconv/cases/heap_graph_small.pftrace");
+    let t = trace.to_str().unwrap();
+    // No heapprofd dump: the heap graph is converted without --java-heap; dominator tree first.
+    let (folded, _) = convert_stdout(&["convert", t, "--to", "folded"], 0);
+    assert_eq!(
+        folded,
+        "com.example.Holder [ROOT_JAVA_FRAME] 16\n\
+         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache 24\n\
+         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[] 40\n\
+         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[];com.example.Blob 2000\n\
+         java.lang.ref.WeakReference [ROOT_JNI_GLOBAL] 32\n"
+    );
+    assert_eq!(convert_stdout(&["convert", t, "--java-heap", "--to", "folded"], 0).0, folded);
+    // --by shortest-path --to pprof: the samples real traceconv wrote for this trace.
+    let dir = tempfile::tempdir().unwrap();
+    let pb = dir.path().join("spt.pb.gz");
+    heapconv_ok(&["convert", t, "--by", "shortest-path", "--to", "pprof", "-o", pb.to_str().unwrap()], 0);
+    let (types, mut ours) = normalize(&read_pprof(&pb));
+    let (their_types, theirs) = normalize(&read_pprof(&expected("java_heap_dump.1.10.pb")));
+    assert_eq!(types, their_types);
+    for (_, frames) in &mut ours {
+        for f in frames.iter_mut() {
+            f.2.clear();
+        }
+    }
+    assert_eq!(ours, theirs);
+    // SVG: the root frame's width is what it retains.
+    let (svg, _) = convert_stdout(&["convert", t, "--to", "svg"], 0);
+    assert!(svg.starts_with("<?xml") && svg.contains("com.example.Holder [ROOT_JAVA_FRAME]"));
+    assert!(svg.contains("2,080"), "Holder's retained bytes in its tooltip");
+    // JSON: the top report.
+    let (json, _) = convert_stdout(&["convert", t, "--to", "json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((v["pid"].as_u64(), v["process_name"].as_str()), (Some(10), Some("com.example.app")));
+    assert_eq!((v["objects"].as_u64(), v["reachable_objects"].as_u64()), (Some(8), Some(6)));
+    assert_eq!(v["reachable_shallow"], 2112);
+    assert_eq!(v["classes"][0]["name"], "com.example.Holder");
+    assert_eq!(v["classes"][0]["retained"], 2080);
+    assert_eq!(v["retainers"][0]["class"], "com.example.Holder");
+}
+
+#[test]
+fn convert_selects_heap_graph_dumps_by_pid_and_dump() {
+    let trace = data("heapgraph/two_pids.pftrace");
+    let t = trace.to_str().unwrap();
+    // The last dump of each process: two, so a directory is needed.
+    let (_, err) = convert_stdout(&["convert", t, "--to", "folded"], 2);
+    assert!(err.contains("2 heap graph dumps match"), "{err}");
+    assert!(
+        err.contains("com.example.second (pid 60) at 1500 ns") && err.contains("com.example.first (pid 50) at 2000 ns")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = format!("{}/", dir.path().join("last").display());
+    heapconv_ok(&["convert", t, "--to", "folded", "-o", &out], 0);
+    let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+    let names = |d: &str| {
+        let mut v: Vec<String> = std::fs::read_dir(dir.path().join(d))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names("last"), ["java_heap_dump.1.60.folded", "java_heap_dump.2.50.folded"]);
+    assert_eq!(read("last/java_heap_dump.1.60.folded"), "Second [ROOT_JNI_GLOBAL] 24\n");
+    // pid 50's second dump: 0x30 and 0x40 are not reachable.
+    assert_eq!(read("last/java_heap_dump.2.50.folded"), "First [ROOT_JAVA_FRAME] 16\n");
+    let out = format!("{}/", dir.path().join("all").display());
+    heapconv_ok(&["convert", t, "--dump", "all", "--to", "json", "-o", &out], 0);
+    assert_eq!(names("all"), ["java_heap_dump.1.50.json", "java_heap_dump.2.60.json", "java_heap_dump.3.50.json"]);
+    let v: serde_json::Value = serde_json::from_str(&read("all/java_heap_dump.3.50.json")).unwrap();
+    assert_eq!(
+        (v["timestamp"].as_i64(), v["objects"].as_u64(), v["reachable_objects"].as_u64()),
+        (Some(2000), Some(3), Some(1))
+    );
+    // --pid and --dump N (the N-th dump of each process).
+    let (one, _) = convert_stdout(&["convert", t, "--pid", "50", "--dump", "1", "--to", "json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!((v["pid"].as_u64(), v["timestamp"].as_i64(), v["objects"].as_u64()), (Some(50), Some(1000), Some(1)));
+    let (_, err) = convert_stdout(&["convert", t, "--pid", "60", "--dump", "2"], 1);
+    assert!(err.contains("no heap graph dump matches"), "{err}");
+    let (_, err) = convert_stdout(&["convert", t, "--heap", "libc.malloc", "--java-heap"], 1);
+    assert!(err.contains("no heap `libc.malloc`"), "{err}");
+}
+
+#[test]
+fn convert_of_incomplete_heap_graphs_is_partial_and_flagged() {
+    let trace = data("heapgraph/incomplete.pftrace");
+    let t = trace.to_str().unwrap();
+    // pid 41 lost a packet and has no roots: traceconv's error node, exit code 3 (partial).
+    let (folded, err) = convert_stdout(&["convert", t, "--pid", "41", "--by", "shortest-path", "--to", "folded"], 3);
+    assert_eq!(folded, "ERROR: INCOMPLETE GRAPH (try increasing buffer size) 1\n");
+    assert!(err.contains("packets missing between index 0 and 2"), "{err}");
+    // The pprof says so in its comments (DumpFlags::incomplete).
+    let dir = tempfile::tempdir().unwrap();
+    let pb = dir.path().join("open.pb.gz");
+    heapconv_ok(&["convert", t, "--pid", "42", "--to", "pprof", "-o", pb.to_str().unwrap()], 3);
+    let p = read_pprof(&pb);
+    let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
+    assert!(comments.contains(&"data loss: incomplete"), "{comments:?}");
+    assert!(comments.iter().any(|c| c.starts_with("incomplete heap dump: the trace ends before")), "{comments:?}");
+    let (svg, _) = convert_stdout(&["convert", t, "--pid", "42", "--to", "svg"], 3);
+    assert!(svg.contains("DATA LOSS: incomplete"), "the flame graph's subtitle says so");
+    let (_, rows) = normalize(&p);
+    assert_eq!(rows, [(vec![1, 20], vec![("Open [ROOT_JAVA_FRAME]".to_owned(), String::new(), "JAVA".to_owned())])]);
+}
+
+#[test]
+fn java_heap_on_a_trace_without_heap_graphs_is_an_error() {
+    let trace = data("heaps_and_procs.pftrace");
+    let (_, err) = convert_stdout(&["convert", trace.to_str().unwrap(), "--java-heap"], 1);
+    assert!(err.contains("the trace holds no Java heap graph"), "{err}");
+}
+
+// `heapconv top` on Java heaps: classes by retained size.
+
+#[test]
+fn top_of_heap_graphs_and_hprof_lists_classes_by_retained_size() {
+    let trace = data("traceconv/cases/heap_graph_small.pftrace");
+    let t = trace.to_str().unwrap();
+    let (text, _) = convert_stdout(&["top", t, "-n", "3"], 0);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "com.example.app (pid 10), perfetto heap graph (traceconv/cases/heap_graph_small.pftrace), dump at 500"
+            .replace("traceconv/cases/heap_graph_small.pftrace", t)
+    );
+    assert_eq!(lines[3], "Classes by retained size (3 of 5):");
+    // Retained 2080 B of 2112 reachable bytes; one instance of 16 B.
+    assert_eq!(
+        lines[5],
+        "    2.03 KiB  98.48%          0 B         16 B          0 B          1          1  com.example.Holder"
+    );
+    assert_eq!(lines[7].split_whitespace().last(), Some("java.lang.Object[]"));
+    let (json, _) = convert_stdout(&["top", t, "--json", "--by", "class", "-n", "0"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows: Vec<(String, u64, u64, u64, u64)> = v["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let n = |k: &str| c[k].as_u64().unwrap();
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                n("instances"),
+                n("reachable_instances"),
+                n("shallow"),
+                n("retained"),
+            )
+        })
+        .collect();
+    let row = |n: &str, i, r, s, ret| (n.to_owned(), i, r, s, ret);
+    assert_eq!(
+        rows,
+        [
+            row("com.example.Holder", 1, 1, 16, 2080),
+            row("com.example.Cache", 1, 1, 24, 2064),
+            row("java.lang.Object[]", 1, 1, 40, 2040),
+            row("com.example.Blob", 4, 2, 4000, 2000),
+            row("java.lang.ref.WeakReference", 1, 1, 32, 32),
+        ]
+    );
+    // The same heap through `heapconv hprof`: the same table, but for the array (hprof sizes it
+    // by its two 4-byte elements) and the class objects hprof adds (unreachable: no roots).
+    let dir = tempfile::tempdir().unwrap();
+    let hprof = dir.path().join("small.hprof");
+    heapconv_ok(&["hprof", t, "-q", "-o", hprof.to_str().unwrap()], 0);
+    let (json, _) = convert_stdout(&["top", hprof.to_str().unwrap(), "--json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["source"], "JAVA PROFILE 1.0.2");
+    assert_eq!((v["reachable_objects"].as_u64(), v["reachable_shallow"].as_u64()), (Some(6), Some(2112 - 32)));
+    assert_eq!(v["classes"][0]["name"], "com.example.Holder");
+    assert_eq!(v["classes"][0]["retained"], 2080 - 32);
+    let blob = v["classes"].as_array().unwrap().iter().find(|c| c["name"] == "com.example.Blob").unwrap();
+    assert_eq!((blob["reachable_instances"].as_u64(), blob["retained"].as_u64()), (Some(2), Some(2000)));
+}
+
+#[test]
+fn top_selects_one_heap_graph_dump_and_refuses_profile_groupings() {
+    let two = data("heapgraph/two_pids.pftrace");
+    let t = two.to_str().unwrap();
+    let (_, err) = convert_stdout(&["top", t], 2);
+    assert!(err.contains("2 heap graph dumps match"), "{err}");
+    let (json, _) = convert_stdout(&["top", t, "--pid", "50", "--dump", "1", "--json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((v["timestamp"].as_i64(), v["objects"].as_u64()), (Some(1000), Some(1)));
+    assert_eq!(v["classes"][0]["name"], "First");
+    let (json, _) = convert_stdout(&["top", t, "--pid", "60", "--json"], 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((v["objects"].as_u64(), v["reachable_objects"].as_u64()), (Some(2), Some(1)));
+    assert_eq!((v["classes"][0]["instances"].as_u64(), v["classes"][0]["retained"].as_u64()), (Some(2), Some(24)));
+    // Groupings of profiles do not apply to heaps, nor classes to profiles.
+    let (_, err) = convert_stdout(&["top", t, "--pid", "60", "--by", "stack"], 2);
+    assert!(err.contains("shown by class"), "{err}");
+    let malloc = data("heaps_and_procs.pftrace");
+    let m = malloc.to_str().unwrap();
+    convert_stdout(&["top", m, "--heap", "libc.malloc", "--pid", "10", "--by", "class"], 2);
+    let (_, err) = convert_stdout(&["top", m, "--java-heap"], 1);
+    assert!(err.contains("the trace holds no Java heap graph"), "{err}");
+    // A heapprofd trace is still a profile table.
+    let (text, _) = convert_stdout(&["top", m, "--heap", "libc.malloc", "--pid", "10"], 0);
+    assert!(text.contains("by functions"), "{text}");
+    // An incomplete dump: shown, flagged, exit code 3.
+    let inc = data("heapgraph/incomplete.pftrace");
+    let (text, err) = convert_stdout(&["top", inc.to_str().unwrap(), "--pid", "42"], 3);
+    assert!(text.contains("INCOMPLETE: the trace ends before the dump's last packet"), "{text}");
+    assert!(err.contains("partial"), "{err}");
+}
+
+#[test]
+fn convert_reads_heap_graphs_from_standard_input() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let bytes = std::fs::read(data("heapgraph/two_pids.pftrace")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_heapconv"))
+        .args(["convert", "-", "--pid", "60", "--to", "folded"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "Second [ROOT_JNI_GLOBAL] 24\n");
+}

@@ -652,13 +652,25 @@ fn hprof_of_the_reference_case() {
             "java.lang.Object[]",
             "com.example.Blob",
             "java.lang.ref.WeakReference",
-            "java.lang.Object"
+            "java.lang.Object",
+            // Synthetic: the WeakReference type declares `java.lang.ref.Reference.referent`
+            // itself; in hprof the field belongs to java.lang.ref.Reference, its superclass.
+            "java.lang.ref.Reference"
         ]
     );
-    assert_eq!(w.load_classes.iter().map(|l| l.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+    assert_eq!(w.load_classes.iter().map(|l| l.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7]);
     assert!(w.load_classes.iter().all(|l| l.2 == 1));
     // No class objects in the trace: fresh class ids above every object id.
-    assert_eq!(w.load_classes.iter().map(|l| l.1).collect::<Vec<_>>(), [0x801, 0x802, 0x803, 0x804, 0x805, 0x806]);
+    assert_eq!(
+        w.load_classes.iter().map(|l| l.1).collect::<Vec<_>>(),
+        [0x801, 0x802, 0x803, 0x804, 0x805, 0x806, 0x807]
+    );
+    let reference = w.class_id("java.lang.ref.Reference");
+    let Sub::Class { super_id, size, fields, .. } = w.class(reference) else { unreachable!() };
+    assert_eq!((*super_id, *size), (w.class_id("java.lang.Object"), 8 + 4));
+    assert_eq!(fields.iter().map(|(n, t)| (w.string(*n), *t)).collect::<Vec<_>>(), [("referent", 2)]);
+    let Sub::Class { super_id, .. } = w.class(w.class_id("java.lang.ref.WeakReference")) else { unreachable!() };
+    assert_eq!(*super_id, reference);
     let roots: Vec<&Sub> = w.subs().filter(|s| matches!(s, Sub::Root { .. })).collect();
     assert_eq!(
         roots,
@@ -690,8 +702,8 @@ fn hprof_of_the_reference_case() {
         arrays,
         [&Sub::ObjArray { id: 0x300, class: w.class_id("java.lang.Object[]"), elems: vec![0x400, 0x500] }]
     );
-    assert_eq!((s.classes, s.instances, s.object_arrays, s.primitive_arrays, s.roots), (6, 7, 1, 0, 2));
-    assert_eq!(s.synthetic_ids, 6);
+    assert_eq!((s.classes, s.instances, s.object_arrays, s.primitive_arrays, s.roots), (7, 7, 1, 0, 2));
+    assert_eq!(s.synthetic_ids, 7);
     assert_eq!(w.segments.len(), 1);
 }
 

@@ -1115,7 +1115,7 @@ fn incomplete_heap_dumps_are_flagged_in_every_output() {
     let prof = read_pprof(&dir.path().join("jh/java_heap_dump.1.41.pb.gz"));
     let comments: Vec<&str> = prof.comment.iter().map(|&i| prof.string_table[i as usize].as_str()).collect();
     assert!(comments.contains(&"data loss: incomplete"), "{comments:?}");
-    assert!(comments.contains(&"incomplete: packets missing between index 0 and 2"), "{comments:?}");
+    assert!(comments.contains(&"incomplete heap dump: packets missing between index 0 and 2"), "{comments:?}");
 
     heapconv_ok(&["hprof", data("heapgraph/cleaner.pftrace").to_str().unwrap(), "-o", &p("full.hprof")], 0);
     let full = std::fs::read(p("full.hprof")).unwrap();
@@ -1128,10 +1128,8 @@ fn incomplete_heap_dumps_are_flagged_in_every_output() {
     let prof = read_pprof(&dir.path().join("cut.pb.gz"));
     let comments: Vec<&str> = prof.comment.iter().map(|&i| prof.string_table[i as usize].as_str()).collect();
     assert!(
-        comments
-            .iter()
-            .any(|c| c.starts_with("incomplete: truncated input: ")
-                && c.contains("cut.hprof: the file ends at byte 1000")),
+        comments.iter().any(|c| c.starts_with("incomplete heap dump: truncated input: ")
+            && c.contains("cut.hprof: the file ends at byte 1000")),
         "{comments:?}"
     );
 }

@@ -8,9 +8,10 @@
 //! * **Roots.** Each object listed in [`HeapDump::roots`] is a GC root once, with one
 //!   *effective* root kind: when an object is listed several times, `ROOT_STICKY_CLASS` wins over
 //!   `ROOT_JNI_GLOBAL`, which wins over `ROOT_JNI_LOCAL`; otherwise the first listed kind stays
-//!   (trace processor's precedence). Android's hprof `ROOT_UNREACHABLE` entries
-//!   ([`RootKind::Unreachable`]) mark objects the runtime found unreachable, so they are *not*
-//!   roots here. Entries naming no object of the dump are ignored.
+//!   (trace processor's precedence). Every kind counts, Android's hprof `ROOT_UNREACHABLE`
+//!   ([`RootKind::Unreachable`]) included: the file lists those objects among its GC roots,
+//!   and Android's own heap analyzer (ahat) roots its search at them too, so that what they
+//!   hold is shown rather than dropped. Entries naming no object of the dump are ignored.
 //! * **Edges.** An object's edges are its references ([`HeapDump::refs`]) and, for the object
 //!   that is a class's `java.lang.Class` instance ([`Class::object`]), that class's static
 //!   references ([`Class::static_refs`]). Null and dangling references are not edges. Nor is
@@ -18,9 +19,11 @@
 //!   soft references keep their referent): heap graphs name that field
 //!   `java.lang.ref.Reference.referent` (a type prefix such as `java.lang.Object ` before it is
 //!   ignored), hprof files name it `referent`, declared by class `java.lang.ref.Reference`. A
-//!   bare `referent` counts when `java.lang.ref.Reference` declares it in the object's class
-//!   chain, or when no class of the chain declares a field of that name (fields unknown); a
-//!   `referent` declared only by some other class of the chain is an ordinary field.
+//!   bare `referent` counts when a class of the `java.lang.ref` package declares it in the
+//!   object's class chain (`java.lang.ref.Reference`; hprof files that heapconv wrote before it
+//!   hoisted the field there may have `java.lang.ref.WeakReference` declare it), or when no
+//!   class of the chain declares a field of that name (fields unknown); a `referent` declared
+//!   only by an application class of the chain is an ordinary field.
 //! * **Reachability** is the closure of the edges from the roots ([`RootedHeap::reachable`]).
 //!
 //! The analyses:
@@ -131,6 +134,9 @@ fn strip_type(name: &str) -> &str {
 
 const QUALIFIED_REFERENT: &str = "java.lang.ref.Reference.referent";
 const REFERENCE_CLASS: &str = "java.lang.ref.Reference";
+/// The package of `java.lang.ref.Reference` and its runtime subclasses; applications cannot
+/// declare classes in it.
+const REFERENCE_PACKAGE: &str = "java.lang.ref.";
 
 impl<'a> RootedHeap<'a> {
     /// Fixes the roots and edge rules of `dump`. Linear in objects, roots and classes.
@@ -139,7 +145,7 @@ impl<'a> RootedHeap<'a> {
         let mut root_kind: Vec<Option<RootKind>> = vec![None; n];
         let mut roots = Vec::new();
         for &Root { object, kind } in &dump.roots {
-            if object as usize >= n || kind == RootKind::Unreachable {
+            if object as usize >= n {
                 continue;
             }
             let slot = &mut root_kind[object as usize];
@@ -843,7 +849,7 @@ fn weak_fields(dump: &HeapDump) -> Vec<Box<[FieldIdx]>> {
                 for _ in 0..=dump.classes.len() {
                     let Some(cl) = cur else { break };
                     if cl.fields.iter().any(|fd| fd.name == f) {
-                        if cl.name == REFERENCE_CLASS {
+                        if cl.name.starts_with(REFERENCE_PACKAGE) {
                             by_reference = true;
                         } else {
                             by_other = true;
@@ -1082,16 +1088,24 @@ impl<'h, 'a> TreeProfileBuilder<'h, 'a> {
 
     fn finish(self, types: Vec<ValueType>) -> Profile {
         let d = self.heap.dump;
+        // hprof timestamps are wall-clock milliseconds (0: unknown): pprof's `time_nanos`, not
+        // a trace-clock time.
+        let (timestamp, time_nanos) = if d.timestamp_is_epoch_ms {
+            (None, d.timestamp.filter(|&t| t > 0).and_then(|t| t.checked_mul(1_000_000)))
+        } else {
+            (d.timestamp, None)
+        };
         let meta = ProfileMeta {
             source: d.source.clone(),
             pid: d.pid.map(u64::from),
             process_name: d.process_name.clone(),
             heap: JAVA_HEAP_NAME.to_owned(),
-            timestamp: d.timestamp,
-            timestamp_converted: d.timestamp.is_some(),
+            timestamp,
+            timestamp_converted: timestamp.is_some() && d.timestamp_converted,
+            time_nanos,
             changed: true,
             flags: DumpFlags { incomplete: !d.incomplete.is_empty(), ..Default::default() },
-            comments: d.incomplete.iter().map(|w| format!("incomplete: {w}")).collect(),
+            comments: d.incomplete.iter().map(|why| format!("incomplete heap dump: {why}")).collect(),
             ..Default::default()
         };
         let mut p = Profile::new(Arc::new(self.tables), meta, types);
@@ -1750,9 +1764,10 @@ mod tests {
         let h = RootedHeap::new(&b.d);
         assert_eq!(h.root_kind(a), Some(RootKind::JniLocal));
         assert_eq!(h.root_kind(1), Some(RootKind::StickyClass));
-        assert_eq!(h.root_kind(x), None);
-        assert_eq!(h.roots(), &[0, 1]);
-        assert_eq!(h.reachable(), vec![true, true, false]);
+        assert_eq!(h.root_kind(x), Some(RootKind::Unreachable));
+        assert_eq!(h.roots(), &[0, 2, 1]);
+        assert_eq!(h.reachable(), vec![true, true, true]);
+        assert_eq!(h.frame_name(x), "C [ROOT_UNREACHABLE]");
         // First seen wins among kinds without precedence.
         let mut b = Builder::new();
         let c = b.class("C", ClassKind::Normal);
@@ -1808,6 +1823,18 @@ mod tests {
         assert!(reach[11], "referent declared by another class is an ordinary field");
         assert!(!reach[12], "no declared fields: by name");
         assert!(reach[13], "not a reference class");
+        // hprof files heapconv wrote before it hoisted the field into java.lang.ref.Reference:
+        // java.lang.ref.WeakReference (a runtime class) declares `referent` itself.
+        let mut b = Builder::new();
+        let referent = b.field("referent");
+        let object = b.class("java.lang.Object", ClassKind::Normal);
+        let weak = b.class("java.lang.ref.WeakReference", ClassKind::WeakReference);
+        b.d.classes[weak as usize].fields = vec![FieldDesc { name: referent, ty: BasicType::Object }];
+        b.d.classes[weak as usize].superclass = Some(object);
+        b.obj(weak, 32, &[(referent, 1)]);
+        b.obj(object, 8, &[]);
+        b.root(0, RootKind::JniGlobal);
+        assert_eq!(RootedHeap::new(&b.d).reachable(), vec![true, false], "referent declared by WeakReference");
         // Heap-graph spelling, with or without the type prefix.
         for name in ["java.lang.ref.Reference.referent", "java.lang.Object java.lang.ref.Reference.referent"] {
             let mut b = Builder::new();
@@ -1872,6 +1899,33 @@ mod tests {
         let spt = h.shortest_path_tree();
         assert_eq!(spt.order, vec![1, 0, 3, 2, 4]);
         assert_eq!(spt.parent, vec![VIRTUAL_ROOT, VIRTUAL_ROOT, 0, 1, 3]);
+    }
+
+    #[test]
+    fn profile_times_and_incomplete_flags() {
+        let mut b = Builder::new();
+        let c = b.class("C", ClassKind::Normal);
+        b.obj(c, 8, &[]);
+        b.root(0, RootKind::JavaFrame);
+        // hprof: the header's wall-clock milliseconds become pprof's time_nanos.
+        b.d.timestamp = Some(1_700_000_000_123);
+        b.d.timestamp_is_epoch_ms = true;
+        let h = RootedHeap::new(&b.d);
+        let m = h.spt_profile(&h.shortest_path_tree()).meta;
+        assert_eq!((m.timestamp, m.timestamp_converted, m.time_nanos), (None, false, Some(1_700_000_000_123_000_000)));
+        assert!(!m.flags.incomplete && m.flags.data_loss().is_empty());
+        // A heap graph: trace-clock ns, converted or not as the decoder says; incomplete.
+        b.d.timestamp = Some(500);
+        b.d.timestamp_is_epoch_ms = false;
+        for converted in [false, true] {
+            b.d.timestamp_converted = converted;
+            b.d.incomplete = vec!["packets missing between index 0 and 2".into()];
+            let h = RootedHeap::new(&b.d);
+            let m = h.dominator_profile(&h.dominators()).meta;
+            assert_eq!((m.timestamp, m.timestamp_converted, m.time_nanos), (Some(500), converted, None));
+            assert_eq!(m.flags.data_loss(), ["incomplete"]);
+            assert_eq!(m.comments, ["incomplete heap dump: packets missing between index 0 and 2"]);
+        }
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub struct Input {
     /// Size of the file on disk, when known.
     pub file_size: Option<u64>,
     path: Option<std::path::PathBuf>,
+    /// The bytes of an in-memory input, kept so that it can be read again.
+    mem: Option<std::sync::Arc<[u8]>>,
     max_expanded: u64,
     reader: Box<dyn Read + Send>,
 }
@@ -134,16 +136,26 @@ impl Input {
         Ok(input)
     }
 
-    /// Opens the same file again from its start (for a first pass over the input); `None` for
-    /// standard input and in-memory inputs, which can be read only once.
+    /// Opens the same input again from its start (for a first pass over the input, or a second
+    /// decoder); `None` for standard input opened as a stream, which can be read only once.
     pub fn reopen(&self) -> Option<Result<Input>> {
+        if let Some(mem) = &self.mem {
+            return Some(Self::from_shared(&self.name, std::sync::Arc::clone(mem), self.max_expanded));
+        }
         self.path.as_ref().map(|p| Input::open(p, self.max_expanded))
     }
 
-    /// Wraps an in-memory buffer (tests, library users).
+    /// Wraps an in-memory buffer (standard input read whole, tests, library users).
     pub fn from_bytes(name: &str, bytes: Vec<u8>, max_expanded: u64) -> Result<Input> {
+        Self::from_shared(name, bytes.into(), max_expanded)
+    }
+
+    fn from_shared(name: &str, bytes: std::sync::Arc<[u8]>, max_expanded: u64) -> Result<Input> {
         let size = bytes.len() as u64;
-        Self::from_reader(name.to_owned(), Box::new(io::Cursor::new(bytes)), Some(size), max_expanded)
+        let reader = Box::new(io::Cursor::new(std::sync::Arc::clone(&bytes)));
+        let mut input = Self::from_reader(name.to_owned(), reader, Some(size), max_expanded)?;
+        input.mem = Some(bytes);
+        Ok(input)
     }
 
     fn from_reader(
@@ -168,7 +180,7 @@ impl Input {
         } else {
             Box::new(peek)
         };
-        Ok(Input { name, gzipped, file_size, path: None, max_expanded, reader })
+        Ok(Input { name, gzipped, file_size, path: None, mem: None, max_expanded, reader })
     }
 
     /// The byte stream (decompressed when the file was gzip).

@@ -39,7 +39,11 @@
 //! ART's `$class$` prefix); a class with no class object gets a fresh id. References an
 //! instance holds that its class layout has no field for (runtime-internal references) go,
 //! as ART does it, to an extra field `runtimeInternalObjects` pointing at a synthetic
-//! `Object[]`. References to ids no object has are written as null.
+//! `Object[]`. References to ids no object has are written as null. Fields a heap graph names
+//! `java.lang.ref.Reference.x` but declares on another class with no `java.lang.ref.Reference`
+//! in its superclass chain (e.g. on `java.lang.ref.WeakReference` itself) are declared by
+//! `java.lang.ref.Reference` (the dump's, or a synthetic one below `java.lang.Object`), which
+//! becomes the top of that chain: hprof readers know a weak `referent` by its declaring class.
 //!
 //! Ids are the producer's when they all (with the fresh ones) fit in 4 bytes, else 8 bytes
 //! wide; Android dumps always use 4-byte ids (`hprof-conv` and Android tools assume it), so
@@ -435,6 +439,101 @@ fn chain_of(classes: &[HClass], c: usize) -> Vec<Slot> {
     out
 }
 
+const REFERENCE_CLASS: &str = "java.lang.ref.Reference";
+
+/// Gives the fields a heap graph names `java.lang.ref.Reference.x` to class
+/// `java.lang.ref.Reference` when the class holding them has no such class in its superclass
+/// chain (heap graphs may declare them on `java.lang.ref.WeakReference` itself, or name them
+/// per object before Android S). In hprof the declaring class is known only through the
+/// chain, and readers (ours, MAT, Android Studio) recognise a reference's `referent` as the
+/// field `java.lang.ref.Reference` declares: left where it was, a weak referent would read
+/// back as a strong field. `java.lang.ref.Reference` is the dump's own class if it has one,
+/// else a synthetic class below `java.lang.Object`; the topmost class of each such chain is
+/// re-parented under it.
+fn hoist_reference_fields(d: &HeapDump, classes: &mut Vec<HClass>, needs_id: &mut Vec<usize>) {
+    let prefix = format!("{REFERENCE_CLASS}.");
+    let is_reference_field = |f: FieldIdx| {
+        let name = d.field_name(f);
+        name.rsplit_once(' ').map_or(name, |(_, n)| n).starts_with(&prefix)
+    };
+    let mut reference = classes.iter().position(|c| c.name == REFERENCE_CLASS);
+    let mut created = false;
+    let object = classes.iter().position(|c| c.name == "java.lang.Object");
+    for c in 0..classes.len() {
+        if Some(c) == reference
+            || !classes[c].own.iter().any(|(s, _)| matches!(s, Slot::Ref(f) if is_reference_field(*f)))
+        {
+            continue;
+        }
+        // The chain, cycle-safe; skipped when it already has java.lang.ref.Reference.
+        let mut chain = vec![c];
+        while let Some(s) = classes[*chain.last().expect("not empty")].super_idx {
+            if chain.contains(&s) {
+                break;
+            }
+            chain.push(s);
+        }
+        if chain.iter().any(|&k| classes[k].name == REFERENCE_CLASS) {
+            continue;
+        }
+        let r = match reference {
+            Some(r) => r,
+            None => {
+                let r = classes.len();
+                needs_id.push(r);
+                classes.push(HClass {
+                    name: REFERENCE_CLASS.to_owned(),
+                    id: 0,
+                    super_idx: object,
+                    loader: 0,
+                    instance_size: object.map_or(0, |o| classes[o].instance_size),
+                    statics: Vec::new(),
+                    own: Vec::new(),
+                    heap: 0,
+                });
+                reference = Some(r);
+                created = true;
+                r
+            }
+        };
+        // Re-parent the chain's top below java.lang.Object (or its last class) under
+        // java.lang.ref.Reference, unless that would close a cycle.
+        let top = match chain.iter().position(|&k| Some(k) == object) {
+            Some(0) => continue,
+            Some(i) => chain[i - 1],
+            None => *chain.last().expect("not empty"),
+        };
+        let mut up = Some(r);
+        let mut cycle = false;
+        for _ in 0..=classes.len() {
+            match up {
+                Some(k) if k == top => {
+                    cycle = true;
+                    break;
+                }
+                Some(k) => up = classes[k].super_idx,
+                None => break,
+            }
+        }
+        if cycle {
+            continue;
+        }
+        classes[top].super_idx = Some(r);
+        let own = std::mem::take(&mut classes[c].own);
+        let (moved, kept): (Vec<_>, Vec<_>) =
+            own.into_iter().partition(|(s, _)| matches!(s, Slot::Ref(f) if is_reference_field(*f)));
+        classes[c].own = kept;
+        for m in moved {
+            if !classes[r].own.iter().any(|(s, _)| *s == m.0) {
+                if created {
+                    classes[r].instance_size = classes[r].instance_size.saturating_add(ART_REF as u32);
+                }
+                classes[r].own.push(m);
+            }
+        }
+    }
+}
+
 fn plan(d: &HeapDump, opts: &HprofOptions) -> Plan {
     let n = d.len();
     // Class objects: assigned to their class, or orphans that become classes of their own.
@@ -543,6 +642,7 @@ fn plan(d: &HeapDump, opts: &HprofOptions) -> Plan {
             classes[c].own.push((Slot::Ref(f), short_field(d.field_name(f)).to_owned()));
         }
     }
+    hoist_reference_fields(d, &mut classes, &mut needs_id);
     // Primitive padding up to the instance size, in ART's units.
     if opts.primitive_padding {
         let sizes: Vec<u64> = classes.iter().map(|c| u64::from(c.instance_size)).collect();

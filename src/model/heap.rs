@@ -311,8 +311,14 @@ pub struct HeapDump {
     /// Process name, when known.
     pub process_name: Option<String>,
     /// When the dump was taken: trace-clock nanoseconds for heap graphs, milliseconds since the
-    /// epoch for hprof (as the file header says).
+    /// epoch for hprof (as the file header says; see [`HeapDump::timestamp_is_epoch_ms`]).
     pub timestamp: Option<i64>,
+    /// True when [`HeapDump::timestamp`] is milliseconds since the epoch (hprof), false when it
+    /// is trace-clock nanoseconds (heap graphs).
+    pub timestamp_is_epoch_ms: bool,
+    /// Heap graphs: true when [`HeapDump::timestamp`] was converted to the trace clock through
+    /// a ClockSnapshot (false: the producer's raw clock). Always false for hprof.
+    pub timestamp_converted: bool,
     /// Where the dump came from, for messages: `"perfetto heap graph"`, `"JAVA PROFILE 1.0.3"`.
     pub source: String,
     /// Size of object ids in the producer (4 or 8); 8 for heap graphs.

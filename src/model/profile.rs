@@ -76,8 +76,9 @@ pub struct DumpFlags {
     pub unresolved_samples: u64,
     /// Samples that were dropped because their cumulative values went backwards.
     pub non_monotonic_samples: u64,
-    /// The heap dump behind the profile is incomplete (a heap graph with lost packets or that
-    /// never finished, a heap dump cut short): objects may be missing.
+    /// The heap snapshot the profile was made from is incomplete (a Java heap graph with
+    /// missing or unfinished packets, a truncated hprof file): objects and references may be
+    /// missing.
     pub incomplete: bool,
 }
 

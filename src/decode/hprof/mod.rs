@@ -822,6 +822,7 @@ impl Builder {
         d.source = header.format.clone();
         d.id_size = header.id_size;
         d.timestamp = i64::try_from(header.timestamp_ms).ok();
+        d.timestamp_is_epoch_ms = true;
         d.heaps = heaps;
         d.classes = classes;
         d.field_names = field_names;

@@ -512,6 +512,7 @@ impl Decoder {
         heap.pid = u32::try_from(pid).ok().filter(|&p| p != 0);
         heap.process_name = report.process_name.clone();
         heap.timestamp = timestamp;
+        heap.timestamp_converted = converted;
         heap.incomplete = report.incomplete.clone();
         heap.source = format!("perfetto heap graph ({})", self.trace.name);
         report.objects = heap.len() as u64;
