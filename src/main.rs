@@ -192,10 +192,8 @@ impl SymbolArgs {
             dirs.extend(std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()));
         }
         if dirs.is_empty() {
-            if self.min_symbolized.is_some() {
-                ui.warn("--min-symbolized without --symbol-dir: only symbols already in the trace count");
-            }
-            return None;
+            // Without directories the gate counts the symbols the inputs already have.
+            return self.min_symbolized.map(|_| SymbolizeOptions::default());
         }
         if self.ignore_build_id {
             ui.warn("--ignore-build-id: files are matched by path only; symbols may belong to another build");
@@ -209,12 +207,16 @@ impl SymbolArgs {
 fn report_symbols(ui: &Ui, report: &SymbolizeReport, min: Option<f64>) -> bool {
     if !ui.quiet {
         eprintln!(
-            "symbolized {} of {} native frames ({:.1}%), {:.1}% of bytes on fully symbolized stacks, from {} indexed file(s)",
+            "symbolized {} of {} native frames ({:.1}%), {:.1}% of bytes on fully symbolized stacks, {}",
             report.frames_symbolized,
             report.frames,
             report.frame_percent(),
             report.byte_percent(),
-            report.indexed_files
+            if report.names_only() {
+                "counting the names the input has (no --symbol-dir)".to_owned()
+            } else {
+                format!("from {} indexed file(s)", report.indexed_files)
+            }
         );
         for m in &report.mappings {
             eprintln!(
@@ -1134,7 +1136,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK })
         }
         Command::Symbolize(a) => {
-            let Some(opts) = a.symbols.options(&ui) else {
+            let Some(opts) = a.symbols.options(&ui).filter(|o| !o.symbol_dirs.is_empty()) else {
                 return Err(Error::new(
                     ErrorKind::Usage,
                     "no symbol directories: give --symbol-dir DIR (repeatable) or set PERFETTO_BINARY_PATH",

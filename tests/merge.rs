@@ -709,3 +709,52 @@ fn damaged_pprof_never_panics() {
     }
     assert!(decoded > 50, "some damaged inputs still decode ({decoded})");
 }
+
+/// `--min-symbolized` without `--symbol-dir` gates on the symbols the inputs already have
+/// (names from heapprofd, pprof functions), on any command, actual vs allowed printed.
+#[test]
+fn min_symbolized_counts_the_names_inputs_have() {
+    let dir = tmp();
+    let sample = root().join("examples/sample.pftrace");
+    // sample.pftrace: 76 native frames, 71 of them named (5 frames of libgallery.so,
+    // libhwui.so, libskia.so and libcameraservice.so have no name).
+    let o = heapconv_ok(&["convert", s(&sample), "--pid", "4242", "--to", "folded", "--min-symbolized", "100"], 4);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("symbolized 71 of 76 native frames (93.4%)"), "{err}");
+    assert!(err.contains("counting the names the input has (no --symbol-dir)"), "{err}");
+    assert!(err.contains("symbolization coverage 93.4% is below --min-symbolized 100%"), "{err}");
+    assert!(err.contains("NoSymbolDirectory") && err.contains("AlreadySymbolized"), "{err}");
+    assert!(!o.stdout.is_empty(), "the output is still written");
+    heapconv_ok(&["convert", s(&sample), "--pid", "4242", "--to", "folded", "--min-symbolized", "93.4"], 0);
+    // The same gate on merge, top and diff.
+    let out = dir.path().join("m.pb.gz");
+    heapconv_ok(&["merge", s(&sample), "-o", s(&out), "--min-symbolized", "95"], 4);
+    heapconv_ok(&["top", s(&sample), "--min-symbolized", "95"], 4);
+    heapconv_ok(&["top", s(&sample), "--min-symbolized", "90"], 0);
+    // A pprof input counts its own frames: heapconv's pprof of pid 4242 lacks names for the
+    // frames the trace lacks them for.
+    let pb = dir.path().join("p.pb.gz");
+    heapconv_ok(&["convert", s(&sample), "--pid", "4242", "-o", s(&pb)], 0);
+    let o = heapconv_ok(&["convert", s(&pb), "--to", "folded", "--min-symbolized", "100"], 4);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is below --min-symbolized 100%"));
+    let d = dir.path().join("d.pb.gz");
+    heapconv_ok(&["diff", s(&pb), s(&pb), "-o", s(&d), "--min-symbolized", "100"], 4);
+    // A Go profile is fully symbolized.
+    if let Some((a, b)) = go_heap() {
+        let o = heapconv_ok(&["merge", s(a), s(b), "-o", s(&out), "--min-symbolized", "100"], 0);
+        assert!(String::from_utf8_lossy(&o.stderr).contains("(100.0%)"));
+    }
+    // A batch reports the coverage per input in its summary.
+    let summary = dir.path().join("s.json");
+    let outdir = dir.path().join("out");
+    heapconv_ok(
+        &["convert", s(&sample), "--batch", "-o", s(&outdir), "--summary-json", s(&summary), "--min-symbolized", "99"],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["symbolization"]["frames"], 76);
+    assert_eq!(r["symbolization"]["frames_symbolized"], 71);
+    assert_eq!(r["gate"]["passed"], false);
+    assert_eq!(r["gate"]["actual"], 93.421);
+}

@@ -27,7 +27,7 @@ use crate::encode::top::{TopOptions, TopTable, top_table, top_text};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, diff_pprof};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind, ValueType};
-use crate::symbolize::{SymbolizeOptions, SymbolizeReport};
+use crate::symbolize::{SymbolizeOptions, SymbolizeReport, input_coverage};
 
 /// How inputs are read for `merge`, `diff` and `top`.
 #[derive(Debug, Clone)]
@@ -135,6 +135,7 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
         }
         Opened::Trace(mut inp, InputKind::Pprof) => {
             let profile = read_pprof(&mut inp, &opts.pprof)?;
+            let symbols = opts.symbolize.as_ref().map(|_| pprof_coverage(&profile));
             Ok(LoadedInput {
                 name,
                 kind: InputKind::Pprof,
@@ -142,7 +143,7 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
                 flat: vec![profile],
                 annotate: false,
                 report: None,
-                symbols: None,
+                symbols,
             })
         }
         Opened::Trace(inp, kind) => load_trace(inp, kind, &name, opts),
@@ -625,7 +626,15 @@ pub(super) fn convert_pprof(
     }
     let report = TraceReport { source: input.display().to_string(), ..Default::default() };
     let profiles = vec![super::batch::ProfileTotals::of_flat(&flat)];
-    Ok(super::ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
+    let symbols = opts.symbolize.as_ref().map(|_| pprof_coverage(&flat));
+    Ok(super::ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles })
+}
+
+/// The symbolization coverage of a pprof input: pprof inputs are never symbolized again, so
+/// this counts the symbols they have (see [`input_coverage`]).
+fn pprof_coverage(flat: &FlatProfile) -> SymbolizeReport {
+    let tree = flat.to_profile();
+    input_coverage(&tree.tables, &[&tree])
 }
 
 /// `inspect` of a pprof profile, for people: header, sizes, totals per sample type and the top
