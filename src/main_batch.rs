@@ -1,7 +1,8 @@
 //! The batch side of the command-line program: the options every converting command shares
 //! (`--inputs-from`, `--jobs`, `--shard`, `--summary-json`, …), when a command runs as a batch,
-//! and how a batch reports on standard error (a progress bar on a terminal; in CI, one line
-//! per failed or damaged input and a last line of counts, one line per input with `-v`).
+//! and how a batch reports on standard error (a progress bar and a last line of counts on a
+//! terminal; in CI, nothing when every input went well, else one line per failed or damaged
+//! input and the counts; one line per input with `-v`).
 //! The work itself is [`heapconv::pipeline::batch`].
 
 use std::io::IsTerminal;
@@ -311,7 +312,9 @@ fn run(ui: &Ui, plan: &Plan<'_>, work: &(dyn Fn(&BatchInput) -> Result<Done, Err
     let code = exit_code(batch::outcome(&results));
     let elapsed = (!plan.args.summary_no_times).then(|| start.elapsed());
     let summary = BatchSummary::new(plan.command, plan.out, shard, listed, results, code, elapsed);
-    if !ui.quiet {
+    // In CI (not a terminal) a batch that went well prints nothing unless -v.
+    let all_ok = summary.failed == 0 && summary.partial == 0 && summary.gate_failed == 0;
+    if !ui.quiet && (ui.verbose > 0 || std::io::stderr().is_terminal() || !all_ok) {
         let shard_text = shard.map(|s| format!(" (shard {}/{} of {listed})", s.index, s.count)).unwrap_or_default();
         let gate = if summary.gate_failed > 0 {
             format!(", {} below --min-symbolized", summary.gate_failed)
