@@ -436,11 +436,11 @@ struct ConvertArgs {
     /// --view delta: the older dump of the pair is the last dump at or before this trace-clock
     /// time in ns (default: the first dump). Without --from and --until: every pair of
     /// consecutive dumps.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", visible_alias = "from-time")]
     from: Option<i64>,
     /// --view delta: the newer dump of the pair is the last dump at or before this trace-clock
-    /// time in ns (default: the last dump).
-    #[arg(long, value_name = "T")]
+    /// time in ns (default: the last dump). (`--to` names the output format.)
+    #[arg(long, value_name = "T", visible_alias = "to-time")]
     until: Option<i64>,
     /// --view leaks: how many of the last dumps a stack must have grown across (K >= 2). Default: 3.
     #[arg(long, value_name = "K")]
@@ -1313,11 +1313,30 @@ fn run(cli: Cli) -> Result<u8, Error> {
     }
 }
 
+/// A hint for `--from T1 --to T2`: `--to` names the output format, and the end of a delta
+/// is `--until` (or `--to-time`).
+fn to_hint(e: &clap::Error) -> Option<&'static str> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind as ClapKind};
+    if e.kind() != ClapKind::InvalidValue {
+        return None;
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) =
+        (e.get(ContextKind::InvalidArg), e.get(ContextKind::InvalidValue))
+    else {
+        return None;
+    };
+    (arg.starts_with("--to ") && value.parse::<i64>().is_ok())
+        .then_some("hint: --to names the output format; the newer dump of --view delta is --until T (or --to-time T)")
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
+            if let Some(hint) = to_hint(&e) {
+                eprintln!("{hint}");
+            }
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
         }
     };

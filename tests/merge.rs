@@ -758,3 +758,58 @@ fn min_symbolized_counts_the_names_inputs_have() {
     assert_eq!(r["gate"]["passed"], false);
     assert_eq!(r["gate"]["actual"], 93.421);
 }
+
+/// Total of the column of `kind` of every profile an input gives (heapconv's reader).
+fn kind_total(path: &Path, load: &LoadOptions, kind: heapconv::model::ValueKind) -> i64 {
+    let l = load_input(path, load).unwrap();
+    let tree: i64 = l.profiles.iter().map(|p| p.total(p.value_index(kind).unwrap())).sum();
+    let flat: i64 = l.flat.iter().map(|p| p.total(p.value_index(kind).unwrap())).sum();
+    tree + flat
+}
+
+#[test]
+fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
+    use heapconv::model::ValueKind::{TotalCount, TotalSize};
+    let dir = tmp();
+    let sample = root().join("examples/sample.pftrace");
+    let alloc = data("ddm/art.alloc");
+    // A pprof input: heapconv's profile of cameraserver (pid 1187), its second dump.
+    let pb = dir.path().join("camera.pb.gz");
+    heapconv_ok(&["convert", s(&sample), "--pid", "1187", "--dump", "2", "-o", s(&pb)], 0);
+    let out = dir.path().join("m.pb.gz");
+    let types = "total-size,total-count";
+    heapconv_ok(
+        &["merge", s(&sample), s(&alloc), s(&pb), "--pid", "4242", "--dump", "all", "--sample-types", types, "-o", s(&out)],
+        0,
+    );
+    // What each part holds, read on its own: all three dumps of pid 4242, the capture, the
+    // pprof file (which --pid does not filter: it is not a trace).
+    let all = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::All, ..LoadOptions::default() };
+    let parts = |kind| {
+        kind_total(&sample, &all, kind) + kind_total(&alloc, &all, kind) + kind_total(&pb, &all, kind)
+    };
+    let want = [parts(TotalSize), parts(TotalCount)];
+    let got = heapconv::pipeline::combine::load_input(&out, &LoadOptions::default()).unwrap().flat[0].clone();
+    assert_eq!([got.total(0), got.total(1)], want);
+    // pid 4242's dumps by the trace's own report: 2.14 + 4.98 + 7.60 MiB allocated in all.
+    let one = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::Nth(3), ..LoadOptions::default() };
+    let last = kind_total(&sample, &one, TotalSize);
+    assert!((7 << 20..8 << 20).contains(&last), "{last}");
+    if have_go() {
+        let (t, totals) = raw_totals(&pprof_raw(&out));
+        assert_eq!(t.replace("[dflt]", "").trim(), "alloc_space/bytes alloc_objects/count");
+        assert_eq!(totals, want, "go tool pprof -raw reads the same totals");
+        // The period: heapprofd's sampling interval (4096 bytes) is the largest of the inputs'.
+        assert_eq!(read_pprof(&out).period, read_pprof(&pb).period);
+    }
+    // --dump N picks that dump only: merging dump 2 with itself doubles it.
+    let two = dir.path().join("two.pb.gz");
+    heapconv_ok(&["merge", s(&sample), s(&sample), "--pid", "4242", "--dump", "2", "-o", s(&two)], 0);
+    let nth = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::Nth(2), ..LoadOptions::default() };
+    let got = load_input(&two, &LoadOptions::default()).unwrap().flat[0].clone();
+    let i = got.value_index(TotalSize).unwrap();
+    assert_eq!(got.total(i), 2 * kind_total(&sample, &nth, TotalSize));
+    // A selection that matches nothing in a trace is an error naming it.
+    let e = heapconv_ok(&["merge", s(&sample), "--pid", "999", "-o", s(&two)], 1);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("no dump matches the selection"));
+}

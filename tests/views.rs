@@ -659,3 +659,42 @@ fn views_are_deterministic() {
         }
     }
 }
+
+/// Golden outputs of the three views on pid 10's libc.malloc series (values in the table at
+/// the top of this file), and the `--from-time`/`--to-time` spellings of `--from`/`--until`.
+#[test]
+fn views_golden_outputs() {
+    let sel = ["--pid", "10", "--heap", "libc.malloc"];
+    let text = |args: &[&str]| -> String {
+        let mut all = vec!["convert", TRACE];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&sel);
+        String::from_utf8(run_ok(&all, 0).stdout).unwrap()
+    };
+    // peak: dump 3 (2240512 bytes unreleased), whole.
+    let peak = text(&["--view", "peak", "--to", "folded"]);
+    assert!(peak.contains("Burst::spike();malloc 2097152"), "{peak}");
+    check_golden("views.peak.folded", &peak);
+    let dir = tmpdir();
+    let pb = dir.path().join("peak.pb.gz");
+    run_ok(&["convert", TRACE, "--view", "peak", "-o", s(&pb), "--pid", "10", "--heap", "libc.malloc"], 0);
+    check_golden("views.peak.pprof.txt", &pprof_text(&read_pprof(&pb)));
+    // delta from dump 1 to dump 3: Burst::spike +1835008, Cache::fill +65536, Leaky::grow +8192.
+    let delta = text(&["--view", "delta", "--from", "1250000000", "--until", "3250000000", "--to", "folded"]);
+    assert!(delta.contains("Burst::spike();malloc 262144 2097152"), "{delta}");
+    check_golden("views.delta.folded", &delta);
+    let json = text(&["--view", "delta", "--from", "1250000000", "--until", "3250000000", "--to", "json"]);
+    check_golden("views.delta.json", &json);
+    let alias = text(&["--view", "delta", "--from-time", "1250000000", "--to-time", "3250000000", "--to", "json"]);
+    assert_eq!(alias, json, "--from-time/--to-time are --from/--until");
+    // `--to T2` is refused with a hint.
+    let o = run_ok(&["convert", TRACE, "--view", "delta", "--from", "1250000000", "--to", "3250000000"], 2);
+    assert!(stderr(&o).contains("hint: --to names the output format; the newer dump of --view delta is --until T"));
+    // leaks over the last 3 dumps (3, 4, 5): Leaky::grow and Cache::fill grew at each step;
+    // Burst::spike was freed.
+    let leaks = text(&["--view", "leaks", "--to", "folded"]);
+    assert_eq!(leaks.lines().count(), 2, "{leaks}");
+    assert!(leaks.contains("Leaky::grow();malloc 20480") && leaks.contains("Cache::fill();malloc 262144"), "{leaks}");
+    check_golden("views.leaks.folded", &leaks);
+    check_golden("views.leaks.json", &text(&["--view", "leaks", "--to", "json"]));
+}
