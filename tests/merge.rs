@@ -779,15 +779,26 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
     let out = dir.path().join("m.pb.gz");
     let types = "total-size,total-count";
     heapconv_ok(
-        &["merge", s(&sample), s(&alloc), s(&pb), "--pid", "4242", "--dump", "all", "--sample-types", types, "-o", s(&out)],
+        &[
+            "merge",
+            s(&sample),
+            s(&alloc),
+            s(&pb),
+            "--pid",
+            "4242",
+            "--dump",
+            "all",
+            "--sample-types",
+            types,
+            "-o",
+            s(&out),
+        ],
         0,
     );
     // What each part holds, read on its own: all three dumps of pid 4242, the capture, the
     // pprof file (which --pid does not filter: it is not a trace).
     let all = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::All, ..LoadOptions::default() };
-    let parts = |kind| {
-        kind_total(&sample, &all, kind) + kind_total(&alloc, &all, kind) + kind_total(&pb, &all, kind)
-    };
+    let parts = |kind| kind_total(&sample, &all, kind) + kind_total(&alloc, &all, kind) + kind_total(&pb, &all, kind);
     let want = [parts(TotalSize), parts(TotalCount)];
     let got = heapconv::pipeline::combine::load_input(&out, &LoadOptions::default()).unwrap().flat[0].clone();
     assert_eq!([got.total(0), got.total(1)], want);
