@@ -104,6 +104,13 @@ struct Plan<'a> {
     min_symbolized: Option<f64>,
 }
 
+/// Options whose symbolization is at least counted: a batch summary always reports each
+/// input's symbolization coverage (without `--symbol-dir`, of the symbols the input has).
+fn with_coverage<T>(mut opts: T, field: impl Fn(&mut T) -> &mut Option<heapconv::symbolize::SymbolizeOptions>) -> T {
+    field(&mut opts).get_or_insert_with(Default::default);
+    opts
+}
+
 /// True when every input is a DDM capture (then several inputs are merged into one
 /// profile, as `convert` always did).
 fn all_ddm(inputs: &[PathBuf]) -> bool {
@@ -129,6 +136,7 @@ pub(super) fn convert(ui: &Ui, a: &ConvertArgs, opts: &ConvertOptions) -> Result
         file_exts: &[ext],
         min_symbolized: a.symbols.min_symbolized,
     };
+    let opts = &with_coverage(opts.clone(), |o| &mut o.symbolize);
     run(ui, &plan, &|i| batch::convert_one(i, &out, opts))
 }
 
@@ -142,6 +150,7 @@ pub(super) fn profile(ui: &Ui, a: &ProfileArgs, opts: &ProfileOptions) -> Result
         file_exts: &[],
         min_symbolized: a.symbols.min_symbolized,
     };
+    let opts = &with_coverage(opts.clone(), |o| &mut o.symbolize);
     run(ui, &plan, &|i| {
         pipeline::combine::refuse_pprof(&i.path, "profile")?;
         batch::profile_one(i, &opts.output_dir, opts, a.java_heap)

@@ -669,3 +669,23 @@ fn a_progress_bar_on_a_terminal_silence_in_ci() {
     assert_eq!(stderr(&o), "");
     assert_eq!(contents(&out), contents(&tmp.path().join("out3")));
 }
+
+#[test]
+fn the_summary_always_has_symbolization_coverage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sum = tmp.path().join("s.json");
+    let names = data("names.pftrace");
+    let alloc = data("ddm/art.alloc");
+    heapconv_ok(
+        &["convert", s(&names), s(&alloc), "--batch", "-o", s(&tmp.path().join("o")), "--summary-json", s(&sum)],
+        0,
+    );
+    let v = summary(&sum);
+    let by_kind = |k: &str| v["results"].as_array().unwrap().iter().find(|r| r["kind"] == k).unwrap().clone();
+    // names.pftrace: 8 native frames, 5 of them named by the trace; no --symbol-dir given.
+    let c = &by_kind("perfetto-trace")["symbolization"];
+    assert_eq!((c["frames"].as_u64(), c["frames_symbolized"].as_u64()), (Some(8), Some(5)), "{c}");
+    assert_eq!(c["frame_percent"], 62.5);
+    // A DDM capture has no native frames.
+    assert!(by_kind("ddm-alloc-blob")["symbolization"].is_null());
+}

@@ -754,7 +754,8 @@ pub struct InputResult {
     pub outputs: Vec<OutputFile>,
     /// What each converted profile holds.
     pub profiles: Vec<ProfileTotals>,
-    /// Symbolization coverage, when symbolization was asked for.
+    /// Symbolization coverage, when the work reported one (the command-line batches always
+    /// count it for traces and pprof inputs; `None` for inputs without native frames).
     pub symbolization: Option<Coverage>,
     /// The `--min-symbolized` gate, when one was set and there was something to measure.
     pub gate: Option<Gate>,
