@@ -954,7 +954,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 },
             };
             if main_batch::convert_is_batch(&a) {
-                return main_batch::convert(&ui, &a, &opts);
+                return main_batch::convert(&ui, &a, &opts, across);
             }
             let dest = match &a.output {
                 None => Destination::Stdout,

@@ -124,7 +124,14 @@ pub(super) fn convert_is_batch(a: &ConvertArgs) -> bool {
     a.batch.asked(&a.inputs) || (a.inputs.len() > 1 && to_dir && !all_ddm(&a.inputs))
 }
 
-pub(super) fn convert(ui: &Ui, a: &ConvertArgs, opts: &ConvertOptions) -> Result<u8, Error> {
+/// `convert` of many inputs; with a view across dumps (`--view peak|delta|leaks`), of many
+/// traces (directories give their traces only).
+pub(super) fn convert(
+    ui: &Ui,
+    a: &ConvertArgs,
+    opts: &ConvertOptions,
+    view: Option<pipeline::views::DumpView>,
+) -> Result<u8, Error> {
     let out = out_dir(a.output.as_deref(), "convert")?;
     let ext = opts.format.extension();
     let plan = Plan {
@@ -132,12 +139,21 @@ pub(super) fn convert(ui: &Ui, a: &ConvertArgs, opts: &ConvertOptions) -> Result
         positional: &a.inputs,
         args: &a.batch,
         out: &out,
-        wanted: Wanted::Convertible,
+        wanted: if view.is_some() { Wanted::Traces } else { Wanted::Convertible },
         file_exts: &[ext],
         min_symbolized: a.symbols.min_symbolized,
     };
     let opts = &with_coverage(opts.clone(), |o| &mut o.symbolize);
-    run(ui, &plan, &|i| batch::convert_one(i, &out, opts))
+    match view {
+        Some(v) => {
+            pipeline::views::check_view(opts, v)?;
+            run(ui, &plan, &|i| {
+                pipeline::combine::refuse_pprof(&i.path, "convert --view")?;
+                batch::view_one(i, &out, opts, v)
+            })
+        }
+        None => run(ui, &plan, &|i| batch::convert_one(i, &out, opts)),
+    }
 }
 
 pub(super) fn profile(ui: &Ui, a: &ProfileArgs, opts: &ProfileOptions) -> Result<u8, Error> {

@@ -698,3 +698,58 @@ fn views_golden_outputs() {
     check_golden("views.leaks.folded", &leaks);
     check_golden("views.leaks.json", &text(&["--view", "leaks", "--to", "json"]));
 }
+
+/// `convert DIR --view …` runs the view on every trace of the batch, each trace's files
+/// named as one run names them, under `-o DIR/<key>/`.
+#[test]
+fn views_run_as_batches() {
+    let tmp = tmpdir();
+    let inp = tmp.path().join("in");
+    std::fs::create_dir_all(&inp).unwrap();
+    for name in ["a.pftrace", "b.pftrace"] {
+        std::fs::copy(root().join(TRACE), inp.join(name)).unwrap();
+    }
+    std::fs::copy(data("ddm/art.alloc"), inp.join("c.alloc")).unwrap();
+    let out = tmp.path().join("out");
+    let sum = tmp.path().join("s.json");
+    let o =
+        run_ok(&["convert", s(&inp), "--view", "peak", "--to", "folded", "-o", s(&out), "--summary-json", s(&sum)], 0);
+    assert_eq!(stderr(&o), "", "silence in CI");
+    let files =
+        ["heap_peak.10.com.android.art.folded", "heap_peak.10.libc.malloc.folded", "heap_peak.20.libc.malloc.folded"];
+    assert_eq!(listing(&out), ["a", "b"], "the DDM capture is not a trace: left out of the directory");
+    // The same files as one run of the view writes.
+    let single = tmp.path().join("single");
+    run_ok(&["convert", TRACE, "--view", "peak", "--to", "folded", "-o", &format!("{}/", s(&single))], 0);
+    assert_eq!(listing(&single), files);
+    for key in ["a", "b"] {
+        assert_eq!(listing(&out.join(key)), files);
+        for f in files {
+            assert_eq!(
+                std::fs::read(out.join(key).join(f)).unwrap(),
+                std::fs::read(single.join(f)).unwrap(),
+                "{key}/{f}"
+            );
+        }
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    assert_eq!(v["inputs"], 2);
+    let d = &v["results"][0]["details"];
+    assert_eq!(d["view"], "peak");
+    assert!(d["notes"][1].as_str().unwrap().contains("dump 3 of 5 at 3250000000 ns"), "{d}");
+    // JSON: one document per trace.
+    let out2 = tmp.path().join("out2");
+    run_ok(&["convert", s(&inp), "--view", "leaks", "--to", "json", "-o", s(&out2)], 0);
+    assert_eq!(listing(&out2), ["a.json", "b.json"]);
+    // Usage errors stop the batch before anything is read; a pprof input named by path fails.
+    let o = run_ok(&["convert", s(&inp), "--view", "leaks", "--leak-dumps", "1", "-o", s(&tmp.path().join("o3"))], 2);
+    assert!(stderr(&o).contains("--leak-dumps must be at least 2"));
+    let pb = tmp.path().join("x.pb.gz");
+    run_ok(&["convert", TRACE, "--pid", "20", "-o", s(&pb)], 0);
+    let o = run_ok(&["convert", TRACE, s(&pb), "--view", "delta", "--batch", "-o", s(&tmp.path().join("o4"))], 1);
+    assert!(
+        stderr(&o).contains("1 input(s): 1 ok") || stderr(&o).contains("2 input(s): 1 ok, 0 partial, 1 failed"),
+        "{}",
+        stderr(&o)
+    );
+}

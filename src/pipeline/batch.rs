@@ -1073,6 +1073,36 @@ pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) ->
     })
 }
 
+/// `convert --view peak|delta|leaks` of one trace: the view's files in `OUT/<key>/`, named as
+/// `convert --view … -o DIR/` names them (`heap_peak.PID.HEAP.EXT`, …); with `--to json`, the
+/// one document `OUT/<key>.json`. The view's notes (which dumps, what total; series left out)
+/// are the input's `details.notes`.
+pub fn view_one(
+    input: &BatchInput,
+    out_dir: &Path,
+    opts: &ConvertOptions,
+    view: super::views::DumpView,
+) -> Result<Done> {
+    let dest = if opts.format == Format::Json {
+        Destination::File(file_for(out_dir, &input.key, "json")?)
+    } else {
+        Destination::Dir(out_dir.join(&input.key))
+    };
+    let run = super::views::run_view(&input.path, &dest, opts, view)?;
+    let mut warnings = Vec::new();
+    if run.outputs.is_empty() {
+        warnings.push("nothing written: no process and heap has the dumps the view needs".to_owned());
+    }
+    Ok(Done {
+        outputs: run.outputs.into_iter().filter_map(|o| o.0).collect(),
+        report: Some(run.report),
+        symbols: run.symbols,
+        warnings,
+        details: Some(serde_json::json!({ "view": view.name(), "notes": run.notes })),
+        ..Done::default()
+    })
+}
+
 /// `profile` of one trace: `OUT/<key>/heap_dump.N.PID.HEAP.pb.gz` (or `java_heap_dump.N.PID`
 /// with `java_heap`), named as `profile -o DIR` names them.
 pub fn profile_one(input: &BatchInput, out_dir: &Path, opts: &ProfileOptions, java_heap: bool) -> Result<Done> {
