@@ -747,9 +747,7 @@ fn views_run_as_batches() {
     let pb = tmp.path().join("x.pb.gz");
     run_ok(&["convert", TRACE, "--pid", "20", "-o", s(&pb)], 0);
     let o = run_ok(&["convert", TRACE, s(&pb), "--view", "delta", "--batch", "-o", s(&tmp.path().join("o4"))], 1);
-    assert!(
-        stderr(&o).contains("1 input(s): 1 ok") || stderr(&o).contains("2 input(s): 1 ok, 0 partial, 1 failed"),
-        "{}",
-        stderr(&o)
-    );
+    let err = stderr(&o);
+    assert!(err.contains("x.pb.gz is a pprof profile; `heapconv convert --view` reads Perfetto traces"), "{err}");
+    assert!(err.contains("2 input(s): 1 ok, 0 partial, 1 failed"), "{err}");
 }
