@@ -813,6 +813,31 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
         // The period: heapprofd's sampling interval (4096 bytes) is the largest of the inputs'.
         assert_eq!(read_pprof(&out).period, read_pprof(&pb).period);
     }
+    // The same merge as a flame graph: its root is the merged total of the first type.
+    let svg = dir.path().join("m.svg");
+    heapconv_ok(
+        &[
+            "merge",
+            s(&sample),
+            s(&alloc),
+            s(&pb),
+            "--pid",
+            "4242",
+            "--dump",
+            "all",
+            "--sample-types",
+            types,
+            "--to",
+            "svg",
+            "-o",
+            s(&svg),
+        ],
+        0,
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<?xml") && text.contains("</svg>"));
+    let f = heapconv::encode::labels::human_bytes(want[0]);
+    assert!(text.contains(&format!("all ({f}")), "the root's tooltip gives the merged total {f}");
     // --dump N picks that dump only: merging dump 2 with itself doubles it.
     let two = dir.path().join("two.pb.gz");
     heapconv_ok(&["merge", s(&sample), s(&sample), "--pid", "4242", "--dump", "2", "-o", s(&two)], 0);
