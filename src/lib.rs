@@ -64,3 +64,8 @@ pub mod proto {
         include!(concat!(env!("OUT_DIR"), "/perftools.profiles.rs"));
     }
 }
+
+/// The README's Rust examples, compiled by `cargo test` so that they keep up with the API.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

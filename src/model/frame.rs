@@ -63,6 +63,7 @@ pub fn demangle(raw: &str) -> Option<String> {
             let opts = cpp_demangle::DemangleOptions::new();
             if let Ok(s) = sym.demangle_with_options(&opts) {
                 if s != raw {
+                    let s = if has_inheriting_ctor(fixed.as_bytes()) { inheriting_ctor_named(&s) } else { s };
                     return Some(llvm_style(&s));
                 }
             }
@@ -104,6 +105,73 @@ fn fix_template_ctor(sym: &str) -> String {
         i += 1;
     }
     sym.to_owned()
+}
+
+/// Whether a mangled name holds an inheriting constructor (`CI1 <base class>` to `CI5`; GCC writes `CI4` for its unified constructor), read
+/// past `<source-name>`s so that a name's own bytes are not taken for one.
+fn has_inheriting_ctor(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i + 2 < b.len() {
+        if b[i] == b'C' && b[i + 1] == b'I' && matches!(b[i + 2], b'1'..=b'5') {
+            return true;
+        }
+        if b[i].is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            let n: usize = std::str::from_utf8(&b[start..i]).ok().and_then(|d| d.parse().ok()).unwrap_or(0);
+            i = i.saturating_add(n);
+            continue;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// cpp_demangle (as GNU c++filt) prints an inheriting constructor with the name of the base
+/// class it inherits from (`Derived<…>::Base(int*)`); LLVM prints the class it constructs
+/// (`Derived<…>::Derived(int*)`). Renames the function to the last component of its scope,
+/// without template arguments. A name of another shape is returned unchanged.
+fn inheriting_ctor_named(s: &str) -> String {
+    const ANON: &str = "(anonymous namespace)";
+    let b = s.as_bytes();
+    let mut depth = 0usize;
+    // Depth-0 `::` positions before the parameter list, and where that list starts.
+    let mut seps = Vec::new();
+    let mut params = None;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'<' => depth += 1,
+            b'>' => depth = depth.saturating_sub(1),
+            b'(' if depth == 0 && s[i..].starts_with(ANON) => {
+                i += ANON.len();
+                continue;
+            }
+            b'(' if depth == 0 => {
+                params = Some(i);
+                break;
+            }
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            b':' if depth == 0 && b.get(i + 1) == Some(&b':') => {
+                seps.push(i);
+                i += 2;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let (Some(params), Some(&last)) = (params, seps.last()) else { return s.to_owned() };
+    let scope_start = seps.len().checked_sub(2).map_or(0, |k| seps[k] + 2);
+    let class = &s[scope_start..last];
+    let class = class.find('<').map_or(class, |k| &class[..k]);
+    if class.is_empty() || class.starts_with('(') {
+        return s.to_owned();
+    }
+    format!("{}{class}{}", &s[..last + 2], &s[params..])
 }
 
 /// From just after a template-args `I`, returns the index just past its closing `E`.
@@ -228,6 +296,31 @@ mod tests {
         assert_eq!(demangle("_ZN3foo6Widget5buildEv").as_deref(), Some("foo::Widget::build()"));
         assert_eq!(demangle("_ZN3foo4Pool4growEm").as_deref(), Some("foo::Pool::grow(unsigned long)"));
         assert_eq!(demangle("__ZN3foo4Pool4growEm").as_deref(), Some("foo::Pool::grow(unsigned long)"));
+    }
+
+    #[test]
+    fn inheriting_constructors_are_named_after_their_class_as_llvm_does() {
+        // Expected strings are llvm-cxxfilt's (LLVM 14); GNU c++filt names the base instead.
+        for (mangled, llvm) in [
+            (
+                "_ZNSt15__uniq_ptr_dataIiSt14default_deleteIA_iELb1ELb1EECI2St15__uniq_ptr_implIiS2_EEPi",
+                "std::__uniq_ptr_data<int, std::default_delete<int []>, true, true>::__uniq_ptr_data(int*)",
+            ),
+            (
+                "_ZNSt15__uniq_ptr_dataIiSt14default_deleteIA_iELb1ELb1EECI1St15__uniq_ptr_implIiS2_EEPi",
+                "std::__uniq_ptr_data<int, std::default_delete<int []>, true, true>::__uniq_ptr_data(int*)",
+            ),
+            ("_ZN12_GLOBAL__N_17DerivedCI2NS_4BaseEEi", "(anonymous namespace)::Derived::Derived(int)"),
+            ("_ZN2ns7DerivedCI1NS_4BaseEEii", "ns::Derived::Derived(int, int)"),
+            (
+                "_ZNSt15__uniq_ptr_dataIiSt14default_deleteIA_iELb1ELb1EECI4St15__uniq_ptr_implIiS2_EEPi",
+                "std::__uniq_ptr_data<int, std::default_delete<int []>, true, true>::__uniq_ptr_data(int*)",
+            ),
+            // `CI2` inside a source name is a name, not an inheriting constructor.
+            ("_ZN3CI27DerivedC2Ev", "CI2::Derived::Derived()"),
+        ] {
+            assert_eq!(demangle(mangled).as_deref(), Some(llvm), "{mangled}");
+        }
     }
 
     #[test]

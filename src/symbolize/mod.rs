@@ -509,51 +509,89 @@ impl OpenFile {
     }
 }
 
-/// Function symbols of a file, sorted by address, found the way llvm-symbolizer finds them:
+/// Symbols of a file, sorted by address, found the way llvm-symbolizer finds them:
 /// the last symbol starting at or before the address, unless it has a size and ends before it.
 #[derive(Default)]
 struct SymbolTable {
-    syms: Vec<(u64, u64, String)>,
+    /// `(address, size, name, file)`, sorted by address; `file` indexes `files`.
+    syms: Vec<(u64, u64, String, Option<u32>)>,
+    /// The names of the `STT_FILE` symbols that local symbols follow.
+    files: Vec<String>,
+}
+
+/// One symbol as the symbol table names an address: its name, and for a local symbol the
+/// source file of the `STT_FILE` symbol before it (empty when there is none).
+struct TableName<'a> {
+    name: &'a str,
+    file: &'a str,
 }
 
 impl SymbolTable {
+    /// Reads the symbols llvm-symbolizer (and so traceconv) looks addresses up in: of
+    /// `.symtab`, or of `.dynsym` when there is no `.symtab`, those of type function (and
+    /// IFUNC), object or none that are defined in a section, less ARM and AArch64 mapping
+    /// symbols (`$x`, `$d`, …). Data symbols count because they end the function before them:
+    /// an address past the code is named by what lies there, or by nothing, not by the last
+    /// function. A local symbol takes its file name from the `STT_FILE` symbol before it.
     fn read(path: &std::path::Path) -> SymbolTable {
-        use object::{Object, ObjectSymbol};
+        use object::{Object, ObjectSymbol, SymbolKind, SymbolSection};
         let Ok(file) = std::fs::File::open(path) else { return SymbolTable::default() };
         // SAFETY: read-only map of a symbol file heapconv never writes.
         let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else { return SymbolTable::default() };
         let Ok(obj) = object::File::parse(&*map) else { return SymbolTable::default() };
-        let collect = |it: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| -> Vec<(u64, u64, String)> {
-            it.filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition())
-                .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_owned())))
-                .collect()
+        let mut files: Vec<String> = Vec::new();
+        let mut syms: Vec<(u64, u64, String, Option<u32>)> = Vec::new();
+        let mut collect = |it: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| {
+            let mut current_file: Option<u32> = None;
+            for s in it {
+                let Ok(name) = s.name() else { continue };
+                if s.kind() == SymbolKind::File {
+                    current_file = u32::try_from(files.len()).ok();
+                    files.push(name.to_owned());
+                    continue;
+                }
+                if !matches!(s.kind(), SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown)
+                    || !matches!(s.section(), SymbolSection::Section(_))
+                {
+                    continue;
+                }
+                let mapping = ["$a", "$d", "$t", "$x"].iter().any(|m| name.starts_with(m));
+                if s.kind() == SymbolKind::Unknown && mapping {
+                    continue;
+                }
+                let file = if s.is_local() { current_file } else { None };
+                syms.push((s.address(), s.size(), name.to_owned(), file));
+            }
         };
-        let mut syms = collect(&mut obj.symbols());
-        if syms.is_empty() {
-            syms = collect(&mut obj.dynamic_symbols());
+        if obj.symbols().next().is_some() {
+            collect(&mut obj.symbols());
+        } else {
+            collect(&mut obj.dynamic_symbols());
         }
         // As llvm-symbolizer: stable sort by (address, size); of several symbols at one address
         // the last is kept, i.e. the largest, and of equal sizes the last in the table.
         syms.sort_by_key(|a| (a.0, a.1));
-        let mut kept: Vec<(u64, u64, String)> = Vec::with_capacity(syms.len());
+        let mut kept: Vec<(u64, u64, String, Option<u32>)> = Vec::with_capacity(syms.len());
         for sym in syms {
             match kept.last_mut() {
                 Some(last) if last.0 == sym.0 => *last = sym,
                 _ => kept.push(sym),
             }
         }
-        let syms = kept;
-        SymbolTable { syms }
+        SymbolTable { syms: kept, files }
     }
 
-    fn find(&self, addr: u64) -> Option<&str> {
+    /// The symbol at or before `addr` that holds it; a symbol of size 0 holds every address
+    /// up to the next symbol.
+    fn find(&self, addr: u64) -> Option<TableName<'_>> {
         let i = self.syms.partition_point(|s| s.0 <= addr);
-        let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
+        let (start, size, name, file) = self.syms.get(i.checked_sub(1)?)?;
         // `addr >= start` here; `start + size` can overflow with a corrupt symbol table.
         if *size != 0 && addr - start >= *size {
             return None;
         }
-        Some(name)
+        let file = file.and_then(|f| self.files.get(f as usize)).map_or("", String::as_str);
+        Some(TableName { name, file })
     }
 }
 
@@ -638,16 +676,21 @@ fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, rel_dirs: &[String]
     // As llvm-symbolizer does with DWARF: the symbol table's name for the address, when there
     // is one, replaces the outermost frame's (clones such as `main.cold`, and functions whose
     // DWARF has no linkage name, read as the symbol table says).
+    // The symbol's file (for a local symbol, from the STT_FILE before it) fills in a frame
+    // DWARF gave no file.
     if let Some(last) = out.last_mut() {
-        if let Some(name) = symbols.find(addr) {
-            last.0 = crate::model::frame::demangle(name).unwrap_or_else(|| name.to_owned());
-            last.1 = name.to_owned();
+        if let Some(sym) = symbols.find(addr) {
+            last.0 = crate::model::frame::demangle(sym.name).unwrap_or_else(|| sym.name.to_owned());
+            last.1 = sym.name.to_owned();
+            if last.2.is_empty() {
+                sym.file.clone_into(&mut last.2);
+            }
         }
     }
     if out.is_empty() {
-        if let Some(name) = symbols.find(addr) {
-            let dem = crate::model::frame::demangle(name).unwrap_or_else(|| name.to_owned());
-            out.push((dem, name.to_owned(), String::new(), 0, 0));
+        if let Some(sym) = symbols.find(addr) {
+            let dem = crate::model::frame::demangle(sym.name).unwrap_or_else(|| sym.name.to_owned());
+            out.push((dem, sym.name.to_owned(), sym.file.to_owned(), 0, 0));
         }
     }
     out

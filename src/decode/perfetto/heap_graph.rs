@@ -51,12 +51,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use prost::Message;
-
-use super::clock::{BOOTTIME, Clocks};
-use super::reader::PacketReader;
-use crate::decode::input::{CappedReader, Input};
-use crate::error::{Error, ErrorKind, Result};
+use super::clock::BOOTTIME;
+use super::packets::{TraceDecoder, TraceState, read_trace};
+use crate::decode::input::Input;
+use crate::error::Result;
 use crate::model::heap::{
     BasicType, Class, ClassIdx, ClassKind, FieldDesc, FieldIdx, HeapDump, NO_FIELD, ObjIdx, ObjectKind, REF_DANGLING,
     REF_NULL, Root, RootKind, class_object_target, primitive_array_element,
@@ -221,41 +219,18 @@ pub fn decode_heap_graphs(
     sink: &mut dyn FnMut(HeapDump) -> Result<()>,
 ) -> Result<TraceReport> {
     let mut d = Decoder {
-        name: input.name.clone(),
+        trace: TraceState::new(input, opts.max_packet_bytes, opts.max_bundle_bytes),
         opts: opts.clone(),
-        report: TraceReport { source: input.name.clone(), gzipped: input.gzipped, ..Default::default() },
         ..Default::default()
     };
-    let size = if input.gzipped { None } else { input.file_size };
-    let name = input.name.clone();
-    let mut reader = PacketReader::new(input.reader(), &name, size, opts.max_packet_bytes);
-    loop {
-        let (offset, number, bytes) = match reader.next_packet() {
-            Ok(Some(p)) => (p.offset, p.number, p.bytes.to_vec()),
-            Ok(None) => break,
-            Err(e) if e.kind() == ErrorKind::Io => return Err(e),
-            Err(e) => {
-                d.report.damage = Some(e.to_string());
-                break;
-            }
-        };
-        match d.packet(&bytes, offset, number, sink) {
-            Ok(()) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::Malformed | ErrorKind::Truncated | ErrorKind::LimitExceeded) => {
-                d.report.damage = Some(e.to_string());
-                break;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    d.report.bytes = reader.offset();
+    read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, sink))?;
     // Dumps still open at the end are finished anyway (as trace processor does), in sequence
     // order, and flagged.
     let mut open: Vec<u32> = d.seqs.keys().copied().collect();
     open.sort_unstable();
     for seq in open {
         let mut dump = d.seqs.remove(&seq).expect("open dump");
-        let why = if d.report.damage.is_some() {
+        let why = if d.trace.report.damage.is_some() {
             "the trace is damaged before the dump's last packet (continued = false)"
         } else {
             "the trace ends before the dump's last packet (continued = false)"
@@ -263,12 +238,12 @@ pub fn decode_heap_graphs(
         dump.incomplete.push(why.to_owned());
         d.finish(dump, sink)?;
     }
-    for g in &mut d.report.heap_graphs {
+    for g in &mut d.trace.report.heap_graphs {
         if g.process_name.is_none() {
-            g.process_name = d.report.processes.get(&g.pid).cloned();
+            g.process_name = d.trace.report.processes.get(&g.pid).cloned();
         }
     }
-    Ok(d.report)
+    Ok(d.trace.report)
 }
 
 /// Decodes a whole trace and returns every heap graph dump (of the pids asked for), with
@@ -289,95 +264,22 @@ pub fn decode_heap_graphs_all(input: &mut Input, opts: &HeapGraphOptions) -> Res
 
 #[derive(Default)]
 struct Decoder {
-    name: String,
+    trace: TraceState,
     opts: HeapGraphOptions,
-    report: TraceReport,
     seqs: HashMap<u32, Dump>,
-    clocks: Clocks,
     /// Per sequence: the default timestamp clock (`trace_packet_defaults`).
     seq_clock: HashMap<u32, u32>,
-    last_ts: Option<u64>,
     /// Dumps finished per pid (for `HeapGraphReport::index`).
     per_pid: HashMap<u64, usize>,
 }
 
+impl TraceDecoder for Decoder {
+    fn trace(&mut self) -> &mut TraceState {
+        &mut self.trace
+    }
+}
+
 impl Decoder {
-    fn kind(&mut self, k: &str) {
-        *self.report.packet_kinds.entry(k.to_owned()).or_default() += 1;
-    }
-
-    fn packet(
-        &mut self,
-        bytes: &[u8],
-        offset: u64,
-        number: u64,
-        sink: &mut dyn FnMut(HeapDump) -> Result<()>,
-    ) -> Result<()> {
-        let pkt = pb::TracePacket::decode(bytes).map_err(|e| {
-            Error::new(
-                ErrorKind::Malformed,
-                format!("{} at byte {offset}, packet {number}: bad TracePacket", self.name),
-            )
-            .with_source(e)
-        })?;
-        self.report.packets += 1;
-        if let Some(data) = &pkt.compressed_packets {
-            self.kind("compressed_packets");
-            return self.compressed(data, offset, number, sink);
-        }
-        if pkt.zstd_compressed_packets.is_some() {
-            self.kind("zstd_compressed_packets");
-            self.report.problem(
-                Some(offset),
-                Some(number),
-                "zstd_compressed_packets are not supported; bundle skipped",
-            );
-            return Ok(());
-        }
-        self.trace_packet(pkt, offset, number, sink)
-    }
-
-    fn compressed(
-        &mut self,
-        data: &[u8],
-        offset: u64,
-        number: u64,
-        sink: &mut dyn FnMut(HeapDump) -> Result<()>,
-    ) -> Result<()> {
-        self.report.compressed_bundles += 1;
-        let inflated: Box<dyn std::io::Read> = if data.starts_with(&[0x1f, 0x8b]) {
-            Box::new(flate2::read::GzDecoder::new(data))
-        } else {
-            Box::new(flate2::read::ZlibDecoder::new(data))
-        };
-        let mut capped = CappedReader::new(inflated, self.opts.max_bundle_bytes);
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut capped, &mut buf).map_err(|e| {
-            let kind = if e.to_string().contains("limit") { ErrorKind::LimitExceeded } else { ErrorKind::Malformed };
-            Error::new(kind, format!("{} at byte {offset}, packet {number}: compressed_packets: {e}", self.name))
-        })?;
-        let inner_name = format!("{} (compressed_packets at byte {offset}, packet {number})", self.name);
-        let len = buf.len() as u64;
-        let mut inner = PacketReader::new(buf.as_slice(), &inner_name, Some(len), self.opts.max_packet_bytes);
-        while let Some(p) = inner.next_packet()? {
-            let (ioff, inum) = (p.offset, p.number);
-            let pkt = pb::TracePacket::decode(p.bytes).map_err(|e| {
-                Error::new(
-                    ErrorKind::Malformed,
-                    format!("{inner_name}: inner byte {ioff}, inner packet {inum}: bad TracePacket"),
-                )
-                .with_source(e)
-            })?;
-            self.report.packets += 1;
-            if pkt.compressed_packets.is_some() {
-                self.report.problem(Some(offset), Some(number), "nested compressed_packets ignored");
-                continue;
-            }
-            self.trace_packet(pkt, offset, number, sink)?;
-        }
-        Ok(())
-    }
-
     fn trace_packet(
         &mut self,
         pkt: pb::TracePacket,
@@ -389,41 +291,20 @@ impl Decoder {
         if let Some(clock) = pkt.trace_packet_defaults.as_ref().and_then(|d| d.timestamp_clock_id) {
             self.seq_clock.insert(seq_id, clock);
         }
-        if let Some(ts) = pkt.timestamp {
-            self.last_ts = Some(ts);
-        }
-        if let Some(tree) = &pkt.process_tree {
-            self.kind("process_tree");
-            for p in &tree.processes {
-                if let (Some(pid), Some(name)) = (p.pid, p.cmdline.first()) {
-                    if let Ok(pid) = u64::try_from(pid) {
-                        if !name.is_empty() {
-                            self.report.processes.insert(pid, name.clone());
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(snap) = &pkt.clock_snapshot {
-            self.kind("clock_snapshot");
-            self.report.clock_snapshots += 1;
-            let clocks = snap.clocks.iter().filter_map(|c| Some((c.clock_id?, c.timestamp?))).collect();
-            self.clocks.add_snapshot(clocks, snap.primary_trace_clock);
-        }
         if pkt.profile_packet.is_some() {
-            self.kind("profile_packet");
+            self.trace.kind("profile_packet");
         }
         if pkt.module_symbols.is_some() {
-            self.kind("module_symbols");
+            self.trace.kind("module_symbols");
         }
         let Some(hg) = pkt.heap_graph else { return Ok(()) };
-        self.kind("heap_graph");
+        self.trace.kind("heap_graph");
         let clock = pkt
             .timestamp_clock_id
             .filter(|&c| c != 0)
             .or_else(|| self.seq_clock.get(&seq_id).copied())
             .unwrap_or(BOOTTIME);
-        let ts = (clock, pkt.timestamp.or(self.last_ts).unwrap_or(0));
+        let ts = (clock, pkt.timestamp.or(self.trace.last_ts).unwrap_or(0));
         let dump = self.seqs.entry(seq_id).or_insert_with(|| Dump {
             seq: seq_id,
             first_offset: offset,
@@ -561,7 +442,7 @@ impl Decoder {
         let pid = u64::try_from(dump.pid).unwrap_or(0);
         let seq = dump.seq;
         if dump.dropped_objects + dump.dropped_roots > 0 {
-            self.report.problem(
+            self.trace.report.problem(
                 at.0,
                 at.1,
                 format!(
@@ -571,7 +452,7 @@ impl Decoder {
             );
         }
         if dump.malformed_objects > 0 {
-            self.report.problem(
+            self.trace.report.problem(
                 at.0,
                 at.1,
                 format!(
@@ -581,7 +462,7 @@ impl Decoder {
             );
         }
         if dump.duplicate_objects > 0 {
-            self.report.problem(
+            self.trace.report.problem(
                 at.0,
                 at.1,
                 format!(
@@ -591,13 +472,17 @@ impl Decoder {
             );
         }
         if dump.defs.is_empty() && dump.roots.is_empty() {
-            self.report.problem(at.0, at.1, format!("sequence {seq}: a heap graph dump with no objects and no roots"));
+            self.trace.report.problem(
+                at.0,
+                at.1,
+                format!("sequence {seq}: a heap graph dump with no objects and no roots"),
+            );
             return Ok(());
         }
         let (timestamp, converted) = if dump.ts.1 == 0 {
             (None, false)
         } else {
-            match self.clocks.to_trace(dump.ts.0, dump.ts.1) {
+            match self.trace.clocks.to_trace(dump.ts.0, dump.ts.1) {
                 Some(t) => (Some(t), true),
                 None => (i64::try_from(dump.ts.1).ok(), false),
             }
@@ -611,7 +496,7 @@ impl Decoder {
         let wanted = self.opts.pids.is_empty() || self.opts.pids.contains(&pid);
         let mut report = HeapGraphReport {
             pid,
-            process_name: self.report.processes.get(&pid).cloned(),
+            process_name: self.trace.report.processes.get(&pid).cloned(),
             index,
             sequence: seq,
             timestamp,
@@ -628,7 +513,7 @@ impl Decoder {
         heap.process_name = report.process_name.clone();
         heap.timestamp = timestamp;
         heap.incomplete = report.incomplete.clone();
-        heap.source = format!("perfetto heap graph ({})", self.name);
+        heap.source = format!("perfetto heap graph ({})", self.trace.name);
         report.objects = heap.len() as u64;
         report.classes = heap.classes.len() as u64;
         report.references = heap.ref_target.len() as u64;
@@ -638,12 +523,12 @@ impl Decoder {
         report.shallow_bytes = heap.obj_self_size.iter().fold(0u64, |a, &b| a.saturating_add(b));
         report.native_bytes = heap.obj_native_size.iter().fold(0u64, |a, &b| a.saturating_add(b));
         for p in problems {
-            self.report.problem(at.0, at.1, format!("sequence {seq}, pid {pid}: {p}"));
+            self.trace.report.problem(at.0, at.1, format!("sequence {seq}, pid {pid}: {p}"));
         }
         for why in &report.incomplete {
-            self.report.problem(at.0, at.1, format!("sequence {seq}, pid {pid}: heap graph incomplete: {why}"));
+            self.trace.report.problem(at.0, at.1, format!("sequence {seq}, pid {pid}: heap graph incomplete: {why}"));
         }
-        self.report.heap_graphs.push(report);
+        self.trace.report.heap_graphs.push(report);
         debug_assert_eq!(heap.validate(), Ok(()));
         if wanted { sink(heap) } else { Ok(()) }
     }

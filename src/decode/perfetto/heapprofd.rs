@@ -32,13 +32,11 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use prost::Message;
-
-use super::clock::{Clocks, MONOTONIC_COARSE};
+use super::clock::MONOTONIC_COARSE;
 use super::module_symbols::{SymbolPackets, scan_module_symbols};
-use super::reader::PacketReader;
-use crate::decode::input::{CappedReader, Input};
-use crate::error::{Error, ErrorKind, Result};
+use super::packets::{TraceDecoder, TraceState, read_trace};
+use crate::decode::input::Input;
+use crate::error::Result;
 use crate::model::{
     DumpFlags, DumpReport, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables, Totals, TraceReport,
     ValueKind, ValueType,
@@ -257,7 +255,7 @@ pub fn decode_heapprofd_observed(
     input: &mut Input,
     opts: &DecodeOptions,
     hook: &mut FrameHook<'_>,
-    mut stacks: Option<&mut StackHook<'_>>,
+    stacks: Option<&mut StackHook<'_>>,
     sink: &mut dyn FnMut(Profile) -> Result<()>,
 ) -> Result<(TraceReport, Arc<Tables>)> {
     let mut d = Decoder::new(input, opts);
@@ -267,34 +265,13 @@ pub fn decode_heapprofd_observed(
         d.symbols = scan_module_symbols(&mut again, opts.max_packet_bytes)?;
         d.symbols_prescanned = true;
     }
-    let size = if input.gzipped { None } else { input.file_size };
-    let name = input.name.clone();
-    let mut reader = PacketReader::new(input.reader(), &name, size, opts.max_packet_bytes);
-    loop {
-        let pkt = match reader.next_packet() {
-            Ok(Some(p)) => (p.offset, p.number, p.bytes.to_vec()),
-            Ok(None) => break,
-            Err(e) if e.kind() == ErrorKind::Io => return Err(e),
-            Err(e) => {
-                d.report.damage = Some(e.to_string());
-                break;
-            }
-        };
-        let (offset, number, bytes) = pkt;
-        let stacks = if d.symbols_prescanned && d.symbols.is_empty() { stacks.as_deref_mut() } else { None };
-        let mut out = Out { hook: &mut *hook, stacks, sink: &mut *sink };
-        match d.packet(&bytes, offset, number, &mut out) {
-            Ok(()) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::Malformed | ErrorKind::Truncated | ErrorKind::LimitExceeded) => {
-                d.report.damage = Some(e.to_string());
-                break;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    d.report.bytes = reader.offset();
+    // Symbols read ahead of time are complete: callstacks can be handed to the stack hook as
+    // soon as they are interned. Otherwise frames may still change when ModuleSymbols come.
+    let stacks = if d.symbols_prescanned && d.symbols.is_empty() { stacks } else { None };
+    let mut out = Out { hook: &mut *hook, stacks, sink: &mut *sink };
+    read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, &mut out))?;
     d.finish();
-    Ok((d.report, d.tables))
+    Ok((d.trace.report, d.tables))
 }
 
 /// Decodes a whole trace and returns every dump's profile, all sharing the final tables.
@@ -324,14 +301,11 @@ struct Out<'a, 'b, 'c> {
 }
 
 struct Decoder {
-    name: String,
+    trace: TraceState,
     opts: DecodeOptions,
     tables: Arc<Tables>,
     seqs: HashMap<u32, Sequence>,
-    clocks: Clocks,
     series: HashMap<(u64, String), Series>,
-    last_ts: Option<u64>,
-    report: TraceReport,
     frames_hooked: usize,
     // Callstacks interned since the last call of the stack hook.
     fresh: Vec<StackId>,
@@ -339,90 +313,25 @@ struct Decoder {
     symbols_prescanned: bool,
 }
 
+impl TraceDecoder for Decoder {
+    fn trace(&mut self) -> &mut TraceState {
+        &mut self.trace
+    }
+}
+
 impl Decoder {
     fn new(input: &Input, opts: &DecodeOptions) -> Self {
-        let report = TraceReport { source: input.name.clone(), gzipped: input.gzipped, ..Default::default() };
         Decoder {
-            name: input.name.clone(),
+            trace: TraceState::new(input, opts.max_packet_bytes, opts.max_bundle_bytes),
             opts: opts.clone(),
             tables: Arc::new(Tables::default()),
             seqs: HashMap::default(),
-            clocks: Clocks::default(),
             series: HashMap::default(),
-            last_ts: None,
-            report,
             frames_hooked: 0,
             symbols: SymbolPackets::default(),
             symbols_prescanned: false,
             fresh: Vec::new(),
         }
-    }
-
-    fn kind(&mut self, k: &str) {
-        *self.report.packet_kinds.entry(k.to_owned()).or_default() += 1;
-    }
-
-    fn packet(&mut self, bytes: &[u8], offset: u64, number: u64, out: &mut Out<'_, '_, '_>) -> Result<()> {
-        let pkt = pb::TracePacket::decode(bytes).map_err(|e| {
-            Error::new(
-                ErrorKind::Malformed,
-                format!("{} at byte {offset}, packet {number}: bad TracePacket", self.name),
-            )
-            .with_source(e)
-        })?;
-        self.report.packets += 1;
-        if let Some(data) = &pkt.compressed_packets {
-            self.kind("compressed_packets");
-            return self.compressed(data, offset, number, out);
-        }
-        if pkt.zstd_compressed_packets.is_some() {
-            self.kind("zstd_compressed_packets");
-            self.report.problem(
-                Some(offset),
-                Some(number),
-                "zstd_compressed_packets are not supported; bundle skipped",
-            );
-            return Ok(());
-        }
-        self.trace_packet(pkt, offset, number, out)
-    }
-
-    fn compressed(&mut self, data: &[u8], offset: u64, number: u64, out: &mut Out<'_, '_, '_>) -> Result<()> {
-        self.report.compressed_bundles += 1;
-        let inflated: Box<dyn std::io::Read> = if data.starts_with(&[0x1f, 0x8b]) {
-            Box::new(flate2::read::GzDecoder::new(data))
-        } else {
-            Box::new(flate2::read::ZlibDecoder::new(data))
-        };
-        let mut capped = CappedReader::new(inflated, self.opts.max_bundle_bytes);
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut capped, &mut buf).map_err(|e| {
-            let kind = if e.to_string().contains("limit") { ErrorKind::LimitExceeded } else { ErrorKind::Malformed };
-            Error::new(kind, format!("{} at byte {offset}, packet {number}: compressed_packets: {e}", self.name))
-        })?;
-        let inner_name = format!("{} (compressed_packets at byte {offset}, packet {number})", self.name);
-        let len = buf.len() as u64;
-        let mut inner = PacketReader::new(buf.as_slice(), &inner_name, Some(len), self.opts.max_packet_bytes);
-        loop {
-            let (ioff, inum, bytes) = match inner.next_packet()? {
-                Some(p) => (p.offset, p.number, p.bytes.to_vec()),
-                None => break,
-            };
-            let pkt = pb::TracePacket::decode(bytes.as_slice()).map_err(|e| {
-                Error::new(
-                    ErrorKind::Malformed,
-                    format!("{inner_name}: inner byte {ioff}, inner packet {inum}: bad TracePacket"),
-                )
-                .with_source(e)
-            })?;
-            self.report.packets += 1;
-            if pkt.compressed_packets.is_some() {
-                self.report.problem(Some(offset), Some(number), "nested compressed_packets ignored");
-                continue;
-            }
-            self.trace_packet(pkt, offset, number, out)?;
-        }
-        Ok(())
     }
 
     fn trace_packet(
@@ -432,32 +341,11 @@ impl Decoder {
         number: u64,
         out: &mut Out<'_, '_, '_>,
     ) -> Result<()> {
-        if let Some(ts) = pkt.timestamp {
-            self.last_ts = Some(ts);
-        }
-        if let Some(tree) = &pkt.process_tree {
-            self.kind("process_tree");
-            for p in &tree.processes {
-                if let (Some(pid), Some(name)) = (p.pid, p.cmdline.first()) {
-                    if let Ok(pid) = u64::try_from(pid) {
-                        if !name.is_empty() {
-                            self.report.processes.insert(pid, name.clone());
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(snap) = &pkt.clock_snapshot {
-            self.kind("clock_snapshot");
-            self.report.clock_snapshots += 1;
-            let clocks = snap.clocks.iter().filter_map(|c| Some((c.clock_id?, c.timestamp?))).collect();
-            self.clocks.add_snapshot(clocks, snap.primary_trace_clock);
-        }
         if pkt.heap_graph.is_some() {
-            self.kind("heap_graph");
+            self.trace.kind("heap_graph");
         }
         if let Some(ms) = &pkt.module_symbols {
-            self.kind("module_symbols");
+            self.trace.kind("module_symbols");
             if !self.symbols_prescanned {
                 self.symbols.add(ms);
             }
@@ -471,15 +359,15 @@ impl Decoder {
         // dropped" (there is no previous packet); only later marks mean data was lost.
         let dropped = pkt.previous_packet_dropped.unwrap_or(0) != 0 && !first_on_seq;
         let seq = self.seqs.entry(seq_id).or_default();
-        self.report.sequences.entry(seq_id).or_default();
-        self.report.sequences.get_mut(&seq_id).expect("sequence report").packets += 1;
+        self.trace.report.sequences.entry(seq_id).or_default();
+        self.trace.report.sequences.get_mut(&seq_id).expect("sequence report").packets += 1;
         if dropped {
-            self.report.sequences.get_mut(&seq_id).expect("sequence report").dropped_packet_marks += 1;
+            self.trace.report.sequences.get_mut(&seq_id).expect("sequence report").dropped_packet_marks += 1;
             seq.dropped_since_dump = true;
             if seq.chain.active {
                 seq.chain.dropped = true;
             }
-            self.report.problem(
+            self.trace.report.problem(
                 Some(offset),
                 Some(number),
                 format!("sequence {seq_id}: the producer dropped packets before this one"),
@@ -489,13 +377,13 @@ impl Decoder {
             seq.valid = true;
             seq.generation += 1;
             seq.interned = Interned::default();
-            self.report.sequences.get_mut(&seq_id).expect("sequence report").state_clears += 1;
+            self.trace.report.sequences.get_mut(&seq_id).expect("sequence report").state_clears += 1;
         } else if dropped {
             seq.valid = false;
         }
         if flags & SEQ_NEEDS_INCREMENTAL_STATE != 0 && !seq.valid {
-            self.report.sequences.get_mut(&seq_id).expect("sequence report").packets_skipped_invalid_state += 1;
-            self.report.problem(
+            self.trace.report.sequences.get_mut(&seq_id).expect("sequence report").packets_skipped_invalid_state += 1;
+            self.trace.report.problem(
                 Some(offset),
                 Some(number),
                 format!("sequence {seq_id}: packet needs incremental state that is not valid; skipped"),
@@ -514,8 +402,8 @@ impl Decoder {
                     self.fresh.clear();
                 }
             } else {
-                self.report.sequences.get_mut(&seq_id).expect("sequence report").interned_data_ignored += 1;
-                self.report.problem(
+                self.trace.report.sequences.get_mut(&seq_id).expect("sequence report").interned_data_ignored += 1;
+                self.trace.report.problem(
                     Some(offset),
                     Some(number),
                     format!(
@@ -525,7 +413,7 @@ impl Decoder {
             }
         }
         if let Some(pp) = pkt.profile_packet {
-            self.kind("profile_packet");
+            self.trace.kind("profile_packet");
             self.profile_packet(seq_id, pp, pkt.timestamp, offset, number, out)?;
         }
         Ok(())
@@ -541,12 +429,12 @@ impl Decoder {
         out: &mut Out<'_, '_, '_>,
     ) -> Result<()> {
         let seq = self.seqs.get_mut(&seq_id).expect("sequence exists");
-        self.report.sequences.entry(seq_id).or_default();
-        self.report.sequences.get_mut(&seq_id).expect("sequence report").profile_packets += 1;
+        self.trace.report.sequences.entry(seq_id).or_default();
+        self.trace.report.sequences.get_mut(&seq_id).expect("sequence report").profile_packets += 1;
         if !seq.chain.active {
             seq.chain = Chain {
                 active: true,
-                packet_ts: packet_ts.or(self.last_ts),
+                packet_ts: packet_ts.or(self.trace.last_ts),
                 first_offset: offset,
                 first_packet: number,
                 dropped: std::mem::take(&mut seq.dropped_since_dump),
@@ -558,8 +446,9 @@ impl Decoder {
                 if index > expected {
                     let gap = index - expected;
                     seq.chain.missing_packets += gap;
-                    self.report.sequences.get_mut(&seq_id).expect("sequence report").missing_profile_packets += gap;
-                    self.report.problem(
+                    self.trace.report.sequences.get_mut(&seq_id).expect("sequence report").missing_profile_packets +=
+                        gap;
+                    self.trace.report.problem(
                         Some(offset),
                         Some(number),
                         format!(
@@ -567,7 +456,7 @@ impl Decoder {
                         ),
                     );
                 } else if index < expected {
-                    self.report.problem(
+                    self.trace.report.problem(
                         Some(offset),
                         Some(number),
                         format!("sequence {seq_id}: ProfilePacket index went back from {expected} to {index}"),
@@ -656,11 +545,15 @@ impl Decoder {
             resolve_inline(tables, &chain.inline, &seq.interned, &mut problems)
         };
         for p in problems {
-            self.report.problem(Some(chain.first_offset), Some(chain.first_packet), format!("sequence {seq_id}: {p}"));
+            self.trace.report.problem(
+                Some(chain.first_offset),
+                Some(chain.first_packet),
+                format!("sequence {seq_id}: {p}"),
+            );
         }
         let nframes = tables.frames().len();
         if nframes > self.frames_hooked {
-            self.report.frames_symbolized_from_trace += self.symbols.apply(tables, self.frames_hooked..nframes);
+            self.trace.report.frames_symbolized_from_trace += self.symbols.apply(tables, self.frames_hooked..nframes);
             (out.hook)(tables, self.frames_hooked..nframes);
             self.frames_hooked = nframes;
         }
@@ -735,7 +628,7 @@ impl Decoder {
                 entry.stack = stack;
             }
             if flags.unresolved_samples > 0 {
-                self.report.problem(
+                self.trace.report.problem(
                     Some(chain.first_offset),
                     Some(chain.first_packet),
                     format!(
@@ -745,7 +638,7 @@ impl Decoder {
                 );
             }
             if flags.non_monotonic_samples > 0 {
-                self.report.problem(
+                self.trace.report.problem(
                     Some(chain.first_offset),
                     Some(chain.first_packet),
                     format!(
@@ -781,16 +674,16 @@ impl Decoder {
             });
 
             let (timestamp, converted) = match dump.timestamp {
-                Some(t) => match self.clocks.to_trace(MONOTONIC_COARSE, t) {
+                Some(t) => match self.trace.clocks.to_trace(MONOTONIC_COARSE, t) {
                     Some(v) => (Some(v), true),
                     None => (i64::try_from(t).ok(), false),
                 },
                 None => (chain.packet_ts.and_then(|t| i64::try_from(t).ok()), true),
             };
-            let process_name = self.report.processes.get(&dump.pid).cloned();
+            let process_name = self.trace.report.processes.get(&dump.pid).cloned();
             let sample_types = sample_types_for_heap(&dump.heap);
             let meta = ProfileMeta {
-                source: self.name.clone(),
+                source: self.trace.name.clone(),
                 pid: Some(dump.pid),
                 process_name: process_name.clone(),
                 heap: dump.heap.clone(),
@@ -825,7 +718,7 @@ impl Decoder {
                 vals[3] = us;
                 profile.push_sample(*stack, &vals[..if two { 2 } else { 4 }]);
             }
-            self.report.dumps.push(DumpReport {
+            self.trace.report.dumps.push(DumpReport {
                 pid: dump.pid,
                 process_name,
                 heap: dump.heap,
@@ -855,8 +748,8 @@ impl Decoder {
             let c = &self.seqs[&id].chain;
             let (off, num) = (c.first_offset, c.first_packet);
             let what: Vec<String> = c.dumps.iter().map(|d| format!("pid {} heap {}", d.pid, d.heap)).collect();
-            self.report.unfinished_dumps += c.dumps.len() as u64;
-            self.report.problem(
+            self.trace.report.unfinished_dumps += c.dumps.len() as u64;
+            self.trace.report.problem(
                 Some(off),
                 Some(num),
                 format!(
@@ -866,16 +759,16 @@ impl Decoder {
             );
         }
         let t = &self.tables;
-        self.report.frames = t.frames().len() as u64;
-        self.report.stack_nodes = t.stack_count() as u64;
-        self.report.frames_with_names = t.frames().iter().filter(|f| !f.raw_name.is_empty()).count() as u64;
-        self.report.mappings = t.mappings().len() as u64;
-        self.report.callstacks =
+        self.trace.report.frames = t.frames().len() as u64;
+        self.trace.report.stack_nodes = t.stack_count() as u64;
+        self.trace.report.frames_with_names = t.frames().iter().filter(|f| !f.raw_name.is_empty()).count() as u64;
+        self.trace.report.mappings = t.mappings().len() as u64;
+        self.trace.report.callstacks =
             self.seqs.values().map(|s| s.interned.callstacks.values().filter(|c| c.0.is_some()).count() as u64).sum();
         // Process names may arrive after the dumps that use them.
-        for d in &mut self.report.dumps {
+        for d in &mut self.trace.report.dumps {
             if d.process_name.is_none() {
-                d.process_name = self.report.processes.get(&d.pid).cloned();
+                d.process_name = self.trace.report.processes.get(&d.pid).cloned();
             }
         }
     }

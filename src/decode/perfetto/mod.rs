@@ -4,6 +4,7 @@ pub mod clock;
 pub mod heap_graph;
 pub mod heapprofd;
 pub mod module_symbols;
+mod packets;
 pub mod reader;
 
 pub use heap_graph::{HeapGraphOptions, decode_heap_graphs, decode_heap_graphs_all};
