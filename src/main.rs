@@ -114,8 +114,10 @@ enum TimelineToArg {
 
 #[derive(Args, Debug)]
 struct TimelineArgs {
-    /// The trace (`-` for standard input; gzip is detected).
-    trace: PathBuf,
+    /// The trace (`-` for standard input; gzip is detected). Several traces, directories or
+    /// patterns: a batch, writing `-o DIR/<name>.csv` (`.json`, `.svg`) per trace.
+    #[arg(required_unless_present = "inputs_from", value_name = "TRACE")]
+    traces: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "csv")]
     to: TimelineToArg,
@@ -136,6 +138,8 @@ struct TimelineArgs {
     title: Option<String>,
     #[command(flatten)]
     decode: DecodeArgs,
+    #[command(flatten)]
+    batch: BatchArgs,
 }
 
 #[derive(Args, Debug)]
@@ -1177,17 +1181,21 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     TimelineToArg::Svg => pipeline::views::TimelineFormat::Svg,
                 },
                 pids: a.pid.into_iter().collect(),
-                heap: a.heap,
+                heap: a.heap.clone(),
                 chart: heapconv::encode::timeline::ChartOptions {
                     value: value_kind(a.value),
-                    title: a.title,
+                    title: a.title.clone(),
                     ..Default::default()
                 },
                 decode: a.decode.options(),
             };
-            let run = pipeline::views::run_timeline(&a.trace, &opts)?;
-            let out = a.output.unwrap_or_else(|| PathBuf::from("-"));
-            write_output(&out, &run.bytes, false, std::slice::from_ref(&a.trace))?;
+            if a.traces.len() > 1 || a.batch.asked(&a.traces) {
+                return main_batch::timeline(&ui, &a, &opts);
+            }
+            let trace = &a.traces[0];
+            let run = pipeline::views::run_timeline(trace, &opts)?;
+            let out = a.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+            write_output(&out, &run.bytes, false, std::slice::from_ref(trace))?;
             if out.as_os_str() != "-" {
                 let dumps: usize = run.timeline.series.iter().map(|s| s.points.len()).sum();
                 ui.info(&format!(

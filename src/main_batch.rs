@@ -18,7 +18,7 @@ use heapconv::{Error, ErrorKind};
 
 use super::{
     Command, ConvertArgs, EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_SYMBOLS_GATE, HprofArgs, HprofConvArgs, ProfileArgs,
-    SymbolizeArgs, Ui,
+    SymbolizeArgs, TimelineArgs, Ui,
 };
 
 /// Where the inputs come from, besides the positional arguments, and how many threads work.
@@ -76,6 +76,7 @@ impl Command {
             Command::Hprof(a) => a.batch.list.jobs,
             Command::HprofConv(a) => a.batch.list.jobs,
             Command::Merge(a) => a.list.jobs,
+            Command::Timeline(a) => a.batch.list.jobs,
             Command::Top(a) => a.list.jobs,
             _ => None,
         }
@@ -154,6 +155,24 @@ pub(super) fn convert(
         }
         None => run(ui, &plan, &|i| batch::convert_one(i, &out, opts)),
     }
+}
+
+/// `timeline` of many traces: `-o DIR/<key>.csv` (or `.json`, `.svg`) each.
+pub(super) fn timeline(ui: &Ui, a: &TimelineArgs, opts: &pipeline::views::TimelineOptions) -> Result<u8, Error> {
+    let out = out_dir(a.output.as_deref(), "timeline")?;
+    let plan = Plan {
+        command: "timeline",
+        positional: &a.traces,
+        args: &a.batch,
+        out: &out,
+        wanted: Wanted::Traces,
+        file_exts: &[opts.format.extension()],
+        min_symbolized: None,
+    };
+    run(ui, &plan, &|i| {
+        pipeline::combine::refuse_pprof(&i.path, "timeline")?;
+        batch::timeline_one(i, &out, opts)
+    })
 }
 
 pub(super) fn profile(ui: &Ui, a: &ProfileArgs, opts: &ProfileOptions) -> Result<u8, Error> {

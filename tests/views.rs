@@ -751,3 +751,32 @@ fn views_run_as_batches() {
     assert!(err.contains("x.pb.gz is a pprof profile; `heapconv convert --view` reads Perfetto traces"), "{err}");
     assert!(err.contains("2 input(s): 1 ok, 0 partial, 1 failed"), "{err}");
 }
+
+/// `heapconv timeline DIR -o OUT` writes one timeline per trace, `OUT/<key>.csv`, the bytes
+/// one run writes.
+#[test]
+fn timelines_run_as_batches() {
+    let tmp = tmpdir();
+    let inp = tmp.path().join("in");
+    std::fs::create_dir_all(inp.join("sub")).unwrap();
+    std::fs::copy(root().join(TRACE), inp.join("a.pftrace")).unwrap();
+    std::fs::copy(root().join(TRACE), inp.join("sub/b.pftrace")).unwrap();
+    std::fs::copy(data("ddm/art.alloc"), inp.join("c.alloc")).unwrap();
+    let out = tmp.path().join("out");
+    let sum = tmp.path().join("s.json");
+    let o = run_ok(&["timeline", s(&inp), "-o", s(&out), "--summary-json", s(&sum)], 0);
+    assert_eq!(stderr(&o), "");
+    assert_eq!(listing(&out), ["a.csv", "sub"]);
+    let single = run_ok(&["timeline", TRACE], 0).stdout;
+    assert_eq!(std::fs::read(out.join("a.csv")).unwrap(), single);
+    assert_eq!(std::fs::read(out.join("sub/b.csv")).unwrap(), single);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    assert_eq!(v["command"], "timeline");
+    assert_eq!(v["results"][0]["details"], serde_json::json!({"series": 3, "dumps": 13}));
+    // SVG: one chart per trace; two traces given as paths are a batch too.
+    let out2 = tmp.path().join("out2");
+    run_ok(&["timeline", s(&inp.join("a.pftrace")), s(&inp.join("sub/b.pftrace")), "--to", "svg", "-o", s(&out2)], 0);
+    assert_eq!(listing(&out2), ["a.svg", "b.svg"]);
+    let svg = std::fs::read(out2.join("b.svg")).unwrap();
+    parse_svg(&svg);
+}

@@ -1103,6 +1103,16 @@ pub fn view_one(
     })
 }
 
+/// `timeline` of one trace: `OUT/<key>.csv` (or `.json`, `.svg`), the bytes one run writes.
+pub fn timeline_one(input: &BatchInput, out_dir: &Path, opts: &super::views::TimelineOptions) -> Result<Done> {
+    let out = file_for(out_dir, &input.key, opts.format.extension())?;
+    let run = super::views::run_timeline(&input.path, opts)?;
+    crate::output::write_atomic(&out, &run.bytes, std::slice::from_ref(&input.path))?;
+    let dumps: usize = run.timeline.series.iter().map(|s| s.points.len()).sum();
+    let details = serde_json::json!({ "series": run.timeline.series.len(), "dumps": dumps });
+    Ok(Done { outputs: vec![out], report: Some(run.report), details: Some(details), ..Done::default() })
+}
+
 /// `profile` of one trace: `OUT/<key>/heap_dump.N.PID.HEAP.pb.gz` (or `java_heap_dump.N.PID`
 /// with `java_heap`), named as `profile -o DIR` names them.
 pub fn profile_one(input: &BatchInput, out_dir: &Path, opts: &ProfileOptions, java_heap: bool) -> Result<Done> {

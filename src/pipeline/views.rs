@@ -814,6 +814,17 @@ pub enum TimelineFormat {
     Svg,
 }
 
+impl TimelineFormat {
+    /// File extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            TimelineFormat::Csv => "csv",
+            TimelineFormat::Json => "json",
+            TimelineFormat::Svg => "svg",
+        }
+    }
+}
+
 /// Options of `heapconv timeline`.
 #[derive(Debug, Clone)]
 pub struct TimelineOptions {
