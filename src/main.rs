@@ -141,8 +141,10 @@ enum TimelineToArg {
 
 #[derive(Args, Debug)]
 struct TimelineArgs {
-    /// The trace (`-` for standard input; gzip is detected).
-    trace: PathBuf,
+    /// The trace (`-` for standard input; gzip is detected). Several traces, directories or
+    /// patterns: a batch, writing `-o DIR/<name>.csv` (`.json`, `.svg`) per trace.
+    #[arg(required_unless_present = "inputs_from", value_name = "TRACE")]
+    traces: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "csv")]
     to: TimelineToArg,
@@ -165,6 +167,8 @@ struct TimelineArgs {
     decode: DecodeArgs,
     #[command(flatten)]
     strict: StrictArgs,
+    #[command(flatten)]
+    batch: BatchArgs,
 }
 
 #[derive(Args, Debug)]
@@ -221,10 +225,8 @@ impl SymbolArgs {
             dirs.extend(std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()));
         }
         if dirs.is_empty() {
-            if self.min_symbolized.is_some() {
-                ui.warn("--min-symbolized without --symbol-dir: only symbols already in the trace count");
-            }
-            return None;
+            // Without directories the gate counts the symbols the inputs already have.
+            return self.min_symbolized.map(|_| SymbolizeOptions::default());
         }
         if self.ignore_build_id {
             ui.warn("--ignore-build-id: files are matched by path only; symbols may belong to another build");
@@ -238,12 +240,16 @@ impl SymbolArgs {
 fn report_symbols(ui: &Ui, report: &SymbolizeReport, min: Option<f64>) -> bool {
     if !ui.quiet {
         eprintln!(
-            "symbolized {} of {} native frames ({:.1}%), {:.1}% of bytes on fully symbolized stacks, from {} indexed file(s)",
+            "symbolized {} of {} native frames ({:.1}%), {:.1}% of bytes on fully symbolized stacks, {}",
             report.frames_symbolized,
             report.frames,
             report.frame_percent(),
             report.byte_percent(),
-            report.indexed_files
+            if report.names_only() {
+                "counting the names the input has (no --symbol-dir)".to_owned()
+            } else {
+                format!("from {} indexed file(s)", report.indexed_files)
+            }
         );
         for m in &report.mappings {
             eprintln!(
@@ -465,11 +471,11 @@ struct ConvertArgs {
     /// --view delta: the older dump of the pair is the last dump at or before this trace-clock
     /// time in ns (default: the first dump). Without --from and --until: every pair of
     /// consecutive dumps.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", visible_alias = "from-time")]
     from: Option<i64>,
     /// --view delta: the newer dump of the pair is the last dump at or before this trace-clock
-    /// time in ns (default: the last dump).
-    #[arg(long, value_name = "T")]
+    /// time in ns (default: the last dump). (`--to` names the output format.)
+    #[arg(long, value_name = "T", visible_alias = "to-time")]
     until: Option<i64>,
     /// --view leaks: how many of the last dumps a stack must have grown across (K >= 2). Default: 3.
     #[arg(long, value_name = "K")]
@@ -1021,7 +1027,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 java_heap: a.java_heap,
             };
             if main_batch::convert_is_batch(&a) {
-                return main_batch::convert(&ui, &a, &opts);
+                return main_batch::convert(&ui, &a, &opts, across);
             }
             let dest = match &a.output {
                 None => Destination::Stdout,
@@ -1254,7 +1260,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             Ok(a.strict.exit(if run.is_partial() { EXIT_PARTIAL } else { EXIT_OK }, &lost))
         }
         Command::Symbolize(a) => {
-            let Some(opts) = a.symbols.options(&ui) else {
+            let Some(opts) = a.symbols.options(&ui).filter(|o| !o.symbol_dirs.is_empty()) else {
                 return Err(Error::new(
                     ErrorKind::Usage,
                     "no symbol directories: give --symbol-dir DIR (repeatable) or set PERFETTO_BINARY_PATH",
@@ -1295,17 +1301,21 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     TimelineToArg::Svg => pipeline::views::TimelineFormat::Svg,
                 },
                 pids: a.pid.into_iter().collect(),
-                heap: a.heap,
+                heap: a.heap.clone(),
                 chart: heapconv::encode::timeline::ChartOptions {
                     value: value_kind(a.value),
-                    title: a.title,
+                    title: a.title.clone(),
                     ..Default::default()
                 },
                 decode: a.decode.options(),
             };
-            let run = pipeline::views::run_timeline(&a.trace, &opts)?;
-            let out = a.output.unwrap_or_else(|| PathBuf::from("-"));
-            write_output(&out, &run.bytes, false, std::slice::from_ref(&a.trace))?;
+            if a.traces.len() > 1 || a.batch.asked(&a.traces) {
+                return main_batch::timeline(&ui, &a, &opts);
+            }
+            let trace = &a.traces[0];
+            let run = pipeline::views::run_timeline(trace, &opts)?;
+            let out = a.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+            write_output(&out, &run.bytes, false, std::slice::from_ref(trace))?;
             if out.as_os_str() != "-" {
                 let dumps: usize = run.timeline.series.iter().map(|s| s.points.len()).sum();
                 ui.info(&format!(
@@ -1431,11 +1441,30 @@ fn run(cli: Cli) -> Result<u8, Error> {
     }
 }
 
+/// A hint for `--from T1 --to T2`: `--to` names the output format, and the end of a delta
+/// is `--until` (or `--to-time`).
+fn to_hint(e: &clap::Error) -> Option<&'static str> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind as ClapKind};
+    if e.kind() != ClapKind::InvalidValue {
+        return None;
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) =
+        (e.get(ContextKind::InvalidArg), e.get(ContextKind::InvalidValue))
+    else {
+        return None;
+    };
+    (arg.starts_with("--to ") && value.parse::<i64>().is_ok())
+        .then_some("hint: --to names the output format; the newer dump of --view delta is --until T (or --to-time T)")
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
+            if let Some(hint) = to_hint(&e) {
+                eprintln!("{hint}");
+            }
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
         }
     };

@@ -1,7 +1,8 @@
 //! The batch side of the command-line program: the options every converting command shares
 //! (`--inputs-from`, `--jobs`, `--shard`, `--summary-json`, …), when a command runs as a batch,
-//! and how a batch reports on standard error (a progress bar on a terminal; in CI, one line
-//! per failed or damaged input and a last line of counts, one line per input with `-v`).
+//! and how a batch reports on standard error (a progress bar and a last line of counts on a
+//! terminal; in CI, nothing when every input went well, else one line per failed or damaged
+//! input and the counts; one line per input with `-v`).
 //! The work itself is [`heapconv::pipeline::batch`].
 
 use std::io::IsTerminal;
@@ -17,7 +18,7 @@ use heapconv::{Error, ErrorKind};
 
 use super::{
     Command, ConvertArgs, EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_STRICT, EXIT_SYMBOLS_GATE, HprofArgs, HprofConvArgs,
-    ProfileArgs, SymbolizeArgs, Ui,
+    ProfileArgs, SymbolizeArgs, TimelineArgs, Ui,
 };
 
 /// Where the inputs come from, besides the positional arguments, and how many threads work.
@@ -75,6 +76,7 @@ impl Command {
             Command::Hprof(a) => a.batch.list.jobs,
             Command::HprofConv(a) => a.batch.list.jobs,
             Command::Merge(a) => a.list.jobs,
+            Command::Timeline(a) => a.batch.list.jobs,
             Command::Top(a) => a.list.jobs,
             _ => None,
         }
@@ -105,6 +107,13 @@ struct Plan<'a> {
     strict: bool,
 }
 
+/// Options whose symbolization is at least counted: a batch summary always reports each
+/// input's symbolization coverage (without `--symbol-dir`, of the symbols the input has).
+fn with_coverage<T>(mut opts: T, field: impl Fn(&mut T) -> &mut Option<heapconv::symbolize::SymbolizeOptions>) -> T {
+    field(&mut opts).get_or_insert_with(Default::default);
+    opts
+}
+
 /// True when every input is a DDM capture (then several inputs are merged into one
 /// profile, as `convert` always did).
 fn all_ddm(inputs: &[PathBuf]) -> bool {
@@ -118,7 +127,14 @@ pub(super) fn convert_is_batch(a: &ConvertArgs) -> bool {
     a.batch.asked(&a.inputs) || (a.inputs.len() > 1 && to_dir && !all_ddm(&a.inputs))
 }
 
-pub(super) fn convert(ui: &Ui, a: &ConvertArgs, opts: &ConvertOptions) -> Result<u8, Error> {
+/// `convert` of many inputs; with a view across dumps (`--view peak|delta|leaks`), of many
+/// traces (directories give their traces only).
+pub(super) fn convert(
+    ui: &Ui,
+    a: &ConvertArgs,
+    opts: &ConvertOptions,
+    view: Option<pipeline::views::DumpView>,
+) -> Result<u8, Error> {
     let out = out_dir(a.output.as_deref(), "convert")?;
     let ext = opts.format.extension();
     let plan = Plan {
@@ -126,12 +142,41 @@ pub(super) fn convert(ui: &Ui, a: &ConvertArgs, opts: &ConvertOptions) -> Result
         positional: &a.inputs,
         args: &a.batch,
         out: &out,
-        wanted: Wanted::Convertible,
+        wanted: if view.is_some() { Wanted::Traces } else { Wanted::Convertible },
         file_exts: &[ext],
         min_symbolized: a.symbols.min_symbolized,
         strict: a.strict.strict,
     };
-    run(ui, &plan, &|i| batch::convert_one(i, &out, opts))
+    let opts = &with_coverage(opts.clone(), |o| &mut o.symbolize);
+    match view {
+        Some(v) => {
+            pipeline::views::check_view(opts, v)?;
+            run(ui, &plan, &|i| {
+                pipeline::combine::refuse_pprof(&i.path, "convert --view")?;
+                batch::view_one(i, &out, opts, v)
+            })
+        }
+        None => run(ui, &plan, &|i| batch::convert_one(i, &out, opts)),
+    }
+}
+
+/// `timeline` of many traces: `-o DIR/<key>.csv` (or `.json`, `.svg`) each.
+pub(super) fn timeline(ui: &Ui, a: &TimelineArgs, opts: &pipeline::views::TimelineOptions) -> Result<u8, Error> {
+    let out = out_dir(a.output.as_deref(), "timeline")?;
+    let plan = Plan {
+        command: "timeline",
+        positional: &a.traces,
+        args: &a.batch,
+        out: &out,
+        wanted: Wanted::Traces,
+        file_exts: &[opts.format.extension()],
+        min_symbolized: None,
+        strict: a.strict.strict,
+    };
+    run(ui, &plan, &|i| {
+        pipeline::combine::refuse_pprof(&i.path, "timeline")?;
+        batch::timeline_one(i, &out, opts)
+    })
 }
 
 pub(super) fn profile(ui: &Ui, a: &ProfileArgs, opts: &ProfileOptions) -> Result<u8, Error> {
@@ -145,6 +190,7 @@ pub(super) fn profile(ui: &Ui, a: &ProfileArgs, opts: &ProfileOptions) -> Result
         min_symbolized: a.symbols.min_symbolized,
         strict: a.strict.strict,
     };
+    let opts = &with_coverage(opts.clone(), |o| &mut o.symbolize);
     run(ui, &plan, &|i| {
         pipeline::combine::refuse_pprof(&i.path, "profile")?;
         batch::profile_one(i, &opts.output_dir, opts, a.java_heap)
@@ -324,7 +370,12 @@ fn run(ui: &Ui, plan: &Plan<'_>, work: &(dyn Fn(&BatchInput) -> Result<Done, Err
     let code = exit_code(batch::outcome(&results, plan.strict));
     let elapsed = (!plan.args.summary_no_times).then(|| start.elapsed());
     let summary = BatchSummary::new(plan.command, plan.out, shard, listed, results, code, plan.strict, elapsed);
-    if !ui.quiet {
+    // In CI (not a terminal) a batch that went well prints nothing unless -v.
+    let all_ok = summary.failed == 0
+        && summary.partial == 0
+        && summary.gate_failed == 0
+        && !(plan.strict && summary.data_loss > 0);
+    if !ui.quiet && (ui.verbose > 0 || std::io::stderr().is_terminal() || !all_ok) {
         let shard_text = shard.map(|s| format!(" (shard {}/{} of {listed})", s.index, s.count)).unwrap_or_default();
         let gate = if summary.gate_failed > 0 {
             format!(", {} below --min-symbolized", summary.gate_failed)

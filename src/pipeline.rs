@@ -92,6 +92,9 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let mut encoder = PprofEncoder::new(PprofOptions { annotations: opts.annotations, extras: true });
     let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
+    // Without symbol directories frames are only counted, never changed, so the encoder may
+    // still lay out callstacks early.
+    let looking_up = opts.symbolize.as_ref().is_some_and(|s| !s.symbol_dirs.is_empty());
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
     // Three things overlap: this thread decodes; an encoder thread turns each finished dump into
     // pprof, reading a replica of the tables that the decoder extends with what each dump added
@@ -230,7 +233,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
             &mut inp,
             &decode,
             &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
-            if symbolizing { None } else { Some(&mut stack_hook) },
+            if looking_up { None } else { Some(&mut stack_hook) },
             &mut |p: Profile| {
                 if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
                     return Ok(());

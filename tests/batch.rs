@@ -108,9 +108,12 @@ fn a_directory_converts_every_input_under_names_from_its_relative_path() {
     let out = tmp.path().join("out");
     let sum = tmp.path().join("summary.json");
     let o = heapconv_ok(&["convert", s(&inp), "-o", s(&out), "--summary-json", s(&sum)], 0);
-    // Not a terminal, no -v: one line of counts, nothing else.
-    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    // Not a terminal, no -v, every input ok: silence.
+    assert_eq!(stderr(&o), "");
+    // -v: a line per input and the counts.
+    let o = heapconv_ok(&["convert", s(&inp), "-o", s(&out), "-v"], 0);
     assert!(stderr(&o).contains("14 input(s): 14 ok, 0 partial, 0 failed"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().filter(|l| l.starts_with("ok ")).count(), 14, "{}", stderr(&o));
     let got = contents(&out);
     let names: BTreeSet<&str> = got.keys().map(|k| k.rsplit_once('/').map_or(k.as_str(), |x| x.0)).collect();
     // Traces: a directory per trace; the DDM capture: one file; the gzipped trace keeps its
@@ -304,7 +307,7 @@ fn shards_partition_the_inputs_and_their_outputs_make_the_whole() {
     }
     // More shards than inputs: an empty shard is not an error.
     let o = heapconv_ok(
-        &["convert", s(&inp.join("c0/trace_00.pftrace")), "-o", s(&tmp.path().join("e")), "--shard", "2/50"],
+        &["convert", s(&inp.join("c0/trace_00.pftrace")), "-o", s(&tmp.path().join("e")), "--shard", "2/50", "-v"],
         0,
     );
     assert!(stderr(&o).contains("0 input(s) (shard 2/50 of 1)") || stderr(&o).contains("1 input(s) (shard 2/50 of 1)"));
@@ -629,4 +632,60 @@ fn several_ddm_captures_still_merge_and_batch_converts_each() {
     heapconv_ok(&["convert", s(&a), s(&data("names.pftrace")), "--to", "folded", "-o", s(&out), "-q"], 0);
     let got: Vec<String> = contents(&out).into_keys().collect();
     assert_eq!(got, ["art.folded", "names/heap_dump.1.10.libc.malloc.folded"]);
+}
+
+/// Runs `heapconv ARGS` with standard error on a pseudo-terminal (util-linux `script`), and
+/// returns what the terminal showed; `None` when `script` is missing.
+fn on_a_terminal(args: &[&str]) -> Option<String> {
+    let quoted: Vec<String> =
+        std::iter::once(env!("CARGO_BIN_EXE_heapconv")).chain(args.iter().copied()).map(|a| format!("'{a}'")).collect();
+    let o = std::process::Command::new("script")
+        .args(["-qec", &quoted.join(" "), "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    assert!(o.status.success(), "script: {}", stderr(&o));
+    Some(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+fn a_progress_bar_on_a_terminal_silence_in_ci() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inp = tmp.path().join("in");
+    for i in 0..6 {
+        synth(&inp.join(format!("t{i}.pftrace")), 40 + i);
+    }
+    let out = tmp.path().join("out");
+    let Some(tty) = on_a_terminal(&["convert", s(&inp), "-o", s(&out), "-j", "1"]) else { return };
+    // indicatif's bar: `[====>   ] K/6` redrawn in place (carriage return, erase line), then
+    // cleared, and the line of counts.
+    assert!(tty.contains("/6 ") && tty.contains("[=") && tty.contains("\r\x1b[2K"), "{tty:?}");
+    assert!(tty.contains("6 input(s): 6 ok, 0 partial, 0 failed"), "{tty:?}");
+    // -q on a terminal: nothing.
+    let tty = on_a_terminal(&["convert", s(&inp), "-o", s(&tmp.path().join("out2")), "-q"]).unwrap();
+    assert_eq!(tty, "");
+    // Not a terminal: silence; the same outputs.
+    let o = heapconv_ok(&["convert", s(&inp), "-o", s(&tmp.path().join("out3"))], 0);
+    assert_eq!(stderr(&o), "");
+    assert_eq!(contents(&out), contents(&tmp.path().join("out3")));
+}
+
+#[test]
+fn the_summary_always_has_symbolization_coverage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sum = tmp.path().join("s.json");
+    let names = data("names.pftrace");
+    let alloc = data("ddm/art.alloc");
+    heapconv_ok(
+        &["convert", s(&names), s(&alloc), "--batch", "-o", s(&tmp.path().join("o")), "--summary-json", s(&sum)],
+        0,
+    );
+    let v = summary(&sum);
+    let by_kind = |k: &str| v["results"].as_array().unwrap().iter().find(|r| r["kind"] == k).unwrap().clone();
+    // names.pftrace: 8 native frames, 5 of them named by the trace; no --symbol-dir given.
+    let c = &by_kind("perfetto-trace")["symbolization"];
+    assert_eq!((c["frames"].as_u64(), c["frames_symbolized"].as_u64()), (Some(8), Some(5)), "{c}");
+    assert_eq!(c["frame_percent"], 62.5);
+    // A DDM capture has no native frames.
+    assert!(by_kind("ddm-alloc-blob")["symbolization"].is_null());
 }

@@ -709,3 +709,143 @@ fn damaged_pprof_never_panics() {
     }
     assert!(decoded > 50, "some damaged inputs still decode ({decoded})");
 }
+
+/// `--min-symbolized` without `--symbol-dir` gates on the symbols the inputs already have
+/// (names from heapprofd, pprof functions), on any command, actual vs allowed printed.
+#[test]
+fn min_symbolized_counts_the_names_inputs_have() {
+    let dir = tmp();
+    let sample = root().join("examples/sample.pftrace");
+    // sample.pftrace: 76 native frames, 71 of them named (5 frames of libgallery.so,
+    // libhwui.so, libskia.so and libcameraservice.so have no name).
+    let o = heapconv_ok(&["convert", s(&sample), "--pid", "4242", "--to", "folded", "--min-symbolized", "100"], 4);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("symbolized 71 of 76 native frames (93.4%)"), "{err}");
+    assert!(err.contains("counting the names the input has (no --symbol-dir)"), "{err}");
+    assert!(err.contains("symbolization coverage 93.4% is below --min-symbolized 100%"), "{err}");
+    assert!(err.contains("NoSymbolDirectory") && err.contains("AlreadySymbolized"), "{err}");
+    assert!(!o.stdout.is_empty(), "the output is still written");
+    heapconv_ok(&["convert", s(&sample), "--pid", "4242", "--to", "folded", "--min-symbolized", "93.4"], 0);
+    // The same gate on merge, top and diff.
+    let out = dir.path().join("m.pb.gz");
+    heapconv_ok(&["merge", s(&sample), "-o", s(&out), "--min-symbolized", "95"], 4);
+    heapconv_ok(&["top", s(&sample), "--min-symbolized", "95"], 4);
+    heapconv_ok(&["top", s(&sample), "--min-symbolized", "90"], 0);
+    // A pprof input counts its own frames: heapconv's pprof of pid 4242 lacks names for the
+    // frames the trace lacks them for.
+    let pb = dir.path().join("p.pb.gz");
+    heapconv_ok(&["convert", s(&sample), "--pid", "4242", "-o", s(&pb)], 0);
+    let o = heapconv_ok(&["convert", s(&pb), "--to", "folded", "--min-symbolized", "100"], 4);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is below --min-symbolized 100%"));
+    let d = dir.path().join("d.pb.gz");
+    heapconv_ok(&["diff", s(&pb), s(&pb), "-o", s(&d), "--min-symbolized", "100"], 4);
+    // A Go profile is fully symbolized.
+    if let Some((a, b)) = go_heap() {
+        let o = heapconv_ok(&["merge", s(a), s(b), "-o", s(&out), "--min-symbolized", "100"], 0);
+        assert!(String::from_utf8_lossy(&o.stderr).contains("(100.0%)"));
+    }
+    // A batch reports the coverage per input in its summary.
+    let summary = dir.path().join("s.json");
+    let outdir = dir.path().join("out");
+    heapconv_ok(
+        &["convert", s(&sample), "--batch", "-o", s(&outdir), "--summary-json", s(&summary), "--min-symbolized", "99"],
+        4,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["symbolization"]["frames"], 76);
+    assert_eq!(r["symbolization"]["frames_symbolized"], 71);
+    assert_eq!(r["gate"]["passed"], false);
+    assert_eq!(r["gate"]["actual"], 93.421);
+}
+
+/// Total of the column of `kind` of every profile an input gives (heapconv's reader).
+fn kind_total(path: &Path, load: &LoadOptions, kind: heapconv::model::ValueKind) -> i64 {
+    let l = load_input(path, load).unwrap();
+    let tree: i64 = l.profiles.iter().map(|p| p.total(p.value_index(kind).unwrap())).sum();
+    let flat: i64 = l.flat.iter().map(|p| p.total(p.value_index(kind).unwrap())).sum();
+    tree + flat
+}
+
+#[test]
+fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
+    use heapconv::model::ValueKind::{TotalCount, TotalSize};
+    let dir = tmp();
+    let sample = root().join("examples/sample.pftrace");
+    let alloc = data("ddm/art.alloc");
+    // A pprof input: heapconv's profile of cameraserver (pid 1187), its second dump.
+    let pb = dir.path().join("camera.pb.gz");
+    heapconv_ok(&["convert", s(&sample), "--pid", "1187", "--dump", "2", "-o", s(&pb)], 0);
+    let out = dir.path().join("m.pb.gz");
+    let types = "total-size,total-count";
+    heapconv_ok(
+        &[
+            "merge",
+            s(&sample),
+            s(&alloc),
+            s(&pb),
+            "--pid",
+            "4242",
+            "--dump",
+            "all",
+            "--sample-types",
+            types,
+            "-o",
+            s(&out),
+        ],
+        0,
+    );
+    // What each part holds, read on its own: all three dumps of pid 4242, the capture, the
+    // pprof file (which --pid does not filter: it is not a trace).
+    let all = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::All, ..LoadOptions::default() };
+    let parts = |kind| kind_total(&sample, &all, kind) + kind_total(&alloc, &all, kind) + kind_total(&pb, &all, kind);
+    let want = [parts(TotalSize), parts(TotalCount)];
+    let got = heapconv::pipeline::combine::load_input(&out, &LoadOptions::default()).unwrap().flat[0].clone();
+    assert_eq!([got.total(0), got.total(1)], want);
+    // pid 4242's dumps by the trace's own report: 2.14 + 4.98 + 7.60 MiB allocated in all.
+    let one = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::Nth(3), ..LoadOptions::default() };
+    let last = kind_total(&sample, &one, TotalSize);
+    assert!((7 << 20..8 << 20).contains(&last), "{last}");
+    if have_go() {
+        let (t, totals) = raw_totals(&pprof_raw(&out));
+        assert_eq!(t.replace("[dflt]", "").trim(), "alloc_space/bytes alloc_objects/count");
+        assert_eq!(totals, want, "go tool pprof -raw reads the same totals");
+        // The period: heapprofd's sampling interval (4096 bytes) is the largest of the inputs'.
+        assert_eq!(read_pprof(&out).period, read_pprof(&pb).period);
+    }
+    // The same merge as a flame graph: its root is the merged total of the first type.
+    let svg = dir.path().join("m.svg");
+    heapconv_ok(
+        &[
+            "merge",
+            s(&sample),
+            s(&alloc),
+            s(&pb),
+            "--pid",
+            "4242",
+            "--dump",
+            "all",
+            "--sample-types",
+            types,
+            "--to",
+            "svg",
+            "-o",
+            s(&svg),
+        ],
+        0,
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<?xml") && text.contains("</svg>"));
+    let f = heapconv::encode::labels::human_bytes(want[0]);
+    assert!(text.contains(&format!("all ({f}")), "the root's tooltip gives the merged total {f}");
+    // --dump N picks that dump only: merging dump 2 with itself doubles it.
+    let two = dir.path().join("two.pb.gz");
+    heapconv_ok(&["merge", s(&sample), s(&sample), "--pid", "4242", "--dump", "2", "-o", s(&two)], 0);
+    let nth = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::Nth(2), ..LoadOptions::default() };
+    let got = load_input(&two, &LoadOptions::default()).unwrap().flat[0].clone();
+    let i = got.value_index(TotalSize).unwrap();
+    assert_eq!(got.total(i), 2 * kind_total(&sample, &nth, TotalSize));
+    // A selection that matches nothing in a trace is an error naming it.
+    let e = heapconv_ok(&["merge", s(&sample), "--pid", "999", "-o", s(&two)], 1);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("no dump matches the selection"));
+}

@@ -659,3 +659,124 @@ fn views_are_deterministic() {
         }
     }
 }
+
+/// Golden outputs of the three views on pid 10's libc.malloc series (values in the table at
+/// the top of this file), and the `--from-time`/`--to-time` spellings of `--from`/`--until`.
+#[test]
+fn views_golden_outputs() {
+    let sel = ["--pid", "10", "--heap", "libc.malloc"];
+    let text = |args: &[&str]| -> String {
+        let mut all = vec!["convert", TRACE];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&sel);
+        String::from_utf8(run_ok(&all, 0).stdout).unwrap()
+    };
+    // peak: dump 3 (2240512 bytes unreleased), whole.
+    let peak = text(&["--view", "peak", "--to", "folded"]);
+    assert!(peak.contains("Burst::spike();malloc 2097152"), "{peak}");
+    check_golden("views.peak.folded", &peak);
+    let dir = tmpdir();
+    let pb = dir.path().join("peak.pb.gz");
+    run_ok(&["convert", TRACE, "--view", "peak", "-o", s(&pb), "--pid", "10", "--heap", "libc.malloc"], 0);
+    check_golden("views.peak.pprof.txt", &pprof_text(&read_pprof(&pb)));
+    // delta from dump 1 to dump 3: Burst::spike +1835008, Cache::fill +65536, Leaky::grow +8192.
+    let delta = text(&["--view", "delta", "--from", "1250000000", "--until", "3250000000", "--to", "folded"]);
+    assert!(delta.contains("Burst::spike();malloc 262144 2097152"), "{delta}");
+    check_golden("views.delta.folded", &delta);
+    let json = text(&["--view", "delta", "--from", "1250000000", "--until", "3250000000", "--to", "json"]);
+    check_golden("views.delta.json", &json);
+    let alias = text(&["--view", "delta", "--from-time", "1250000000", "--to-time", "3250000000", "--to", "json"]);
+    assert_eq!(alias, json, "--from-time/--to-time are --from/--until");
+    // `--to T2` is refused with a hint.
+    let o = run_ok(&["convert", TRACE, "--view", "delta", "--from", "1250000000", "--to", "3250000000"], 2);
+    assert!(stderr(&o).contains("hint: --to names the output format; the newer dump of --view delta is --until T"));
+    // leaks over the last 3 dumps (3, 4, 5): Leaky::grow and Cache::fill grew at each step;
+    // Burst::spike was freed.
+    let leaks = text(&["--view", "leaks", "--to", "folded"]);
+    assert_eq!(leaks.lines().count(), 2, "{leaks}");
+    assert!(leaks.contains("Leaky::grow();malloc 20480") && leaks.contains("Cache::fill();malloc 262144"), "{leaks}");
+    check_golden("views.leaks.folded", &leaks);
+    check_golden("views.leaks.json", &text(&["--view", "leaks", "--to", "json"]));
+}
+
+/// `convert DIR --view …` runs the view on every trace of the batch, each trace's files
+/// named as one run names them, under `-o DIR/<key>/`.
+#[test]
+fn views_run_as_batches() {
+    let tmp = tmpdir();
+    let inp = tmp.path().join("in");
+    std::fs::create_dir_all(&inp).unwrap();
+    for name in ["a.pftrace", "b.pftrace"] {
+        std::fs::copy(root().join(TRACE), inp.join(name)).unwrap();
+    }
+    std::fs::copy(data("ddm/art.alloc"), inp.join("c.alloc")).unwrap();
+    let out = tmp.path().join("out");
+    let sum = tmp.path().join("s.json");
+    let o =
+        run_ok(&["convert", s(&inp), "--view", "peak", "--to", "folded", "-o", s(&out), "--summary-json", s(&sum)], 0);
+    assert_eq!(stderr(&o), "", "silence in CI");
+    let files =
+        ["heap_peak.10.com.android.art.folded", "heap_peak.10.libc.malloc.folded", "heap_peak.20.libc.malloc.folded"];
+    assert_eq!(listing(&out), ["a", "b"], "the DDM capture is not a trace: left out of the directory");
+    // The same files as one run of the view writes.
+    let single = tmp.path().join("single");
+    run_ok(&["convert", TRACE, "--view", "peak", "--to", "folded", "-o", &format!("{}/", s(&single))], 0);
+    assert_eq!(listing(&single), files);
+    for key in ["a", "b"] {
+        assert_eq!(listing(&out.join(key)), files);
+        for f in files {
+            assert_eq!(
+                std::fs::read(out.join(key).join(f)).unwrap(),
+                std::fs::read(single.join(f)).unwrap(),
+                "{key}/{f}"
+            );
+        }
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    assert_eq!(v["inputs"], 2);
+    let d = &v["results"][0]["details"];
+    assert_eq!(d["view"], "peak");
+    assert!(d["notes"][1].as_str().unwrap().contains("dump 3 of 5 at 3250000000 ns"), "{d}");
+    // JSON: one document per trace.
+    let out2 = tmp.path().join("out2");
+    run_ok(&["convert", s(&inp), "--view", "leaks", "--to", "json", "-o", s(&out2)], 0);
+    assert_eq!(listing(&out2), ["a.json", "b.json"]);
+    // Usage errors stop the batch before anything is read; a pprof input named by path fails.
+    let o = run_ok(&["convert", s(&inp), "--view", "leaks", "--leak-dumps", "1", "-o", s(&tmp.path().join("o3"))], 2);
+    assert!(stderr(&o).contains("--leak-dumps must be at least 2"));
+    let pb = tmp.path().join("x.pb.gz");
+    run_ok(&["convert", TRACE, "--pid", "20", "-o", s(&pb)], 0);
+    let o = run_ok(&["convert", TRACE, s(&pb), "--view", "delta", "--batch", "-o", s(&tmp.path().join("o4"))], 1);
+    let err = stderr(&o);
+    assert!(err.contains("x.pb.gz is a pprof profile; `heapconv convert --view` reads Perfetto traces"), "{err}");
+    assert!(err.contains("2 input(s): 1 ok, 0 partial, 1 failed"), "{err}");
+}
+
+/// `heapconv timeline DIR -o OUT` writes one timeline per trace, `OUT/<key>.csv`, the bytes
+/// one run writes.
+#[test]
+fn timelines_run_as_batches() {
+    let tmp = tmpdir();
+    let inp = tmp.path().join("in");
+    std::fs::create_dir_all(inp.join("sub")).unwrap();
+    std::fs::copy(root().join(TRACE), inp.join("a.pftrace")).unwrap();
+    std::fs::copy(root().join(TRACE), inp.join("sub/b.pftrace")).unwrap();
+    std::fs::copy(data("ddm/art.alloc"), inp.join("c.alloc")).unwrap();
+    let out = tmp.path().join("out");
+    let sum = tmp.path().join("s.json");
+    let o = run_ok(&["timeline", s(&inp), "-o", s(&out), "--summary-json", s(&sum)], 0);
+    assert_eq!(stderr(&o), "");
+    assert_eq!(listing(&out), ["a.csv", "sub"]);
+    let single = run_ok(&["timeline", TRACE], 0).stdout;
+    assert_eq!(std::fs::read(out.join("a.csv")).unwrap(), single);
+    assert_eq!(std::fs::read(out.join("sub/b.csv")).unwrap(), single);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    assert_eq!(v["command"], "timeline");
+    assert_eq!(v["results"][0]["details"], serde_json::json!({"series": 3, "dumps": 13}));
+    // SVG: one chart per trace; two traces given as paths are a batch too.
+    let out2 = tmp.path().join("out2");
+    run_ok(&["timeline", s(&inp.join("a.pftrace")), s(&inp.join("sub/b.pftrace")), "--to", "svg", "-o", s(&out2)], 0);
+    assert_eq!(listing(&out2), ["a.svg", "b.svg"]);
+    let svg = std::fs::read(out2.join("b.svg")).unwrap();
+    parse_svg(&svg);
+}

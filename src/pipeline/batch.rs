@@ -757,7 +757,8 @@ pub struct InputResult {
     pub outputs: Vec<OutputFile>,
     /// What each converted profile holds.
     pub profiles: Vec<ProfileTotals>,
-    /// Symbolization coverage, when symbolization was asked for.
+    /// Symbolization coverage, when the work reported one (the command-line batches always
+    /// count it for traces and pprof inputs; `None` for inputs without native frames).
     pub symbolization: Option<Coverage>,
     /// The `--min-symbolized` gate, when one was set and there was something to measure.
     pub gate: Option<Gate>,
@@ -1081,6 +1082,46 @@ pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) ->
         symbols: run.symbols,
         ..Done::default()
     })
+}
+
+/// `convert --view peak|delta|leaks` of one trace: the view's files in `OUT/<key>/`, named as
+/// `convert --view … -o DIR/` names them (`heap_peak.PID.HEAP.EXT`, …); with `--to json`, the
+/// one document `OUT/<key>.json`. The view's notes (which dumps, what total; series left out)
+/// are the input's `details.notes`.
+pub fn view_one(
+    input: &BatchInput,
+    out_dir: &Path,
+    opts: &ConvertOptions,
+    view: super::views::DumpView,
+) -> Result<Done> {
+    let dest = if opts.format == Format::Json {
+        Destination::File(file_for(out_dir, &input.key, "json")?)
+    } else {
+        Destination::Dir(out_dir.join(&input.key))
+    };
+    let run = super::views::run_view(&input.path, &dest, opts, view)?;
+    let mut warnings = Vec::new();
+    if run.outputs.is_empty() {
+        warnings.push("nothing written: no process and heap has the dumps the view needs".to_owned());
+    }
+    Ok(Done {
+        outputs: run.outputs.into_iter().filter_map(|o| o.0).collect(),
+        report: Some(run.report),
+        symbols: run.symbols,
+        warnings,
+        details: Some(serde_json::json!({ "view": view.name(), "notes": run.notes })),
+        ..Done::default()
+    })
+}
+
+/// `timeline` of one trace: `OUT/<key>.csv` (or `.json`, `.svg`), the bytes one run writes.
+pub fn timeline_one(input: &BatchInput, out_dir: &Path, opts: &super::views::TimelineOptions) -> Result<Done> {
+    let out = file_for(out_dir, &input.key, opts.format.extension())?;
+    let run = super::views::run_timeline(&input.path, opts)?;
+    crate::output::write_atomic(&out, &run.bytes, std::slice::from_ref(&input.path))?;
+    let dumps: usize = run.timeline.series.iter().map(|s| s.points.len()).sum();
+    let details = serde_json::json!({ "series": run.timeline.series.len(), "dumps": dumps });
+    Ok(Done { outputs: vec![out], report: Some(run.report), details: Some(details), ..Done::default() })
 }
 
 /// `profile` of one trace: `OUT/<key>/heap_dump.N.PID.HEAP.pb.gz` (or `java_heap_dump.N.PID`

@@ -7,6 +7,7 @@
 //! to the caller (the binary, or a batch front end).
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -25,9 +26,9 @@ use crate::encode::pprof::encode_flat_to;
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::encode::top::{TopOptions, TopTable, top_table, top_text};
 use crate::error::{Error, ErrorKind, Result};
-use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, diff_pprof};
+use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, diff_pprof, merge_tree};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind, ValueType};
-use crate::symbolize::{SymbolizeOptions, SymbolizeReport};
+use crate::symbolize::{SymbolizeOptions, SymbolizeReport, input_coverage};
 
 /// How inputs are read for `merge`, `diff` and `top`.
 #[derive(Debug, Clone)]
@@ -135,6 +136,7 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
         }
         Opened::Trace(mut inp, InputKind::Pprof) => {
             let profile = read_pprof(&mut inp, &opts.pprof)?;
+            let symbols = opts.symbolize.as_ref().map(|_| pprof_coverage(&profile));
             Ok(LoadedInput {
                 name,
                 kind: InputKind::Pprof,
@@ -142,7 +144,7 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
                 flat: vec![profile],
                 annotate: false,
                 report: None,
-                symbols: None,
+                symbols,
             })
         }
         Opened::Trace(inp, kind) => load_trace(inp, kind, &name, opts),
@@ -210,40 +212,41 @@ pub fn merge_inputs(
     if inputs.is_empty() {
         return Err(Error::new(ErrorKind::Usage, "no input given"));
     }
-    let (merger, mut infos) = inputs
-        .par_iter()
-        .enumerate()
-        .try_fold(
-            || (Merger::new(merge.clone(), sides), Vec::new()),
-            |(mut m, mut infos), (i, path)| {
-                let loaded = load_input(path, load)?;
-                for p in &loaded.profiles {
-                    m.add_any(AnyProfile::Tree(p), side_of(i), loaded.annotate)?;
-                }
-                for p in &loaded.flat {
-                    m.add_any(AnyProfile::Flat(p), side_of(i), false)?;
-                }
-                infos.push((
-                    i,
-                    InputInfo {
-                        name: loaded.name,
-                        kind: loaded.kind,
-                        profiles: loaded.profiles.len() + loaded.flat.len(),
-                        report: loaded.report,
-                        symbols: loaded.symbols,
-                    },
-                ));
-                Ok::<_, Error>((m, infos))
-            },
-        )
-        .try_reduce(
-            || (Merger::new(merge.clone(), sides), Vec::new()),
-            |(mut a, mut ia), (b, ib)| {
-                a.absorb(b)?;
-                ia.extend(ib);
-                Ok((a, ia))
-            },
-        )?;
+    // Memory stays proportional to the distinct stacks, not to the number of inputs: inputs are
+    // decoded in parallel, but added to a pool of accumulators, about one per worker thread,
+    // each taken by the task that adds an input and given back after. (An accumulator per
+    // rayon split, as a `fold` makes, held a copy of every common stack per split: merging six
+    // copies of one 40 MB profile took four times the memory of one.)
+    let pool: Mutex<Vec<Merger>> = Mutex::new(Vec::new());
+    let infos: Mutex<Vec<(usize, InputInfo)>> = Mutex::new(Vec::new());
+    inputs.par_iter().enumerate().try_for_each(|(i, path)| {
+        let loaded = load_input(path, load)?;
+        let taken = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut m = taken.unwrap_or_else(|| Merger::new(merge.clone(), sides));
+        let added: Result<()> = (|| {
+            for p in &loaded.profiles {
+                m.add_any(AnyProfile::Tree(p), side_of(i), loaded.annotate)?;
+            }
+            for p in &loaded.flat {
+                m.add_any(AnyProfile::Flat(p), side_of(i), false)?;
+            }
+            Ok(())
+        })();
+        pool.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+        added?;
+        let info = InputInfo {
+            name: loaded.name,
+            kind: loaded.kind,
+            profiles: loaded.profiles.len() + loaded.flat.len(),
+            report: loaded.report,
+            symbols: loaded.symbols,
+        };
+        infos.lock().unwrap_or_else(|e| e.into_inner()).push((i, info));
+        Ok::<_, Error>(())
+    })?;
+    let merger = merge_tree(pool.into_inner().unwrap_or_else(|e| e.into_inner()))?
+        .unwrap_or_else(|| Merger::new(merge.clone(), sides));
+    let mut infos = infos.into_inner().unwrap_or_else(|e| e.into_inner());
     infos.sort_by_key(|x| x.0);
     Ok((merger, infos.into_iter().map(|x| x.1).collect()))
 }
@@ -625,7 +628,15 @@ pub(super) fn convert_pprof(
     }
     let report = TraceReport { source: input.display().to_string(), ..Default::default() };
     let profiles = vec![super::batch::ProfileTotals::of_flat(&flat)];
-    Ok(super::ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
+    let symbols = opts.symbolize.as_ref().map(|_| pprof_coverage(&flat));
+    Ok(super::ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles })
+}
+
+/// The symbolization coverage of a pprof input: pprof inputs are never symbolized again, so
+/// this counts the symbols they have (see [`input_coverage`]).
+fn pprof_coverage(flat: &FlatProfile) -> SymbolizeReport {
+    let tree = flat.to_profile();
+    input_coverage(&tree.tables, &[&tree])
 }
 
 /// `inspect` of a pprof profile, for people: header, sizes, totals per sample type and the top

@@ -383,6 +383,13 @@ fn delta_pair(
 /// default), encodes in `opts.format` and writes to `dest` (a directory when there are
 /// several outputs; JSON is always one document).
 pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: DumpView) -> Result<ViewRun> {
+    check_view(opts, view)?;
+    run_view_checked(input, dest, opts, view)
+}
+
+/// Checks the options of a view before any input is read: usage errors (`--dump` with a view,
+/// `--leak-dumps` below 2, `--from` after `--until`).
+pub fn check_view(opts: &ConvertOptions, view: DumpView) -> Result<()> {
     let usage = |m: String| Error::new(ErrorKind::Usage, m);
     if opts.dump != DumpSelect::Last {
         return Err(usage(format!(
@@ -401,6 +408,12 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: D
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// Runs a view (see [`DumpView`]) over one trace, writing to `dest`: a file, standard output,
+/// or a directory (one file per output, named as the README says).
+fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, view: DumpView) -> Result<ViewRun> {
     let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)? {
         Opened::Trace(inp, kind) if kind != InputKind::Pprof => (inp, kind),
         Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", &format!("--view {}", view.name()))),
@@ -799,6 +812,17 @@ pub enum TimelineFormat {
     Json,
     /// An SVG line chart.
     Svg,
+}
+
+impl TimelineFormat {
+    /// File extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            TimelineFormat::Csv => "csv",
+            TimelineFormat::Json => "json",
+            TimelineFormat::Svg => "svg",
+        }
+    }
 }
 
 /// Options of `heapconv timeline`.

@@ -53,6 +53,9 @@ pub enum Outcome {
     AddressOutsideFunctions,
     /// Every frame already had symbols (from ModuleSymbols in the trace).
     AlreadySymbolized,
+    /// No symbol directory was given: only the names already in the input count (see
+    /// [`input_coverage`]).
+    NoSymbolDirectory,
 }
 
 /// The report for one mapping.
@@ -98,6 +101,37 @@ pub struct SymbolizeReport {
     pub bytes: i64,
     /// Bytes of stacks whose every frame in a mapping with a build id has symbols.
     pub bytes_symbolized: i64,
+    /// Names from the input count as symbols (no symbol directory was given).
+    #[serde(skip)]
+    names_count: bool,
+}
+
+/// True when a native frame has a symbol: source lines, or a function name the input gave.
+fn frame_has_symbol(f: &crate::model::Frame) -> bool {
+    !f.lines.is_empty() || f.name != crate::model::StringId(0)
+}
+
+/// Symbolization coverage of the frames the input already named, without looking anything
+/// up: every frame with a mapping (a native frame) counts, and it counts as symbolized when it
+/// has source lines or a function name from the input (interned by heapprofd, a pprof
+/// `Function`, ModuleSymbols). Mappings are reported with [`Outcome::AlreadySymbolized`]
+/// when all their frames have symbols, else [`Outcome::NoSymbolDirectory`]. This is what
+/// `--min-symbolized` gates on when no symbol directory is given, and what it gates on for
+/// pprof inputs (which are never symbolized again).
+/// `profiles` (which use `tables`) give the byte figures.
+pub fn input_coverage(tables: &Tables, profiles: &[&crate::model::Profile]) -> SymbolizeReport {
+    let mut s = Symbolizer {
+        opts: SymbolizeOptions::default(),
+        index: SymbolIndex::build(&[]),
+        mappings: BTreeMap::new(),
+        open: BTreeMap::new(),
+    };
+    s.count_only(tables, 0..tables.frames().len());
+    let mut r = s.report(tables);
+    for p in profiles {
+        r.attribute(&attribute(p));
+    }
+    r
 }
 
 /// How a profile's bytes spread over mappings and how many lie on fully symbolized stacks.
@@ -106,6 +140,8 @@ pub struct Attribution {
     per_mapping: std::collections::HashMap<u32, i64>,
     total: i64,
     symbolized: i64,
+    /// Bytes of stacks whose every such frame has lines or a name from the input.
+    named: i64,
 }
 
 /// Attributes the bytes of `profile` (its unreleased size, or total size when it has none).
@@ -126,6 +162,7 @@ pub fn attribute(profile: &crate::model::Profile) -> Attribution {
         }
         seen.clear();
         let mut all = true;
+        let mut all_named = true;
         let mut cur = Some(stack);
         while let Some(node) = cur {
             let n = tables.stack_node(node);
@@ -134,8 +171,9 @@ pub fn attribute(profile: &crate::model::Profile) -> Attribution {
                 if !seen.contains(&m.0) {
                     seen.push(m.0);
                 }
-                if f.lines.is_empty() && !tables.mapping(m).build_id.is_empty() {
-                    all = false;
+                if !tables.mapping(m).build_id.is_empty() {
+                    all &= !f.lines.is_empty();
+                    all_named &= frame_has_symbol(f);
                 }
             }
             cur = n.parent;
@@ -147,6 +185,9 @@ pub fn attribute(profile: &crate::model::Profile) -> Attribution {
         if all {
             a.symbolized += v;
         }
+        if all_named {
+            a.named += v;
+        }
     }
     a
 }
@@ -156,10 +197,16 @@ impl SymbolizeReport {
     /// process and heap).
     pub fn attribute(&mut self, a: &Attribution) {
         self.bytes += a.total;
-        self.bytes_symbolized += a.symbolized;
+        self.bytes_symbolized += if self.names_count { a.named } else { a.symbolized };
         for m in &mut self.mappings {
             m.bytes += a.per_mapping.get(&m.mapping).copied().unwrap_or(0);
         }
+    }
+
+    /// True when the report counts the symbols the input already had, with no symbol
+    /// directory to look in (see [`input_coverage`]).
+    pub fn names_only(&self) -> bool {
+        self.names_count
     }
 
     /// Share of bytes on fully symbolized stacks, in percent (100 when there are none).
@@ -221,7 +268,13 @@ impl Symbolizer {
     }
 
     /// Symbolizes the frames `range` of `tables` (all frames: `0..tables.frames().len()`).
+    /// Without symbol directories nothing is looked up: the frames are only counted, as
+    /// [`input_coverage`] counts them (a name from the input counts as a symbol).
     pub fn symbolize(&mut self, tables: &mut Tables, range: Range<usize>) {
+        if self.opts.symbol_dirs.is_empty() {
+            self.count_only(tables, range);
+            return;
+        }
         // Group the frames to look up by mapping.
         let mut groups: BTreeMap<MappingId, Vec<FrameId>> = BTreeMap::new();
         for i in range.clone() {
@@ -349,9 +402,31 @@ impl Symbolizer {
         }
     }
 
+    /// Counts the native frames of `range` and those with a symbol, looking nothing up.
+    fn count_only(&mut self, tables: &Tables, range: Range<usize>) {
+        for i in range {
+            let f = &tables.frames()[i];
+            if let Some(m) = f.mapping {
+                let st = self.mappings.entry(m).or_insert_with(|| MappingState {
+                    located: Located::default(),
+                    frames: 0,
+                    symbolized: 0,
+                    outcome: Outcome::AlreadySymbolized,
+                });
+                st.frames += 1;
+                if frame_has_symbol(f) {
+                    st.symbolized += 1;
+                } else {
+                    st.outcome = Outcome::NoSymbolDirectory;
+                }
+            }
+        }
+    }
+
     /// The report so far.
     pub fn report(&self, tables: &Tables) -> SymbolizeReport {
         let mut r = SymbolizeReport {
+            names_count: self.opts.symbol_dirs.is_empty(),
             indexed_files: self.index.len(),
             problems: self.index.problems.clone(),
             ..Default::default()
