@@ -14,11 +14,16 @@ use std::path::PathBuf;
 
 use common::root;
 
-/// A target: its name, its driver, and its seeds.
-type Target = (&'static str, fn(&[u8]), Vec<PathBuf>);
+/// A target: its name, its driver, and its seeds (named for messages).
+type Target = (&'static str, fn(&[u8]), Vec<(String, Vec<u8>)>);
 
-/// Every target: its driver and the fixtures `fuzz/seed.sh` seeds it with (a subset for the
-/// large ELF files).
+/// The contents of files, named by their path.
+fn load(paths: Vec<PathBuf>) -> Vec<(String, Vec<u8>)> {
+    paths.into_iter().map(|p| (p.display().to_string(), std::fs::read(&p).unwrap())).collect()
+}
+
+/// Every target: its driver and the seeds `fuzz/seed.sh` gives it (a subset for the large
+/// ELF files; the gzip copies it makes of the pprof files are made here too).
 fn targets() -> Vec<Target> {
     let files = |dir: &str, exts: &[&str]| -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
@@ -39,12 +44,36 @@ fn targets() -> Vec<Target> {
         .iter()
         .map(|p| root().join(p))
         .collect();
+    let mut graphs = files("tests/data/heapgraph", &[".pftrace", ".pftrace.gz"]);
+    graphs.push(root().join("tests/data/traceconv/cases/heap_graph_small.pftrace"));
+    let mut pprofs = Vec::new();
+    for d in std::fs::read_dir(root().join("tests/data/traceconv/expected")).unwrap() {
+        pprofs.extend(files(
+            &format!("tests/data/traceconv/expected/{}", d.unwrap().file_name().to_string_lossy()),
+            &[".pb"],
+        ));
+    }
+    pprofs.extend(files("tests/data/traceconv/symbolize", &[".pb"]));
+    pprofs.sort();
+    let mut pprofs = load(pprofs);
+    let gzipped: Vec<(String, Vec<u8>)> = pprofs.iter().map(|(n, b)| (format!("{n}.gz"), gzip(b))).collect();
+    pprofs.extend(gzipped);
     vec![
-        ("perfetto_heapprofd", drivers::perfetto_heapprofd, traces()),
-        ("perfetto_to_outputs", drivers::perfetto_to_outputs, traces()),
-        ("ddm_alloc_records", drivers::ddm_alloc_records, files("tests/data/ddm", &[".alloc", ".real", ".jdwp"])),
-        ("symbol_file", drivers::symbol_file, elf),
+        ("perfetto_heapprofd", drivers::perfetto_heapprofd, load(traces())),
+        ("perfetto_to_outputs", drivers::perfetto_to_outputs, load(traces())),
+        ("ddm_alloc_records", drivers::ddm_alloc_records, load(files("tests/data/ddm", &[".alloc", ".real", ".jdwp"]))),
+        ("symbol_file", drivers::symbol_file, load(elf)),
+        ("hprof_reader", drivers::hprof_reader, drivers::hprof_seeds(&root())),
+        ("perfetto_heap_graph", drivers::perfetto_heap_graph, load(graphs)),
+        ("pprof_reader", drivers::pprof_reader, pprofs),
     ]
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
 }
 
 #[test]
@@ -77,15 +106,14 @@ fn fuzz_drivers_run_on_seeds_and_past_findings() {
         if let Ok(rd) = std::fs::read_dir(root().join("tests/data/fuzz").join(name)) {
             let mut found: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
             found.sort();
-            inputs.extend(found);
+            inputs.extend(load(found));
         }
-        for p in inputs {
-            let bytes = std::fs::read(&p).unwrap();
+        for (input, bytes) in inputs {
             let r = std::panic::catch_unwind(|| driver(&bytes));
-            assert!(r.is_ok(), "{name} panicked on {}", p.display());
+            assert!(r.is_ok(), "{name} panicked on {input}");
             runs += 1;
         }
     }
     let _ = std::fs::remove_dir_all(drivers::scratch_dir());
-    assert!(runs > 80, "{runs}");
+    assert!(runs > 150, "{runs}");
 }
