@@ -63,15 +63,20 @@ for t in "${targets[@]}"; do
         n=$((n + 1))
       done ;;
     hprof_reader)
-      # hprof dumps made by the library (fuzz/src/lib.rs `hprof_seeds`).
-      gen="$(mktemp -d "${TMPDIR:-/tmp}/heapconv-seeds.XXXXXX")"
-      cargo run --release --quiet --example fuzz_seeds -- hprof_reader "$gen" >&2
-      for f in "$gen"/*; do
-        dest="$dir/seed-gen-$(basename "$f")"
-        [ -e "$dest" ] || cp "$f" "$dest"
-        n=$((n + 1))
-      done
-      rm -rf "$gen" ;;
+      # hprof dumps made by the library (fuzz/src/lib.rs `hprof_seeds`), once per corpus (the
+      # example builds heapconv in release mode).
+      if compgen -G "$dir/seed-gen-*" >/dev/null; then
+        echo "seed.sh: $t: generated seeds already there (remove $dir/seed-gen-* to remake them)"
+        n=$((n + $(ls "$dir"/seed-gen-* | wc -l)))
+      else
+        gen="$(mktemp -d "${TMPDIR:-/tmp}/heapconv-seeds.XXXXXX")"
+        cargo run --release --quiet --example fuzz_seeds -- hprof_reader "$gen" >&2
+        for f in "$gen"/*; do
+          cp "$f" "$dir/seed-gen-$(basename "$f")"
+          n=$((n + 1))
+        done
+        rm -rf "$gen"
+      fi ;;
   esac
   echo "seed.sh: $t: $n seed files; corpus now $(ls "$dir" | wc -l) inputs"
 done

@@ -117,3 +117,38 @@ fn fuzz_drivers_run_on_seeds_and_past_findings() {
     let _ = std::fs::remove_dir_all(drivers::scratch_dir());
     assert!(runs > 150, "{runs}");
 }
+
+/// Finding 3 (`perfetto_heap_graph`): a heap-graph type whose instances are 4 GiB
+/// (`object_size` 2^32). Written as hprof, the class was padded to its instance size with one
+/// primitive field per 8 bytes: 536 million fields (and their names) for one class, memory
+/// without bound, and more fields than a CLASS_DUMP can count (u2). Now padding stops at
+/// 64 KiB (8,192 longs); the declared instance size stays what the trace says (u4).
+#[test]
+fn fuzz_heap_graph_type_of_4_gib_instances_writes_as_hprof() {
+    use heapconv::decode::Input;
+    use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
+    use heapconv::decode::perfetto::{HeapGraphOptions, decode_heap_graphs_all};
+    use heapconv::encode::hprof::{HprofOptions, encode_hprof};
+
+    let path = root().join("tests/data/fuzz/perfetto_heap_graph/huge-object-size.pftrace");
+    let mut input = Input::open(&path, 1 << 20).unwrap();
+    let (dumps, _) = decode_heap_graphs_all(&mut input, &HeapGraphOptions::default()).unwrap();
+    assert_eq!(dumps.len(), 1);
+    let d = &dumps[0];
+    let huge = d.classes.iter().find(|c| c.name == "Huge").unwrap();
+    assert_eq!(huge.instance_size, 1 << 32);
+    let mut out = Vec::new();
+    let summary = encode_hprof(d, &HprofOptions::default(), &mut out).unwrap();
+    assert_eq!((summary.instances, summary.roots), (1, 1));
+    assert_eq!(summary.bytes, out.len() as u64);
+    // One instance of 64 KiB of zeros, the class's 8,192 fields and their names: about 330 KiB.
+    assert!(out.len() > 64 << 10 && out.len() < 512 << 10, "{}", out.len());
+    let back = read_hprof(out.as_slice(), "written", &HprofReadOptions { partial: false }).unwrap();
+    let c = back.classes.iter().position(|c| c.name == "Huge").unwrap();
+    assert_eq!(back.classes[c].fields.len(), 8192);
+    assert_eq!(back.classes[c].instance_size, u64::from(u32::MAX));
+    let o = back.obj_class.iter().position(|&k| k as usize == c).unwrap();
+    assert_eq!(back.obj_id[o], 0x10);
+    assert_eq!(back.obj_self_size[o], u64::from(u32::MAX));
+    assert!(back.incomplete.is_empty());
+}
