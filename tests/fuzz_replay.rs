@@ -152,3 +152,36 @@ fn fuzz_heap_graph_type_of_4_gib_instances_writes_as_hprof() {
     assert_eq!(back.obj_self_size[o], u64::from(u32::MAX));
     assert!(back.incomplete.is_empty());
 }
+
+/// The hprof driver's invariant that damage names the file: the reader's two limits inside a
+/// heap dump (256 heaps, 2^32 - 2 objects) said neither the file nor where ("more than 256
+/// heaps (HEAP_DUMP_INFO heap ids)"). Now they name the file, the sub-record and its record.
+#[test]
+fn hprof_limit_errors_name_file_sub_record_and_record() {
+    use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
+    use heapconv::error::ErrorKind;
+    use heapconv::synth::hprof::HprofWriter;
+
+    let mut w = HprofWriter::new("JAVA PROFILE 1.0.3", 4, 0);
+    w.begin_heap_dump(0x1C);
+    for heap in 0..300 {
+        w.heap_dump_info(heap, 0);
+    }
+    w.end_heap_dump();
+    let bytes = w.finish();
+    let e = read_hprof(bytes.as_slice(), "heaps.hprof", &HprofReadOptions { partial: false }).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Malformed);
+    // Header 19 + 12 bytes, the record header 9, then sub-records of 9 bytes: the 257th heap.
+    let record = 31;
+    let sub = record + 9 + 256 * 9;
+    assert_eq!(
+        e.context(),
+        format!(
+            "heaps.hprof: sub-record 0xFE HEAP_DUMP_INFO at byte {sub} in record 0x1C HEAP_DUMP_SEGMENT at byte {record}: more than 256 heaps (HEAP_DUMP_INFO heap ids)"
+        )
+    );
+    // A partial read keeps the 256 heaps and says the same.
+    let d = read_hprof(bytes.as_slice(), "heaps.hprof", &HprofReadOptions::default()).unwrap();
+    assert_eq!(d.heaps.len(), 256);
+    assert_eq!(d.incomplete, [e.to_string()]);
+}

@@ -224,8 +224,14 @@ pub fn hprof_reader(data: &[u8]) {
     assert!(dump.roots.len() as u64 <= consumed / 5, "{} roots from {consumed} bytes", dump.roots.len());
     assert!(dump.ref_target.len() as u64 <= consumed / 4, "{} references from {consumed} bytes", dump.ref_target.len());
     assert!(dump.classes.len() as u64 <= consumed / 4 + 8, "{} classes from {consumed} bytes", dump.classes.len());
+    // A strict read fails on damage; a partial one names it in `incomplete` (which also lists
+    // what a whole file can lack, such as instances of classes never dumped).
     if !opts.partial {
-        assert!(dump.incomplete.is_empty(), "a strict read returned a damaged dump: {:?}", dump.incomplete);
+        assert!(stats.damage.is_none(), "a strict read returned a damaged dump: {:?}", stats.damage);
+    }
+    if let Some(damage) = &stats.damage {
+        assert!(dump.incomplete.contains(damage), "damage {damage:?} not in {:?}", dump.incomplete);
+        assert!(damage.contains("fuzz.hprof"), "damage does not name the file: {damage}");
     }
     let inspect = heapconv::pipeline::hprof_inspect("fuzz.hprof", &dump, &stats);
     let _ = hprof_inspect_text(&inspect);

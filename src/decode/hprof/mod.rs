@@ -225,7 +225,11 @@ fn walk_file<R: Read>(
                     let sc = &mut sub_counts[usize::from(sr.tag)];
                     sc.count += 1;
                     sc.bytes += sr.len;
-                    b.sub_record(&sr)?;
+                    b.sub_record(&sr).map_err(|e| {
+                        let t = sr.tag;
+                        let place = format!("sub-record 0x{t:02X} {} at byte {}", walk::sub_record_name(t), sr.offset);
+                        e.within(format_args!("{name}: {place} in {}", h.describe()))
+                    })?;
                 }
             }
             _ => {}
@@ -409,12 +413,9 @@ impl Builder {
         *self.d.ref_start.last_mut().expect("an object") = self.ref_ids.len() as u64;
     }
 
-    fn too_many(&self, sr: &Sub<'_>) -> Result<()> {
+    fn too_many(&self) -> Result<()> {
         if self.d.obj_id.len() >= (REF_DANGLING - 1) as usize {
-            return Err(Error::new(
-                ErrorKind::LimitExceeded,
-                format!("more than {} objects at sub-record at byte {}", REF_DANGLING - 1, sr.offset),
-            ));
+            return Err(Error::new(ErrorKind::LimitExceeded, format!("more than {} objects", REF_DANGLING - 1)));
         }
         Ok(())
     }
@@ -427,7 +428,7 @@ impl Builder {
                 self.cur_heap = Some(h);
             }
             SubRecord::Class(c) => {
-                self.too_many(sr)?;
+                self.too_many()?;
                 let ci = self.class_idx(c.id) as usize;
                 if self.classes[ci].dumped {
                     self.duplicate_class_dumps += 1;
@@ -459,7 +460,7 @@ impl Builder {
                 self.dumped += 1;
             }
             SubRecord::Instance(inst) => {
-                self.too_many(sr)?;
+                self.too_many()?;
                 let ci = self.class_idx(inst.class_id);
                 let heap = self.heap()?;
                 let obj = self.push_object(inst.id, ci, ObjectKind::Instance, heap, inst.data.len() as u64, 0);
@@ -473,7 +474,7 @@ impl Builder {
                 self.end_refs();
             }
             SubRecord::ObjectArray(a) => {
-                self.too_many(sr)?;
+                self.too_many()?;
                 let ci = self.class_idx(a.class_id);
                 let heap = self.heap()?;
                 let size = u64::from(a.len) * u64::from(self.id_size);
@@ -483,7 +484,7 @@ impl Builder {
                 self.end_refs();
             }
             SubRecord::PrimitiveArray(a) => {
-                self.too_many(sr)?;
+                self.too_many()?;
                 let heap = self.heap()?;
                 let size = u64::from(a.len) * u64::from(a.ty.size(self.id_size));
                 let class = CLASS_OF_PRIM - a.ty as u32;
