@@ -75,6 +75,11 @@ for t in "${targets[@]}"; do
           cp "$f" "$dir/seed-gen-$(basename "$f")"
           n=$((n + 1))
         done
+        # Gzip copies of the Android samples, for the whole-file gzip path.
+        for f in "$gen"/android-sample-*; do
+          gzip -9nc "$f" >"$dir/seed-gen-$(basename "$f").gz"
+          n=$((n + 1))
+        done
         rm -rf "$gen"
       fi ;;
   esac

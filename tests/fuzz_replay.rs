@@ -58,12 +58,19 @@ fn targets() -> Vec<Target> {
     let mut pprofs = load(pprofs);
     let gzipped: Vec<(String, Vec<u8>)> = pprofs.iter().map(|(n, b)| (format!("{n}.gz"), gzip(b))).collect();
     pprofs.extend(gzipped);
+    let mut hprofs = drivers::hprof_seeds(&root());
+    let gzipped: Vec<(String, Vec<u8>)> = hprofs
+        .iter()
+        .filter(|(n, _)| n.starts_with("android-sample"))
+        .map(|(n, b)| (format!("{n}.gz"), gzip(b)))
+        .collect();
+    hprofs.extend(gzipped);
     vec![
         ("perfetto_heapprofd", drivers::perfetto_heapprofd, load(traces())),
         ("perfetto_to_outputs", drivers::perfetto_to_outputs, load(traces())),
         ("ddm_alloc_records", drivers::ddm_alloc_records, load(files("tests/data/ddm", &[".alloc", ".real", ".jdwp"]))),
         ("symbol_file", drivers::symbol_file, load(elf)),
-        ("hprof_reader", drivers::hprof_reader, drivers::hprof_seeds(&root())),
+        ("hprof_reader", drivers::hprof_reader, hprofs),
         ("perfetto_heap_graph", drivers::perfetto_heap_graph, load(graphs)),
         ("pprof_reader", drivers::pprof_reader, pprofs),
     ]
