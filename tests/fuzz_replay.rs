@@ -14,11 +14,16 @@ use std::path::PathBuf;
 
 use common::root;
 
-/// A target: its name, its driver, and its seeds.
-type Target = (&'static str, fn(&[u8]), Vec<PathBuf>);
+/// A target: its name, its driver, and its seeds (named for messages).
+type Target = (&'static str, fn(&[u8]), Vec<(String, Vec<u8>)>);
 
-/// Every target: its driver and the fixtures `fuzz/seed.sh` seeds it with (a subset for the
-/// large ELF files).
+/// The contents of files, named by their path.
+fn load(paths: Vec<PathBuf>) -> Vec<(String, Vec<u8>)> {
+    paths.into_iter().map(|p| (p.display().to_string(), std::fs::read(&p).unwrap())).collect()
+}
+
+/// Every target: its driver and the seeds `fuzz/seed.sh` gives it (a subset for the large
+/// ELF files; the gzip copies it makes of the pprof files are made here too).
 fn targets() -> Vec<Target> {
     let files = |dir: &str, exts: &[&str]| -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
@@ -39,12 +44,43 @@ fn targets() -> Vec<Target> {
         .iter()
         .map(|p| root().join(p))
         .collect();
+    let mut graphs = files("tests/data/heapgraph", &[".pftrace", ".pftrace.gz"]);
+    graphs.push(root().join("tests/data/traceconv/cases/heap_graph_small.pftrace"));
+    let mut pprofs = Vec::new();
+    for d in std::fs::read_dir(root().join("tests/data/traceconv/expected")).unwrap() {
+        pprofs.extend(files(
+            &format!("tests/data/traceconv/expected/{}", d.unwrap().file_name().to_string_lossy()),
+            &[".pb"],
+        ));
+    }
+    pprofs.extend(files("tests/data/traceconv/symbolize", &[".pb"]));
+    pprofs.sort();
+    let mut pprofs = load(pprofs);
+    let gzipped: Vec<(String, Vec<u8>)> = pprofs.iter().map(|(n, b)| (format!("{n}.gz"), gzip(b))).collect();
+    pprofs.extend(gzipped);
+    let mut hprofs = drivers::hprof_seeds(&root());
+    let gzipped: Vec<(String, Vec<u8>)> = hprofs
+        .iter()
+        .filter(|(n, _)| n.starts_with("android-sample"))
+        .map(|(n, b)| (format!("{n}.gz"), gzip(b)))
+        .collect();
+    hprofs.extend(gzipped);
     vec![
-        ("perfetto_heapprofd", drivers::perfetto_heapprofd, traces()),
-        ("perfetto_to_outputs", drivers::perfetto_to_outputs, traces()),
-        ("ddm_alloc_records", drivers::ddm_alloc_records, files("tests/data/ddm", &[".alloc", ".real", ".jdwp"])),
-        ("symbol_file", drivers::symbol_file, elf),
+        ("perfetto_heapprofd", drivers::perfetto_heapprofd, load(traces())),
+        ("perfetto_to_outputs", drivers::perfetto_to_outputs, load(traces())),
+        ("ddm_alloc_records", drivers::ddm_alloc_records, load(files("tests/data/ddm", &[".alloc", ".real", ".jdwp"]))),
+        ("symbol_file", drivers::symbol_file, load(elf)),
+        ("hprof_reader", drivers::hprof_reader, hprofs),
+        ("perfetto_heap_graph", drivers::perfetto_heap_graph, load(graphs)),
+        ("pprof_reader", drivers::pprof_reader, pprofs),
     ]
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
 }
 
 #[test]
@@ -77,15 +113,82 @@ fn fuzz_drivers_run_on_seeds_and_past_findings() {
         if let Ok(rd) = std::fs::read_dir(root().join("tests/data/fuzz").join(name)) {
             let mut found: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
             found.sort();
-            inputs.extend(found);
+            inputs.extend(load(found));
         }
-        for p in inputs {
-            let bytes = std::fs::read(&p).unwrap();
+        for (input, bytes) in inputs {
             let r = std::panic::catch_unwind(|| driver(&bytes));
-            assert!(r.is_ok(), "{name} panicked on {}", p.display());
+            assert!(r.is_ok(), "{name} panicked on {input}");
             runs += 1;
         }
     }
     let _ = std::fs::remove_dir_all(drivers::scratch_dir());
-    assert!(runs > 80, "{runs}");
+    assert!(runs > 150, "{runs}");
+}
+
+/// Finding 3 (`perfetto_heap_graph`): a heap-graph type whose instances are 4 GiB
+/// (`object_size` 2^32). Written as hprof, the class was padded to its instance size with one
+/// primitive field per 8 bytes: 536 million fields (and their names) for one class, memory
+/// without bound, and more fields than a CLASS_DUMP can count (u2). Now padding stops at
+/// 64 KiB (8,192 longs); the declared instance size stays what the trace says (u4).
+#[test]
+fn fuzz_heap_graph_type_of_4_gib_instances_writes_as_hprof() {
+    use heapconv::decode::Input;
+    use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
+    use heapconv::decode::perfetto::{HeapGraphOptions, decode_heap_graphs_all};
+    use heapconv::encode::hprof::{HprofOptions, encode_hprof};
+
+    let path = root().join("tests/data/fuzz/perfetto_heap_graph/huge-object-size.pftrace");
+    let mut input = Input::open(&path, 1 << 20).unwrap();
+    let (dumps, _) = decode_heap_graphs_all(&mut input, &HeapGraphOptions::default()).unwrap();
+    assert_eq!(dumps.len(), 1);
+    let d = &dumps[0];
+    let huge = d.classes.iter().find(|c| c.name == "Huge").unwrap();
+    assert_eq!(huge.instance_size, 1 << 32);
+    let mut out = Vec::new();
+    let summary = encode_hprof(d, &HprofOptions::default(), &mut out).unwrap();
+    assert_eq!((summary.instances, summary.roots), (1, 1));
+    assert_eq!(summary.bytes, out.len() as u64);
+    // One instance of 64 KiB of zeros, the class's 8,192 fields and their names: about 330 KiB.
+    assert!(out.len() > 64 << 10 && out.len() < 512 << 10, "{}", out.len());
+    let back = read_hprof(out.as_slice(), "written", &HprofReadOptions { partial: false }).unwrap();
+    let c = back.classes.iter().position(|c| c.name == "Huge").unwrap();
+    assert_eq!(back.classes[c].fields.len(), 8192);
+    assert_eq!(back.classes[c].instance_size, u64::from(u32::MAX));
+    let o = back.obj_class.iter().position(|&k| k as usize == c).unwrap();
+    assert_eq!(back.obj_id[o], 0x10);
+    assert_eq!(back.obj_self_size[o], u64::from(u32::MAX));
+    assert!(back.incomplete.is_empty());
+}
+
+/// The hprof driver's invariant that damage names the file: the reader's two limits inside a
+/// heap dump (256 heaps, 2^32 - 2 objects) said neither the file nor where ("more than 256
+/// heaps (HEAP_DUMP_INFO heap ids)"). Now they name the file, the sub-record and its record.
+#[test]
+fn hprof_limit_errors_name_file_sub_record_and_record() {
+    use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
+    use heapconv::error::ErrorKind;
+    use heapconv::synth::hprof::HprofWriter;
+
+    let mut w = HprofWriter::new("JAVA PROFILE 1.0.3", 4, 0);
+    w.begin_heap_dump(0x1C);
+    for heap in 0..300 {
+        w.heap_dump_info(heap, 0);
+    }
+    w.end_heap_dump();
+    let bytes = w.finish();
+    let e = read_hprof(bytes.as_slice(), "heaps.hprof", &HprofReadOptions { partial: false }).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Malformed);
+    // Header 19 + 12 bytes, the record header 9, then sub-records of 9 bytes: the 257th heap.
+    let record = 31;
+    let sub = record + 9 + 256 * 9;
+    assert_eq!(
+        e.context(),
+        format!(
+            "heaps.hprof: sub-record 0xFE HEAP_DUMP_INFO at byte {sub} in record 0x1C HEAP_DUMP_SEGMENT at byte {record}: more than 256 heaps (HEAP_DUMP_INFO heap ids)"
+        )
+    );
+    // A partial read keeps the 256 heaps and says the same.
+    let d = read_hprof(bytes.as_slice(), "heaps.hprof", &HprofReadOptions::default()).unwrap();
+    assert_eq!(d.heaps.len(), 256);
+    assert_eq!(d.incomplete, [e.to_string()]);
 }

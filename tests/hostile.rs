@@ -579,12 +579,14 @@ fn bombs_and_huge_lengths_under_a_memory_limit() {
         );
         assert_clean_exit(&o, 1, "hprof object bomb");
         let err = String::from_utf8_lossy(&o.stderr);
+        // The error names the file, the sub-record and its byte, the record, then the limit.
         assert!(
             err.contains("heapconv: error: limit exceeded: ")
-                && err.contains("objects.hprof.gz: out of memory holding "),
+                && err.contains("objects.hprof.gz: sub-record 0x21 INSTANCE_DUMP at byte ")
+                && err.contains(" in record 0x0C HEAP_DUMP at byte 70: "),
             "{err}"
         );
-        assert!(err.contains(" objects and 0 references, at sub-record at byte "), "{err}");
+        assert!(err.contains(": out of memory holding ") && err.contains(" objects and 0 references"), "{err}");
     }
 
     // Lengths near 4 GiB: a trace packet, a heap-dump record, a primitive array.

@@ -7,18 +7,26 @@
 //! assert only what must hold for any input: no panic (libFuzzer catches it), and outputs that
 //! their own readers accept.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use heapconv::analysis::heap::{RootedHeap, TopOptions, VIRTUAL_ROOT, top_json, top_text};
 use heapconv::decode::Input;
 use heapconv::decode::ddm_alloc_records::{
     DdmOptions, OrderChoice, alloc_records_profile, decode_alloc_records, encode_alloc_records,
 };
+use heapconv::decode::hprof::{HprofConvOptions, HprofReadOptions, hprof_conv, read_hprof, read_hprof_with_stats};
 use heapconv::decode::perfetto::module_symbols::scan_module_symbols;
-use heapconv::decode::perfetto::{DecodeOptions, decode_heapprofd_all};
+use heapconv::decode::perfetto::{DecodeOptions, HeapGraphOptions, decode_heap_graphs_all, decode_heapprofd_all};
+use heapconv::decode::pprof::{
+    NO_STACK, PprofDecodeOptions, decode_pprof, decode_pprof_maybe_gzip, looks_like_pprof, read_pprof,
+};
 use heapconv::encode::folded::{FoldedOptions, encode_folded, parse_folded_line};
+use heapconv::encode::hprof::{HprofOptions, encode_hprof};
 use heapconv::encode::pprof::{PprofOptions, encode_pprof};
-use heapconv::encode::summary::{inspect_json, inspect_text};
+use heapconv::encode::summary::{hprof_inspect_json, hprof_inspect_text, inspect_json, inspect_text};
+use heapconv::model::heap::HeapDump;
 use heapconv::model::{Profile, ValueKind};
 use heapconv::pipeline::{ConvertOptions, DumpSelect, Format, encode_one, select_profiles};
 use prost::Message;
@@ -176,6 +184,224 @@ pub fn symbol_file(data: &[u8]) {
     });
     s.symbolize(&mut tables, 0..n);
     let _ = s.report(&tables);
+}
+
+/// Largest whole-file gzip expansion the heap drivers accept (a fuzz input is small; the
+/// library's own caps are tested by the other targets).
+const MAX_EXPANDED: u64 = 256 << 20;
+
+/// A reader that counts the bytes read through it (the decompressed size of a gzip input).
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// The HPROF reader, as `heapconv convert`/`top`/`inspect` run it on a file (whole-file gzip
+/// undone): `read_hprof_with_stats` (strict or partial, varied per input), the inspect report,
+/// every heap analysis (`check_heap_dump`), and Android's `hprof-conv` on the same bytes,
+/// whose output must read back to as many objects and roots.
+pub fn hprof_reader(data: &[u8]) {
+    let bits = option_bits(data);
+    let Ok(mut input) = Input::from_bytes("fuzz.hprof", data.to_vec(), MAX_EXPANDED) else { return };
+    let opts = HprofReadOptions { partial: bits & 1 == 0 };
+    let mut counted = Counted { inner: input.reader(), bytes: 0 };
+    let read = read_hprof_with_stats(&mut counted, "fuzz.hprof", &opts);
+    let consumed = counted.bytes;
+    let Ok((dump, stats)) = read else { return };
+    assert!(stats.bytes <= consumed, "stats claim {} bytes, {consumed} were read", stats.bytes);
+    // Every object is a sub-record of at least 14 bytes (PRIMITIVE_ARRAY_NODATA with 4-byte
+    // ids: tag, id, serial, length, type), except `java.lang.Class`'s synthetic object;
+    // every root at least 5 (tag, id); every reference is an id of at least 4 bytes.
+    assert!(dump.len() as u64 <= consumed / 14 + 1, "{} objects from {consumed} bytes", dump.len());
+    assert!(dump.roots.len() as u64 <= consumed / 5, "{} roots from {consumed} bytes", dump.roots.len());
+    assert!(dump.ref_target.len() as u64 <= consumed / 4, "{} references from {consumed} bytes", dump.ref_target.len());
+    assert!(dump.classes.len() as u64 <= consumed / 4 + 8, "{} classes from {consumed} bytes", dump.classes.len());
+    // A strict read fails on damage; a partial one names it in `incomplete` (which also lists
+    // what a whole file can lack, such as instances of classes never dumped).
+    if !opts.partial {
+        assert!(stats.damage.is_none(), "a strict read returned a damaged dump: {:?}", stats.damage);
+    }
+    if let Some(damage) = &stats.damage {
+        assert!(dump.incomplete.contains(damage), "damage {damage:?} not in {:?}", dump.incomplete);
+        assert!(damage.contains("fuzz.hprof"), "damage does not name the file: {damage}");
+    }
+    let inspect = heapconv::pipeline::hprof_inspect("fuzz.hprof", &dump, &stats);
+    let _ = hprof_inspect_text(&inspect);
+    let _ = hprof_inspect_json(&inspect);
+    check_heap_dump(&dump, bits);
+
+    // Android's hprof-conv on the same bytes, to memory (zero fill capped: a NODATA array may
+    // claim 4 G elements); what it writes must read back cleanly when the input was clean.
+    let Ok(mut input) = Input::from_bytes("fuzz.hprof", data.to_vec(), MAX_EXPANDED) else { return };
+    let conv = HprofConvOptions { app_only: bits & 2 != 0, max_zero_fill: 1 << 20, ..Default::default() };
+    let mut out = std::io::Cursor::new(Vec::new());
+    if hprof_conv(input.reader(), "fuzz.hprof", &mut out, &conv).is_ok() && dump.incomplete.is_empty() {
+        let back = read_hprof(out.get_ref().as_slice(), "converted", &HprofReadOptions { partial: false })
+            .expect("hprof-conv output reads back");
+        if !conv.app_only {
+            assert_eq!(back.len(), dump.len(), "hprof-conv lost or added objects");
+            assert_eq!(back.roots.len(), dump.roots.len(), "hprof-conv lost or added roots");
+        }
+    }
+}
+
+/// The heap-graph decoder through the trace reader (whole-file gzip, packets, interning,
+/// `compressed_packets`, continued dumps), its report, every heap analysis of each dump
+/// (`check_heap_dump`), and the dump written as hprof (`heapconv hprof`), which must read back.
+pub fn perfetto_heap_graph(data: &[u8]) {
+    let bits = option_bits(data);
+    let opts = HeapGraphOptions::default();
+    let Ok(mut input) = Input::from_bytes("fuzz.pftrace", data.to_vec(), MAX_EXPANDED) else { return };
+    let Ok((dumps, report)) = decode_heap_graphs_all(&mut input, &opts) else { return };
+    let _ = inspect_text(&report);
+    let _ = inspect_json(&report);
+    // Without decompression every object is at least a byte of the input (an id in a
+    // packed reference list, or a message).
+    let objects: usize = dumps.iter().map(HeapDump::len).sum();
+    if !report.gzipped && report.compressed_bundles == 0 {
+        assert!(objects <= data.len(), "{objects} objects from {} bytes", data.len());
+    }
+    for d in dumps.iter().take(MAX_PROFILES_ENCODED) {
+        check_heap_dump(d, bits);
+        let hopts = HprofOptions { android: bits & 64 != 0, segment_bytes: 4096, ..Default::default() };
+        let mut out = Vec::new();
+        let summary = encode_hprof(d, &hopts, &mut out).expect("a decoded heap graph writes as hprof");
+        assert_eq!(summary.bytes, out.len() as u64);
+        let back = read_hprof(out.as_slice(), "written", &HprofReadOptions { partial: false })
+            .expect("the hprof written reads back");
+        assert!(back.len() as u64 >= summary.instances + summary.object_arrays + summary.primitive_arrays);
+    }
+}
+
+/// The pprof reader on raw and gzip bytes, directly and as the pipeline opens a file; the
+/// profile's invariants, every encoder, and a round trip (encoded, decoded again: the same
+/// sample types and totals).
+pub fn pprof_reader(data: &[u8]) {
+    let bits = option_bits(data);
+    let _ = looks_like_pprof(data);
+    let opts = PprofDecodeOptions { max_bytes: MAX_EXPANDED };
+    let direct = decode_pprof_maybe_gzip(data, "fuzz.pb.gz", &opts);
+    let piped =
+        Input::from_bytes("fuzz.pb.gz", data.to_vec(), opts.max_bytes).and_then(|mut i| read_pprof(&mut i, &opts));
+    if let (Ok(a), Ok(b)) = (&direct, &piped) {
+        assert_eq!(a.sample_count(), b.sample_count(), "the two ways of reading disagree");
+    }
+    let Ok(flat) = direct else { return };
+    // Every sample is a field of at least 2 bytes (tag, length).
+    if !data.starts_with(&[0x1f, 0x8b]) {
+        assert!(flat.sample_count() <= data.len() / 2, "{} samples from {} bytes", flat.sample_count(), data.len());
+    }
+    let frames = flat.tables.frames().len();
+    for i in 0..flat.sample_count() {
+        let (f, v) = flat.sample(i);
+        assert_eq!(v.len(), flat.sample_types.len(), "a sample's values do not match its types");
+        assert!(!f.is_empty(), "a sample without frames (the decoder names them {NO_STACK:?})");
+        assert!(f.iter().all(|x| (x.0 as usize) < frames), "a sample names a frame that does not exist");
+    }
+    assert!(flat.sample_types.is_empty() || flat.default_sample_type < flat.sample_types.len());
+    let profile = flat.to_profile();
+    assert_eq!(profile.sample_count(), flat.sample_count(), "samples lost in the tree form");
+    check_profile_shape(&profile);
+    check_encoders(&profile, bits);
+    for format in [Format::Folded, Format::Json] {
+        let _ = encode_one(&profile, &ConvertOptions { format, ..Default::default() });
+    }
+    // Round trip: what heapconv writes reads back with the same types and totals.
+    let bytes = encode_pprof(&profile, &PprofOptions { annotations: false, extras: bits & 16 == 0 });
+    let back = decode_pprof(&bytes, "re-encoded").expect("our pprof decodes");
+    assert_eq!(back.sample_types.len(), profile.sample_types.len());
+    let totals = |n: usize, values: &mut dyn Iterator<Item = &[i64]>| {
+        let mut t = vec![0i128; n];
+        for v in values {
+            for (a, &b) in t.iter_mut().zip(v) {
+                *a += i128::from(b);
+            }
+        }
+        t
+    };
+    let n = profile.sample_types.len();
+    let before = totals(n, &mut profile.samples().map(|(_, v)| v));
+    let after = totals(n, &mut (0..back.sample_count()).map(|i| back.sample(i).1));
+    assert_eq!(before, after, "totals changed in a pprof round trip");
+}
+
+/// What holds for every heap dump, and every analysis run on it: the structure validates,
+/// the shortest-path tree and the dominator tree reach the same objects, the objects only the
+/// virtual root dominates retain every reachable byte, and the `top` report and both tree
+/// profiles (checked as any profile, every encoder) are made.
+pub fn check_heap_dump(d: &HeapDump, bits: u8) {
+    if let Err(e) = d.validate() {
+        panic!("an invalid heap dump: {e}");
+    }
+    let heap = RootedHeap::new(d);
+    let spt = heap.shortest_path_tree();
+    let dom = heap.dominators();
+    assert_eq!(spt.order.len(), dom.order.len(), "the two trees reach different objects");
+    let all: u128 = dom.order.iter().map(|&o| u128::from(d.obj_self_size[o as usize])).sum();
+    let top: u128 = dom
+        .order
+        .iter()
+        .filter(|&&o| dom.idom[o as usize] == VIRTUAL_ROOT)
+        .map(|&o| u128::from(dom.retained[o as usize]))
+        .sum();
+    if all <= u128::from(u64::MAX) {
+        assert_eq!(top, all, "retained sizes do not add up to the reachable objects' sizes");
+    }
+    let report = heap.heap_top(&spt, &dom, &TopOptions::default());
+    let _ = top_text(&report);
+    let _ = top_json(&report);
+    for p in [heap.dominator_profile(&dom), heap.spt_profile(&spt)] {
+        check_profile_shape(&p);
+        check_encoders(&p, bits);
+    }
+}
+
+/// The generated seeds of `hprof_reader` (there are no hprof fixtures): the Android sample of
+/// `heapconv::synth::hprof` with 4- and 8-byte ids, with and without NODATA arrays, two small
+/// synthetic heaps (Android and HotSpot), and each heap-graph fixture under `root` written as
+/// hprof (1.0.2 and 1.0.3). Named for `fuzz/seed.sh`, which writes them with
+/// `cargo run --example fuzz_seeds`.
+pub fn hprof_seeds(root: &Path) -> Vec<(String, Vec<u8>)> {
+    use heapconv::synth::hprof::{SyntheticHeap, android_sample, synthetic_heap};
+    let mut v = Vec::new();
+    for (id, nodata) in [(4, false), (4, true), (8, false), (8, true)] {
+        let name = format!("android-sample-id{id}{}.hprof", if nodata { "-nodata" } else { "" });
+        v.push((name, android_sample(id, nodata).0));
+    }
+    for (android, id_size) in [(true, 4), (false, 8)] {
+        let (bytes, _) = synthetic_heap(&SyntheticHeap { target_bytes: 16 << 10, id_size, android, seed: 7 });
+        v.push((format!("synthetic-{}.hprof", if android { "android" } else { "hotspot" }), bytes));
+    }
+    let dir = root.join("tests/data/heapgraph");
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/data/heapgraph")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pftrace"))
+        .collect();
+    traces.sort();
+    traces.push(root.join("tests/data/traceconv/cases/heap_graph_small.pftrace"));
+    for t in traces {
+        let stem = t.file_stem().and_then(|s| s.to_str()).unwrap_or("trace").to_owned();
+        let Ok(mut input) = Input::open(&t, MAX_EXPANDED) else { continue };
+        let Ok((dumps, _)) = decode_heap_graphs_all(&mut input, &HeapGraphOptions::default()) else { continue };
+        for (i, d) in dumps.iter().enumerate().take(2) {
+            for android in [false, true] {
+                let mut out = Vec::new();
+                if encode_hprof(d, &HprofOptions { android, ..Default::default() }, &mut out).is_ok() {
+                    v.push((format!("heapgraph-{stem}-{i}-{}.hprof", if android { "103" } else { "102" }), out));
+                }
+            }
+        }
+    }
+    v
 }
 
 /// What holds for every profile: each sample has one value per sample type, and every stack

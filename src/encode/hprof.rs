@@ -33,9 +33,10 @@
 //! after the last dot) and, with [`HprofOptions::primitive_padding`], primitive fields
 //! `$primitive$N` (long, int, short, byte) that fill the rest of the instance size (ART's
 //! 4-byte references assumed), so instance data is as long as the declared layout and tools
-//! compute shallow sizes close to the runtime's. A class object (`java.lang.Class<X>` in a
-//! heap graph) is written as X's `CLASS_DUMP`, whose id is the class object's id and whose
-//! static fields are the class object's references (fields of `java.lang.Class` itself get
+//! compute shallow sizes close to the runtime's (instance sizes above 64 KiB are padded as
+//! 64 KiB, so that a hostile size cannot make millions of fields). A class object
+//! (`java.lang.Class<X>` in a heap graph) is written as X's `CLASS_DUMP`, whose id is the
+//! class object's id and whose static fields are the class object's references (fields of `java.lang.Class` itself get
 //! ART's `$class$` prefix); a class with no class object gets a fresh id. References an
 //! instance holds that its class layout has no field for (runtime-internal references) go,
 //! as ART does it, to an extra field `runtimeInternalObjects` pointing at a synthetic
@@ -128,6 +129,9 @@ const SUB_HEAP_DUMP_INFO: u8 = 0xFE;
 const STACK_SERIAL: u32 = 1;
 /// ART's references are 4 bytes: the unit of instance sizes in heap graphs.
 const ART_REF: u64 = 4;
+/// Instance sizes above this are padded as this size (at most 8,192 `long` fields per class;
+/// ART's largest classes declare a few hundred bytes of fields).
+const MAX_PADDING: u64 = 64 << 10;
 
 /// The hprof sub-record tag of a root kind, and whether it exists only in Android's format.
 pub fn root_tag(kind: RootKind) -> (u8, bool) {
@@ -645,7 +649,9 @@ fn plan(d: &HeapDump, opts: &HprofOptions) -> Plan {
     hoist_reference_fields(d, &mut classes, &mut needs_id);
     // Primitive padding up to the instance size, in ART's units.
     if opts.primitive_padding {
-        let sizes: Vec<u64> = classes.iter().map(|c| u64::from(c.instance_size)).collect();
+        // Sizes capped at MAX_PADDING: a hostile instance size (up to 4 GiB) would otherwise
+        // make millions of fields, more than a CLASS_DUMP can count (u2).
+        let sizes: Vec<u64> = classes.iter().map(|c| u64::from(c.instance_size).min(MAX_PADDING)).collect();
         for c in 0..classes.len() {
             let hc = &classes[c];
             if hc.name.ends_with("[]") || hc.own.iter().any(|(s, _)| matches!(s, Slot::Prim(_))) {

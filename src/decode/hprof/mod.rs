@@ -230,7 +230,11 @@ fn walk_file<R: Read>(
                     let sc = &mut sub_counts[usize::from(sr.tag)];
                     sc.count += 1;
                     sc.bytes += sr.len;
-                    b.sub_record(&sr).map_err(|e| e.within(&name))?;
+                    b.sub_record(&sr).map_err(|e| {
+                        let t = sr.tag;
+                        let place = format!("sub-record 0x{t:02X} {} at byte {}", walk::sub_record_name(t), sr.offset);
+                        e.within(format_args!("{name}: {place} in {}", h.describe()))
+                    })?;
                 }
             }
             _ => {}
@@ -430,13 +434,10 @@ impl Builder {
     /// deferred field bytes: fewer objects than object indexes can number, and memory for
     /// them. Growth is fallible: a file that claims more objects than memory holds (a gzip
     /// bomb, a limit on the address space) gets an error, not an abort.
-    fn room(&mut self, sr: &Sub<'_>, refs: usize, bytes: usize) -> Result<()> {
+    fn room(&mut self, refs: usize, bytes: usize) -> Result<()> {
         let n = self.d.obj_id.len();
         if n >= (REF_DANGLING - 1) as usize {
-            return Err(Error::new(
-                ErrorKind::LimitExceeded,
-                format!("more than {} objects at sub-record at byte {}", REF_DANGLING - 1, sr.offset),
-            ));
+            return Err(Error::new(ErrorKind::LimitExceeded, format!("more than {} objects", REF_DANGLING - 1)));
         }
         fn grow<T>(v: &mut Vec<T>, extra: usize) -> bool {
             v.capacity() - v.len() >= extra || v.try_reserve(extra.max(v.len()).max(1024)).is_ok()
@@ -455,11 +456,7 @@ impl Builder {
         if !(objects && refs && deferred) {
             return Err(Error::new(
                 ErrorKind::LimitExceeded,
-                format!(
-                    "out of memory holding {n} objects and {} references, at sub-record at byte {}",
-                    self.ref_ids.len(),
-                    sr.offset
-                ),
+                format!("out of memory holding {n} objects and {} references", self.ref_ids.len()),
             ));
         }
         Ok(())
@@ -473,7 +470,7 @@ impl Builder {
                 self.cur_heap = Some(h);
             }
             SubRecord::Class(c) => {
-                self.room(sr, c.statics().count(), 0)?;
+                self.room(c.statics().count(), 0)?;
                 let ci = self.class_idx(c.id) as usize;
                 if self.classes[ci].dumped {
                     self.duplicate_class_dumps += 1;
@@ -505,7 +502,7 @@ impl Builder {
                 self.dumped += 1;
             }
             SubRecord::Instance(inst) => {
-                self.room(sr, inst.data.len() / usize::from(self.id_size.max(1)), inst.data.len())?;
+                self.room(inst.data.len() / usize::from(self.id_size.max(1)), inst.data.len())?;
                 let ci = self.class_idx(inst.class_id);
                 let heap = self.heap()?;
                 let obj = self.push_object(inst.id, ci, ObjectKind::Instance, heap, inst.data.len() as u64, 0);
@@ -519,7 +516,7 @@ impl Builder {
                 self.end_refs();
             }
             SubRecord::ObjectArray(a) => {
-                self.room(sr, a.len as usize, 0)?;
+                self.room(a.len as usize, 0)?;
                 let ci = self.class_idx(a.class_id);
                 let heap = self.heap()?;
                 let size = u64::from(a.len) * u64::from(self.id_size);
@@ -529,7 +526,7 @@ impl Builder {
                 self.end_refs();
             }
             SubRecord::PrimitiveArray(a) => {
-                self.room(sr, 0, 0)?;
+                self.room(0, 0)?;
                 let heap = self.heap()?;
                 let size = u64::from(a.len) * u64::from(a.ty.size(self.id_size));
                 let class = CLASS_OF_PRIM - a.ty as u32;

@@ -65,6 +65,39 @@ def elf64_with_symbols(symbols):
     return header + body + b"".join(sections)
 
 
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def field(num, value):
+    """A protobuf field: an int is a varint (wire type 0), bytes are length-delimited (2)."""
+    if isinstance(value, int):
+        return varint(num << 3) + varint(value)
+    return varint(num << 3 | 2) + varint(len(value)) + value
+
+
+def heap_graph_trace(types, objects, roots):
+    """A trace of one TracePacket (sequence 1) holding one complete HeapGraph (pid 1, index 0):
+    `types` are (id, class name, object_size), `objects` (id, type id, self_size), `roots`
+    (root type, object ids)."""
+    hg = field(1, 1) + field(6, 0)
+    for oid, tid, size in objects:
+        hg += field(2, field(1, oid) + field(2, tid) + field(3, size))
+    for rtype, ids in roots:
+        hg += field(7, b"".join(field(1, i) for i in ids) + field(2, rtype))
+    for tid, name, size in types:
+        hg += field(9, field(1, tid) + field(3, name.encode()) + field(4, size))
+    packet = field(10, 1) + field(8, 1000) + field(56, hg)
+    return field(1, packet)
+
+
 def write(rel, data):
     path = os.path.join(HERE, rel)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -79,4 +112,13 @@ def write(rel, data):
 write(
     "symbol_file/symbol-end-overflows.elf",
     elf64_with_symbols([("low", 0x1000, 0x10), ("wraps", 0xED841701F0040000, 0x8300009720030000)]),
+)
+
+
+# Finding 3 (perfetto_heap_graph): a type whose object_size is 2^32. Written as hprof, its
+# class was padded to its instance size with one primitive field per 8 bytes: 536 million
+# fields (and as many strings) for one class, more than the u2 field count of a CLASS_DUMP.
+write(
+    "perfetto_heap_graph/huge-object-size.pftrace",
+    heap_graph_trace([(1, "Huge", 1 << 32)], [(0x10, 1, 16)], [(1, [0x10])]),
 )
