@@ -766,16 +766,7 @@ fn convert_trace(
         }
         outs
     };
-    let inputs = [input.to_path_buf()];
-    if let Destination::Dir(d) = dest {
-        ensure_dir(d)?;
-    }
-    for (path, bytes) in &outputs {
-        match path {
-            Some(p) => write_atomic(p, bytes, &inputs)?,
-            None => check_not_input(Path::new("-"), &inputs)?,
-        }
-    }
+    write_outputs(input, dest, &outputs)?;
     let profiles = profiles.iter().map(batch::ProfileTotals::of).collect();
     Ok(ConvertRun { outputs, report, symbols, profiles })
 }
@@ -802,12 +793,26 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
             Some(d.join(format!("{}.{}", stem(input), opts.format.extension())))
         }
     };
+    let outputs = vec![(path, bytes)];
+    write_outputs(input, dest, &outputs)?;
+    Ok(ConvertRun { outputs, report, symbols: None, profiles })
+}
+
+/// Writes a conversion's outputs, each atomically and never over `input`, making the
+/// destination directory first. A `None` path is standard output, written by the caller:
+/// here it is only checked not to be the input.
+fn write_outputs(input: &Path, dest: &Destination, outputs: &[(Option<PathBuf>, Vec<u8>)]) -> Result<()> {
     let inputs = [input.to_path_buf()];
-    match &path {
-        Some(p) => write_atomic(p, &bytes, &inputs)?,
-        None => check_not_input(Path::new("-"), &inputs)?,
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
     }
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles })
+    for (path, bytes) in outputs {
+        match path {
+            Some(p) => write_atomic(p, bytes, &inputs)?,
+            None => check_not_input(Path::new("-"), &inputs)?,
+        }
+    }
+    Ok(())
 }
 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
@@ -1086,16 +1091,7 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
     if !incomplete.is_empty() && report.damage.is_none() {
         report.damage = Some(format!("incomplete heap graph dump(s): {}", incomplete.join(" | ")));
     }
-    let inputs = [input.to_path_buf()];
-    if let Destination::Dir(d) = dest {
-        ensure_dir(d)?;
-    }
-    for (path, bytes) in &outputs {
-        match path {
-            Some(p) => write_atomic(p, bytes, &inputs)?,
-            None => check_not_input(Path::new("-"), &inputs)?,
-        }
-    }
+    write_outputs(input, dest, &outputs)?;
     Ok(ConvertRun { outputs, report, symbols: None, profiles })
 }
 
