@@ -798,6 +798,20 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
     Ok(ConvertRun { outputs, report, symbols: None, profiles })
 }
 
+/// The usage error when several heap graph dumps match and one output file was asked for:
+/// it lists them and names the options (`choose`) that pick one.
+fn several_heap_graphs(matched: &[String], choose: &str) -> Error {
+    let list: Vec<String> = matched.iter().map(|m| format!("  {m}")).collect();
+    Error::new(
+        ErrorKind::Usage,
+        format!(
+            "{} heap graph dumps match; choose one with {choose}, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+            matched.len(),
+            list.join("\n")
+        ),
+    )
+}
+
 /// Writes a conversion's outputs, each atomically and never over `input`, making the
 /// destination directory first. A `None` path is standard output, written by the caller:
 /// here it is only checked not to be the input.
@@ -1078,15 +1092,7 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
         return Err(no_heap_graph_match(input, &report));
     }
     if described.len() > 1 && !multi_ok {
-        let list: Vec<String> = described.iter().map(|m| format!("  {m}")).collect();
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!(
-                "{} heap graph dumps match; choose one with --pid/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-                described.len(),
-                list.join("\n")
-            ),
-        ));
+        return Err(several_heap_graphs(&described, "--pid/--dump"));
     }
     if !incomplete.is_empty() && report.damage.is_none() {
         report.damage = Some(format!("incomplete heap graph dump(s): {}", incomplete.join(" | ")));
@@ -1707,15 +1713,7 @@ pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) 
     }
     if single && matched.len() > 1 {
         discard_staged(staged.into_iter().map(|s| s.0));
-        let list: Vec<String> = matched.iter().map(|m| format!("  {m}")).collect();
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!(
-                "{} heap graph dumps match; choose one with --pid/--timestamps, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-                matched.len(),
-                list.join("\n")
-            ),
-        ));
+        return Err(several_heap_graphs(&matched, "--pid/--timestamps"));
     }
     let mut written = Vec::new();
     let mut stdout = None;
