@@ -116,6 +116,14 @@ fn spt_pprof_raw_text_matches_traceconv() {
     assert_eq!(ours, theirs);
 }
 
+/// heap_graph_small's dominator tree as folded stacks (retained bytes): the weak referent
+/// Blob is held by the Cache's array, not by the WeakReference.
+const DOMINATOR_FOLDED: &str = "com.example.Holder [ROOT_JAVA_FRAME] 16\n\
+     com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache 24\n\
+     com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[] 40\n\
+     com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[];com.example.Blob 2000\n\
+     java.lang.ref.WeakReference [ROOT_JNI_GLOBAL] 32\n";
+
 #[test]
 fn dominator_profile_through_folded_and_svg() {
     let dump = heap_graph_small();
@@ -123,14 +131,7 @@ fn dominator_profile_through_folded_and_svg() {
     let dom = heap.dominators();
     let profile = heap.dominator_profile(&dom);
     let folded = encode_folded(&profile, &FoldedOptions { value_index: 1, ..Default::default() });
-    assert_eq!(
-        folded,
-        "com.example.Holder [ROOT_JAVA_FRAME] 16\n\
-         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache 24\n\
-         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[] 40\n\
-         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[];com.example.Blob 2000\n\
-         java.lang.ref.WeakReference [ROOT_JNI_GLOBAL] 32\n"
-    );
+    assert_eq!(folded, DOMINATOR_FOLDED);
     // The root frame's width is its retained size.
     assert_eq!(dom.retained[0], 16 + 24 + 40 + 2000);
     let svg =
@@ -339,14 +340,7 @@ fn convert_of_a_trace_with_only_heap_graphs_converts_them() {
     let t = trace.to_str().unwrap();
     // No heapprofd dump: the heap graph is converted without --java-heap; dominator tree first.
     let (folded, _) = convert_stdout(&["convert", t, "--to", "folded"], 0);
-    assert_eq!(
-        folded,
-        "com.example.Holder [ROOT_JAVA_FRAME] 16\n\
-         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache 24\n\
-         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[] 40\n\
-         com.example.Holder [ROOT_JAVA_FRAME];com.example.Cache;java.lang.Object[];com.example.Blob 2000\n\
-         java.lang.ref.WeakReference [ROOT_JNI_GLOBAL] 32\n"
-    );
+    assert_eq!(folded, DOMINATOR_FOLDED);
     assert_eq!(convert_stdout(&["convert", t, "--java-heap", "--to", "folded"], 0).0, folded);
     // --by shortest-path --to pprof: the samples real traceconv wrote for this trace.
     let dir = tempfile::tempdir().unwrap();
