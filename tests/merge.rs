@@ -777,24 +777,14 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
     let pb = dir.path().join("camera.pb.gz");
     heapconv_ok(&["convert", s(&sample), "--pid", "1187", "--dump", "2", "-o", s(&pb)], 0);
     let out = dir.path().join("m.pb.gz");
-    let types = "total-size,total-count";
-    heapconv_ok(
-        &[
-            "merge",
-            s(&sample),
-            s(&alloc),
-            s(&pb),
-            "--pid",
-            "4242",
-            "--dump",
-            "all",
-            "--sample-types",
-            types,
-            "-o",
-            s(&out),
-        ],
-        0,
-    );
+    // The three kinds of input, pid 4242's dumps of the trace, two sample types; then `extra`.
+    let merge = |extra: &[&str]| {
+        let mut args = vec!["merge", s(&sample), s(&alloc), s(&pb), "--pid", "4242", "--dump", "all"];
+        args.extend(["--sample-types", "total-size,total-count"]);
+        args.extend_from_slice(extra);
+        heapconv_ok(&args, 0);
+    };
+    merge(&["-o", s(&out)]);
     // What each part holds, read on its own: all three dumps of pid 4242, the capture, the
     // pprof file (which --pid does not filter: it is not a trace).
     let all = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::All, ..LoadOptions::default() };
@@ -815,25 +805,7 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
     }
     // The same merge as a flame graph: its root is the merged total of the first type.
     let svg = dir.path().join("m.svg");
-    heapconv_ok(
-        &[
-            "merge",
-            s(&sample),
-            s(&alloc),
-            s(&pb),
-            "--pid",
-            "4242",
-            "--dump",
-            "all",
-            "--sample-types",
-            types,
-            "--to",
-            "svg",
-            "-o",
-            s(&svg),
-        ],
-        0,
-    );
+    merge(&["--to", "svg", "-o", s(&svg)]);
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<?xml") && text.contains("</svg>"));
     let f = heapconv::encode::labels::human_bytes(want[0]);
