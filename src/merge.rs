@@ -1123,6 +1123,59 @@ impl Merger {
         Ok(())
     }
 
+    /// The stacks of the samples in `slots` (in that order, one after the other), with every
+    /// frame translated through `out`, and each sample's span (start, length) in them. Filled
+    /// in parallel, a chunk of samples per task, the stacks some way ahead fetched early.
+    fn gather_stacks(&self, slots: &[u32], out: &[u32]) -> (Vec<u32>, Vec<(u32, u32)>) {
+        use rayon::prelude::*;
+        const CHUNK: usize = 4096;
+        let stack_of = |i: u32| self.stacks.spans[(self.keys[i as usize] >> 32) as usize];
+        let lens: Vec<u32> = slots.par_iter().map(|&i| stack_of(i).1).collect();
+        let mut spans = Vec::with_capacity(slots.len());
+        let mut end: usize = 0;
+        for &l in &lens {
+            spans.push((u32::try_from(end).expect("fewer than 2^32 frames in samples"), l));
+            end += l as usize;
+        }
+        assert!(u32::try_from(end).is_ok(), "fewer than 2^32 frames in samples");
+        // (Zeroed by the allocator: pages are touched first by the tasks that fill them.)
+        let mut frames = vec![0u32; end];
+        let mut pieces = Vec::with_capacity(slots.len().div_ceil(CHUNK));
+        let mut rest = frames.as_mut_slice();
+        for (c, chunk) in slots.chunks(CHUNK).enumerate() {
+            let len: usize = lens[c * CHUNK..c * CHUNK + chunk.len()].iter().map(|&l| l as usize).sum();
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            pieces.push((chunk, head));
+            rest = tail;
+        }
+        let arena = &self.stacks.arena;
+        pieces.into_par_iter().for_each(|(chunk, dst)| {
+            use crate::model::tables::prefetch;
+            let mut at = 0;
+            for (n, &i) in chunk.iter().enumerate() {
+                if let Some(&ahead) = chunk.get(n + 16) {
+                    prefetch(&self.keys[ahead as usize]);
+                }
+                if let Some(&ahead) = chunk.get(n + 8) {
+                    prefetch(&self.stacks.spans[(self.keys[ahead as usize] >> 32) as usize]);
+                }
+                if let Some(&ahead) = chunk.get(n + 4) {
+                    let (start, len) = stack_of(ahead);
+                    for line in arena[start as usize..start as usize + len as usize].chunks(16) {
+                        prefetch(&line[0]);
+                    }
+                }
+                let (start, len) = stack_of(i);
+                let src = &arena[start as usize..start as usize + len as usize];
+                for (d, &f) in dst[at..at + src.len()].iter_mut().zip(src) {
+                    *d = out[f as usize];
+                }
+                at += src.len();
+            }
+        });
+        (frames, spans)
+    }
+
     /// The merged profile (side 0), in canonical order.
     pub fn finish(self) -> Result<FlatProfile> {
         Ok(self.finish_sides()?.swap_remove(0))
@@ -1130,7 +1183,7 @@ impl Merger {
 
     /// One profile per side, sharing one set of tables, everything in canonical order (see the
     /// module docs): the same inputs give the same profiles whatever the order of merging.
-    pub fn finish_sides(mut self) -> Result<Vec<FlatProfile>> {
+    pub fn finish_sides(self) -> Result<Vec<FlatProfile>> {
         let Some(header) = self.header.clone() else {
             return Err(Error::new(ErrorKind::NoData, "nothing to merge: no profile was given"));
         };
@@ -1178,25 +1231,31 @@ impl Merger {
         // integers rather than lists.
         let ranked_stack = |id: u32| self.stacks.get(id).iter().map(|&f| frame_rank[f as usize]);
         use rayon::prelude::*;
-        let content_hash: Vec<u64> = (0..self.stacks.len() as u32)
+        let mut by_hash: Vec<(u64, u32)> = (0..self.stacks.len() as u32)
             .into_par_iter()
             .map(|id| {
                 let mut h: u64 = 0x243f_6a88_85a3_08d3;
                 for r in ranked_stack(id) {
                     h = (h.rotate_left(5) ^ u64::from(r)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
                 }
-                h
+                (h, id)
             })
             .collect();
-        let mut stack_order: Vec<u32> = (0..self.stacks.len() as u32).collect();
-        stack_order.par_sort_unstable_by(|&a, &b| {
-            content_hash[a as usize].cmp(&content_hash[b as usize]).then_with(|| ranked_stack(a).cmp(ranked_stack(b)))
-        });
-        drop(content_hash);
+        by_hash.par_sort_unstable();
+        // Stacks with equal hashes (rare) in the order of their contents.
+        let mut i = 0;
+        while i < by_hash.len() {
+            let j = i + by_hash[i..].iter().take_while(|x| x.0 == by_hash[i].0).count();
+            if j - i > 1 {
+                by_hash[i..j].sort_by(|a, b| ranked_stack(a.1).cmp(ranked_stack(b.1)));
+            }
+            i = j;
+        }
         let mut stack_rank = vec![0u32; self.stacks.len()];
-        for (r, &st) in stack_order.iter().enumerate() {
+        for (r, &(_, st)) in by_hash.iter().enumerate() {
             stack_rank[st as usize] = r as u32;
         }
+        drop(by_hash);
         let label_key = |l: &MLabel| match *l {
             MLabel::Num(k, v, u) => (s(k), 0u8, "", v, s(u)),
             MLabel::Str(k, v) => (s(k), 1u8, s(v), 0, ""),
@@ -1214,13 +1273,20 @@ impl Merger {
         for (r, &l) in set_order.iter().enumerate() {
             set_rank[l as usize] = r as u32;
         }
-        let mut order: Vec<u32> = (0..self.keys.len() as u32)
+        // Samples with a value, by (stack rank, label set rank): one key each.
+        let mut keyed: Vec<(u64, u32)> = (0..self.keys.len() as u32)
+            .into_par_iter()
             .filter(|&i| self.values[i as usize * width..(i as usize + 1) * width].iter().any(|&v| v != 0))
+            .map(|i| {
+                let k = self.keys[i as usize];
+                let rank =
+                    (u64::from(stack_rank[(k >> 32) as usize]) << 32) | u64::from(set_rank[(k & 0xffff_ffff) as usize]);
+                (rank, i)
+            })
             .collect();
-        order.par_sort_unstable_by_key(|&i| {
-            let k = self.keys[i as usize];
-            (stack_rank[(k >> 32) as usize], set_rank[(k & 0xffff_ffff) as usize])
-        });
+        keyed.par_sort_unstable();
+        let order: Vec<u32> = keyed.par_iter().map(|x| x.1).collect();
+        drop(keyed);
 
         // The output tables: labels first, then frames (with their mappings) in rank order.
         let mut out = Tables::default();
@@ -1353,66 +1419,48 @@ impl Merger {
             out_frames[fi] = out.intern_frame_exact(frame);
         }
         drop(used);
-        // (In place: the merger is consumed, its frame indexes are not needed any more.)
-        let mut translated = std::mem::take(&mut self.stacks.arena);
-        for (id, &live) in live_stack.iter().enumerate() {
-            if live {
-                let (start, len) = self.stacks.spans[id];
-                for f in &mut translated[start as usize..start as usize + len as usize] {
-                    *f = out_frames[*f as usize].0;
-                }
-            }
-        }
         drop(live_stack);
-        let translated: Vec<FrameId> = translated.into_iter().map(FrameId).collect();
-        // Per side, the sorted samples with their frames in the output tables (leaf first).
-        let total: usize =
-            order.iter().map(|&i| self.stacks.spans[(self.keys[i as usize] >> 32) as usize].1 as usize).sum();
-        let mut profiles: Vec<FlatProfile> = (0..sides)
-            .map(|_| {
-                let mut p = FlatProfile::new(Arc::new(Tables::default()), meta.clone(), columns.clone());
-                p.reserve(order.len(), total);
-                p.default_sample_type = default.min(ncols.saturating_sub(1));
-                p
-            })
-            .collect();
-        // Samples are visited in sorted order, their data lies in insertion order: the slot of
-        // the sample some way ahead, then its stack and values, are fetched early so that the
-        // cache misses overlap.
-        use crate::model::tables::prefetch;
-        for (n, &i) in order.iter().enumerate() {
-            if let Some(&ahead) = order.get(n + 24) {
-                prefetch(&self.keys[ahead as usize]);
-            }
-            if let Some(&ahead) = order.get(n + 16) {
-                prefetch(&self.stacks.spans[(self.keys[ahead as usize] >> 32) as usize]);
-            }
-            if let Some(&ahead) = order.get(n + 8) {
-                let (start, len) = self.stacks.spans[(self.keys[ahead as usize] >> 32) as usize];
-                for line in translated[start as usize..start as usize + len as usize].chunks(16) {
-                    prefetch(&line[0]);
-                }
-                prefetch(&self.values[ahead as usize * width]);
-            }
-            let i = i as usize;
-            let (start, len) = self.stacks.spans[(self.keys[i] >> 32) as usize];
-            let frames = &translated[start as usize..start as usize + len as usize];
-            let ls = (self.keys[i] & 0xffff_ffff) as usize;
-            let (num, strs) = set_labels[ls].as_ref().expect("filled above");
-            for (side, p) in profiles.iter_mut().enumerate() {
-                let v = &self.values[i * width + side * ncols..i * width + (side + 1) * ncols];
-                if sides > 1 && v.iter().all(|&x| x == 0) {
-                    continue;
-                }
-                p.push_sample(frames, v, num, strs);
-            }
-        }
+        let out_frames: Vec<u32> = out_frames.into_iter().map(|f| f.0).collect();
+        // Per side, its samples in sorted order (all of them for a merge), their stacks copied
+        // in that order and translated to the output's frames, in parallel: the one pass that
+        // reads the stacks out of storage order. Encoders then read the frames in order.
+        let has_labels = self.label_sets.len() > 1;
         let tables = Arc::new(out);
-        for p in &mut profiles {
-            p.tables = Arc::clone(&tables);
+        let mut profiles: Vec<FlatProfile> = Vec::with_capacity(sides);
+        for side in 0..sides {
+            let row = |i: u32| &self.values[i as usize * width + side * ncols..i as usize * width + (side + 1) * ncols];
+            let picked: Vec<u32>;
+            let samples: &[u32] = if sides > 1 {
+                picked = order.iter().copied().filter(|&i| row(i).iter().any(|&x| x != 0)).collect();
+                &picked
+            } else {
+                &order
+            };
+            let (frames, spans) = self.gather_stacks(samples, &out_frames);
+            let mut values = Vec::with_capacity(samples.len() * ncols);
+            for &i in samples {
+                values.extend_from_slice(row(i));
+            }
+            let mut p = FlatProfile::from_spans(
+                Arc::clone(&tables),
+                meta.clone(),
+                columns.clone(),
+                frames.into_iter().map(FrameId).collect(),
+                spans,
+                values,
+            );
+            p.default_sample_type = default.min(ncols.saturating_sub(1));
+            if has_labels {
+                for (k, &i) in samples.iter().enumerate() {
+                    let (num, strs) =
+                        set_labels[(self.keys[i as usize] & 0xffff_ffff) as usize].as_ref().expect("filled above");
+                    p.push_labels(k, num, strs);
+                }
+            }
             for &(k, u) in &units {
                 p.set_num_label_unit(k, u);
             }
+            profiles.push(p);
         }
         Ok(profiles)
     }

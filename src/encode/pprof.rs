@@ -338,9 +338,37 @@ impl PprofEncoder {
 }
 
 /// Encodes a profile whose stacks are frame lists (a merge, a decoded pprof) as uncompressed
-/// pprof into `w`, a megabyte at a time. One location per frame, numbered in first-use order;
-/// frame names are written as they are (no annotations are added: such profiles carry them).
+/// pprof into `w`. One location per frame, numbered in first-use order; frame names are
+/// written as they are (no annotations are added: such profiles carry them). The bytes are
+/// those of [`encode_flat_parts`], one part after the other.
 pub fn encode_flat_to(profile: &FlatProfile, opts: &PprofOptions, w: &mut dyn Write) -> std::io::Result<()> {
+    for part in encode_flat_parts(profile, opts) {
+        w.write_all(&part)?;
+    }
+    Ok(())
+}
+
+/// Samples encoded per part by [`encode_flat_parts`] (a fixed number, so that the parts do not
+/// depend on the number of threads).
+pub const FLAT_SAMPLES_PER_PART: usize = 16_384;
+
+/// Encodes a profile whose stacks are frame lists as uncompressed pprof, in parts whose
+/// concatenation is the encoding: the sample types, then the samples,
+/// [`FLAT_SAMPLES_PER_PART`] to a part, then the locations, functions, mappings, strings and
+/// the rest. Locations and label strings are numbered in first-use order in one pass over the
+/// samples; the samples are then encoded in parallel (rayon).
+pub fn encode_flat_parts(profile: &FlatProfile, opts: &PprofOptions) -> Vec<Vec<u8>> {
+    encode_flat_parts_with(profile, opts, &|part| part)
+}
+
+/// [`encode_flat_parts`] with `part` applied to each part (for example, compressing it) by the
+/// task that encoded it.
+pub fn encode_flat_parts_with(
+    profile: &FlatProfile,
+    opts: &PprofOptions,
+    part: &(dyn Fn(Vec<u8>) -> Vec<u8> + Sync),
+) -> Vec<Vec<u8>> {
+    use rayon::prelude::*;
     let tables = std::sync::Arc::clone(&profile.tables);
     let mut b = Builder {
         tables: std::sync::Arc::clone(&tables),
@@ -360,61 +388,80 @@ pub fn encode_flat_to(profile: &FlatProfile, opts: &PprofOptions, w: &mut dyn Wr
         out.sample_type.push(pp::ValueType { r#type: ty, unit });
     }
     let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
-    let mut bytes = head.encode_to_vec();
-    const CHUNK: usize = 1 << 20;
-    bytes.reserve(CHUNK + 4096);
+    let mut parts = vec![part(head.encode_to_vec())];
+    // Numbering: locations and label strings in first-use order.
     let mut loc_of = vec![0u32; tables.frames().len()];
     let mut order: Vec<FrameId> = Vec::new();
     let mut label_keys: HashMap<StringId, i64> = HashMap::default();
-    let mut labels: Vec<WireLabel> = Vec::new();
-    let mut path: Vec<u8> = Vec::new();
     let with_labels = profile.has_labels();
     for i in 0..profile.sample_count() {
-        let (frames, values) = profile.sample(i);
-        path.clear();
-        for &f in frames {
+        for &f in profile.sample(i).0 {
             let slot = &mut loc_of[f.0 as usize];
             if *slot == 0 {
                 order.push(f);
                 *slot = u32::try_from(order.len()).expect("fewer than 2^32 locations");
             }
-            prost::encoding::encode_varint(u64::from(*slot), &mut path);
         }
-        labels.clear();
         if with_labels {
             let mut sid = |b: &mut Builder<'_>, id: StringId| {
-                *label_keys.entry(id).or_insert_with(|| b.s(tables.strings.get(id)))
+                label_keys.entry(id).or_insert_with(|| b.s(tables.strings.get(id)));
             };
-            for &(key, num) in profile.sample_labels(i) {
-                let k = sid(&mut b, key);
-                let unit = profile.num_label_unit(key).map_or(0, |u| sid(&mut b, u));
-                labels.push(WireLabel { key: k, str: 0, num, num_unit: unit });
+            for &(key, _) in profile.sample_labels(i) {
+                sid(&mut b, key);
+                if let Some(u) = profile.num_label_unit(key) {
+                    sid(&mut b, u);
+                }
             }
             for &(key, text) in profile.sample_str_labels(i) {
-                let k = sid(&mut b, key);
-                let t = sid(&mut b, text);
-                labels.push(WireLabel { key: k, str: t, num: 0, num_unit: 0 });
+                sid(&mut b, key);
+                sid(&mut b, text);
             }
         }
-        write_sample(&mut bytes, &path, values, &labels);
-        if bytes.len() >= CHUNK {
-            w.write_all(&bytes)?;
-            bytes.clear();
-        }
     }
+    // The samples, a part per FLAT_SAMPLES_PER_PART.
+    let n = profile.sample_count();
+    let sample_parts: Vec<Vec<u8>> = (0..n.div_ceil(FLAT_SAMPLES_PER_PART))
+        .into_par_iter()
+        .map(|k| {
+            let range = k * FLAT_SAMPLES_PER_PART..((k + 1) * FLAT_SAMPLES_PER_PART).min(n);
+            let frames: usize = range.clone().map(|i| profile.sample(i).0.len()).sum();
+            let mut bytes = Vec::with_capacity(frames * 3 + range.len() * 16);
+            let mut path: Vec<u8> = Vec::new();
+            let mut labels: Vec<WireLabel> = Vec::new();
+            let sid = |id: StringId| label_keys.get(&id).copied().unwrap_or(0);
+            for i in range {
+                let (frames, values) = profile.sample(i);
+                path.clear();
+                for &f in frames {
+                    prost::encoding::encode_varint(u64::from(loc_of[f.0 as usize]), &mut path);
+                }
+                labels.clear();
+                if with_labels {
+                    for &(key, num) in profile.sample_labels(i) {
+                        let unit = profile.num_label_unit(key).map_or(0, sid);
+                        labels.push(WireLabel { key: sid(key), str: 0, num, num_unit: unit });
+                    }
+                    for &(key, text) in profile.sample_str_labels(i) {
+                        labels.push(WireLabel { key: sid(key), str: sid(text), num: 0, num_unit: 0 });
+                    }
+                }
+                write_sample(&mut bytes, &path, values, &labels);
+            }
+            part(bytes)
+        })
+        .collect();
+    parts.extend(sample_parts);
     for (k, &f) in order.iter().enumerate() {
         b.location(k as u64 + 1, f, Annotation::None);
     }
     let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
-    let bytes = finish(b, out, &head, opts, bytes);
-    w.write_all(&bytes)
+    parts.push(part(finish(b, out, &head, opts, Vec::new())));
+    parts
 }
 
 /// [`encode_flat_to`] into memory.
 pub fn encode_pprof_flat(profile: &FlatProfile, opts: &PprofOptions) -> Vec<u8> {
-    let mut v = Vec::with_capacity(profile.sample_count() * 64);
-    encode_flat_to(profile, opts, &mut v).expect("writing to memory");
-    v
+    encode_flat_parts(profile, opts).concat()
 }
 
 /// Encodes one profile as uncompressed pprof bytes (a fresh [`PprofEncoder`]).
@@ -574,9 +621,18 @@ pub fn gzip_writer<W: Write>(w: W) -> flate2::write::GzEncoder<W> {
 /// Gzip-compresses `bytes` at the fastest level, as Go's pprof writer does (`gzip.BestSpeed`);
 /// no file name and a zero mtime, so the output is deterministic.
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut enc =
-        flate2::GzBuilder::new().mtime(0).write(Vec::with_capacity(bytes.len() / 4 + 64), flate2::Compression::fast());
-    enc.write_all(bytes).expect("writing to memory");
+    gzip_slices(&[bytes])
+}
+
+/// [`gzip`] of the concatenation of `slices`, as one gzip member.
+pub fn gzip_slices(slices: &[&[u8]]) -> Vec<u8> {
+    let len: usize = slices.iter().map(|s| s.len()).sum();
+    // Room for incompressible input: the pages a smaller output leaves untouched cost nothing.
+    let room = len + len / 256 + 256;
+    let mut enc = flate2::GzBuilder::new().mtime(0).write(Vec::with_capacity(room), flate2::Compression::fast());
+    for s in slices {
+        enc.write_all(s).expect("writing to memory");
+    }
     enc.finish().expect("writing to memory")
 }
 

@@ -27,8 +27,10 @@ pub struct FlatProfile {
     pub sample_types: Vec<ValueType>,
     /// Index into `sample_types` of the type viewers should show first.
     pub default_sample_type: usize,
+    /// Frames of the samples: sample `i`'s are `spans[i]` (start, length) of it. Spans may
+    /// share frames (a merge points every sample of a stack at the one copy of the stack).
     frames: Vec<FrameId>,
-    frame_ends: Vec<u32>,
+    spans: Vec<(u32, u32)>,
     values: Vec<i64>,
     labels: LabelStore,
 }
@@ -42,7 +44,7 @@ impl FlatProfile {
             sample_types,
             default_sample_type: 0,
             frames: Vec::new(),
-            frame_ends: Vec::new(),
+            spans: Vec::new(),
             values: Vec::new(),
             labels: LabelStore::default(),
         }
@@ -58,34 +60,77 @@ impl FlatProfile {
         str_labels: &[(StringId, StringId)],
     ) {
         assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");
-        self.labels.push(self.frame_ends.len(), labels, str_labels);
+        self.labels.push(self.spans.len(), labels, str_labels);
+        let start = u32::try_from(self.frames.len()).expect("fewer than 2^32 frames in samples");
+        let len = u32::try_from(frames_leaf_first.len()).expect("fewer than 2^32 frames in a sample");
+        assert!(start.checked_add(len).is_some(), "fewer than 2^32 frames in samples");
         self.frames.extend_from_slice(frames_leaf_first);
-        self.frame_ends.push(u32::try_from(self.frames.len()).expect("fewer than 2^32 frames in samples"));
+        self.spans.push((start, len));
         self.values.extend_from_slice(values);
+    }
+
+    /// A profile whose samples point into one list of frames: sample `i`'s frames (leaf first)
+    /// are `frames[spans[i].0 .. spans[i].0 + spans[i].1]`, its values
+    /// `values[i * n .. (i + 1) * n]` for `n` sample types. Spans may overlap and leave frames
+    /// out, so that samples of one stack share its frames. No labels; add them with
+    /// [`FlatProfile::push_labels`].
+    ///
+    /// # Panics
+    /// When a span runs past the frames, or `values` does not hold one value per sample type
+    /// for each span.
+    pub fn from_spans(
+        tables: Arc<Tables>,
+        meta: ProfileMeta,
+        sample_types: Vec<ValueType>,
+        frames: Vec<FrameId>,
+        spans: Vec<(u32, u32)>,
+        values: Vec<i64>,
+    ) -> Self {
+        assert_eq!(values.len(), spans.len() * sample_types.len(), "one value per sample type and sample");
+        assert!(
+            spans.iter().all(|&(s, l)| (s as usize).checked_add(l as usize).is_some_and(|e| e <= frames.len())),
+            "every span lies within the frames"
+        );
+        FlatProfile {
+            tables,
+            meta,
+            sample_types,
+            default_sample_type: 0,
+            frames,
+            spans,
+            values,
+            labels: LabelStore::default(),
+        }
+    }
+
+    /// Sets the labels of sample `i`: called for every sample in order (0, 1, ...) after
+    /// [`FlatProfile::from_spans`], or for none.
+    pub fn push_labels(&mut self, i: usize, labels: &[(StringId, i64)], str_labels: &[(StringId, StringId)]) {
+        self.labels.push(i, labels, str_labels);
     }
 
     /// Makes room for `samples` more samples with `frames` frames in all.
     pub fn reserve(&mut self, samples: usize, frames: usize) {
-        self.frame_ends.reserve(samples);
+        self.spans.reserve(samples);
         self.frames.reserve(frames);
         self.values.reserve(samples * self.sample_types.len());
     }
 
-    /// All frames of all samples, in order (sample `i`'s are a slice of it).
+    /// The list of frames the samples point into (sample `i`'s are a slice of it).
     pub fn all_frames(&self) -> &[FrameId] {
         &self.frames
     }
 
     /// Number of samples.
     pub fn sample_count(&self) -> usize {
-        self.frame_ends.len()
+        self.spans.len()
     }
 
     /// Sample `i`: its frames (leaf first) and values.
     pub fn sample(&self, i: usize) -> (&[FrameId], &[i64]) {
-        let start = if i == 0 { 0 } else { self.frame_ends[i - 1] as usize };
+        let (start, len) = self.spans[i];
         let n = self.sample_types.len();
-        (&self.frames[start..self.frame_ends[i] as usize], &self.values[i * n..(i + 1) * n])
+        (&self.frames[start as usize..start as usize + len as usize], &self.values[i * n..(i + 1) * n])
     }
 
     /// The numeric labels of sample `i`.
@@ -134,7 +179,7 @@ impl FlatProfile {
     pub fn to_profile(&self) -> Profile {
         let mut tables = (*self.tables).clone();
         let mut root_first = Vec::with_capacity(self.frames.len());
-        let mut bounds = Vec::with_capacity(self.frame_ends.len() + 1);
+        let mut bounds = Vec::with_capacity(self.spans.len() + 1);
         bounds.push(0);
         for i in 0..self.sample_count() {
             root_first.extend(self.sample(i).0.iter().rev());

@@ -22,7 +22,7 @@ use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use crate::encode::folded::{FoldedOptions, encode_folded};
 use crate::encode::labels::human_bytes;
 use crate::encode::pprof::PprofOptions;
-use crate::encode::pprof::encode_flat_to;
+use crate::encode::pprof::{FLAT_SAMPLES_PER_PART, encode_flat_parts, encode_flat_parts_with};
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::encode::top::{TopOptions, TopTable, top_table, top_text};
 use crate::error::{Error, ErrorKind, Result};
@@ -279,24 +279,27 @@ pub struct MergeRun {
     pub inputs: Vec<InputInfo>,
 }
 
-/// Encodes a profile with frame lists as gzipped pprof. A small profile is one gzip member
-/// (the bytes of `gzip(&encode_pprof_flat(..))`); a large one (over 8 MiB encoded) is cut into
-/// 4 MiB pieces compressed in parallel, written one after the other as gzip members, which
-/// every gzip reader (Go's, Python's, zlib's, heapconv's) reads as one stream. The pieces are
-/// cut at fixed offsets, so the bytes do not depend on the number of threads.
+/// Encodes a profile with frame lists as gzipped pprof. A small profile (at most twice
+/// [`FLAT_SAMPLES_PER_PART`] samples) is one gzip member (the bytes of
+/// `gzip(&encode_pprof_flat(..))`); a large one is written as gzip members one after the other,
+/// which every gzip reader (Go's, Python's, zlib's, heapconv's) reads as one stream: one per
+/// part of [`encode_flat_parts`] (each compressed in parallel by the task that encoded it, so
+/// the uncompressed encoding is never held whole), the last part cut into 1 MiB pieces. The
+/// members are cut at fixed places, so the bytes do not depend on the number of threads.
 pub fn encode_flat_pprof_gzip(profile: &FlatProfile, opts: &PprofOptions) -> Vec<u8> {
-    const PIECE: usize = 4 << 20;
-    let mut raw = Vec::with_capacity(profile.all_frames().len() * 3 + (1 << 20));
-    encode_flat_to(profile, opts, &mut raw).expect("writing to memory");
-    if raw.len() <= 2 * PIECE {
-        return crate::encode::pprof::gzip(&raw);
+    use crate::encode::pprof::gzip;
+    if profile.sample_count() <= 2 * FLAT_SAMPLES_PER_PART {
+        return gzip(&encode_flat_parts(profile, opts).concat());
     }
-    let pieces: Vec<Vec<u8>> = raw.par_chunks(PIECE).map(crate::encode::pprof::gzip).collect();
-    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.len()).sum());
-    for p in pieces {
-        out.extend_from_slice(&p);
-    }
-    out
+    const PIECE: usize = 1 << 20;
+    let members = encode_flat_parts_with(profile, opts, &|part| {
+        if part.len() <= PIECE {
+            return gzip(&part);
+        }
+        let pieces: Vec<Vec<u8>> = part.par_chunks(PIECE).map(gzip).collect();
+        pieces.concat()
+    });
+    members.concat()
 }
 
 /// Encodes a merged profile (names already carry their annotations) in `format`, showing its
