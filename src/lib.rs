@@ -48,6 +48,7 @@ pub mod output;
 pub mod pipeline;
 pub mod symbolize;
 pub mod synth;
+pub mod timing;
 
 pub use error::{Error, ErrorKind, Result};
 

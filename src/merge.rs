@@ -521,10 +521,6 @@ impl SeqIndex {
         }
     }
 
-    fn intern(&mut self, seq: &[u32]) -> u32 {
-        self.intern_hashed(seq, seq_hash(seq))
-    }
-
     fn intern_hashed(&mut self, seq: &[u32], h: u64) -> u32 {
         if (self.spans.len() + 1) * 4 > self.slots.len() * 3 {
             self.grow();
@@ -737,53 +733,69 @@ impl Merger {
                 }
             }
         }
+        let ncols = cols.len();
+        let width = self.width();
         if let AnyProfile::Flat(p) = profile {
             // At most this much more (as much more for the first input).
             let n = p.sample_count();
-            self.stacks.arena.reserve(p.all_frames().len());
-            self.stacks.spans.reserve(n);
-            self.stacks.hashes.reserve(n);
+            self.stacks.reserve(n, p.all_frames().len());
             self.keys.reserve(n);
             self.next_slot.reserve(n);
+            self.values.reserve(n * width);
         }
-        let ncols = cols.len();
-        let width = self.width();
         let offset = side * ncols;
         let mut vals = vec![0i64; ncols];
         let mut path: Vec<StackId> = Vec::new();
         let mut seq: Vec<u32> = Vec::new();
         let mut labels: Vec<MLabel> = Vec::new();
-        for i in 0..profile.sample_count() {
-            let values = profile.values(i);
-            let mut any = false;
-            for (c, &src) in cols.iter().enumerate() {
-                vals[c] = scale_value(values[src], scale[c]);
-                any |= vals[c] != 0;
-            }
-            if !any {
-                continue;
-            }
+        // Samples go in batches: first their stacks in merged frames and their hashes, with
+        // the index slot of each fetched early, then the lookups, so that the cache misses of
+        // a batch overlap.
+        const BATCH: usize = 64;
+        let mut batch: Vec<(usize, usize, usize, u64)> = Vec::with_capacity(BATCH);
+        let count = profile.sample_count();
+        let mut first = 0;
+        while first < count {
+            let last = (first + BATCH).min(count);
             seq.clear();
-            match profile {
-                AnyProfile::Tree(p) => self.tree_stack(&mut memo, p.sample(i).0, &mut path, &mut seq),
-                AnyProfile::Flat(p) => self.flat_stack(&mut memo, p.sample(i).0, &mut seq),
+            batch.clear();
+            for i in first..last {
+                let values = profile.values(i);
+                if cols.iter().zip(&scale).all(|(&src, &f)| scale_value(values[src], f) == 0) {
+                    continue;
+                }
+                let at = seq.len();
+                match profile {
+                    AnyProfile::Tree(p) => self.tree_stack(&mut memo, p.sample(i).0, &mut path, &mut seq),
+                    AnyProfile::Flat(p) => self.flat_stack(&mut memo, p.sample(i).0, &mut seq),
+                }
+                let h = seq_hash(&seq[at..]);
+                self.stacks.prefetch_slot(h);
+                batch.push((i, at, seq.len(), h));
             }
-            let stack = self.stacks.intern(&seq);
-            labels.clear();
-            let (num, strs) = profile.labels(i);
-            for &(k, n) in num {
-                let unit = profile.unit(k).map_or(StringId::EMPTY, |u| self.string(&mut memo, &tables, u));
-                labels.push(MLabel::Num(self.string(&mut memo, &tables, k), n, unit));
+            for &(i, at, end, h) in &batch {
+                let stack = self.stacks.intern_hashed(&seq[at..end], h);
+                let values = profile.values(i);
+                for (c, &src) in cols.iter().enumerate() {
+                    vals[c] = scale_value(values[src], scale[c]);
+                }
+                labels.clear();
+                let (num, strs) = profile.labels(i);
+                for &(k, n) in num {
+                    let unit = profile.unit(k).map_or(StringId::EMPTY, |u| self.string(&mut memo, &tables, u));
+                    labels.push(MLabel::Num(self.string(&mut memo, &tables, k), n, unit));
+                }
+                for &(k, v) in strs {
+                    labels.push(MLabel::Str(self.string(&mut memo, &tables, k), self.string(&mut memo, &tables, v)));
+                }
+                let ls = self.label_set(&mut labels);
+                let slot = self.slot(stack, ls, width);
+                let dst = &mut self.values[slot * width + offset..slot * width + offset + ncols];
+                for (d, v) in dst.iter_mut().zip(&vals) {
+                    *d = d.saturating_add(*v);
+                }
             }
-            for &(k, v) in strs {
-                labels.push(MLabel::Str(self.string(&mut memo, &tables, k), self.string(&mut memo, &tables, v)));
-            }
-            let ls = self.label_set(&mut labels);
-            let slot = self.slot(stack, ls, width);
-            let dst = &mut self.values[slot * width + offset..slot * width + offset + ncols];
-            for (d, v) in dst.iter_mut().zip(&vals) {
-                *d = d.saturating_add(*v);
-            }
+            first = last;
         }
         self.memo = Some(memo);
         Ok(())
@@ -823,12 +835,13 @@ impl Merger {
     /// The merged frames of a frame list (leaf first).
     fn flat_stack(&mut self, memo: &mut Memo, frames: &[FrameId], seq: &mut Vec<u32>) {
         if memo.annotate {
-            seq.resize(frames.len(), 0);
+            let base = seq.len();
+            seq.resize(base + frames.len(), 0);
             let mut state = AnnotationState::Initial;
             for (k, &f) in frames.iter().enumerate().rev() {
                 let (next, a) = annotate_with(state, memo.classes[f.0 as usize]);
                 state = next;
-                seq[k] = self.frame(memo, f, a);
+                seq[base + k] = self.frame(memo, f, a);
             }
         } else {
             for &f in frames {
@@ -1033,6 +1046,7 @@ impl Merger {
         let scale = self.merge_header(h)?;
         let width = self.width();
         let ncols = width / self.sides;
+        let mut clock = crate::timing::Phases::start("absorb");
         let mut strings = vec![UNSET; other.strings.len()];
         let mut s = |this: &mut Merger, id: StringId| -> StringId {
             if id.is_empty() {
@@ -1073,20 +1087,19 @@ impl Merger {
             };
             frames.push(self.intern_frame(mf));
         }
-        // The other's stacks in this one's frames, with their hashes; then interned with the
-        // slot of the stack some way ahead (and the stack it may equal) fetched early.
-        let mut seq = Vec::new();
-        let translate = |id: usize, seq: &mut Vec<u32>| {
-            seq.clear();
-            seq.extend(other.stacks.get(id as u32).iter().map(|&f| frames[f as usize]));
-        };
+        clock.done("frames");
+        // The other's stacks in this one's frames (translated in place: `other` is consumed),
+        // with their hashes, in parallel; then interned with the slot of the stack some way
+        // ahead (and the stack it may equal) fetched early.
+        use rayon::prelude::*;
+        other.stacks.arena.par_chunks_mut(1 << 16).for_each(|chunk| {
+            for f in chunk {
+                *f = frames[*f as usize];
+            }
+        });
         let n = other.stacks.len();
-        let hashes: Vec<u64> = (0..n)
-            .map(|id| {
-                translate(id, &mut seq);
-                seq_hash(&seq)
-            })
-            .collect();
+        let hashes: Vec<u64> = (0..n as u32).into_par_iter().map(|id| seq_hash(other.stacks.get(id))).collect();
+        clock.done("hash stacks");
         let mut stacks: Vec<u32> = Vec::with_capacity(n);
         self.stacks.reserve(n, other.stacks.arena.len());
         for id in 0..n {
@@ -1096,9 +1109,9 @@ impl Merger {
             if id + 8 < n {
                 self.stacks.prefetch_match(hashes[id + 8]);
             }
-            translate(id, &mut seq);
-            stacks.push(self.stacks.intern_hashed(&seq, hashes[id]));
+            stacks.push(self.stacks.intern_hashed(other.stacks.get(id as u32), hashes[id]));
         }
+        clock.done("intern stacks");
         let mut sets = Vec::with_capacity(other.label_sets.len());
         let mut buf = Vec::new();
         for set in &other.label_sets {
@@ -1120,6 +1133,7 @@ impl Merger {
                 *d = d.saturating_add(scale_value(*v, scale[j % ncols]));
             }
         }
+        clock.done("samples");
         Ok(())
     }
 
@@ -1190,6 +1204,7 @@ impl Merger {
         let width = self.width();
         let ncols = header.columns.len();
         let sides = self.sides;
+        let mut clock = crate::timing::Phases::start("finish");
         let s = |id: StringId| self.strings.get(id);
 
         // Ranks by content: mappings, frames, then stacks (as lists of frame ranks).
@@ -1222,6 +1237,7 @@ impl Merger {
                     x.lines.iter().map(key).cmp(y.lines.iter().map(key))
                 })
         });
+        clock.done("sort frames");
         let mut frame_rank = vec![0u32; self.frames.len()];
         for (r, &f) in frame_order.iter().enumerate() {
             frame_rank[f as usize] = r as u32;
@@ -1256,6 +1272,7 @@ impl Merger {
             stack_rank[st as usize] = r as u32;
         }
         drop(by_hash);
+        clock.done("sort stacks");
         let label_key = |l: &MLabel| match *l {
             MLabel::Num(k, v, u) => (s(k), 0u8, "", v, s(u)),
             MLabel::Str(k, v) => (s(k), 1u8, s(v), 0, ""),
@@ -1288,6 +1305,7 @@ impl Merger {
         let order: Vec<u32> = keyed.par_iter().map(|x| x.1).collect();
         drop(keyed);
 
+        clock.done("sort samples");
         // The output tables: labels first, then frames (with their mappings) in rank order.
         let mut out = Tables::default();
         let mut out_maps = vec![None::<MappingId>; self.maps.len()];
@@ -1366,14 +1384,32 @@ impl Merger {
         for &i in &order {
             live_stack[(self.keys[i as usize] >> 32) as usize] = true;
         }
-        let mut used = vec![false; self.frames.len()];
-        for (id, &live) in live_stack.iter().enumerate() {
-            if live {
-                for &f in self.stacks.get(id as u32) {
-                    used[f as usize] = true;
-                }
-            }
-        }
+        let nframes = self.frames.len();
+        let used = live_stack
+            .par_chunks(1 << 16)
+            .enumerate()
+            .fold(
+                || vec![false; nframes],
+                |mut used, (c, chunk)| {
+                    for (k, &live) in chunk.iter().enumerate() {
+                        if live {
+                            for &f in self.stacks.get((c * (1 << 16) + k) as u32) {
+                                used[f as usize] = true;
+                            }
+                        }
+                    }
+                    used
+                },
+            )
+            .reduce(
+                || vec![false; nframes],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x |= y;
+                    }
+                    a
+                },
+            );
         let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
         for &fi in &frame_order {
             let fi = fi as usize;
@@ -1420,6 +1456,7 @@ impl Merger {
         }
         drop(used);
         drop(live_stack);
+        clock.done("output frames");
         let out_frames: Vec<u32> = out_frames.into_iter().map(|f| f.0).collect();
         // Per side, its samples in sorted order (all of them for a merge), their stacks copied
         // in that order and translated to the output's frames, in parallel: the one pass that
@@ -1462,6 +1499,7 @@ impl Merger {
             }
             profiles.push(p);
         }
+        clock.done("gather stacks");
         Ok(profiles)
     }
 }

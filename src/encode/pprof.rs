@@ -388,6 +388,7 @@ pub fn encode_flat_parts_with(
         out.sample_type.push(pp::ValueType { r#type: ty, unit });
     }
     let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
+    let mut clock = crate::timing::Phases::start("encode");
     let mut parts = vec![part(head.encode_to_vec())];
     // Numbering: locations and label strings in first-use order.
     let mut loc_of = vec![0u32; tables.frames().len()];
@@ -418,44 +419,74 @@ pub fn encode_flat_parts_with(
             }
         }
     }
-    // The samples, a part per FLAT_SAMPLES_PER_PART.
+    clock.done("number locations");
+    // The samples, a part per FLAT_SAMPLES_PER_PART, and beside them the tables.
     let n = profile.sample_count();
-    let sample_parts: Vec<Vec<u8>> = (0..n.div_ceil(FLAT_SAMPLES_PER_PART))
-        .into_par_iter()
-        .map(|k| {
-            let range = k * FLAT_SAMPLES_PER_PART..((k + 1) * FLAT_SAMPLES_PER_PART).min(n);
-            let frames: usize = range.clone().map(|i| profile.sample(i).0.len()).sum();
-            let mut bytes = Vec::with_capacity(frames * 3 + range.len() * 16);
-            let mut path: Vec<u8> = Vec::new();
-            let mut labels: Vec<WireLabel> = Vec::new();
-            let sid = |id: StringId| label_keys.get(&id).copied().unwrap_or(0);
-            for i in range {
-                let (frames, values) = profile.sample(i);
-                path.clear();
-                for &f in frames {
-                    prost::encoding::encode_varint(u64::from(loc_of[f.0 as usize]), &mut path);
+    // Each location id as a varint (at most 5 bytes, little-endian in a u64) and its length.
+    let loc_varint: Vec<(u64, u8)> = loc_of
+        .iter()
+        .map(|&id| {
+            let (mut word, mut len, mut rest) = (0u64, 0u8, id);
+            loop {
+                let byte = u64::from(rest & 0x7f) | if rest >= 0x80 { 0x80 } else { 0 };
+                word |= byte << (8 * len);
+                len += 1;
+                rest >>= 7;
+                if rest == 0 {
+                    break (word, len);
                 }
-                labels.clear();
-                if with_labels {
-                    for &(key, num) in profile.sample_labels(i) {
-                        let unit = profile.num_label_unit(key).map_or(0, sid);
-                        labels.push(WireLabel { key: sid(key), str: 0, num, num_unit: unit });
-                    }
-                    for &(key, text) in profile.sample_str_labels(i) {
-                        labels.push(WireLabel { key: sid(key), str: sid(text), num: 0, num_unit: 0 });
-                    }
-                }
-                write_sample(&mut bytes, &path, values, &labels);
             }
-            part(bytes)
         })
         .collect();
+    let samples = || -> Vec<Vec<u8>> {
+        (0..n.div_ceil(FLAT_SAMPLES_PER_PART))
+            .into_par_iter()
+            .map(|k| {
+                let range = k * FLAT_SAMPLES_PER_PART..((k + 1) * FLAT_SAMPLES_PER_PART).min(n);
+                let frames: usize = range.clone().map(|i| profile.sample(i).0.len()).sum();
+                let mut bytes = Vec::with_capacity(frames * 3 + range.len() * 16);
+                let mut path: Vec<u8> = Vec::new();
+                let mut labels: Vec<WireLabel> = Vec::new();
+                let sid = |id: StringId| label_keys.get(&id).copied().unwrap_or(0);
+                for i in range {
+                    let (frames, values) = profile.sample(i);
+                    // Each location's varint is written as 8 bytes and the end moved by its length.
+                    path.clear();
+                    path.resize(frames.len() * 5 + 8, 0);
+                    let mut at = 0;
+                    for &f in frames {
+                        let (bytes, len) = loc_varint[f.0 as usize];
+                        path[at..at + 8].copy_from_slice(&bytes.to_le_bytes());
+                        at += usize::from(len);
+                    }
+                    path.truncate(at);
+                    labels.clear();
+                    if with_labels {
+                        for &(key, num) in profile.sample_labels(i) {
+                            let unit = profile.num_label_unit(key).map_or(0, sid);
+                            labels.push(WireLabel { key: sid(key), str: 0, num, num_unit: unit });
+                        }
+                        for &(key, text) in profile.sample_str_labels(i) {
+                            labels.push(WireLabel { key: sid(key), str: sid(text), num: 0, num_unit: 0 });
+                        }
+                    }
+                    write_sample(&mut bytes, &path, values, &labels);
+                }
+                part(bytes)
+            })
+            .collect()
+    };
+    let tables = move || {
+        for (k, &f) in order.iter().enumerate() {
+            b.location(k as u64 + 1, f, Annotation::None);
+        }
+        let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
+        part(finish(b, out, &head, opts, Vec::new()))
+    };
+    let (sample_parts, tail) = rayon::join(samples, tables);
+    clock.done("samples and tables");
     parts.extend(sample_parts);
-    for (k, &f) in order.iter().enumerate() {
-        b.location(k as u64 + 1, f, Annotation::None);
-    }
-    let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
-    parts.push(part(finish(b, out, &head, opts, Vec::new())));
+    parts.push(tail);
     parts
 }
 

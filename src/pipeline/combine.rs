@@ -220,7 +220,9 @@ pub fn merge_inputs(
     let pool: Mutex<Vec<Merger>> = Mutex::new(Vec::new());
     let infos: Mutex<Vec<(usize, InputInfo)>> = Mutex::new(Vec::new());
     inputs.par_iter().enumerate().try_for_each(|(i, path)| {
+        let mut clock = crate::timing::Phases::start("input");
         let loaded = load_input(path, load)?;
+        clock.done(&format!("load {i}"));
         let taken = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut m = taken.unwrap_or_else(|| Merger::new(merge.clone(), sides));
         let added: Result<()> = (|| {
@@ -233,6 +235,7 @@ pub fn merge_inputs(
             Ok(())
         })();
         pool.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+        clock.done(&format!("add {i}"));
         added?;
         let info = InputInfo {
             name: loaded.name,
@@ -244,8 +247,10 @@ pub fn merge_inputs(
         infos.lock().unwrap_or_else(|e| e.into_inner()).push((i, info));
         Ok::<_, Error>(())
     })?;
+    let mut clock = crate::timing::Phases::start("inputs");
     let merger = merge_tree(pool.into_inner().unwrap_or_else(|e| e.into_inner()))?
         .unwrap_or_else(|| Merger::new(merge.clone(), sides));
+    clock.done("merge accumulators");
     let mut infos = infos.into_inner().unwrap_or_else(|e| e.into_inner());
     infos.sort_by_key(|x| x.0);
     Ok((merger, infos.into_iter().map(|x| x.1).collect()))
@@ -333,12 +338,16 @@ fn encode_tree(profile: &Profile, format: Format) -> Result<Vec<u8>> {
 pub fn run_merge(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<MergeRun> {
     let mut load = opts.load.clone();
     load.ddm_lines = opts.format == Format::Pprof;
+    let mut clock = crate::timing::Phases::start("merge");
     let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
+    clock.done("inputs");
     let profile = merger.finish()?;
+    clock.done("finish");
     if profile.sample_count() == 0 {
         return Err(Error::new(ErrorKind::NoData, "the merged profile is empty: every input's values are zero"));
     }
     let bytes = encode_merged(&profile, opts.format)?;
+    clock.done("encode");
     Ok(MergeRun { profile, bytes, inputs: infos })
 }
 
