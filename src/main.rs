@@ -1457,6 +1457,38 @@ fn to_hint(e: &clap::Error) -> Option<&'static str> {
         .then_some("hint: --to names the output format; the newer dump of --view delta is --until T (or --to-time T)")
 }
 
+/// Keeps freed memory for reuse instead of handing it back to the kernel (glibc's malloc).
+///
+/// heapconv's stages each build large arrays (decoded samples, the merge's stacks, the sorted
+/// output, encoded parts) and free the previous stage's. By default glibc maps every block
+/// over 32 MiB on its own and unmaps it when freed, so each stage touches fresh pages, which
+/// the kernel must zero, and every unmap interrupts the other cores to flush their TLBs: a
+/// third of the CPU time of merging two 40 MB profiles (BENCHMARKS.md). Serving all blocks
+/// from one heap that is trimmed only past 1 GiB of free space reuses the pages instead. A
+/// process that runs one command and exits loses nothing by keeping them. Called before any
+/// other thread starts.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_malloc() {
+    use std::os::raw::c_int;
+    unsafe extern "C" {
+        fn mallopt(param: c_int, value: c_int) -> c_int;
+    }
+    // Parameter numbers from glibc's <malloc.h>.
+    const M_TRIM_THRESHOLD: c_int = -1;
+    const M_MMAP_MAX: c_int = -4;
+    const M_ARENA_MAX: c_int = -8;
+    // SAFETY: mallopt only sets allocator parameters; it is called before any other thread
+    // exists, and a parameter it rejects is left as it was.
+    unsafe {
+        mallopt(M_MMAP_MAX, 0);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+        mallopt(M_ARENA_MAX, 1);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_malloc() {}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -1468,6 +1500,11 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
         }
     };
+    // The commands that merge whole profiles in memory, stage after stage (not `profile` and
+    // `convert` of traces, which stream through bounded buffers: they would only keep more).
+    if matches!(cli.command, Command::Merge(_) | Command::Diff(_) | Command::Top(_)) {
+        tune_malloc();
+    }
     if let Some(n) = cli.command.jobs() {
         if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n).build_global() {
             eprintln!("heapconv: error: starting {n} worker thread(s): {e}");

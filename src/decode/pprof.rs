@@ -221,7 +221,9 @@ fn too_big(name: &str, max: u64) -> Error {
 /// Samples, the bulk of a profile, are read straight from the wire (no message per sample);
 /// the other fields are decoded with prost.
 pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
+    let mut clock = crate::timing::Phases::start("decode pprof");
     let (rest, samples) = split_samples(bytes, name)?;
+    clock.done("split");
     let msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
         let text = e.to_string();
         let kind = if text.contains("underflow") || text.contains("unexpected end") || text.contains("truncated") {
@@ -231,7 +233,10 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
         };
         Error::new(kind, format!("{name}: not a valid pprof profile ({} bytes)", bytes.len())).with_source(e)
     })?;
-    Converter::new(&msg, name)?.convert(bytes, &samples)
+    clock.done("prost");
+    let r = Converter::new(&msg, name)?.convert(bytes, &samples);
+    clock.done("convert");
+    r
 }
 
 /// A reader of protobuf wire format.
@@ -245,9 +250,17 @@ impl<'a> Wire<'a> {
         self.pos >= self.b.len()
     }
 
-    #[inline]
+    /// The next varint. Varints of one to three bytes (tags, location ids, small values: most
+    /// of a profile) are read without a loop.
+    #[inline(always)]
     fn varint(&mut self) -> Option<u64> {
-        let (v, n) = varint(&self.b[self.pos..])?;
+        let rest = self.b.get(self.pos..)?;
+        let (v, n) = match *rest {
+            [a, ..] if a < 0x80 => (u64::from(a), 1),
+            [a, b, ..] if b < 0x80 => (u64::from(a & 0x7f) | (u64::from(b) << 7), 2),
+            [a, b, c, ..] if c < 0x80 => (u64::from(a & 0x7f) | (u64::from(b & 0x7f) << 7) | (u64::from(c) << 14), 3),
+            _ => varint(rest)?,
+        };
         self.pos += n;
         Some(v)
     }
@@ -332,11 +345,17 @@ fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels:
         match (tag >> 3, tag & 7) {
             (1, 0) => locs.push(w.varint()?),
             (1, 2) => {
+                // Packed ids, at most one per byte: written into room made first.
                 let len = w.varint()?;
                 let mut p = Wire { b: w.take(len)?, pos: 0 };
+                let base = locs.len();
+                locs.resize(base + p.b.len(), 0);
+                let mut n = base;
                 while !p.done() {
-                    locs.push(p.varint()?);
+                    locs[n] = p.varint()?;
+                    n += 1;
                 }
+                locs.truncate(n);
             }
             (2, 0) => values.push(w.varint()? as i64),
             (2, 2) => {
@@ -562,6 +581,7 @@ impl<'a> Converter<'a> {
             meta.comments.push(self.text(c, &|| "a comment".to_owned())?.to_owned());
         }
         let ntypes = sample_types.len();
+        let mut clock = crate::timing::Phases::start("convert");
         let mut frames: Vec<FrameId> = Vec::new();
         let mut no_stack: Option<FrameId> = None;
         let mut num = Vec::new();
@@ -594,14 +614,24 @@ impl<'a> Converter<'a> {
                 ));
             }
             frames.clear();
-            for &lid in &locs {
-                let f = self.locations.get(lid).ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Malformed,
-                        format!("{name}: sample {i} refers to location {lid}, which is not defined"),
-                    )
-                })?;
-                frames.push(f);
+            let unknown = |lid: u64| {
+                Error::new(
+                    ErrorKind::Malformed,
+                    format!("{name}: sample {i} refers to location {lid}, which is not defined"),
+                )
+            };
+            if let IdMap::Dense(table) = &self.locations {
+                frames.resize(locs.len(), FrameId(0));
+                for (f, &lid) in frames.iter_mut().zip(&locs) {
+                    *f = usize::try_from(lid)
+                        .ok()
+                        .and_then(|l| table.get(l).copied().flatten())
+                        .ok_or_else(|| unknown(lid))?;
+                }
+            } else {
+                for &lid in &locs {
+                    frames.push(self.locations.get(lid).ok_or_else(|| unknown(lid))?);
+                }
             }
             if frames.is_empty() {
                 let tables = &mut self.tables;
@@ -635,6 +665,7 @@ impl<'a> Converter<'a> {
             }
             p.push_sample(&frames, &values, &num, &strs);
         }
+        clock.done("samples");
         for (key, unit) in units {
             p.set_num_label_unit(key, unit);
         }
