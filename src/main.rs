@@ -1065,19 +1065,27 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 format: format_of(a.to),
             };
             let inputs = expand_inputs(&a.inputs, &a.list)?;
-            let run = pipeline::combine::run_merge(&inputs, &opts)?;
-            write_output(&a.output, &run.bytes, opts.format.is_binary(), &inputs)?;
-            let (gate_ok, damaged) = report_inputs(&ui, &run.inputs, a.select.symbols.min_symbolized);
+            let (profile, infos) = if opts.format == Format::Pprof && a.output.as_os_str() != "-" {
+                // Written as it is encoded.
+                pipeline::combine::run_merge_pprof_to(&inputs, &opts, &a.output)?
+            } else {
+                let run = pipeline::combine::run_merge(&inputs, &opts)?;
+                let mut clock = heapconv::timing::Phases::start("merge");
+                write_output(&a.output, &run.bytes, opts.format.is_binary(), &inputs)?;
+                clock.done("write");
+                (run.profile, run.inputs)
+            };
+            let (gate_ok, damaged) = report_inputs(&ui, &infos, a.select.symbols.min_symbolized);
             if a.output.as_os_str() != "-" {
                 ui.info(&format!(
                     "merged {} profile(s) from {} input(s): {} samples; wrote {}",
-                    run.inputs.iter().map(|i| i.profiles).sum::<usize>(),
-                    run.inputs.len(),
-                    run.profile.sample_count(),
+                    infos.iter().map(|i| i.profiles).sum::<usize>(),
+                    infos.len(),
+                    profile.sample_count(),
                     a.output.display()
                 ));
             }
-            Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&run.inputs)))
+            Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&infos)))
         }
         Command::Diff(a) => {
             let limit = a.fail_if_growth.as_deref().map(pipeline::combine::GrowthLimit::parse).transpose()?;

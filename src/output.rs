@@ -122,41 +122,79 @@ pub fn is_special(path: &Path) -> bool {
     }
 }
 
-/// Writes `bytes` into an existing special file (device or pipe) without replacing it.
-fn write_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
-    let result = (|| {
-        let mut f = fs::OpenOptions::new().write(true).open(path)?;
-        f.write_all(bytes)?;
-        f.flush()
-    })();
-    result.map_err(|e| Error::io(format!("writing {}", path.display()), e))
+/// An output being written: a hidden temporary file in the output's directory, renamed into
+/// place by [`AtomicFile::commit`] (after flushing it to disk, unless flushing is deferred)
+/// and removed if dropped before; or, for an existing special file (see [`is_special`]), the
+/// file itself. Lets a command write an output as its parts are ready.
+#[derive(Debug)]
+pub struct AtomicFile {
+    path: PathBuf,
+    /// The temporary file, until it is renamed; `None` for a special file.
+    tmp: Option<PathBuf>,
+    file: fs::File,
+}
+
+impl AtomicFile {
+    /// Starts writing `path`, refusing it if it is one of `inputs`.
+    pub fn create(path: &Path, inputs: &[PathBuf]) -> Result<AtomicFile> {
+        check_not_input(path, inputs)?;
+        let failed = |e| Error::io(format!("writing {}", path.display()), e);
+        if is_special(path) {
+            let file = fs::OpenOptions::new().write(true).open(path).map_err(failed)?;
+            return Ok(AtomicFile { path: path.to_path_buf(), tmp: None, file });
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.heapconv-{}-{}.tmp", std::process::id(), next_seq()));
+        let file = fs::File::create(&tmp).map_err(failed)?;
+        Ok(AtomicFile { path: path.to_path_buf(), tmp: Some(tmp), file })
+    }
+
+    /// Puts the output in place: flushes it and renames the temporary file over `path`.
+    pub fn commit(mut self) -> Result<()> {
+        let result = match self.tmp.as_ref() {
+            None => self.file.flush(),
+            Some(tmp) => sync_file(&self.file).and_then(|()| fs::rename(tmp, &self.path)),
+        };
+        result.map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
+        if self.tmp.take().is_some() {
+            placed(&self.path);
+        }
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(tmp);
+        }
+    }
 }
 
 /// Writes `bytes` to `path` atomically (temporary file + rename), refusing to replace an input.
 /// A special file (see [`is_special`]) is written in place instead.
 pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<()> {
-    check_not_input(path, inputs)?;
-    if is_special(path) {
-        return write_in_place(path, bytes);
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.heapconv-{}-{}.tmp", std::process::id(), next_seq()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        sync_file(&f)?;
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io(format!("writing {}", path.display()), e));
-    }
-    placed(path);
-    Ok(())
+    let mut f = AtomicFile::create(path, inputs)?;
+    f.write_all(bytes).map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    f.commit()
 }
 
 /// Creates `dir` (and its parents) if needed.
@@ -215,5 +253,52 @@ pub fn commit_staged(tmp: &Path, path: &Path, inputs: &[PathBuf]) -> Result<()> 
 pub fn discard_staged(tmps: impl IntoIterator<Item = PathBuf>) {
     for t in tmps {
         let _ = fs::remove_file(t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn atomic_file_appears_only_when_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.pb.gz");
+        fs::write(&out, b"old").unwrap();
+        let mut f = AtomicFile::create(&out, &[]).unwrap();
+        f.write_all(b"new ").unwrap();
+        f.write_all(b"bytes").unwrap();
+        assert_eq!(fs::read(&out).unwrap(), b"old", "the old output stays until the commit");
+        assert_eq!(names(dir.path()).len(), 2, "the temporary file sits beside it");
+        f.commit().unwrap();
+        assert_eq!(fs::read(&out).unwrap(), b"new bytes");
+        assert_eq!(names(dir.path()), ["out.pb.gz"]);
+        // Dropped before its commit (a failed run): no trace, the old output untouched.
+        let mut f = AtomicFile::create(&out, &[]).unwrap();
+        f.write_all(b"half").unwrap();
+        drop(f);
+        assert_eq!(fs::read(&out).unwrap(), b"new bytes");
+        assert_eq!(names(dir.path()), ["out.pb.gz"]);
+    }
+
+    #[test]
+    fn atomic_file_refuses_an_input_and_writes_special_files_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.pb");
+        fs::write(&input, b"input").unwrap();
+        let e = AtomicFile::create(&input, std::slice::from_ref(&input)).unwrap_err();
+        assert!(e.to_string().contains("it is an input"), "{e}");
+        assert_eq!(fs::read(&input).unwrap(), b"input");
+        let mut null = AtomicFile::create(Path::new("/dev/null"), &[]).unwrap();
+        null.write_all(b"gone").unwrap();
+        null.commit().unwrap();
+        assert!(Path::new("/dev/null").exists() && is_special(Path::new("/dev/null")), "still the device");
     }
 }

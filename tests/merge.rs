@@ -821,3 +821,64 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
     let e = heapconv_ok(&["merge", s(&sample), "--pid", "999", "-o", s(&two)], 1);
     assert!(String::from_utf8_lossy(&e.stderr).contains("no dump matches the selection"));
 }
+
+/// A merge of more than 32,768 samples is written as gzip members encoded and compressed in
+/// parallel, and streamed to its file as they are ready: the bytes are the same through a
+/// file and standard output, with one thread or all, and they decompress to the library's
+/// uncompressed encoding, whose totals are the inputs' sums (and go tool pprof's).
+#[test]
+fn large_merges_are_parallel_gzip_members_with_the_same_bytes_everywhere() {
+    use std::io::Read;
+    let dir = tmp();
+    let trace = dir.path().join("t.pftrace");
+    let args = ["--callstacks", "40000", "--depth", "8", "--dumps", "2", "--processes", "1"];
+    heapconv_ok(&[&["synth", "-o", s(&trace)][..], &args[..]].concat(), 0);
+    let raw = dir.path().join("raw");
+    heapconv_ok(&["profile", "--raw", s(&trace), "-o", s(&raw), "-q"], 0);
+    let a = raw.join("heap_dump.1.1000.libc.malloc.pb");
+    let b = raw.join("heap_dump.2.1000.libc.malloc.pb");
+    let file = dir.path().join("m.pb.gz");
+    heapconv_ok(&["merge", s(&a), s(&b), "-o", s(&file)], 0);
+    let streamed = std::fs::read(&file).unwrap();
+    let stdout = heapconv_ok(&["merge", s(&a), s(&b), "-o", "-"], 0).stdout;
+    assert!(stdout == streamed, "standard output and the streamed file hold the same bytes");
+    let one = dir.path().join("one.pb.gz");
+    heapconv_ok(&["merge", s(&b), s(&a), "--jobs", "1", "-o", s(&one)], 0);
+    assert!(std::fs::read(&one).unwrap() == streamed, "one thread, inputs swapped: the same bytes");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temporary file left: {leftovers:?}");
+
+    let mut first = Vec::new();
+    flate2::read::GzDecoder::new(&streamed[..]).read_to_end(&mut first).unwrap();
+    let mut all = Vec::new();
+    flate2::read::MultiGzDecoder::new(&streamed[..]).read_to_end(&mut all).unwrap();
+    assert!(first.len() < all.len() / 10, "several members: the first holds {} of {} bytes", first.len(), all.len());
+
+    let load = LoadOptions::default();
+    let mut m = Merger::new(MergeOptions::default(), 1);
+    for p in [&a, &b] {
+        for f in &load_input(p, &load).unwrap().flat {
+            m.add_flat(f, false).unwrap();
+        }
+    }
+    let merged = m.finish().unwrap();
+    let opts = heapconv::encode::pprof::PprofOptions { annotations: false, extras: true };
+    assert!(all == heapconv::encode::pprof::encode_pprof_flat(&merged, &opts), "the library's encoding");
+    let p = pp::Profile::decode(all.as_slice()).unwrap();
+    assert_eq!(p.sample.len(), 40_000);
+    let total = |p: &pp::Profile| -> Vec<i64> {
+        (0..p.sample_type.len()).map(|t| p.sample.iter().map(|smp| smp.value[t]).sum()).collect()
+    };
+    let (pa, pb) = (read_pprof(&a), read_pprof(&b));
+    let sum: Vec<i64> = total(&pa).iter().zip(total(&pb)).map(|(x, y)| x + y).collect();
+    assert_eq!(total(&p), sum, "totals are the sum of the inputs");
+    if have_go() {
+        let go = dir.path().join("go.pb.gz");
+        std::fs::write(&go, go_pprof(&["-proto", s(&a), s(&b)])).unwrap();
+        assert_eq!(raw_totals(&pprof_raw(&file)).1, raw_totals(&pprof_raw(&go)).1, "go tool pprof reads every member");
+    }
+}

@@ -358,15 +358,16 @@ pub const FLAT_SAMPLES_PER_PART: usize = 16_384;
 /// the rest. Locations and label strings are numbered in first-use order in one pass over the
 /// samples; the samples are then encoded in parallel (rayon).
 pub fn encode_flat_parts(profile: &FlatProfile, opts: &PprofOptions) -> Vec<Vec<u8>> {
-    encode_flat_parts_with(profile, opts, &|part| part)
+    encode_flat_parts_with(profile, opts, &|_, part| part)
 }
 
-/// [`encode_flat_parts`] with `part` applied to each part (for example, compressing it) by the
-/// task that encoded it.
+/// [`encode_flat_parts`] with `part(index, bytes)` applied to each part (for example,
+/// compressing or writing it) by the task that encoded it, as soon as it is encoded: parts
+/// can come in any order, `index` says where each belongs (0 for the first).
 pub fn encode_flat_parts_with(
     profile: &FlatProfile,
     opts: &PprofOptions,
-    part: &(dyn Fn(Vec<u8>) -> Vec<u8> + Sync),
+    part: &(dyn Fn(usize, Vec<u8>) -> Vec<u8> + Sync),
 ) -> Vec<Vec<u8>> {
     use rayon::prelude::*;
     let tables = std::sync::Arc::clone(&profile.tables);
@@ -389,7 +390,7 @@ pub fn encode_flat_parts_with(
     }
     let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
     let mut clock = crate::timing::Phases::start("encode");
-    let mut parts = vec![part(head.encode_to_vec())];
+    let mut parts = vec![part(0, head.encode_to_vec())];
     // Numbering: locations and label strings in first-use order.
     let mut loc_of = vec![0u32; tables.frames().len()];
     let mut order: Vec<FrameId> = Vec::new();
@@ -472,7 +473,7 @@ pub fn encode_flat_parts_with(
                     }
                     write_sample(&mut bytes, &path, values, &labels);
                 }
-                part(bytes)
+                part(1 + k, bytes)
             })
             .collect()
     };
@@ -481,7 +482,7 @@ pub fn encode_flat_parts_with(
             b.location(k as u64 + 1, f, Annotation::None);
         }
         let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
-        part(finish(b, out, &head, opts, Vec::new()))
+        part(1 + n.div_ceil(FLAT_SAMPLES_PER_PART), finish(b, out, &head, opts, Vec::new()))
     };
     let (sample_parts, tail) = rayon::join(samples, tables);
     clock.done("samples and tables");

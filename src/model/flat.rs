@@ -199,3 +199,70 @@ impl FlatProfile {
         p
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ValueKind, ValueType};
+
+    fn types() -> Vec<ValueType> {
+        vec![ValueType::new("v", "bytes", ValueKind::Other)]
+    }
+
+    #[test]
+    fn samples_can_share_frames_through_spans() {
+        let frames: Vec<FrameId> = [7, 8, 9, 5].into_iter().map(FrameId).collect();
+        // Sample 0 and 2 share frames 7, 8, 9; sample 1 is the last two; frame 5 is unused.
+        let p = FlatProfile::from_spans(
+            Arc::new(Tables::default()),
+            ProfileMeta::default(),
+            types(),
+            frames,
+            vec![(0, 3), (1, 2), (0, 3)],
+            vec![10, 20, 30],
+        );
+        assert_eq!(p.sample_count(), 3);
+        let ids = |i: usize| p.sample(i).0.iter().map(|f| f.0).collect::<Vec<_>>();
+        assert_eq!((ids(0), p.sample(0).1), (vec![7, 8, 9], &[10][..]));
+        assert_eq!((ids(1), p.sample(1).1), (vec![8, 9], &[20][..]));
+        assert_eq!((ids(2), p.sample(2).1), (vec![7, 8, 9], &[30][..]));
+        assert_eq!(p.total(0), 60);
+        assert!(!p.has_labels());
+    }
+
+    #[test]
+    fn labels_after_from_spans_and_pushed_samples_agree() {
+        let frames: Vec<FrameId> = [1, 2].into_iter().map(FrameId).collect();
+        let mut p = FlatProfile::from_spans(
+            Arc::new(Tables::default()),
+            ProfileMeta::default(),
+            types(),
+            frames.clone(),
+            vec![(0, 2), (1, 1)],
+            vec![1, 2],
+        );
+        let key = StringId(1);
+        p.push_labels(0, &[], &[]);
+        p.push_labels(1, &[(key, 42)], &[]);
+        let mut q = FlatProfile::new(Arc::new(Tables::default()), ProfileMeta::default(), types());
+        q.push_sample(&frames, &[1], &[], &[]);
+        q.push_sample(&frames[1..], &[2], &[(key, 42)], &[]);
+        for i in 0..2 {
+            assert_eq!(p.sample(i), q.sample(i));
+            assert_eq!(p.sample_labels(i), q.sample_labels(i));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "every span lies within the frames")]
+    fn a_span_past_the_frames_is_refused() {
+        FlatProfile::from_spans(
+            Arc::new(Tables::default()),
+            ProfileMeta::default(),
+            types(),
+            vec![FrameId(0)],
+            vec![(0, 2)],
+            vec![1],
+        );
+    }
+}

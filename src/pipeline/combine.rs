@@ -6,6 +6,7 @@
 //! The functions here take paths and return bytes and reports; writing and printing are left
 //! to the caller (the binary, or a batch front end).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -287,24 +288,107 @@ pub struct MergeRun {
 /// Encodes a profile with frame lists as gzipped pprof. A small profile (at most twice
 /// [`FLAT_SAMPLES_PER_PART`] samples) is one gzip member (the bytes of
 /// `gzip(&encode_pprof_flat(..))`); a large one is written as gzip members one after the other,
-/// which every gzip reader (Go's, Python's, zlib's, heapconv's) reads as one stream: one per
-/// part of [`encode_flat_parts`] (each compressed in parallel by the task that encoded it, so
-/// the uncompressed encoding is never held whole), the last part cut into 1 MiB pieces. The
-/// members are cut at fixed places, so the bytes do not depend on the number of threads.
+/// which every gzip reader (Go's, Python's, zlib's, heapconv's) reads as one stream: see
+/// [`encode_flat_pprof_gzip_to`].
 pub fn encode_flat_pprof_gzip(profile: &FlatProfile, opts: &PprofOptions) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_flat_pprof_gzip_to(profile, opts, &mut out).expect("writing to memory");
+    out
+}
+
+/// [`encode_flat_pprof_gzip`] into `w`, member by member as they are ready. A large profile
+/// has one member per part of [`encode_flat_parts`], each compressed in parallel by the task
+/// that encoded it, the last part cut into 1 MiB pieces; members are written in order as soon
+/// as those before them are, while the others are still being encoded, so neither the whole
+/// encoding nor the whole output is held at once. The members are cut at fixed places, so
+/// the bytes do not depend on the number of threads.
+pub fn encode_flat_pprof_gzip_to(
+    profile: &FlatProfile,
+    opts: &PprofOptions,
+    w: &mut (dyn Write + Send),
+) -> std::io::Result<()> {
     use crate::encode::pprof::gzip;
     if profile.sample_count() <= 2 * FLAT_SAMPLES_PER_PART {
-        return gzip(&encode_flat_parts(profile, opts).concat());
+        return w.write_all(&gzip(&encode_flat_parts(profile, opts).concat()));
     }
     const PIECE: usize = 1 << 20;
-    let members = encode_flat_parts_with(profile, opts, &|part| {
-        if part.len() <= PIECE {
-            return gzip(&part);
-        }
-        let pieces: Vec<Vec<u8>> = part.par_chunks(PIECE).map(gzip).collect();
-        pieces.concat()
+    let out = OrderedWriter::new(w);
+    encode_flat_parts_with(profile, opts, &|index, part| {
+        let member = if part.len() <= PIECE {
+            gzip(&part)
+        } else {
+            let pieces: Vec<Vec<u8>> = part.par_chunks(PIECE).map(gzip).collect();
+            pieces.concat()
+        };
+        drop(part);
+        out.put(index, member);
+        Vec::new()
     });
-    members.concat()
+    out.finish()
+}
+
+/// Writes pieces given in any order, each with its index, in index order: a piece is written
+/// as soon as every piece before it has been, by whichever thread gave the last of them,
+/// outside the lock that takes new pieces.
+struct OrderedWriter<'w> {
+    state: Mutex<Ordered>,
+    w: Mutex<&'w mut (dyn Write + Send)>,
+}
+
+#[derive(Default)]
+struct Ordered {
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, Vec<u8>>,
+    writing: bool,
+    error: Option<std::io::Error>,
+}
+
+impl<'w> OrderedWriter<'w> {
+    fn new(w: &'w mut (dyn Write + Send)) -> Self {
+        OrderedWriter { state: Mutex::new(Ordered::default()), w: Mutex::new(w) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ordered> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes piece `index`, and writes every piece that is now next in order unless another
+    /// thread is already writing (it then writes them).
+    fn put(&self, index: usize, piece: Vec<u8>) {
+        let mut st = self.lock();
+        st.waiting.insert(index, piece);
+        if st.writing {
+            return;
+        }
+        st.writing = true;
+        loop {
+            let next = st.next;
+            let Some(piece) = st.waiting.remove(&next) else {
+                st.writing = false;
+                return;
+            };
+            st.next += 1;
+            let failed = st.error.is_some();
+            drop(st);
+            let result =
+                if failed { Ok(()) } else { self.w.lock().unwrap_or_else(|e| e.into_inner()).write_all(&piece) };
+            st = self.lock();
+            if let Err(e) = result {
+                st.error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The first write error, if any; an error too if a piece was never written (a gap in
+    /// the indexes).
+    fn finish(self) -> std::io::Result<()> {
+        let st = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
+        match st.error {
+            Some(e) => Err(e),
+            None if !st.waiting.is_empty() => Err(std::io::Error::other("a part of the output was never written")),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Encodes a merged profile (names already carry their annotations) in `format`, showing its
@@ -336,6 +420,16 @@ fn encode_tree(profile: &Profile, format: Format) -> Result<Vec<u8>> {
 
 /// Runs `merge`: loads, merges and encodes.
 pub fn run_merge(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<MergeRun> {
+    let (profile, infos) = merge_to_profile(inputs, opts)?;
+    let mut clock = crate::timing::Phases::start("merge");
+    let bytes = encode_merged(&profile, opts.format)?;
+    clock.done("encode");
+    Ok(MergeRun { profile, bytes, inputs: infos })
+}
+
+/// Runs `merge` up to the merged profile (what [`run_merge`] encodes) and what each input
+/// held; an error when the merged profile is empty.
+pub fn merge_to_profile(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<(FlatProfile, Vec<InputInfo>)> {
     let mut load = opts.load.clone();
     load.ddm_lines = opts.format == Format::Pprof;
     let mut clock = crate::timing::Phases::start("merge");
@@ -346,9 +440,26 @@ pub fn run_merge(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<MergeRun>
     if profile.sample_count() == 0 {
         return Err(Error::new(ErrorKind::NoData, "the merged profile is empty: every input's values are zero"));
     }
-    let bytes = encode_merged(&profile, opts.format)?;
-    clock.done("encode");
-    Ok(MergeRun { profile, bytes, inputs: infos })
+    Ok((profile, infos))
+}
+
+/// Runs `merge` with pprof output, written to `path` (atomically, see
+/// [`crate::output::AtomicFile`]) as it is encoded; the bytes are those [`run_merge`] makes.
+/// Returns the merged profile and what each input held.
+pub fn run_merge_pprof_to(
+    inputs: &[PathBuf],
+    opts: &MergeRunOptions,
+    path: &Path,
+) -> Result<(FlatProfile, Vec<InputInfo>)> {
+    let opts = MergeRunOptions { format: Format::Pprof, ..opts.clone() };
+    let (profile, infos) = merge_to_profile(inputs, &opts)?;
+    let mut clock = crate::timing::Phases::start("merge");
+    let mut out = crate::output::AtomicFile::create(path, inputs)?;
+    encode_flat_pprof_gzip_to(&profile, &PprofOptions { annotations: false, extras: true }, &mut out)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    out.commit()?;
+    clock.done("encode and write");
+    Ok((profile, infos))
 }
 
 /// A limit on growth: bytes, or a percentage of BASE.
@@ -736,4 +847,46 @@ pub fn refuse_pprof(path: &Path, command: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordered_writer_writes_pieces_given_in_any_order_in_order() {
+        use rayon::prelude::*;
+        let mut out = Vec::new();
+        let w = OrderedWriter::new(&mut out);
+        // 200 pieces given by several threads, in a scrambled order.
+        let order: Vec<usize> = (0..200).map(|i| (i * 73) % 200).collect();
+        order.par_iter().for_each(|&i| w.put(i, format!("<{i}>").into_bytes()));
+        w.finish().unwrap();
+        let want: String = (0..200).map(|i| format!("<{i}>")).collect();
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    #[test]
+    fn ordered_writer_reports_a_gap_and_write_errors() {
+        let mut out = Vec::new();
+        let w = OrderedWriter::new(&mut out);
+        w.put(1, b"b".to_vec());
+        assert!(w.finish().unwrap_err().to_string().contains("never written"));
+        assert!(out.is_empty(), "nothing written before piece 0");
+
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut full = Full;
+        let w = OrderedWriter::new(&mut full);
+        w.put(0, b"a".to_vec());
+        w.put(1, b"b".to_vec());
+        assert_eq!(w.finish().unwrap_err().to_string(), "disk full");
+    }
 }

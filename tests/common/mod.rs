@@ -51,7 +51,7 @@ pub fn read_pprof(path: &Path) -> pp::Profile {
 pub fn decode_pprof(bytes: &[u8]) -> pp::Profile {
     let raw = if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut v = Vec::new();
-        flate2::read::GzDecoder::new(bytes).read_to_end(&mut v).expect("gunzip");
+        flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut v).expect("gunzip");
         v
     } else {
         bytes.to_vec()
