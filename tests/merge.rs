@@ -882,3 +882,44 @@ fn large_merges_are_parallel_gzip_members_with_the_same_bytes_everywhere() {
         assert_eq!(raw_totals(&pprof_raw(&file)).1, raw_totals(&pprof_raw(&go)).1, "go tool pprof reads every member");
     }
 }
+
+/// Peak resident memory (KiB) of `heapconv ARGS`, read by Python's `resource` module from
+/// the kernel's accounting of its one child.
+fn peak_rss_kib(args: &[&str]) -> u64 {
+    let script = "import resource, subprocess, sys\n\
+                  subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n\
+                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
+    let out = Command::new("python3")
+        .args(["-c", script, env!("CARGO_BIN_EXE_heapconv")])
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "heapconv {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a number of KiB")
+}
+
+/// Memory follows the distinct stacks, not the number of inputs: merging 32 copies of a
+/// profile (100,000 stacks) takes little more memory than merging 4 of them.
+#[test]
+fn merge_memory_does_not_grow_with_the_number_of_inputs() {
+    let dir = tmp();
+    let trace = dir.path().join("t.pftrace");
+    let args = ["--callstacks", "100000", "--depth", "12", "--dumps", "1", "--processes", "1"];
+    heapconv_ok(&[&["synth", "-o", s(&trace)][..], &args[..]].concat(), 0);
+    let raw = dir.path().join("raw");
+    heapconv_ok(&["profile", "--raw", s(&trace), "-o", s(&raw), "-q"], 0);
+    let input = raw.join("heap_dump.1.1000.libc.malloc.pb");
+    let out = dir.path().join("m.pb.gz");
+    let peak = |copies: usize| {
+        let mut args = vec!["merge", "--jobs", "2", "-o", s(&out)];
+        args.extend(std::iter::repeat_n(s(&input), copies));
+        peak_rss_kib(&args)
+    };
+    let (four, many) = (peak(4), peak(32));
+    let p = read_pprof(&out);
+    assert_eq!(p.sample.len(), 100_000, "32 copies merge into the stacks of one");
+    assert!(
+        many * 10 < four * 15,
+        "32 inputs took {many} KiB, 4 inputs {four} KiB: memory grew with the number of inputs"
+    );
+}
