@@ -12,7 +12,7 @@
 //! | length fields past the end or near 4 GiB | `packet_lengths_past_the_end_or_near_4_gib`, `bombs_and_huge_lengths_under_a_memory_limit` (here, under a memory limit); `cli.rs::bad_inputs_are_clear_errors`; `hprof.rs::lying_lengths_unknown_tags_and_odd_id_sizes_give_clear_errors`; `merge.rs::hostile_pprof_inputs_give_clear_errors` |
 //! | deep nesting | `deep_nesting` (groups nested 100,000 deep; bundles in bundles) |
 //! | wrong wire types | `wrong_wire_types` (here); `merge.rs::hostile_pprof_inputs_give_clear_errors` |
-//! | interned ids missing, duplicated, cyclic | `interned_ids_missing_and_duplicated`, `many_unresolvable_callstacks_across_many_chains_stay_fast` (found a quadratic slow-down), `cyclic_superclasses_end` (heap graph types and hprof classes that are their own superclasses) |
+//! | interned ids missing, duplicated, cyclic | `interned_ids_missing_and_duplicated`, `many_unresolvable_callstacks_across_many_chains_stay_fast` (found a quadratic slow-down), `pending_callstacks_wait_for_the_frame_they_lack` (found another: every pending callstack retried at every new frame), `cyclic_superclasses_end` (heap graph types and hprof classes that are their own superclasses) |
 //! | callstacks naming frames that do not exist | `interned_ids_missing_and_duplicated` (samples dropped, `unresolved_samples`) |
 //! | zlib and gzip bombs (expansion capped) | `bombs_and_huge_lengths_under_a_memory_limit` (compressed_packets, pprof, DDM, hprof objects; under `RLIMIT_AS`); `cli.rs::compressed_bundles_are_capped` |
 //! | hprof records whose lengths lie | `hprof.rs::lying_lengths_unknown_tags_and_odd_id_sizes_give_clear_errors`, `bombs_and_huge_lengths_under_a_memory_limit` (an array of 2^32-1 longs) |
@@ -453,6 +453,56 @@ fn many_unresolvable_callstacks_across_many_chains_stay_fast() {
     assert!(samples.iter().all(|&s| s == 0), "nothing resolves");
     assert_eq!(report.dumps.len() as u64, n);
     assert!(report.dumps.iter().all(|d| d.flags.unresolved_samples == 1));
+}
+
+/// A packet on sequence 1 that adds frame `iid` (function `f1`) to the interned state.
+fn one_more_frame(iid: u64) -> pb::TracePacket {
+    pb::TracePacket {
+        trusted_packet_sequence_id: Some(1),
+        sequence_flags: Some(2),
+        interned_data: Some(pb::InternedData {
+            frames: vec![pb::Frame { iid: Some(iid), function_name_id: Some(1), ..Default::default() }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Pending callstacks are tried again only when a frame they lack comes: 10,000 of them, 64
+/// frames deep, each lacking its own last frame, across 10,000 chains that each add one frame,
+/// stay linear, whether the new frames complete no callstack or one each (which then
+/// resolves: its dump's sample counts). Trying every pending callstack at every new frame
+/// took minutes here; now it is the cost of 20,000 small dumps.
+#[test]
+fn pending_callstacks_wait_for_the_frame_they_lack() {
+    let n = 10_000u64;
+    let stack = |i: u64| -> Vec<u64> { (0..63).map(|k| 1 + k % 3).chain([500_000 + i]).collect() };
+    for resolves in [false, true] {
+        let mut packets = vec![interning(frames_and((0..n).map(|i| callstack(10 + i, &stack(i))).collect()))];
+        for i in 0..n {
+            packets.push(one_more_frame(if resolves { 500_000 + i } else { 900_000 + i }));
+            packets.push(dump(i, &[10 + i]));
+        }
+        let start = Instant::now();
+        let (report, samples) = decode_trace("pending.pftrace", trace(packets)).unwrap();
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(10), "resolves: {resolves}: {took:?}");
+        assert_eq!(report.dumps.len() as u64, n);
+        if resolves {
+            assert!(samples.iter().all(|&s| s == 1), "every dump's callstack resolved");
+            assert!(report.dumps.iter().all(|d| d.flags.unresolved_samples == 0));
+        } else {
+            assert!(samples.iter().all(|&s| s == 0), "nothing resolves");
+            assert!(report.dumps.iter().all(|d| d.flags.unresolved_samples == 1));
+        }
+        // Each callstack is reported once, when first seen unresolved (with frames that
+        // resolve, the first callstack's frame is there by the end of its chain); without,
+        // each dump also reports its dropped sample. Only the first 200 problems are kept
+        // (all about callstacks here), the rest counted.
+        assert!(report.problems.iter().all(|p| p.message.contains("names frames that are not defined yet")));
+        let all = report.problems.len() as u64 + report.problems_omitted;
+        assert_eq!(all, if resolves { n - 1 } else { 2 * n }, "resolves: {resolves}");
+    }
 }
 
 /// `prefix`, then `chunk` repeated to `total` bytes, gzip- or zlib-compressed as it is

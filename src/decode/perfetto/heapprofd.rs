@@ -108,12 +108,25 @@ fn heap_has_frees(heap: &str) -> bool {
 struct Pending {
     mappings: Vec<pb::Mapping>,
     frames: Vec<pb::Frame>,
+    /// Callstacks of the current chain that name a frame not defined yet: tried (and, if still
+    /// unresolved, reported) at the end of the chain.
     callstacks: Vec<pb::Callstack>,
-    /// How many of `callstacks` were already tried (and reported), and how many frames were
-    /// interned then: they are tried again only once new frames came, and reported once, so
-    /// that callstacks that never resolve do not make every later chain slower.
-    callstacks_tried: usize,
-    frames_when_tried: usize,
+    /// Callstacks still unresolved, by the iid of a frame they lack: tried again only when
+    /// that frame comes, so that callstacks that never resolve do not make every later chain
+    /// slower, and each is tried at most once per frame it lacks.
+    waiting: HashMap<u64, Vec<pb::Callstack>>,
+    /// Frames defined since the end of the last chain that some callstack waits for.
+    arrived: Vec<u64>,
+}
+
+impl Interned {
+    /// Records frame `iid` as interned.
+    fn add_frame(&mut self, iid: u64, fid: FrameId) {
+        self.frames.insert(iid, fid);
+        if self.pending.waiting.contains_key(&iid) {
+            self.pending.arrived.push(iid);
+        }
+    }
 }
 
 /// Interned tables of one generation of one sequence (or the inline tables of one chain).
@@ -843,9 +856,7 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData, mut fresh:
             continue;
         }
         match try_frame(tables, &f, |id| t.function_names.get(&id).copied(), |id| t.mappings.get(&id).copied()) {
-            Some(fid) => {
-                t.frames.insert(iid, fid);
-            }
+            Some(fid) => t.add_frame(iid, fid),
             None => t.pending.frames.push(f),
         }
     }
@@ -944,11 +955,15 @@ fn try_callstack(
 /// resolved is reported and, for names and build ids, resolved as empty.
 fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<String>) {
     let p = &t.pending;
-    let callstacks_stale = p.callstacks_tried == p.callstacks.len() && p.frames_when_tried == t.frames.len();
-    if p.mappings.is_empty() && p.frames.is_empty() && callstacks_stale {
+    if p.mappings.is_empty() && p.frames.is_empty() && p.callstacks.is_empty() && p.arrived.is_empty() {
         return;
     }
-    let pending = std::mem::take(&mut t.pending);
+    let pending = Pending {
+        mappings: std::mem::take(&mut t.pending.mappings),
+        frames: std::mem::take(&mut t.pending.frames),
+        callstacks: std::mem::take(&mut t.pending.callstacks),
+        ..Pending::default()
+    };
     for m in pending.mappings {
         let iid = m.iid.unwrap_or(0);
         let mid = try_mapping(
@@ -978,9 +993,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
         let iid = f.iid.unwrap_or(0);
         let got = try_frame(tables, &f, |id| t.function_names.get(&id).copied(), |id| t.mappings.get(&id).copied());
         match got {
-            Some(fid) => {
-                t.frames.insert(iid, fid);
-            }
+            Some(fid) => t.add_frame(iid, fid),
             None => {
                 let map = match f.mapping_id {
                     None | Some(0) => Some(None),
@@ -990,7 +1003,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
                     Some(map) => {
                         problems.push(format!("frame {iid} names a function string that was never defined"));
                         let fid = tables.intern_frame(map, f.rel_pc.unwrap_or(0), crate::model::StringId::EMPTY);
-                        t.frames.insert(iid, fid);
+                        t.add_frame(iid, fid);
                     }
                     None => problems.push(format!(
                         "frame {iid} names mapping {} that was never defined",
@@ -1000,18 +1013,15 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
             }
         }
     }
-    // Callstacks tried at an earlier chain are tried again only if frames came since; each
-    // is reported once.
-    let mut callstacks = pending.callstacks;
-    let tried = pending.callstacks_tried.min(callstacks.len());
-    let new = callstacks.split_off(tried);
-    let retry_old = pending.frames_when_tried != t.frames.len();
-    let mut still = Vec::new();
-    for (c, is_new) in callstacks.into_iter().map(|c| (c, false)).chain(new.into_iter().map(|c| (c, true))) {
-        if !is_new && !retry_old {
-            still.push(c);
-            continue;
+    // This chain's unresolved callstacks, then those waiting for a frame that came: each
+    // resolves, or waits for the next frame it lacks. Each is reported once, when first tried.
+    let mut retry: Vec<(pb::Callstack, bool)> = pending.callstacks.into_iter().map(|c| (c, true)).collect();
+    for iid in std::mem::take(&mut t.pending.arrived) {
+        if let Some(list) = t.pending.waiting.remove(&iid) {
+            retry.extend(list.into_iter().map(|c| (c, false)));
         }
+    }
+    for (c, is_new) in retry {
         let iid = c.iid.unwrap_or(0);
         match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
             Some(st) => {
@@ -1019,17 +1029,15 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
                 t.callstacks.insert(iid, (st, dense));
             }
             None => {
-                // Keep it pending: its frames may still come in a later chain.
+                // Kept: its frames may still come in a later chain.
                 if is_new {
                     problems.push(format!("callstack {iid} names frames that are not defined yet"));
                 }
-                still.push(c);
+                let missing = c.frame_ids.iter().copied().find(|f| !t.frames.contains_key(f)).unwrap_or_default();
+                t.pending.waiting.entry(missing).or_default().push(c);
             }
         }
     }
-    t.pending.callstacks_tried = still.len();
-    t.pending.frames_when_tried = t.frames.len();
-    t.pending.callstacks = still;
 }
 
 /// Resolves a chain's Android Q inline tables (looked up before the interned tables) and
