@@ -1755,9 +1755,14 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
     };
     let mut staged: Vec<(PathBuf, u32)> = Vec::new();
     let mut dir_ready = false;
+    let mut incomplete = Vec::new();
     let result = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
         if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
             return Ok(());
+        }
+        if !dump.incomplete.is_empty() {
+            let what = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
+            incomplete.push(format!("{what}: {}", dump.incomplete.join("; ")));
         }
         let heap = RootedHeap::new(&dump);
         let spt = heap.shortest_path_tree();
@@ -1787,7 +1792,7 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
         crate::output::sync_file(&file).map_err(io)?;
         Ok(())
     });
-    let report = match result {
+    let mut report = match result {
         Ok(r) => r,
         Err(e) => {
             discard_staged(staged.into_iter().map(|s| s.0));
@@ -1796,6 +1801,11 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
     };
     if report.heap_graphs.is_empty() && report.damage.is_none() {
         return Err(Error::new(ErrorKind::NoData, format!("{}: the trace holds no Java heap graph", inp.name)));
+    }
+    // An incomplete heap graph makes the result partial (exit code 3), as in `convert`,
+    // `top` and `hprof`.
+    if !incomplete.is_empty() && report.damage.is_none() {
+        report.damage = Some(format!("incomplete heap graph dump(s): {}", incomplete.join(" | ")));
     }
     let ext = if opts.raw { "pb" } else { "pb.gz" };
     let mut written = Vec::new();

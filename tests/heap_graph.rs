@@ -1030,6 +1030,18 @@ fn cli_hprof_of_an_incomplete_dump_is_partial_and_inspect_lists_heap_graphs() {
     let r = common::heapconv_ok(&["hprof", trace.to_str().unwrap(), "--pid", "41", "-o", out.to_str().unwrap()], 3);
     assert!(String::from_utf8_lossy(&r.stderr).contains("incomplete: packets missing between index 0 and 2"));
     walk(&std::fs::read(&out).unwrap());
+    // `profile --java-heap` says so too (exit code 3, partial), as `convert` and `top` do.
+    let pdir = dir.path().join("profiles");
+    let r = common::heapconv_ok(&["profile", "--java-heap", trace.to_str().unwrap(), "-o", pdir.to_str().unwrap()], 3);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("result is partial: incomplete heap graph dump(s): pid 41 at 300 ns: packets missing"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&pdir).unwrap().count(), 2, "the profiles are still written");
+    let shapes = common::data("heapgraph/shapes.pftrace");
+    let cdir = dir.path().join("complete");
+    common::heapconv_ok(&["profile", "--java-heap", shapes.to_str().unwrap(), "-o", cdir.to_str().unwrap()], 0);
     let r = common::heapconv_ok(&["inspect", trace.to_str().unwrap()], 0);
     let text = String::from_utf8_lossy(&r.stdout);
     assert!(text.contains("heap graphs: 2"), "{text}");
