@@ -63,7 +63,22 @@ impl Error {
     }
 
     /// An I/O error while doing `what` (for example "reading trace.pftrace").
+    ///
+    /// Running out of memory while reading (a buffer that could not grow: a decompression
+    /// bomb, or an input larger than the memory) is [`ErrorKind::LimitExceeded`] and says so,
+    /// rather than an I/O error.
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        if source.kind() == std::io::ErrorKind::OutOfMemory {
+            let what = what.into();
+            return Error::new(
+                ErrorKind::LimitExceeded,
+                format!(
+                    "{what}: ran out of memory (the input expands to more than the machine's memory or the \
+                     process's address-space limit allow)"
+                ),
+            )
+            .with_source(source);
+        }
         Error::new(ErrorKind::Io, what).with_source(source)
     }
 

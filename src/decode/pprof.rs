@@ -200,6 +200,9 @@ pub fn decode_pprof_maybe_gzip(bytes: &[u8], name: &str, opts: &PprofDecodeOptio
 }
 
 fn read_error(name: &str, e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::OutOfMemory {
+        return Error::io(format!("reading {name}"), e);
+    }
     let kind = match e.kind() {
         std::io::ErrorKind::UnexpectedEof => ErrorKind::Truncated,
         std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => ErrorKind::Malformed,
