@@ -874,7 +874,13 @@ impl Ui {
 
 /// Prints what a decode found that the user must know; returns true when the input is damaged.
 fn report_problems(ui: &Ui, report: &TraceReport) -> bool {
-    for d in &report.dumps {
+    report_problems_of(ui, report, &|_| true)
+}
+
+/// [`report_problems`], with the data-loss flags of the dumps `keep` accepts only (the dumps
+/// a command converts).
+fn report_problems_of(ui: &Ui, report: &TraceReport, keep: &dyn Fn(&heapconv::model::DumpReport) -> bool) -> bool {
+    for d in report.dumps.iter().filter(|d| keep(d)) {
         let loss = d.flags.data_loss();
         if !loss.is_empty() {
             ui.warn(&format!("pid {} heap {} dump {}: {}", d.pid, d.heap, d.index + 1, loss.join(", ")));
@@ -987,9 +993,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
             if let Some(pb) = pb {
                 pb.finish_and_clear();
             }
-            let damaged = report_problems(&ui, &run.report);
+            let filter = pipeline::DumpFilter::profile(&opts, &run.report);
+            let keep = |d: &heapconv::model::DumpReport| filter.keeps(d);
+            let damaged = report_problems_of(&ui, &run.report, &keep);
             let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
-            let lost = run.report.data_loss();
+            let lost = run.report.data_loss_of(&keep);
             if run.written.is_empty() {
                 ui.info("No profile matched; nothing written.");
             } else {
@@ -1054,9 +1062,12 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 }
             }
             stdout.flush().map_err(|e| Error::io("writing standard output", e))?;
-            let damaged = report_problems(&ui, &run.report);
+            // Warnings and --strict judge the dumps converted, not the whole trace.
+            let filter = pipeline::DumpFilter::convert(&opts, &run.report);
+            let keep = |d: &heapconv::model::DumpReport| filter.keeps(d);
+            let damaged = report_problems_of(&ui, &run.report, &keep);
             let gate_ok = run.symbols.as_ref().is_none_or(|r| report_symbols(&ui, r, a.symbols.min_symbolized));
-            Ok(a.strict.exit(exit_code(gate_ok, damaged), &run.report.data_loss()))
+            Ok(a.strict.exit(exit_code(gate_ok, damaged), &run.report.data_loss_of(&keep)))
         }
         Command::Merge(a) => {
             let opts = pipeline::combine::MergeRunOptions {

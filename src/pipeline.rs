@@ -414,6 +414,52 @@ pub enum DumpSelect {
     Nth(usize),
 }
 
+/// Which heapprofd dumps of a trace a command converts, told from its selection options and
+/// the trace's report: so that warnings and `--strict` judge those dumps only.
+#[derive(Debug, Clone)]
+pub struct DumpFilter {
+    pids: Vec<u64>,
+    heap: Option<String>,
+    dump: DumpSelect,
+    timestamps: Vec<i64>,
+    /// The last dump index of each (pid, heap).
+    last: BTreeMap<(u64, String), usize>,
+}
+
+impl DumpFilter {
+    /// The dumps `convert` converts with these options.
+    pub fn convert(opts: &ConvertOptions, report: &TraceReport) -> DumpFilter {
+        DumpFilter::new(&opts.pids, opts.heap.clone(), opts.dump, &[], report)
+    }
+
+    /// The dumps `profile` converts with these options (every dump of the selected pids and
+    /// timestamps).
+    pub fn profile(opts: &ProfileOptions, report: &TraceReport) -> DumpFilter {
+        DumpFilter::new(&opts.pids, None, DumpSelect::All, &opts.timestamps, report)
+    }
+
+    fn new(pids: &[u64], heap: Option<String>, dump: DumpSelect, timestamps: &[i64], report: &TraceReport) -> Self {
+        let mut last: BTreeMap<(u64, String), usize> = BTreeMap::new();
+        for d in &report.dumps {
+            let e = last.entry((d.pid, d.heap.clone())).or_insert(d.index);
+            *e = (*e).max(d.index);
+        }
+        DumpFilter { pids: pids.to_vec(), heap, dump, timestamps: timestamps.to_vec(), last }
+    }
+
+    /// Whether the command converts dump `d`.
+    pub fn keeps(&self, d: &crate::model::DumpReport) -> bool {
+        (self.pids.is_empty() || self.pids.contains(&d.pid))
+            && self.heap.as_ref().is_none_or(|h| *h == d.heap)
+            && (self.timestamps.is_empty() || d.timestamp.is_some_and(|t| self.timestamps.contains(&t)))
+            && match self.dump {
+                DumpSelect::All => true,
+                DumpSelect::Nth(n) => d.index + 1 == n,
+                DumpSelect::Last => self.last.get(&(d.pid, d.heap.clone())) == Some(&d.index),
+            }
+    }
+}
+
 /// Options of `heapconv convert`.
 #[derive(Debug, Clone)]
 pub struct ConvertOptions {

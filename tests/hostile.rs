@@ -25,7 +25,7 @@
 //! | outputs renamed into place; a failed run leaves no output | `failed_runs_leave_no_output`, `every_command_refuses_to_overwrite_an_input` (no temporary file left); `hprof.rs::hprof_conv_refuses_what_it_cannot_convert_and_writes_atomically`, `bombs_and_huge_lengths_under_a_memory_limit` (hprof-conv); `cli.rs::special_files_are_written_in_place_not_replaced` |
 //! | an output equal to an input is refused (every command) | `every_command_refuses_to_overwrite_an_input` (convert, views, merge, diff, timeline, hprof, hprof-conv, symbolize, batch `--summary-json`; by name, symlink, hard link); `cli.rs::never_overwrites_an_input`; `batch.rs::outputs_never_overwrite_inputs_and_the_output_directory_is_not_scanned` |
 //! | data loss in `inspect`, JSON, SVG subtitle, pprof comments | `cli.rs::data_loss_reaches_every_output`, `cli.rs::inspect_reports_sequences_dumps_and_problems`, `incomplete_heap_dumps_are_flagged_in_every_output` (here); `heap_graph.rs::cli_hprof_of_an_incomplete_dump_is_partial_and_inspect_lists_heap_graphs` |
-//! | `--strict` fails a run on data loss (exit 6) | `strict_fails_runs_whose_input_lost_data` (every converting command, batches), `incomplete_heap_dumps_are_flagged_in_every_output` |
+//! | `--strict` fails a run on data loss (exit 6) | `strict_fails_runs_whose_input_lost_data` (every converting command, batches), `strict_judges_the_dumps_converted_not_the_whole_trace`, `incomplete_heap_dumps_are_flagged_in_every_output` |
 //!
 //! Below: mutation tests (every fixture mutated in many deterministic ways: bit flips,
 //! truncations, bytes inserted and deleted, length prefixes near 4 GiB), the findings of the
@@ -678,6 +678,61 @@ fn names_in(dir: &std::path::Path) -> Vec<String> {
         std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     v.sort();
     v
+}
+
+/// `--strict` and the data-loss warnings judge the dumps a command converts: pid 42 is clean
+/// in both chains, pid 43 lost data in its first dump only.
+#[test]
+fn strict_judges_the_dumps_converted_not_the_whole_trace() {
+    use pb::profile_packet::{HeapSample, ProcessHeapSamples};
+    let process = |pid: u64, index: u64, overran: bool| ProcessHeapSamples {
+        pid: Some(pid),
+        heap_name: Some("libc.malloc".into()),
+        timestamp: Some(1000 + index),
+        samples: vec![HeapSample {
+            callstack_id: Some(10),
+            self_allocated: Some(100),
+            alloc_count: Some(1),
+            ..Default::default()
+        }],
+        buffer_overran: Some(overran),
+        ..Default::default()
+    };
+    let chain = |index: u64| pb::TracePacket {
+        trusted_packet_sequence_id: Some(1),
+        sequence_flags: Some(2),
+        profile_packet: Some(pb::ProfilePacket {
+            process_dumps: vec![process(42, index, false), process(43, index, index == 0)],
+            continued: Some(false),
+            index: Some(index),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("two.pftrace");
+    std::fs::write(&t, trace(vec![interning(frames_and(vec![callstack(10, &[1, 2])])), chain(0), chain(1)])).unwrap();
+    let t = t.to_str().unwrap();
+    let out = format!("{}/", dir.path().join("out").to_str().unwrap());
+    let run = |args: &[&str], code: i32| {
+        let mut all = vec!["convert", t, "--strict", "-o", &out];
+        all.extend_from_slice(args);
+        stderr_of(&heapconv_ok(&all, code))
+    };
+    // The last dumps (the default) lost nothing; pid 43's first dump did.
+    let err = run(&[], 0);
+    assert!(!err.contains("buffer_overran"), "{err}");
+    let err = run(&["--dump", "1"], 6);
+    assert!(err.contains("--strict: data lost: pid 43 heap libc.malloc dump 1: buffer_overran"), "{err}");
+    assert!(!err.contains("pid 42 heap"), "{err}");
+    // Pid 42's first dump, beside pid 43's lossy one: clean, no warning about pid 43.
+    let err = run(&["--dump", "1", "--pid", "42"], 0);
+    assert!(!err.contains("pid 43"), "{err}");
+    // Every dump of pid 43 (`profile`): its first dump's loss counts.
+    let err = stderr_of(&heapconv_ok(&["profile", t, "--pid", "43", "--strict", "-o", &out], 6));
+    assert!(err.contains("--strict: data lost: pid 43 heap libc.malloc dump 1: buffer_overran"), "{err}");
+    let err = stderr_of(&heapconv_ok(&["profile", t, "--pid", "42", "--strict", "-o", &out], 0));
+    assert!(!err.contains("pid 43"), "{err}");
 }
 
 /// `--strict`: what a trace says about lost data fails the run with exit code 6 (0 or 3

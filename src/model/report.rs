@@ -197,6 +197,13 @@ impl TraceReport {
     /// skipped packets, and incomplete heap graphs. Empty when nothing was lost; `--strict`
     /// fails a run on any of them.
     pub fn data_loss(&self) -> Vec<String> {
+        self.data_loss_of(&|_| true)
+    }
+
+    /// [`TraceReport::data_loss`] as it concerns the dumps `keep` accepts (those a command
+    /// converts): the flags of other dumps are left out; damage, unfinished dumps, sequences
+    /// and heap graphs are kept, as they may concern any dump.
+    pub fn data_loss_of(&self, keep: &dyn Fn(&DumpReport) -> bool) -> Vec<String> {
         let mut v = Vec::new();
         if let Some(d) = &self.damage {
             v.push(format!("input damaged: {d}"));
@@ -204,7 +211,7 @@ impl TraceReport {
         if self.unfinished_dumps > 0 {
             v.push(format!("{} dump(s) never finished (the trace ends inside a dump chain)", self.unfinished_dumps));
         }
-        for d in &self.dumps {
+        for d in self.dumps.iter().filter(|d| keep(d)) {
             let loss = d.flags.data_loss();
             if !loss.is_empty() {
                 v.push(format!("pid {} heap {} dump {}: {}", d.pid, d.heap, d.index + 1, loss.join(", ")));
