@@ -12,7 +12,7 @@
 //! | length fields past the end or near 4 GiB | `packet_lengths_past_the_end_or_near_4_gib`, `bombs_and_huge_lengths_under_a_memory_limit` (here, under a memory limit); `cli.rs::bad_inputs_are_clear_errors`; `hprof.rs::lying_lengths_unknown_tags_and_odd_id_sizes_give_clear_errors`; `merge.rs::hostile_pprof_inputs_give_clear_errors` |
 //! | deep nesting | `deep_nesting` (groups nested 100,000 deep; bundles in bundles) |
 //! | wrong wire types | `wrong_wire_types` (here); `merge.rs::hostile_pprof_inputs_give_clear_errors` |
-//! | interned ids missing, duplicated, cyclic | `interned_ids_missing_and_duplicated`, `many_unresolvable_callstacks_across_many_chains_stay_fast` (found a quadratic slow-down), `pending_callstacks_wait_for_the_frame_they_lack` (found another: every pending callstack retried at every new frame), `cyclic_superclasses_end` (heap graph types and hprof classes that are their own superclasses) |
+//! | interned ids missing, duplicated, cyclic | `interned_ids_missing_and_duplicated`, `many_unresolvable_callstacks_across_many_chains_stay_fast` (found a quadratic slow-down), `pending_callstacks_wait_for_the_frame_they_lack` (found another: every pending callstack retried at every new frame), `cyclic_superclasses_end` (heap graph types and hprof classes that are their own superclasses; the loops are reported), `long_superclass_chains_and_duplicated_types_in_heap_graphs` (found: field names looked up along the whole chain per class, cubic: 156 s for 20,000 types) |
 //! | callstacks naming frames that do not exist | `interned_ids_missing_and_duplicated` (samples dropped, `unresolved_samples`) |
 //! | zlib and gzip bombs (expansion capped) | `bombs_and_huge_lengths_under_a_memory_limit` (compressed_packets, pprof, DDM, hprof objects; under `RLIMIT_AS`); `cli.rs::compressed_bundles_are_capped` |
 //! | hprof records whose lengths lie | `hprof.rs::lying_lengths_unknown_tags_and_odd_id_sizes_give_clear_errors`, `bombs_and_huge_lengths_under_a_memory_limit` (an array of 2^32-1 longs) |
@@ -1156,6 +1156,9 @@ fn cyclic_superclasses_end() {
         let o = heapconv_limited(&args, HOSTILE_MEMORY);
         assert_clean_exit(&o, 0, &format!("{args:?}"));
     }
+    let o = heapconv_ok(&["inspect", &p("cycle.pftrace")], 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("2 superclass chain(s) loop back on themselves; each is cut where it repeats"), "{text}");
     // The hprof written from the cyclic graph reads back and converts.
     for args in [
         vec!["inspect", "OUT.hprof"],
@@ -1241,4 +1244,64 @@ fn incomplete_heap_dumps_are_flagged_in_every_output() {
             && c.contains("cut.hprof: the file ends at byte 1000")),
         "{comments:?}"
     );
+}
+
+/// A heap graph whose 20,000 types each extend the previous one and declare a field: the
+/// names of references were looked up along the whole chain for every class (minutes); now
+/// as far as the instances need. Duplicated type ids are reported.
+#[test]
+fn long_superclass_chains_and_duplicated_types_in_heap_graphs() {
+    let n = 20_000u64;
+    let ty = |id: u64| pb::HeapGraphType {
+        id: Some(id),
+        class_name: Some(format!("C{id}").into_bytes()),
+        object_size: Some(16),
+        superclass_id: Some(id - 1),
+        reference_field_id: vec![1],
+        ..Default::default()
+    };
+    let obj = |id: u64, ty: u64, refs: &[u64]| pb::HeapGraphObject {
+        id: Some(id),
+        type_id: Some(ty),
+        self_size: Some(16),
+        reference_object_id: refs.to_vec(),
+        ..Default::default()
+    };
+    let mut types: Vec<pb::HeapGraphType> = (1..=n).map(ty).collect();
+    types.push(ty(n)); // defined twice
+    let graph = pb::HeapGraph {
+        pid: Some(7),
+        types,
+        field_names: vec![string(1, "C.next")],
+        // Each object points at the next; the last one's two references take the first two
+        // names of its chain.
+        objects: (1..=n)
+            .map(|i| obj(0x1000 + i, i, &if i < n { vec![0x1000 + i + 1] } else { vec![0x1001, 0x1002] }))
+            .collect(),
+        roots: vec![pb::HeapGraphRoot { object_ids: vec![0x1001], root_type: Some(1) }],
+        continued: Some(false),
+        index: Some(0),
+        ..Default::default()
+    };
+    let t = trace(vec![pb::TracePacket {
+        trusted_packet_sequence_id: Some(1),
+        timestamp: Some(5),
+        heap_graph: Some(graph),
+        ..Default::default()
+    }]);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("chain.pftrace");
+    std::fs::write(&p, t).unwrap();
+    let start = Instant::now();
+    let o = heapconv_ok(&["inspect", p.to_str().unwrap()], 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("1 type id(s) defined twice; the last definition is kept"), "{text}");
+    // Dominators and retained sizes along the chain (a profile of it would hold every path
+    // from the root: 20,000 stacks of up to 20,000 frames).
+    let o = heapconv_ok(&["top", p.to_str().unwrap(), "--java-heap", "-n", "1"], 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("20000 objects, 20000 reachable from 1 roots"), "{text}");
+    assert!(text.contains("312 KiB 100.00%") && text.contains("  C1\n"), "C1 retains everything: {text}");
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(10), "{took:?}");
 }

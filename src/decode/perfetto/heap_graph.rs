@@ -168,6 +168,8 @@ struct Dump {
     dropped_roots: u64,
     malformed_objects: u64,
     duplicate_objects: u64,
+    /// Type ids defined more than once (the last definition is kept).
+    duplicate_types: u64,
 }
 
 impl Dump {
@@ -393,6 +395,9 @@ impl Decoder {
         for t in hg.types {
             let id = t.id.unwrap_or(0);
             let kind = t.kind.filter(|k| (0..=11).contains(k)).unwrap_or(0);
+            if dump.types.contains_key(&id) {
+                dump.duplicate_types += 1;
+            }
             dump.types.insert(
                 id,
                 TypeDef {
@@ -468,6 +473,16 @@ impl Decoder {
                 format!(
                     "sequence {seq}: {} object id(s) defined twice; the last definition is kept",
                     dump.duplicate_objects
+                ),
+            );
+        }
+        if dump.duplicate_types > 0 {
+            self.trace.report.problem(
+                at.0,
+                at.1,
+                format!(
+                    "sequence {seq}: {} type id(s) defined twice; the last definition is kept",
+                    dump.duplicate_types
                 ),
             );
         }
@@ -671,22 +686,37 @@ fn build(mut d: Dump, problems: &mut Vec<String>) -> HeapDump {
     }
     let kinds: Vec<Option<ObjectKind>> = out.classes.iter().map(object_kind).collect();
     // Per class: the field names its instances' references take when they carry no field
-    // ids: the type's list, then its superclass's, and so on (trace processor's walk).
+    // ids: the type's list, then its superclass's, and so on (trace processor's walk), as far
+    // as its instances need (their most references), so that a long chain of superclasses
+    // costs what the references do, not its length per class.
+    let mut need: Vec<u32> = vec![0; d.type_slot_ids.len()];
+    for o in d.defs.iter().filter(|o| o.fields_start == u64::MAX) {
+        let n = &mut need[o.type_slot as usize];
+        *n = (*n).max(o.n_refs);
+    }
+    let loops = superclass_loops(&d.types);
+    if loops > 0 {
+        problems.push(format!("{loops} superclass chain(s) loop back on themselves; each is cut where it repeats"));
+    }
+    let with_fields = nearest_with_fields(&d.types);
     let chain_fields: Vec<Option<Vec<FieldIdx>>> = d
         .type_slot_ids
         .iter()
-        .map(|tid| {
-            let t = d.types.get(tid).filter(|t| !t.no_fields())?;
+        .zip(&need)
+        .map(|(tid, &need)| {
+            d.types.get(tid).filter(|t| !t.no_fields())?;
             let mut list = Vec::new();
-            let mut seen: Vec<u64> = vec![*tid];
-            let mut cur = Some(t);
-            while let Some(c) = cur {
-                list.extend(c.field_ids.iter().map(|&f| names.iid(&mut out.field_names, f)));
-                if c.superclass_id == 0 || seen.contains(&c.superclass_id) {
+            let mut seen: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
+            let mut cur = with_fields.get(tid).copied().unwrap_or(0);
+            // Each step adds at least one name: at most `need` steps.
+            while cur != 0 && list.len() < need as usize && seen.insert(cur) {
+                let Some(c) = d.types.get(&cur) else { break };
+                let room = need as usize - list.len();
+                list.extend(c.field_ids.iter().take(room).map(|&f| names.iid(&mut out.field_names, f)));
+                if c.superclass_id == 0 {
                     break;
                 }
-                seen.push(c.superclass_id);
-                cur = d.types.get(&c.superclass_id);
+                cur = with_fields.get(&c.superclass_id).copied().unwrap_or(0);
             }
             Some(list)
         })
@@ -919,6 +949,80 @@ fn class_objects(d: &mut HeapDump) {
             class.superclass = sup;
         }
     }
+}
+
+/// For every type: the nearest type of its superclass chain, itself first, that declares
+/// reference fields (0: none before the chain ends or loops), in time linear in the number of
+/// types.
+fn nearest_with_fields(types: &HashMap<u64, TypeDef>) -> HashMap<u64, u64> {
+    const BUSY: u64 = u64::MAX;
+    let mut memo: HashMap<u64, u64> = HashMap::default();
+    let mut ids: Vec<u64> = types.keys().copied().collect();
+    ids.sort_unstable();
+    let mut path: Vec<u64> = Vec::new();
+    for start in ids {
+        path.clear();
+        let mut cur = start;
+        let found = loop {
+            match memo.get(&cur) {
+                Some(&BUSY) => break 0,
+                Some(&r) => break r,
+                None => {}
+            }
+            let Some(t) = types.get(&cur) else { break 0 };
+            if !t.field_ids.is_empty() {
+                break cur;
+            }
+            memo.insert(cur, BUSY);
+            path.push(cur);
+            if t.superclass_id == 0 {
+                break 0;
+            }
+            cur = t.superclass_id;
+        };
+        for &p in &path {
+            memo.insert(p, found);
+        }
+        if found != 0 {
+            memo.insert(found, found);
+        }
+    }
+    memo
+}
+
+/// How many superclass chains loop back on themselves (each loop counted once), in time
+/// linear in the number of types.
+fn superclass_loops(types: &HashMap<u64, TypeDef>) -> u64 {
+    // 1: on the chain being followed, 2: done.
+    let mut state: HashMap<u64, u8> = HashMap::default();
+    let mut ids: Vec<u64> = types.keys().copied().collect();
+    ids.sort_unstable();
+    let mut loops = 0;
+    let mut path = Vec::new();
+    for start in ids {
+        path.clear();
+        let mut cur = start;
+        while let Some(t) = types.get(&cur) {
+            match state.get(&cur) {
+                Some(1) => {
+                    loops += 1;
+                    break;
+                }
+                Some(_) => break,
+                None => {}
+            }
+            state.insert(cur, 1);
+            path.push(cur);
+            if t.superclass_id == 0 {
+                break;
+            }
+            cur = t.superclass_id;
+        }
+        for &p in &path {
+            state.insert(p, 2);
+        }
+    }
+    loops
 }
 
 #[cfg(test)]
