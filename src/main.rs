@@ -671,7 +671,13 @@ fn write_output(path: &std::path::Path, bytes: &[u8], binary: bool, inputs: &[Pa
 }
 
 /// Reports what the inputs of a merge held; returns (symbolization gate passed, damaged).
-fn report_inputs(ui: &Ui, inputs: &[pipeline::combine::InputInfo], min_symbolized: Option<f64>) -> (bool, bool) {
+/// Warnings name the lost data of the dumps taken from each trace (`load`'s selection) only.
+fn report_inputs(
+    ui: &Ui,
+    inputs: &[pipeline::combine::InputInfo],
+    load: &pipeline::combine::LoadOptions,
+    min_symbolized: Option<f64>,
+) -> (bool, bool) {
     let mut gate_ok = true;
     let mut damaged = false;
     for i in inputs {
@@ -679,7 +685,8 @@ fn report_inputs(ui: &Ui, inputs: &[pipeline::combine::InputInfo], min_symbolize
             ui.info(&format!("{}: {:?}, {} profile(s)", i.name, i.kind, i.profiles));
         }
         if let Some(r) = &i.report {
-            damaged |= report_problems(ui, r);
+            let filter = pipeline::DumpFilter::load(load, r);
+            damaged |= report_problems_of(ui, r, &|d| filter.keeps(d));
         }
         if let Some(s) = &i.symbols {
             gate_ok &= report_symbols(ui, s, min_symbolized);
@@ -690,11 +697,15 @@ fn report_inputs(ui: &Ui, inputs: &[pipeline::combine::InputInfo], min_symbolize
 
 /// What the inputs of a merge, diff or top say was lost (for `--strict`), each line naming
 /// its input.
-fn inputs_data_loss(inputs: &[pipeline::combine::InputInfo]) -> Vec<String> {
+/// What `--strict` judges of the inputs: of each trace, the dumps `load` selects.
+fn inputs_data_loss(inputs: &[pipeline::combine::InputInfo], load: &pipeline::combine::LoadOptions) -> Vec<String> {
     inputs
         .iter()
         .filter_map(|i| i.report.as_ref().map(|r| (i, r)))
-        .flat_map(|(i, r)| r.data_loss().into_iter().map(move |l| format!("{}: {l}", i.name)))
+        .flat_map(|(i, r)| {
+            let filter = pipeline::DumpFilter::load(load, r);
+            r.data_loss_of(&|d| filter.keeps(d)).into_iter().map(move |l| format!("{}: {l}", i.name))
+        })
         .collect()
 }
 
@@ -1086,7 +1097,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 clock.done("write");
                 (run.profile, run.inputs)
             };
-            let (gate_ok, damaged) = report_inputs(&ui, &infos, a.select.symbols.min_symbolized);
+            let (gate_ok, damaged) = report_inputs(&ui, &infos, &opts.load, a.select.symbols.min_symbolized);
             if a.output.as_os_str() != "-" {
                 ui.info(&format!(
                     "merged {} profile(s) from {} input(s): {} samples; wrote {}",
@@ -1096,7 +1107,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     a.output.display()
                 ));
             }
-            Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&infos)))
+            Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&infos, &opts.load)))
         }
         Command::Diff(a) => {
             let limit = a.fail_if_growth.as_deref().map(pipeline::combine::GrowthLimit::parse).transpose()?;
@@ -1111,7 +1122,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             let run = pipeline::combine::run_diff(&a.base, &a.new, &opts)?;
             let inputs = [a.base.clone(), a.new.clone()];
             write_output(&a.output, &run.bytes, opts.format.is_binary(), &inputs)?;
-            let (gate_ok, damaged) = report_inputs(&ui, &run.inputs, a.select.symbols.min_symbolized);
+            let (gate_ok, damaged) = report_inputs(&ui, &run.inputs, &opts.load, a.select.symbols.min_symbolized);
             match &run.gate {
                 Some(g) if !g.passed => {
                     eprintln!("heapconv: error: growth gate failed: {}", g.message);
@@ -1119,9 +1130,11 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 }
                 Some(g) => {
                     ui.info(&format!("growth gate passed: {}", g.message));
-                    Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&run.inputs)))
+                    Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&run.inputs, &opts.load)))
                 }
-                None => Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&run.inputs))),
+                None => {
+                    Ok(a.select.strict.exit(exit_code(gate_ok, damaged), &inputs_data_loss(&run.inputs, &opts.load)))
+                }
             }
         }
         Command::Top(a) => {
@@ -1165,8 +1178,8 @@ fn run(cli: Cli) -> Result<u8, Error> {
                     } else {
                         heapconv::encode::top::top_text(&table)
                     };
-                    let (gate_ok, damaged) = report_inputs(&ui, &inputs, a.select.symbols.min_symbolized);
-                    (text, gate_ok, damaged, inputs_data_loss(&inputs))
+                    let (gate_ok, damaged) = report_inputs(&ui, &inputs, &opts.load, a.select.symbols.min_symbolized);
+                    (text, gate_ok, damaged, inputs_data_loss(&inputs, &opts.load))
                 }
                 pipeline::TopRun::Heap(top, report) => {
                     if matches!(a.by, Some(TopByArg::Function | TopByArg::Mapping | TopByArg::Stack))

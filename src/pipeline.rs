@@ -432,6 +432,11 @@ impl DumpFilter {
         DumpFilter::new(&opts.pids, opts.heap.clone(), opts.dump, &[], report)
     }
 
+    /// The dumps `merge`, `diff` and `top` take from a trace input with these options.
+    pub fn load(opts: &combine::LoadOptions, report: &TraceReport) -> DumpFilter {
+        DumpFilter::new(&opts.pids, opts.heap.clone(), opts.dump, &[], report)
+    }
+
     /// The dumps `profile` converts with these options (every dump of the selected pids and
     /// timestamps).
     pub fn profile(opts: &ProfileOptions, report: &TraceReport) -> DumpFilter {

@@ -733,6 +733,43 @@ fn strict_judges_the_dumps_converted_not_the_whole_trace() {
     assert!(err.contains("--strict: data lost: pid 43 heap libc.malloc dump 1: buffer_overran"), "{err}");
     let err = stderr_of(&heapconv_ok(&["profile", t, "--pid", "42", "--strict", "-o", &out], 0));
     assert!(!err.contains("pid 43"), "{err}");
+    // merge, diff and top judge the dumps they take from each trace the same way.
+    let merged = format!("{out}m.pb.gz");
+    heapconv_ok(&["merge", t, t, "--strict", "-o", &merged], 0);
+    let err = stderr_of(&heapconv_ok(&["merge", t, "--dump", "1", "--strict", "-o", &merged], 6));
+    assert!(err.contains("two.pftrace: pid 43 heap libc.malloc dump 1: buffer_overran"), "{err}");
+    heapconv_ok(&["merge", t, "--dump", "1", "--pid", "42", "--strict", "-o", &merged], 0);
+    heapconv_ok(&["top", t, "--dump", "1", "--pid", "42", "--strict"], 0);
+    heapconv_ok(&["top", t, "--dump", "1", "--pid", "43", "--strict"], 6);
+    heapconv_ok(&["diff", t, t, "--strict", "-o", &format!("{out}d.pb.gz")], 0);
+    // And batches (a directory of traces): their summaries list what was lost of those dumps.
+    let batch = dir.path().join("batch");
+    std::fs::create_dir(&batch).unwrap();
+    std::fs::copy(t, batch.join("two.pftrace")).unwrap();
+    let b = batch.to_str().unwrap();
+    let summary = dir.path().join("s.json");
+    for (pid, code, lost) in [("42", 0, 0), ("43", 6, 1)] {
+        let bout = format!("{out}batch-{pid}/");
+        let args = [
+            "convert",
+            b,
+            "--dump",
+            "1",
+            "--pid",
+            pid,
+            "--strict",
+            "-o",
+            &bout,
+            "--summary-json",
+            summary.to_str().unwrap(),
+        ];
+        heapconv_ok(&args, code);
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+        let input = &doc["results"][0];
+        assert_eq!(input["data_loss"].as_array().map_or(0, |a| a.len()), lost, "pid {pid}: {input}");
+        let args = ["profile", b, "--pid", pid, "--strict", "-o", &format!("{bout}p/")];
+        heapconv_ok(&args, code);
+    }
 }
 
 /// `--strict`: what a trace says about lost data fails the run with exit code 6 (0 or 3
@@ -826,7 +863,8 @@ fn strict_fails_runs_whose_input_lost_data() {
         (Some("data-loss"), Some(6), Some(1))
     );
     let r = v["results"].as_array().unwrap();
-    assert_eq!(r.iter().map(|r| r["data_loss"].as_array().unwrap().len()).collect::<Vec<_>>(), [7, 0]);
+    // (Six: the first dump of pid 10 is not converted, only its last.)
+    assert_eq!(r.iter().map(|r| r["data_loss"].as_array().unwrap().len()).collect::<Vec<_>>(), [6, 0]);
     heapconv_ok(&["convert", loss, clean, "--batch", "-o", &p("batch2")], 0);
 
     // hprof-conv: a clean dump passes.

@@ -795,6 +795,9 @@ pub struct Done {
     pub data_loss: Vec<String>,
     /// Command-specific figures.
     pub details: Option<serde_json::Value>,
+    /// The dumps of the trace the command took: warnings and data loss name those only.
+    /// `None`: every dump.
+    pub dumps: Option<super::DumpFilter>,
 }
 
 /// How [`run_batch`] runs.
@@ -841,8 +844,13 @@ pub fn error_text(e: &Error) -> String {
 /// What the user should know about a decoded trace, one line each (as the single-input
 /// commands print them).
 pub fn report_warnings(report: &TraceReport) -> Vec<String> {
+    report_warnings_of(report, &|_| true)
+}
+
+/// [`report_warnings`] with the data-loss flags of the dumps `keep` accepts only.
+pub fn report_warnings_of(report: &TraceReport, keep: &dyn Fn(&crate::model::DumpReport) -> bool) -> Vec<String> {
     let mut w = Vec::new();
-    for d in &report.dumps {
+    for d in report.dumps.iter().filter(|d| keep(d)) {
         let loss = d.flags.data_loss();
         if !loss.is_empty() {
             w.push(format!("pid {} heap {} dump {}: {}", d.pid, d.heap, d.index + 1, loss.join(", ")));
@@ -1004,8 +1012,9 @@ fn result_of(
     };
     let mut partial = !done.partial.is_empty();
     if let Some(rep) = &done.report {
-        r.warnings = report_warnings(rep);
-        r.data_loss = rep.data_loss();
+        let keep = |d: &crate::model::DumpReport| done.dumps.as_ref().is_none_or(|f| f.keeps(d));
+        r.warnings = report_warnings_of(rep, &keep);
+        r.data_loss = rep.data_loss_of(&keep);
         partial |= rep.is_partial();
     }
     if r.data_loss.is_empty() {
@@ -1078,6 +1087,7 @@ pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) ->
     Ok(Done {
         outputs: run.outputs.into_iter().filter_map(|o| o.0).collect(),
         profiles: run.profiles,
+        dumps: Some(super::DumpFilter::convert(opts, &run.report)),
         report: Some(run.report),
         symbols: run.symbols,
         ..Done::default()
@@ -1160,6 +1170,7 @@ pub fn profile_one(input: &BatchInput, out_dir: &Path, opts: &ProfileOptions, ja
     Ok(Done {
         outputs: run.written,
         profiles,
+        dumps: Some(super::DumpFilter::profile(opts, &run.report)),
         report: Some(run.report),
         symbols: run.symbols,
         warnings,
