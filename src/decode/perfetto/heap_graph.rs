@@ -446,45 +446,34 @@ impl Decoder {
         let at = (Some(dump.first_offset), Some(dump.first_packet));
         let pid = u64::try_from(dump.pid).unwrap_or(0);
         let seq = dump.seq;
-        if dump.dropped_objects + dump.dropped_roots > 0 {
-            self.trace.report.problem(
-                at.0,
-                at.1,
+        let counted = [
+            (
+                dump.dropped_objects + dump.dropped_roots,
                 format!(
-                    "sequence {seq}: {} object(s) and {} root(s) dropped: their packets name another pid or time than the dump's first packet",
+                    "{} object(s) and {} root(s) dropped: their packets name another pid or time than the dump's first packet",
                     dump.dropped_objects, dump.dropped_roots
                 ),
-            );
-        }
-        if dump.malformed_objects > 0 {
-            self.trace.report.problem(
-                at.0,
-                at.1,
+            ),
+            (
+                dump.malformed_objects,
                 format!(
-                    "sequence {seq}: {} object(s) dropped: their field-id and reference lists differ in length",
+                    "{} object(s) dropped: their field-id and reference lists differ in length",
                     dump.malformed_objects
                 ),
-            );
-        }
-        if dump.duplicate_objects > 0 {
-            self.trace.report.problem(
-                at.0,
-                at.1,
-                format!(
-                    "sequence {seq}: {} object id(s) defined twice; the last definition is kept",
-                    dump.duplicate_objects
-                ),
-            );
-        }
-        if dump.duplicate_types > 0 {
-            self.trace.report.problem(
-                at.0,
-                at.1,
-                format!(
-                    "sequence {seq}: {} type id(s) defined twice; the last definition is kept",
-                    dump.duplicate_types
-                ),
-            );
+            ),
+            (
+                dump.duplicate_objects,
+                format!("{} object id(s) defined twice; the last definition is kept", dump.duplicate_objects),
+            ),
+            (
+                dump.duplicate_types,
+                format!("{} type id(s) defined twice; the last definition is kept", dump.duplicate_types),
+            ),
+        ];
+        for (n, what) in counted {
+            if n > 0 {
+                self.trace.report.problem(at.0, at.1, format!("sequence {seq}: {what}"));
+            }
         }
         if dump.defs.is_empty() && dump.roots.is_empty() {
             self.trace.report.problem(
