@@ -822,6 +822,18 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
     assert!(String::from_utf8_lossy(&e.stderr).contains("no dump matches the selection"));
 }
 
+/// Uncompressed pprof files of the `dumps` dumps of one process of a synthetic heapprofd trace
+/// (`heapconv synth`, then `heapconv profile --raw`), in `dir`: large inputs made in the test.
+fn synthetic_pprofs(dir: &Path, callstacks: u32, depth: u32, dumps: u32) -> Vec<PathBuf> {
+    let trace = dir.join("synth.pftrace");
+    let (c, d, n) = (callstacks.to_string(), depth.to_string(), dumps.to_string());
+    let args = ["synth", "-o", s(&trace), "--callstacks", &c, "--depth", &d, "--dumps", &n, "--processes", "1"];
+    heapconv_ok(&args, 0);
+    let raw = dir.join("raw");
+    heapconv_ok(&["profile", "--raw", s(&trace), "-o", s(&raw), "-q"], 0);
+    (1..=dumps).map(|i| raw.join(format!("heap_dump.{i}.1000.libc.malloc.pb"))).collect()
+}
+
 /// A merge of more than 32,768 samples is written as gzip members encoded and compressed in
 /// parallel, and streamed to its file as they are ready: the bytes are the same through a
 /// file and standard output, with one thread or all, and they decompress to the library's
@@ -830,13 +842,7 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
 fn large_merges_are_parallel_gzip_members_with_the_same_bytes_everywhere() {
     use std::io::Read;
     let dir = tmp();
-    let trace = dir.path().join("t.pftrace");
-    let args = ["--callstacks", "40000", "--depth", "8", "--dumps", "2", "--processes", "1"];
-    heapconv_ok(&[&["synth", "-o", s(&trace)][..], &args[..]].concat(), 0);
-    let raw = dir.path().join("raw");
-    heapconv_ok(&["profile", "--raw", s(&trace), "-o", s(&raw), "-q"], 0);
-    let a = raw.join("heap_dump.1.1000.libc.malloc.pb");
-    let b = raw.join("heap_dump.2.1000.libc.malloc.pb");
+    let [a, b] = &synthetic_pprofs(dir.path(), 40_000, 8, 2)[..] else { panic!("two dumps") };
     let file = dir.path().join("m.pb.gz");
     heapconv_ok(&["merge", s(&a), s(&b), "-o", s(&file)], 0);
     let streamed = std::fs::read(&file).unwrap();
@@ -903,12 +909,7 @@ fn peak_rss_kib(args: &[&str]) -> u64 {
 #[test]
 fn merge_memory_does_not_grow_with_the_number_of_inputs() {
     let dir = tmp();
-    let trace = dir.path().join("t.pftrace");
-    let args = ["--callstacks", "100000", "--depth", "12", "--dumps", "1", "--processes", "1"];
-    heapconv_ok(&[&["synth", "-o", s(&trace)][..], &args[..]].concat(), 0);
-    let raw = dir.path().join("raw");
-    heapconv_ok(&["profile", "--raw", s(&trace), "-o", s(&raw), "-q"], 0);
-    let input = raw.join("heap_dump.1.1000.libc.malloc.pb");
+    let [input] = &synthetic_pprofs(dir.path(), 100_000, 12, 1)[..] else { panic!("one dump") };
     let out = dir.path().join("m.pb.gz");
     let peak = |copies: usize| {
         let mut args = vec!["merge", "--jobs", "2", "-o", s(&out)];
