@@ -844,12 +844,12 @@ fn large_merges_are_parallel_gzip_members_with_the_same_bytes_everywhere() {
     let dir = tmp();
     let [a, b] = &synthetic_pprofs(dir.path(), 40_000, 8, 2)[..] else { panic!("two dumps") };
     let file = dir.path().join("m.pb.gz");
-    heapconv_ok(&["merge", s(&a), s(&b), "-o", s(&file)], 0);
+    heapconv_ok(&["merge", s(a), s(b), "-o", s(&file)], 0);
     let streamed = std::fs::read(&file).unwrap();
-    let stdout = heapconv_ok(&["merge", s(&a), s(&b), "-o", "-"], 0).stdout;
+    let stdout = heapconv_ok(&["merge", s(a), s(b), "-o", "-"], 0).stdout;
     assert!(stdout == streamed, "standard output and the streamed file hold the same bytes");
     let one = dir.path().join("one.pb.gz");
-    heapconv_ok(&["merge", s(&b), s(&a), "--jobs", "1", "-o", s(&one)], 0);
+    heapconv_ok(&["merge", s(b), s(a), "--jobs", "1", "-o", s(&one)], 0);
     assert!(std::fs::read(&one).unwrap() == streamed, "one thread, inputs swapped: the same bytes");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -866,7 +866,7 @@ fn large_merges_are_parallel_gzip_members_with_the_same_bytes_everywhere() {
 
     let load = LoadOptions::default();
     let mut m = Merger::new(MergeOptions::default(), 1);
-    for p in [&a, &b] {
+    for p in [a, b] {
         for f in &load_input(p, &load).unwrap().flat {
             m.add_flat(f, false).unwrap();
         }
@@ -879,12 +879,12 @@ fn large_merges_are_parallel_gzip_members_with_the_same_bytes_everywhere() {
     let total = |p: &pp::Profile| -> Vec<i64> {
         (0..p.sample_type.len()).map(|t| p.sample.iter().map(|smp| smp.value[t]).sum()).collect()
     };
-    let (pa, pb) = (read_pprof(&a), read_pprof(&b));
+    let (pa, pb) = (read_pprof(a), read_pprof(b));
     let sum: Vec<i64> = total(&pa).iter().zip(total(&pb)).map(|(x, y)| x + y).collect();
     assert_eq!(total(&p), sum, "totals are the sum of the inputs");
     if have_go() {
         let go = dir.path().join("go.pb.gz");
-        std::fs::write(&go, go_pprof(&["-proto", s(&a), s(&b)])).unwrap();
+        std::fs::write(&go, go_pprof(&["-proto", s(a), s(b)])).unwrap();
         assert_eq!(raw_totals(&pprof_raw(&file)).1, raw_totals(&pprof_raw(&go)).1, "go tool pprof reads every member");
     }
 }
@@ -913,7 +913,7 @@ fn merge_memory_does_not_grow_with_the_number_of_inputs() {
     let out = dir.path().join("m.pb.gz");
     let peak = |copies: usize| {
         let mut args = vec!["merge", "--jobs", "2", "-o", s(&out)];
-        args.extend(std::iter::repeat_n(s(&input), copies));
+        args.extend(std::iter::repeat_n(s(input), copies));
         peak_rss_kib(&args)
     };
     let (four, many) = (peak(4), peak(32));
