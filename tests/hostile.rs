@@ -327,6 +327,19 @@ fn truncation_at_every_packet_boundary_and_inside_every_packet() {
     assert!(checked > 50, "{checked}");
 }
 
+/// `good` (an interning packet and one dump) followed by `bad` bytes, decoded as `name`: the
+/// damage, which must name the file, the byte offset where `bad` starts and packet 2; the
+/// dump before it must be kept.
+fn damage_after(good: &[u8], name: &str, bad: &[u8]) -> String {
+    let mut b = good.to_vec();
+    b.extend_from_slice(bad);
+    let (report, samples) = decode_trace(name, b).unwrap();
+    let damage = report.damage.unwrap_or_else(|| panic!("{name}: no damage"));
+    assert!(damage.contains(&format!("{name} at byte {}, packet 2: ", good.len())), "{damage}");
+    assert_eq!(samples, [1], "{name}: the dump before it is kept");
+    damage
+}
+
 /// A length that runs past the end of the file, or claims nearly 4 GiB, is refused before
 /// anything is allocated, at the packet that claims it.
 #[test]
@@ -335,28 +348,19 @@ fn packet_lengths_past_the_end_or_near_4_gib() {
     for (claim, what) in
         [(1000u64, "packet claims 1000 bytes but only 3 remain"), (u64::from(u32::MAX), "more than the limit")]
     {
-        let mut b = good.clone();
-        let off = b.len();
-        b.push(0x0a);
-        varint(claim, &mut b);
-        b.extend_from_slice(&[1, 2, 3]);
-        let (report, samples) = decode_trace("claims.pftrace", b).unwrap();
-        let damage = report.damage.unwrap();
-        assert!(damage.contains(&format!("claims.pftrace at byte {off}, packet 2: ")), "{damage}");
+        let mut bad = vec![0x0a];
+        varint(claim, &mut bad);
+        bad.extend_from_slice(&[1, 2, 3]);
+        let damage = damage_after(&good, "claims.pftrace", &bad);
+        assert!(damage.starts_with("truncated input: ") || damage.starts_with("limit exceeded: "), "{damage}");
         assert!(damage.contains(what), "{damage}");
-        assert_eq!(samples, [1], "the dump before it is kept");
     }
     // A length inside a packet (an InternedData field) that runs past the packet's end.
     let mut payload = vec![(12 << 3) | 2];
     varint(50, &mut payload);
     payload.extend_from_slice(&[0; 5]);
-    let mut b = good.clone();
-    let off = b.len();
-    b.extend(raw_packet(&payload));
-    let (report, samples) = decode_trace("inner.pftrace", b).unwrap();
-    let damage = report.damage.unwrap();
-    assert!(damage.starts_with(&format!("malformed input: inner.pftrace at byte {off}, packet 2: ")), "{damage}");
-    assert_eq!(samples, [1]);
+    let damage = damage_after(&good, "inner.pftrace", &raw_packet(&payload));
+    assert!(damage.starts_with("malformed input: "), "{damage}");
 }
 
 /// Wrong wire types, at the top level and inside a packet: damage at the packet, with the
@@ -375,13 +379,8 @@ fn wrong_wire_types() {
     let mut payload = Vec::new();
     varint(37 << 3, &mut payload);
     payload.push(7);
-    let mut b = good.clone();
-    let off = b.len();
-    b.extend(raw_packet(&payload));
-    let (report, samples) = decode_trace("wt2.pftrace", b).unwrap();
-    let damage = report.damage.unwrap();
-    assert!(damage.starts_with(&format!("malformed input: wt2.pftrace at byte {off}, packet 2: ")), "{damage}");
-    assert_eq!(samples, [1]);
+    let damage = damage_after(&good, "wt2.pftrace", &raw_packet(&payload));
+    assert!(damage.starts_with("malformed input: "), "{damage}");
 }
 
 /// Deep nesting: unknown groups nested 100,000 deep inside a packet (a recursion-limit error,
