@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::folded::escape_frame;
-use super::labels::{human_bytes, labelled_samples};
+use super::labels::{human_value, is_scaled_unit, labelled_samples};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Profile;
 
@@ -104,9 +104,10 @@ pub fn diff_folded(base: &Profile, new: &Profile, opts: &DiffOptions) -> String 
     out
 }
 
-fn change(before: i64, after: i64, bytes: bool) -> String {
+fn change(before: i64, after: i64, unit: &str) -> String {
     let d = after - before;
-    let fmt = |v: i64| if bytes { human_bytes(v) } else { v.to_string() };
+    // Counts stay plain numbers here; bytes and times read as people read them.
+    let fmt = |v: i64| if is_scaled_unit(unit) { human_value(v, unit) } else { v.to_string() };
     let sign = if d > 0 { "+" } else { "" };
     let pct = if before != 0 {
         format!("{:+.2}%", d as f64 * 100.0 / before as f64)
@@ -196,9 +197,10 @@ pub fn diff_svg(base: &Profile, new: &Profile, opts: &DiffOptions) -> Result<Vec
 
     let mut fo = inferno::flamegraph::Options::default();
     fo.title = format!("{} -> {}", opts.base_name, opts.new_name);
-    let fmt = |v: i64| if bytes { human_bytes(v) } else { format!("{v} {}", ty.unit) };
+    let unit = if bytes { "bytes" } else { ty.unit.as_str() };
+    let fmt = |v: i64| human_value(v, unit);
     let mut sub = vec![
-        format!("{}: {}", ty.name, change(total_before, total_after, bytes)),
+        format!("{}: {}", ty.name, change(total_before, total_after, unit)),
         "width: NEW; colour: change of each frame with everything below it (red grew, blue shrank)".to_owned(),
     ];
     if opts.normalize {
@@ -229,7 +231,7 @@ pub fn diff_svg(base: &Profile, new: &Profile, opts: &DiffOptions) -> Result<Vec
     inferno::flamegraph::from_lines(&mut fo, lines.iter().map(|s| s.as_str()), &mut svg)
         .map_err(|e| Error::new(ErrorKind::Io, "drawing the flame graph").with_source(e))?;
     let delta_max = nodes.values().filter(|n| n.depth > 0).map(|n| (n.after - n.before).unsigned_abs()).max();
-    Ok(retitle(&svg, &nodes, frame_height, delta_max.unwrap_or(1).max(1), bytes))
+    Ok(retitle(&svg, &nodes, frame_height, delta_max.unwrap_or(1).max(1), unit))
 }
 
 /// Rewrites the title and fill of every frame of inferno's SVG from `nodes`, found by their
@@ -239,7 +241,7 @@ fn retitle(
     nodes: &HashMap<(usize, u64), Node>,
     frame_height: usize,
     delta_max: u64,
-    bytes: bool,
+    unit: &str,
 ) -> Vec<u8> {
     let text = String::from_utf8_lossy(svg);
     let attr = |g: &str, name: &str| -> Option<u64> {
@@ -285,7 +287,7 @@ fn retitle(
                 out.push_str("<title>");
                 out.push_str(&xml_escape(&n.name));
                 out.push_str(" (");
-                out.push_str(&change(n.before, n.after, bytes));
+                out.push_str(&change(n.before, n.after, unit));
                 out.push_str(")</title>");
                 let fill = color(n.after - n.before, delta_max);
                 match rect.find(" fill=\"") {

@@ -7,7 +7,7 @@
 //! because the flame graph input has no escape for it.
 
 use super::folded::{FoldedOptions, folded_lines};
-use super::labels::human_bytes;
+use super::labels::{human_bytes, human_value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Profile;
 
@@ -64,7 +64,7 @@ pub fn encode_svg(profile: &Profile, opts: &SvgOptions) -> Result<Vec<u8>> {
     if let Some(i) = meta.sampling_interval {
         sub.push(format!("sampling every {}", human_bytes(i64::try_from(i).unwrap_or(i64::MAX))));
     }
-    sub.push(format!("total {}", if bytes { human_bytes(total) } else { format!("{total} {}", ty.unit) }));
+    sub.push(format!("total {}", human_value(total, if bytes { "bytes" } else { &ty.unit })));
     if negative {
         sub.push("negative values not drawn".to_owned());
     }

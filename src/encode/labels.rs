@@ -81,9 +81,59 @@ pub fn human_bytes(v: i64) -> String {
     format!("{}{n:.digits$} {unit}", if neg { "-" } else { "" })
 }
 
+/// True for the units [`human_value`] scales (bytes and times), false for counts and others.
+pub fn is_scaled_unit(unit: &str) -> bool {
+    human_value(1, unit) != format!("1 {unit}") && !unit.is_empty()
+}
+
+/// Formats a value in its pprof unit for people: bytes as [`human_bytes`] does; time units
+/// (`nanoseconds`, `microseconds`, `milliseconds`, `seconds`, and their short forms) as
+/// `9.09 s`, `480 ms`, `12.5 µs` or `800 ns`; anything else as the number and its unit.
+pub fn human_value(v: i64, unit: &str) -> String {
+    let ns_per = match unit {
+        "bytes" | "byte" | "B" => return human_bytes(v),
+        "nanoseconds" | "nanosecond" | "ns" => 1.0,
+        "microseconds" | "microsecond" | "us" => 1e3,
+        "milliseconds" | "millisecond" | "ms" => 1e6,
+        "seconds" | "second" | "s" => 1e9,
+        "" => return v.to_string(),
+        _ => return format!("{v} {unit}"),
+    };
+    let ns = v.unsigned_abs() as f64 * ns_per;
+    let (n, unit) = if ns >= 1e9 {
+        (ns / 1e9, "s")
+    } else if ns >= 1e6 {
+        (ns / 1e6, "ms")
+    } else if ns >= 1e3 {
+        (ns / 1e3, "µs")
+    } else {
+        (ns, "ns")
+    };
+    let digits = if unit == "ns" || n >= 100.0 {
+        0
+    } else if n >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{}{n:.digits$} {unit}", if v < 0 { "-" } else { "" })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::human_bytes;
+    use super::{human_bytes, human_value};
+
+    #[test]
+    fn human_values_in_their_units() {
+        assert_eq!(human_value(9_093_000_000, "nanoseconds"), "9.09 s");
+        assert_eq!(human_value(480_000_000, "nanoseconds"), "480 ms");
+        assert_eq!(human_value(-12_500, "nanoseconds"), "-12.5 µs");
+        assert_eq!(human_value(800, "nanoseconds"), "800 ns");
+        assert_eq!(human_value(3, "seconds"), "3.00 s");
+        assert_eq!(human_value(1536, "bytes"), "1.50 KiB");
+        assert_eq!(human_value(42, "count"), "42 count");
+        assert_eq!(human_value(42, ""), "42");
+    }
 
     #[test]
     fn human_bytes_units() {
