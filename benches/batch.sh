@@ -6,7 +6,7 @@
 #   cargo build --release
 #   benches/batch.sh [N] [FORMAT]        # FORMAT: pprof (default), folded, svg, json
 #
-# The traces are written by `heapconv synth` (heapprofd's layout: interned callstacks, two
+# The traces are written by the test-data crate's `synth` binary (heapprofd's layout: interned callstacks, two
 # dumps per process, one or two processes), each about 20 KB. The machine's load average is
 # printed before and after each run: other work on the machine takes CPU from the batch, so
 # utilisation and throughput are only comparable between runs at similar load.
@@ -15,13 +15,14 @@ set -euo pipefail
 N=${1:-1000}
 FORMAT=${2:-pprof}
 HEAPCONV=${HEAPCONV:-$(dirname "$0")/../target/release/heapconv}
+SYNTH=${SYNTH:-$(dirname "$0")/../target/release/synth}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 echo "writing $N traces to $WORK/in"
 mkdir -p "$WORK/in"
 for i in $(seq 1 "$N"); do
-    "$HEAPCONV" synth -q -o "$WORK/in/trace_$(printf %04d "$i").pftrace" \
+    "$SYNTH" -q -o "$WORK/in/trace_$(printf %04d "$i").pftrace" \
         --callstacks $((60 + i % 40)) --depth 16 --dumps 2 --processes $((1 + i % 2)) --seed "$i"
 done
 BYTES=$(du -sb "$WORK/in" | cut -f1)

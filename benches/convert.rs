@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the core pipeline on synthetic heapprofd traces written by
-//! `heapconv::synth` (the way heapprofd writes them): decoding alone, and decode + pprof
+//! `heapconv_testdata::heapprofd` (the way heapprofd writes them): decoding alone, and decode + pprof
 //! encode + gzip as `heapconv profile` does. Throughput is in trace bytes.
 //!
 //! `HEAPCONV_BENCH_CALLSTACKS` sets the trace size (default 30000 callstacks, depth 30,
@@ -11,7 +11,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use heapconv::decode::Input;
 use heapconv::decode::perfetto::{DecodeOptions, decode_heapprofd};
 use heapconv::encode::pprof::{PprofOptions, encode_pprof, gzip};
-use heapconv::synth::{SynthOptions, write_synthetic_trace};
+use heapconv_testdata::heapprofd::{SynthOptions, write_synthetic_trace};
 
 fn trace() -> Vec<u8> {
     let callstacks = std::env::var("HEAPCONV_BENCH_CALLSTACKS").ok().and_then(|v| v.parse().ok()).unwrap_or(30_000);

@@ -14,24 +14,12 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use heapconv::decode::ddm_alloc_records::{
-    AllocRecords, BlobLayout, DdmOptions, StackFrame, alloc_records_profile, decode_alloc_records, encode_alloc_records,
+    AllocRecords, BlobLayout, DdmOptions, StackFrame, alloc_records_profile, decode_alloc_records,
 };
 use heapconv::encode::pprof::{PprofOptions, encode_pprof, gzip};
 use heapconv::pipeline::encode_pprof_gzip;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use heapconv_testdata::ddm::encode_alloc_records;
+use heapconv_testdata::rng::Rng;
 
 /// A full ART buffer: 65,535 records, depth 16.
 pub fn full_buffer() -> Vec<u8> {

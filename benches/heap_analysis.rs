@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the Java heap analyses on a synthetic heap
-//! ([`heapconv::analysis::heap::synthetic_heap`]: 10 million objects and about 29 million
+//! ([`heapconv_testdata::heap_dump::synthetic_heap_dump`]: 10 million objects and about 29 million
 //! references by default, `HEAPCONV_BENCH_OBJECTS` to change): reachability, the shortest-path
 //! tree, dominators with retained sizes, the class histogram, and the two tree profiles.
 //! Throughput is in objects. BENCHMARKS.md records the figures; peak memory is measured with
@@ -9,11 +9,12 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use heapconv::analysis::heap::{RootedHeap, synthetic_heap};
+use heapconv::analysis::heap::RootedHeap;
+use heapconv_testdata::heap_dump::synthetic_heap_dump;
 
 fn bench(c: &mut Criterion) {
     let n = std::env::var("HEAPCONV_BENCH_OBJECTS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
-    let dump = synthetic_heap(n, 1);
+    let dump = synthetic_heap_dump(n, 1);
     let heap = RootedHeap::new(&dump);
     let spt = heap.shortest_path_tree();
     let dom = heap.dominators();

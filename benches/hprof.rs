@@ -1,5 +1,5 @@
 //! Criterion benchmarks of hprof heap dumps, on synthetic dumps of about 100 MB
-//! (`HEAPCONV_HPROF_BENCH_MB` to change) made by `heapconv::synth::hprof::synthetic_heap`:
+//! (`HEAPCONV_HPROF_BENCH_MB` to change) made by `heapconv_testdata::hprof::synthetic_heap`:
 //! an Android one (`JAVA PROFILE 1.0.3`, 4-byte ids, ART's segments of at most 128 objects or
 //! 4 KiB each starting with a HEAP_DUMP_INFO, some instances before their class) and a
 //! HotSpot-like one (`1.0.2`, 8-byte ids, class dumps first, 1 MiB segments).
@@ -18,7 +18,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use heapconv::decode::hprof::walk::HprofStream;
 use heapconv::decode::hprof::{HprofConvOptions, HprofReadOptions, NoSeek, hprof_conv, read_hprof};
-use heapconv::synth::hprof::{SyntheticHeap, synthetic_heap};
+use heapconv_testdata::hprof::{SyntheticHeap, synthetic_heap};
 
 fn target_bytes() -> usize {
     std::env::var("HEAPCONV_HPROF_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(100usize) << 20

@@ -1,5 +1,5 @@
 //! Criterion benchmarks of `heapconv merge` on two pprof profiles: the two dumps of one
-//! process of a synthetic heapprofd trace (`heapconv::synth`, as heapprofd writes them),
+//! process of a synthetic heapprofd trace (`heapconv_testdata::heapprofd`, as heapprofd writes them),
 //! converted to pprof as `heapconv profile --raw` does (so the two share most stacks, as two
 //! runs of one program do). Stages: decoding one profile, decoding and merging both, and
 //! the whole `heapconv merge A B -o OUT` (decode in parallel, merge, canonical order, pprof
@@ -19,7 +19,7 @@ use heapconv::encode::pprof::{PprofOptions, encode_pprof};
 use heapconv::merge::{MergeOptions, Merger};
 use heapconv::pipeline::Format;
 use heapconv::pipeline::combine::encode_merged;
-use heapconv::synth::{SynthOptions, write_synthetic_trace};
+use heapconv_testdata::heapprofd::{SynthOptions, write_synthetic_trace};
 
 /// Two pprof profiles (raw bytes) of one synthetic process, dumps 1 and 2.
 fn profiles() -> (Vec<u8>, Vec<u8>) {

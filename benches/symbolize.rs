@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use heapconv::symbolize::symbolize_addresses;
+use heapconv_testdata::rng::SplitMix64;
 
 fn symbol_file() -> PathBuf {
     if let Some(p) = std::env::var_os("HEAPCONV_BENCH_SYMBOL_FILE") {
@@ -49,21 +50,13 @@ fn func_ranges(path: &Path) -> Vec<(u64, u64)> {
     r
 }
 
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 fn addresses(path: &Path, n: usize) -> Vec<u64> {
     let ranges = func_ranges(path);
-    let mut state = 20_260_801u64;
+    let mut rng = SplitMix64(20_260_801);
     (0..n)
         .map(|_| {
-            let (start, size) = ranges[(splitmix64(&mut state) % ranges.len() as u64) as usize];
-            start + splitmix64(&mut state) % size
+            let (start, size) = ranges[(rng.next_u64() % ranges.len() as u64) as usize];
+            start + rng.next_u64() % size
         })
         .collect()
 }

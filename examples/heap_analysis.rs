@@ -10,7 +10,8 @@
 
 use std::time::Instant;
 
-use heapconv::analysis::heap::{RootedHeap, TopOptions, synthetic_heap, top_text};
+use heapconv::analysis::heap::{RootedHeap, TopOptions, top_text};
+use heapconv_testdata::heap_dump::synthetic_heap_dump;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -20,7 +21,7 @@ fn main() {
     let on = |p: &str| phases.split(',').any(|x| x == p);
 
     let t = Instant::now();
-    let dump = synthetic_heap(n, seed);
+    let dump = synthetic_heap_dump(n, seed);
     eprintln!(
         "generate      {:>8.3} s  {} objects, {} references",
         t.elapsed().as_secs_f64(),

@@ -29,7 +29,8 @@ sources() {
       # traceconv's and heapconv's pprof files, raw; gzip copies are made below.
       echo tests/data/traceconv/expected/**/*.pb tests/data/traceconv/symbolize/*.pb ;;
     hprof_reader)
-      # No hprof fixtures: generated below (synth::hprof, and the heap-graph fixtures as hprof).
+      # No hprof fixtures: generated below (heapconv_testdata::hprof, and the heap-graph fixtures
+      # as hprof).
       ;;
     symbol_file)
       # Every ELF file of the symbol fixtures (binaries, debug files, the build-id tree).

@@ -47,7 +47,6 @@ pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod symbolize;
-pub mod synth;
 pub mod timing;
 
 pub use error::{Error, ErrorKind, Result};

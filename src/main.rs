@@ -121,9 +121,6 @@ enum Command {
     /// Per process and heap, the totals of every dump of a trace over time (unreleased and
     /// total size and count) as CSV, JSON or an SVG line chart.
     Timeline(TimelineArgs),
-    /// Write a synthetic heapprofd trace (for benchmarks and tests), as heapprofd writes them.
-    #[command(hide = true)]
-    Synth(SynthArgs),
     /// Symbolize addresses (hex, one per line on standard input) in one ELF file, printing one
     /// JSON line per address in llvm-symbolizer's `--output-style=JSON` shape.
     Addr2line(Addr2lineArgs),
@@ -176,31 +173,6 @@ struct Addr2lineArgs {
     /// The ELF file with DWARF (or a symbol table).
     #[arg(long)]
     obj: PathBuf,
-}
-
-#[derive(Args, Debug)]
-struct SynthArgs {
-    /// Output file.
-    #[arg(short, long)]
-    output: PathBuf,
-    /// Distinct callstacks.
-    #[arg(long, default_value_t = 1000)]
-    callstacks: usize,
-    /// Typical stack depth.
-    #[arg(long, default_value_t = 30)]
-    depth: usize,
-    /// Dumps per process.
-    #[arg(long, default_value_t = 4)]
-    dumps: usize,
-    /// Processes.
-    #[arg(long, default_value_t = 2)]
-    processes: usize,
-    /// Seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Wrap packets in compressed_packets bundles.
-    #[arg(long)]
-    compress: bool,
 }
 
 #[derive(Args, Debug, Default)]
@@ -1384,29 +1356,6 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 writeln!(so, "{doc}").map_err(|e| Error::io("writing standard output", e))?;
             }
             so.flush().map_err(|e| Error::io("writing standard output", e))?;
-            Ok(EXIT_OK)
-        }
-        Command::Synth(a) => {
-            let opts = heapconv::synth::SynthOptions {
-                callstacks: a.callstacks,
-                depth: a.depth,
-                dumps: a.dumps,
-                processes: a.processes,
-                seed: a.seed,
-                compress: a.compress,
-                ..Default::default()
-            };
-            let mut buf = Vec::new();
-            let summary = heapconv::synth::write_synthetic_trace(&opts, &mut buf)
-                .map_err(|e| Error::io("generating the synthetic trace", e))?;
-            heapconv::output::write_atomic(&a.output, &buf, &[])?;
-            ui.info(&format!(
-                "wrote {} ({} bytes, {} packets, {} samples)",
-                a.output.display(),
-                summary.bytes,
-                summary.packets,
-                summary.samples
-            ));
             Ok(EXIT_OK)
         }
         Command::HprofConv(a) => {

@@ -47,3 +47,21 @@ fn stages_do_not_reach_into_each_other() {
     }
     assert!(checked >= 10, "the source tree was found");
 }
+
+/// Test-data generators are not the product: `heapconv-testdata` is a dev-dependency only, and
+/// no source file of the product names it.
+#[test]
+fn the_product_does_not_depend_on_the_test_data_crate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let deps = manifest.split("\n[dependencies]\n").nth(1).expect("a [dependencies] table");
+    let deps = deps.split("\n[").next().unwrap();
+    assert!(!deps.contains("heapconv-testdata"), "heapconv-testdata is a dev-dependency only");
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    assert!(files.len() >= 10, "the source tree was found");
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(!text.contains("heapconv_testdata"), "{} uses the test-data crate", f.display());
+    }
+}

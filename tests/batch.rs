@@ -1,8 +1,9 @@
 //! The batch front end: many inputs per command, output names, order and thread independence,
 //! shards that partition the inputs, bad inputs that do not stop a batch, and the summary.
 //!
-//! Inputs are small synthetic heapprofd traces written by `heapconv::synth` (the generator
-//! behind `heapconv synth`, which writes traces as heapprofd does), plus fixtures of
+//! Inputs are small synthetic heapprofd traces written by `heapconv_testdata::heapprofd` (the
+//! generator behind the test-data crate's `synth` binary, which writes traces as heapprofd
+//! does), plus fixtures of
 //! `tests/data` (a DDM capture, a truncated trace, heap graph traces).
 
 mod common;
@@ -15,7 +16,7 @@ use serde_json::Value;
 
 /// Writes a small synthetic trace (one process, two dumps) to `path`.
 fn synth(path: &Path, seed: u64) {
-    let opts = heapconv::synth::SynthOptions {
+    let opts = heapconv_testdata::heapprofd::SynthOptions {
         callstacks: 20 + (seed as usize % 7) * 5,
         depth: 8,
         dumps: 2,
@@ -24,7 +25,7 @@ fn synth(path: &Path, seed: u64) {
         ..Default::default()
     };
     let mut buf = Vec::new();
-    heapconv::synth::write_synthetic_trace(&opts, &mut buf).unwrap();
+    heapconv_testdata::heapprofd::write_synthetic_trace(&opts, &mut buf).unwrap();
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, buf).unwrap();
 }

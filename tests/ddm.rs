@@ -14,13 +14,14 @@ use std::fmt::Write as _;
 use common::*;
 use heapconv::decode::ddm_alloc_records::{
     AllocCapture, AllocRecords, BlobLayout, CHUNK_FAIL, CHUNK_REAL, DdmOptions, EntryOrder, Framing, OrderBasis,
-    OrderChoice, StackFrame, alloc_records_profile, decode_alloc_records, encode_alloc_records, wrap_ddm_chunk,
-    wrap_jdwp_ddm_command, wrap_jdwp_reply,
+    OrderChoice, StackFrame, alloc_records_profile, decode_alloc_records,
 };
 use heapconv::encode::folded::{FoldedOptions, encode_folded};
 use heapconv::encode::pprof::{PprofOptions, encode_pprof};
 use heapconv::model::Profile;
 use heapconv::{Error, ErrorKind};
+use heapconv_testdata::ddm::{encode_alloc_records, wrap_ddm_chunk, wrap_jdwp_ddm_command, wrap_jdwp_reply};
+use heapconv_testdata::rng::Rng;
 use prost::Message;
 
 /// Builds records: strings are interned into the tables as they are used.
@@ -466,21 +467,6 @@ fn damaged_framings_and_tables_are_errors() {
     assert!(c.problems.iter().any(|p| p.contains("3 byte(s) after the string tables")), "{:?}", c.problems);
 }
 
-/// xorshift64*: deterministic pseudo-random numbers without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 #[test]
 fn damaged_input_never_panics() {
     let inputs: Vec<Vec<u8>> = ["art.alloc", "art.jdwp", "art.real", "long_layout.alloc", "thread_names.alloc"]
@@ -505,7 +491,7 @@ fn damaged_input_never_panics() {
         let mut b = inputs[round % inputs.len()].clone();
         for _ in 0..1 + rng.below(4) {
             let i = rng.below(b.len() as u64) as usize;
-            b[i] = rng.next() as u8;
+            b[i] = rng.next_u64() as u8;
         }
         if let Ok(c) = decode_alloc_records(&b, "fuzz", &opts) {
             let p = alloc_records_profile(std::slice::from_ref(&c), &opts);
@@ -615,14 +601,14 @@ fn random_records(rng: &mut Rng) -> AllocRecords {
                 class: rng.below(classes as u64) as u16,
                 method: rng.below(r.method_names.len() as u64) as u16,
                 file: rng.below(r.file_names.len() as u64) as u16,
-                line: rng.next() as i16,
+                line: rng.next_u64() as i16,
             })
             .collect();
         let class = rng.below(classes as u64) as u16;
-        r.push_entry(rng.next() as u32, rng.next() as u16, class, &frames);
+        r.push_entry(rng.next_u64() as u32, rng.next_u64() as u16, class, &frames);
     }
     if rng.below(3) == 0 {
-        r.thread_names = vec![(rng.next() as u16, "main".to_owned()), (7, String::new())];
+        r.thread_names = vec![(rng.next_u64() as u16, "main".to_owned()), (7, String::new())];
     }
     r
 }

@@ -167,7 +167,7 @@ fn fuzz_heap_graph_type_of_4_gib_instances_writes_as_hprof() {
 fn hprof_limit_errors_name_file_sub_record_and_record() {
     use heapconv::decode::hprof::{HprofReadOptions, read_hprof};
     use heapconv::error::ErrorKind;
-    use heapconv::synth::hprof::HprofWriter;
+    use heapconv_testdata::hprof::HprofWriter;
 
     let mut w = HprofWriter::new("JAVA PROFILE 1.0.3", 4, 0);
     w.begin_heap_dump(0x1C);

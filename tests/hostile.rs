@@ -38,6 +38,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use heapconv::decode::Input;
 use heapconv::decode::perfetto::{DecodeOptions, decode_heapprofd};
+use heapconv_testdata::protowire::put_varint;
+use heapconv_testdata::rng::Rng;
 
 fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
     let mut b = base.to_vec();
@@ -45,15 +47,15 @@ fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
         if b.is_empty() {
             break;
         }
-        let i = rng.below(b.len());
+        let i = rng.index(b.len());
         match rng.below(6) {
             0 => b[i] ^= 1 << rng.below(8),
-            1 => b[i] = rng.next() as u8,
+            1 => b[i] = rng.next_u64() as u8,
             2 => b.truncate(i),
             3 => {
                 b.remove(i);
             }
-            4 => b.insert(i, rng.next() as u8),
+            4 => b.insert(i, rng.next_u64() as u8),
             _ => {
                 // A length-like varint near 4 GiB.
                 let v = [0xff, 0xff, 0xff, 0xff, 0x0f];
@@ -207,18 +209,10 @@ fn packet_spans(b: &[u8]) -> Vec<(usize, usize, usize)> {
     out
 }
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 /// One top-level packet holding `payload` as it is (field 1, length-delimited).
 fn raw_packet(payload: &[u8]) -> Vec<u8> {
     let mut out = vec![0x0a];
-    varint(payload.len() as u64, &mut out);
+    put_varint(&mut out, payload.len() as u64);
     out.extend_from_slice(payload);
     out
 }
@@ -349,7 +343,7 @@ fn packet_lengths_past_the_end_or_near_4_gib() {
         [(1000u64, "packet claims 1000 bytes but only 3 remain"), (u64::from(u32::MAX), "more than the limit")]
     {
         let mut bad = vec![0x0a];
-        varint(claim, &mut bad);
+        put_varint(&mut bad, claim);
         bad.extend_from_slice(&[1, 2, 3]);
         let damage = damage_after(&good, "claims.pftrace", &bad);
         assert!(damage.starts_with("truncated input: ") || damage.starts_with("limit exceeded: "), "{damage}");
@@ -357,7 +351,7 @@ fn packet_lengths_past_the_end_or_near_4_gib() {
     }
     // A length inside a packet (an InternedData field) that runs past the packet's end.
     let mut payload = vec![(12 << 3) | 2];
-    varint(50, &mut payload);
+    put_varint(&mut payload, 50);
     payload.extend_from_slice(&[0; 5]);
     let damage = damage_after(&good, "inner.pftrace", &raw_packet(&payload));
     assert!(damage.starts_with("malformed input: "), "{damage}");
@@ -377,7 +371,7 @@ fn wrong_wire_types() {
     // profile_packet (37) as a varint.
     let good = trace(vec![interning(frames_and(vec![callstack(1, &[1])])), dump(0, &[1])]);
     let mut payload = Vec::new();
-    varint(37 << 3, &mut payload);
+    put_varint(&mut payload, 37 << 3);
     payload.push(7);
     let damage = damage_after(&good, "wt2.pftrace", &raw_packet(&payload));
     assert!(damage.starts_with("malformed input: "), "{damage}");
@@ -389,7 +383,7 @@ fn wrong_wire_types() {
 fn deep_nesting() {
     let mut payload = Vec::new();
     for _ in 0..100_000 {
-        varint((1000 << 3) | 3, &mut payload);
+        put_varint(&mut payload, (1000 << 3) | 3);
     }
     let (report, _) = decode_trace("deep.pftrace", raw_packet(&payload)).unwrap();
     let damage = report.damage.unwrap();

@@ -1,5 +1,5 @@
 //! hprof files: the reader, object by object, on synthetic Android dumps with every tag
-//! (`heapconv::synth::hprof::android_sample`, ids of 4 and 8 bytes) and on real OpenJDK dumps
+//! (`heapconv_testdata::hprof::android_sample`, ids of 4 and 8 bytes) and on real OpenJDK dumps
 //! made in the test run (tests/data/hprof/HeapFixture.java); `heapconv hprof-conv` against
 //! Android's `hprof-conv` (byte identity, with and without `-z`); `inspect`; hostile inputs.
 
@@ -15,7 +15,8 @@ use heapconv::decode::hprof::hprof_conv; // not common::hprof_conv, the oracle
 use heapconv::decode::hprof::walk::{HprofStream, SubRecord};
 use heapconv::decode::hprof::*;
 use heapconv::model::heap::*;
-use heapconv::synth::hprof::*;
+use heapconv_testdata::hprof::*;
+use heapconv_testdata::rng::Rng;
 
 fn read(bytes: &[u8]) -> (HeapDump, HprofStats) {
     let (d, st) = read_hprof_with_stats(bytes, "test.hprof", &HprofReadOptions { partial: false }).expect("reads");
@@ -867,10 +868,10 @@ fn mutated_dumps_never_panic_or_hang() {
     for round in 0..3000 {
         let mut b = samples[round % 2].clone();
         for _ in 0..1 + rng.below(4) {
-            let i = 19 + rng.below(b.len() - 19);
+            let i = 19 + rng.index(b.len() - 19);
             match rng.below(5) {
                 0 => b[i] ^= 1 << rng.below(8),
-                1 => b[i] = rng.next() as u8,
+                1 => b[i] = rng.next_u64() as u8,
                 2 => b.truncate(i),
                 3 => {
                     if i + 4 <= b.len() {
@@ -879,7 +880,7 @@ fn mutated_dumps_never_panic_or_hang() {
                 }
                 _ => {
                     let n = rng.below(6);
-                    b.splice(i..i, (0..n).map(|_| rng.next() as u8));
+                    b.splice(i..i, (0..n).map(|_| rng.next_u64() as u8));
                 }
             }
         }

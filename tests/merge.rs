@@ -823,12 +823,15 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
 }
 
 /// Uncompressed pprof files of the `dumps` dumps of one process of a synthetic heapprofd trace
-/// (`heapconv synth`, then `heapconv profile --raw`), in `dir`: large inputs made in the test.
-fn synthetic_pprofs(dir: &Path, callstacks: u32, depth: u32, dumps: u32) -> Vec<PathBuf> {
+/// (`heapconv_testdata::heapprofd`, then `heapconv profile --raw`), in `dir`: large inputs made
+/// in the test.
+fn synthetic_pprofs(dir: &Path, callstacks: usize, depth: usize, dumps: usize) -> Vec<PathBuf> {
+    use heapconv_testdata::heapprofd::{SynthOptions, write_synthetic_trace};
     let trace = dir.join("synth.pftrace");
-    let (c, d, n) = (callstacks.to_string(), depth.to_string(), dumps.to_string());
-    let args = ["synth", "-o", s(&trace), "--callstacks", &c, "--depth", &d, "--dumps", &n, "--processes", "1"];
-    heapconv_ok(&args, 0);
+    let opts = SynthOptions { callstacks, depth, dumps, processes: 1, ..Default::default() };
+    let mut buf = Vec::new();
+    write_synthetic_trace(&opts, &mut buf).unwrap();
+    std::fs::write(&trace, buf).unwrap();
     let raw = dir.join("raw");
     heapconv_ok(&["profile", "--raw", s(&trace), "-o", s(&raw), "-q"], 0);
     (1..=dumps).map(|i| raw.join(format!("heap_dump.{i}.1000.libc.malloc.pb"))).collect()

@@ -13,9 +13,7 @@ use std::sync::OnceLock;
 
 use heapconv::analysis::heap::{RootedHeap, TopOptions, VIRTUAL_ROOT, top_json, top_text};
 use heapconv::decode::Input;
-use heapconv::decode::ddm_alloc_records::{
-    DdmOptions, OrderChoice, alloc_records_profile, decode_alloc_records, encode_alloc_records,
-};
+use heapconv::decode::ddm_alloc_records::{DdmOptions, OrderChoice, alloc_records_profile, decode_alloc_records};
 use heapconv::decode::hprof::{HprofConvOptions, HprofReadOptions, hprof_conv, read_hprof, read_hprof_with_stats};
 use heapconv::decode::perfetto::module_symbols::scan_module_symbols;
 use heapconv::decode::perfetto::{DecodeOptions, HeapGraphOptions, decode_heap_graphs_all, decode_heapprofd_all};
@@ -29,6 +27,7 @@ use heapconv::encode::summary::{hprof_inspect_json, hprof_inspect_text, inspect_
 use heapconv::model::heap::HeapDump;
 use heapconv::model::{Profile, ValueKind};
 use heapconv::pipeline::{ConvertOptions, DumpSelect, Format, encode_one, select_profiles};
+use heapconv_testdata::ddm::encode_alloc_records;
 use prost::Message;
 
 /// Profiles encoded per input at most (each encoder walks every sample; a trace of many dumps
@@ -365,12 +364,12 @@ pub fn check_heap_dump(d: &HeapDump, bits: u8) {
 }
 
 /// The generated seeds of `hprof_reader` (there are no hprof fixtures): the Android sample of
-/// `heapconv::synth::hprof` with 4- and 8-byte ids, with and without NODATA arrays, two small
+/// `heapconv_testdata::hprof` with 4- and 8-byte ids, with and without NODATA arrays, two small
 /// synthetic heaps (Android and HotSpot), and each heap-graph fixture under `root` written as
 /// hprof (1.0.2 and 1.0.3). Named for `fuzz/seed.sh`, which writes them with
 /// `cargo run --example fuzz_seeds`.
 pub fn hprof_seeds(root: &Path) -> Vec<(String, Vec<u8>)> {
-    use heapconv::synth::hprof::{SyntheticHeap, android_sample, synthetic_heap};
+    use heapconv_testdata::hprof::{SyntheticHeap, android_sample, synthetic_heap};
     let mut v = Vec::new();
     for (id, nodata) in [(4, false), (4, true), (8, false), (8, true)] {
         let name = format!("android-sample-id{id}{}.hprof", if nodata { "-nodata" } else { "" });

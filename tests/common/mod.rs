@@ -337,25 +337,6 @@ pub fn have_jdk() -> bool {
     ok
 }
 
-/// A small deterministic generator (xorshift64*) for mutation tests: no dependency, the same
-/// sequence on every machine.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A number below `n` (0 when `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// Address-space limit (`RLIMIT_AS`) for [`heapconv_limited`] runs on hostile inputs: well
 /// above what a normal run needs, far below what a decompression bomb or a length near 4 GiB
 /// would take if it were believed.

@@ -9,7 +9,9 @@
 //! Written from the format notes (`ddm-alloc-and-hprof.md` §B); it shares no code with the
 //! reader in `decode::hprof`.
 
-use crate::model::heap::BasicType;
+use heapconv::model::heap::BasicType;
+
+use crate::rng::Rng;
 
 /// A field or constant value.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -724,13 +726,8 @@ pub struct SyntheticHeapSummary {
 /// ascending addresses as both ART and HotSpot write them. About 10% of the instances of the
 /// Android flavour come before their class's CLASS_DUMP (as in real Dalvik/ART dumps).
 pub fn synthetic_heap(p: &SyntheticHeap) -> (Vec<u8>, SyntheticHeapSummary) {
-    let mut rng = p.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        rng ^= rng >> 12;
-        rng ^= rng << 25;
-        rng ^= rng >> 27;
-        rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    };
+    let mut rng = Rng::seeded(p.seed);
+    let mut next = move || rng.next_u64();
     let id = p.id_size;
     let mut sum = SyntheticHeapSummary::default();
     let format = if p.android { "JAVA PROFILE 1.0.3" } else { "JAVA PROFILE 1.0.2" };

@@ -42,13 +42,16 @@
 //! packets per bundle) into `TracePacket{compressed_packets = 50}` whose bytes
 //! are a valid zlib stream made of *stored* (uncompressed) deflate blocks.
 //!
-//! Everything is derived from [`SynthOptions::seed`] with a private
-//! SplitMix64 generator: the same options always produce the same bytes.
-
-pub mod hprof;
+//! Everything is derived from [`SynthOptions::seed`] with the
+//! [`SplitMix64`] generator: the same options always produce the same bytes.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
+
+use crate::protowire::{
+    WT_LEN, begin_msg, end_msg, put_bool, put_bytes, put_key, put_u64, put_varint, varint_into, varint_len,
+};
+use crate::rng::{GOLDEN_GAMMA, SplitMix64, mix64, scale};
 
 /// Parameters of a synthetic heapprofd trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,142 +161,13 @@ pub fn write_synthetic_trace<W: Write>(opts: &SynthOptions, out: W) -> io::Resul
     Ok(SynthSummary { bytes, packets, samples: generator.samples, totals: generator.totals })
 }
 
-// ---------------------------------------------------------------------------
-// Randomness
-// ---------------------------------------------------------------------------
-
-/// SplitMix64 finaliser: a good 64-bit mixing function.
-#[inline]
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// Deterministic hash of a few words.
 #[inline]
 fn hash(seed: u64, a: u64, b: u64, c: u64) -> u64 {
-    let mut h = mix(seed ^ 0x9e37_79b9_7f4a_7c15);
-    h = mix(h ^ a);
-    h = mix(h ^ b.wrapping_mul(0x2545_f491_4f6c_dd1d));
-    mix(h ^ c.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-}
-
-/// `x` reduced to `0..n` (n > 0) without modulo bias worth caring about.
-#[inline]
-fn below(x: u64, n: u64) -> u64 {
-    ((u128::from(x) * u128::from(n)) >> 64) as u64
-}
-
-/// SplitMix64 stream.
-struct Rng(u64);
-
-impl Rng {
-    #[inline]
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        mix(self.0)
-    }
-    #[inline]
-    fn below(&mut self, n: usize) -> usize {
-        below(self.next(), n as u64) as usize
-    }
-    /// Index in `0..n` biased towards 0 (product of two uniforms), so that
-    /// some call paths are much hotter than others.
-    #[inline]
-    fn biased(&mut self, n: usize) -> usize {
-        let x = self.next();
-        let p = (x & 0xffff_ffff) * (x >> 32);
-        below(p, n as u64) as usize
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Protobuf wire writer (protozero style)
-// ---------------------------------------------------------------------------
-
-const WT_VARINT: u64 = 0;
-const WT_LEN: u64 = 2;
-
-#[inline]
-fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    if v < 0x80 {
-        buf.push(v as u8);
-        return;
-    }
-    let mut tmp = [0u8; 10];
-    let mut i = 0;
-    while v >= 0x80 {
-        tmp[i] = (v as u8) | 0x80;
-        v >>= 7;
-        i += 1;
-    }
-    tmp[i] = v as u8;
-    buf.extend_from_slice(&tmp[..=i]);
-}
-
-#[inline]
-fn put_key(buf: &mut Vec<u8>, field: u32, wire_type: u64) {
-    put_varint(buf, (u64::from(field) << 3) | wire_type);
-}
-
-#[inline]
-fn put_u64(buf: &mut Vec<u8>, field: u32, v: u64) {
-    put_key(buf, field, WT_VARINT);
-    put_varint(buf, v);
-}
-
-#[inline]
-fn put_bool(buf: &mut Vec<u8>, field: u32, v: bool) {
-    put_u64(buf, field, u64::from(v));
-}
-
-#[inline]
-fn put_bytes(buf: &mut Vec<u8>, field: u32, b: &[u8]) {
-    put_key(buf, field, WT_LEN);
-    put_varint(buf, b.len() as u64);
-    buf.extend_from_slice(b);
-}
-
-/// Starts a nested message with a 4-byte redundant varint length placeholder,
-/// as protozero does. Returns the position of the placeholder.
-#[inline]
-fn begin_msg(buf: &mut Vec<u8>, field: u32) -> usize {
-    put_key(buf, field, WT_LEN);
-    let pos = buf.len();
-    buf.extend_from_slice(&[0x80, 0x80, 0x80, 0x00]);
-    pos
-}
-
-/// Back-patches the length of a nested message started with [`begin_msg`].
-#[inline]
-fn end_msg(buf: &mut [u8], pos: usize) {
-    let len = buf.len() - pos - 4;
-    debug_assert!(len < 1 << 28, "nested message too large");
-    let l = len as u32;
-    buf[pos] = (l & 0x7f) as u8 | 0x80;
-    buf[pos + 1] = ((l >> 7) & 0x7f) as u8 | 0x80;
-    buf[pos + 2] = ((l >> 14) & 0x7f) as u8 | 0x80;
-    buf[pos + 3] = ((l >> 21) & 0x7f) as u8;
-}
-
-/// Minimal varint into a fixed array; returns the number of bytes used.
-#[inline]
-fn varint_into(out: &mut [u8], mut v: u64) -> usize {
-    let mut i = 0;
-    while v >= 0x80 {
-        out[i] = (v as u8) | 0x80;
-        v >>= 7;
-        i += 1;
-    }
-    out[i] = v as u8;
-    i + 1
-}
-
-#[inline]
-fn varint_len(v: u64) -> usize {
-    let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
+    let mut h = mix64(seed ^ GOLDEN_GAMMA);
+    h = mix64(h ^ a);
+    h = mix64(h ^ b.wrapping_mul(0x2545_f491_4f6c_dd1d));
+    mix64(h ^ c.wrapping_mul(GOLDEN_GAMMA))
 }
 
 // Field numbers (perfetto_trace.proto).
@@ -745,7 +619,7 @@ impl Model {
     /// Application function called from call site `site` of `func`.
     #[inline]
     fn callee(&self, func: usize, site: usize) -> usize {
-        below(hash(self.seed, 0xca11, func as u64, site as u64), self.n_app_funcs as u64) as usize
+        scale(hash(self.seed, 0xca11, func as u64, site as u64), self.n_app_funcs as u64) as usize
     }
 
     /// Generates the callstack pool. Like a real callsite trie, stacks share
@@ -761,7 +635,7 @@ impl Model {
         let depth = self.depth;
         let lo = depth - depth / 4;
         let span = depth / 2 + 1;
-        let mut rng = Rng(self.seed ^ 0x5eed_cafe_f00d_0001);
+        let mut rng = SplitMix64(self.seed ^ 0x5eed_cafe_f00d_0001);
         let mut seen: HashSet<u64> = HashSet::with_capacity(n);
         let mut stack: Vec<u32> = Vec::with_capacity(depth * 2);
         // Per stack: number of frames before the allocator frames.
@@ -772,8 +646,8 @@ impl Model {
             let mut tries = 0usize;
             loop {
                 stack.clear();
-                let len = lo + rng.below(span) + extra;
-                let leaf: &[usize] = match rng.below(20) {
+                let len = lo + rng.scaled(span) + extra;
+                let leaf: &[usize] = match rng.scaled(20) {
                     0..=9 => &[FX_MALLOC],
                     10 | 11 => &[FX_CALLOC],
                     12 => &[FX_REALLOC],
@@ -783,8 +657,8 @@ impl Model {
                 // Where the walk starts; `shared` frames are already in the trie.
                 let mut func;
                 let shared;
-                if i == 0 || rng.below(100) < 4 {
-                    let root = if rng.below(10) < 6 {
+                if i == 0 || rng.scaled(100) < 4 {
+                    let root = if rng.scaled(10) < 6 {
                         stack.push(self.frame(nf + FX_START_THREAD, 0));
                         stack.push(self.frame(nf + FX_PTHREAD_START, 0));
                         nf + FX_PTHREAD_START
@@ -796,9 +670,9 @@ impl Model {
                     func = self.callee(root, rng.biased(8));
                     shared = if i == 0 { 0 } else { 2 };
                 } else {
-                    let j = rng.below(i);
+                    let j = rng.scaled(i);
                     let ue = user_end[j] as usize;
-                    let (a, b) = (rng.below(ue - 2), rng.below(ue - 2));
+                    let (a, b) = (rng.scaled(ue - 2), rng.scaled(ue - 2));
                     let cut = 2 + a.max(b);
                     let lo_j = self.cs_off[j] as usize;
                     stack.extend_from_slice(&self.cs_frames[lo_j..lo_j + cut]);
@@ -818,7 +692,7 @@ impl Model {
                 }
                 let mut h = 0x1234_5678_9abc_def0u64;
                 for &fr in &stack {
-                    h = mix(h ^ u64::from(fr));
+                    h = mix64(h ^ u64::from(fr));
                 }
                 if seen.insert(h) {
                     user_end.push(ue as u32);
@@ -842,8 +716,8 @@ impl Model {
 
     /// Callstack iid for a recreated entry: its leaf node (and maybe a few
     /// ancestors that died with it) get fresh trie node ids.
-    fn new_node_id(&mut self, rng: &mut Rng) -> u64 {
-        self.next_node_id += 1 + rng.below(4) as u64;
+    fn new_node_id(&mut self, rng: &mut SplitMix64) -> u64 {
+        self.next_node_id += 1 + rng.scaled(4) as u64;
         self.next_node_id
     }
 
@@ -983,7 +857,7 @@ struct Gen {
     string_emitted: Vec<u8>,
     boot_now: u64,
     next_index: u64,
-    rng: Rng,
+    rng: SplitMix64,
     samples: u64,
     totals: Vec<SynthDumpTotals>,
 }
@@ -1101,7 +975,7 @@ impl Gen {
             new_cs: Vec::new(),
             boot_now: MONO_BASE + BOOT_OFFSET,
             next_index: 0,
-            rng: Rng(seed ^ 0xd1ce_0000_0000_0001),
+            rng: SplitMix64(seed ^ 0xd1ce_0000_0000_0001),
             samples: 0,
             totals: Vec::with_capacity(dumps * nproc),
         }
@@ -1153,7 +1027,7 @@ impl Gen {
     /// A heapprofd packet: timestamp = BOOTTIME "now".
     fn begin_heapprofd_packet(&mut self) {
         let ts = self.boot_now;
-        self.boot_now += 40_000 + self.rng.below(20_000) as u64;
+        self.boot_now += 40_000 + self.rng.scaled(20_000) as u64;
         self.begin_packet(Some(ts));
     }
 
