@@ -827,9 +827,19 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
 /// (`heapconv synth`, then `heapconv profile --raw`), in `dir`: large inputs made in the test.
 fn synthetic_pprofs(dir: &Path, callstacks: u32, depth: u32, dumps: u32) -> Vec<PathBuf> {
     let trace = dir.join("synth.pftrace");
-    let (c, d, n) = (callstacks.to_string(), depth.to_string(), dumps.to_string());
-    let args = ["synth", "-o", s(&trace), "--callstacks", &c, "--depth", &d, "--dumps", &n, "--processes", "1"];
-    heapconv_ok(&args, 0);
+    // (The command line has no `synth` command: the trace is written by the library's
+    // generator, with the options `synth` had.)
+    let opts = heapconv::synth::SynthOptions {
+        callstacks: callstacks as usize,
+        depth: depth as usize,
+        dumps: dumps as usize,
+        processes: 1,
+        seed: 1,
+        ..Default::default()
+    };
+    let mut bytes = Vec::new();
+    heapconv::synth::write_synthetic_trace(&opts, &mut bytes).unwrap();
+    std::fs::write(&trace, bytes).unwrap();
     let raw = dir.join("raw");
     heapconv_ok(&["profile", "--raw", s(&trace), "-o", s(&raw), "-q"], 0);
     (1..=dumps).map(|i| raw.join(format!("heap_dump.{i}.1000.libc.malloc.pb"))).collect()

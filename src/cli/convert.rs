@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use heapconv::model::ValueKind;
 use heapconv::pipeline::batch::Wanted;
 use heapconv::pipeline::convert::{ConvertOptions, HeapTree, convert_one, run_convert_inputs};
-use heapconv::pipeline::load::{SymbolSources, decode_options, refuse_pprof};
+use heapconv::pipeline::load::{SymbolSources, decode_options, is_ddm_capture, refuse_pprof};
 use heapconv::pipeline::views::{DumpView, ViewOptions, check_view, run_view, view_one};
 use heapconv::pipeline::{Destination, Format};
 use heapconv::{Error, ErrorKind};
@@ -167,7 +167,7 @@ impl ConvertArgs {
     }
 
     /// Arguments -> pipeline options, in one place.
-    fn into_options(&self, ui: &Ui) -> Result<(Asked, SymbolSources), Error> {
+    fn options(&self, ui: &Ui) -> Result<(Asked, SymbolSources), Error> {
         let (value, across) = self.value_and_view()?;
         let dump = parse_dump(&self.dump)?;
         let sources = self.symbols.sources(ui);
@@ -213,17 +213,13 @@ impl ConvertArgs {
     /// as `convert` always did).
     fn is_batch(&self) -> bool {
         let to_dir = self.output.as_deref().is_some_and(is_dir_arg);
-        let all_ddm = || {
-            self.inputs
-                .iter()
-                .all(|p| p.as_os_str() == "-" || heapconv::pipeline::batch::sniff_file(p).is_ok_and(|k| k.is_ddm()))
-        };
+        let all_ddm = || self.inputs.iter().all(|p| is_ddm_capture(p));
         self.batch.asked(&self.inputs) || (self.inputs.len() > 1 && to_dir && !all_ddm())
     }
 }
 
 pub(crate) fn run(ui: &Ui, a: ConvertArgs) -> Result<u8, Error> {
-    let (asked, sources) = a.into_options(ui)?;
+    let (asked, sources) = a.options(ui)?;
     let format = a.to.0;
     if a.is_batch() {
         return run_batch(ui, &a, asked, &sources);
@@ -330,7 +326,7 @@ mod tests {
         let ui = Ui { verbose: 0, quiet: true };
         let a = parse(&["heapconv", "convert", "t.pftrace"]);
         let d = ConvertOptions::default();
-        let Ok((Asked::Convert(got), _)) = a.into_options(&ui) else { panic!("a conversion") };
+        let Ok((Asked::Convert(got), _)) = a.options(&ui) else { panic!("a conversion") };
         assert_eq!(got.format, d.format);
         assert_eq!(got.dump, d.dump);
         assert_eq!(got.value, d.value);

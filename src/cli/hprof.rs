@@ -49,7 +49,7 @@ pub(crate) struct HprofArgs {
 
 impl HprofArgs {
     /// Arguments -> pipeline options.
-    fn into_options(&self) -> HprofRunOptions {
+    fn options(&self) -> HprofRunOptions {
         let mut opts = HprofRunOptions {
             pids: self.pid.into_iter().collect(),
             timestamps: self.timestamps.clone(),
@@ -62,7 +62,7 @@ impl HprofArgs {
 }
 
 pub(crate) fn run(ui: &Ui, a: HprofArgs) -> Result<u8, Error> {
-    let opts = a.into_options();
+    let opts = a.options();
     if a.traces.len() > 1 || a.batch.asked(&a.traces) {
         let out = out_dir(Some(&a.output), "hprof")?;
         let plan = Plan {
@@ -216,7 +216,7 @@ mod tests {
             panic!("hprof")
         };
         let d = HprofRunOptions::default();
-        let got = a.into_options();
+        let got = a.options();
         assert_eq!(got.pids, d.pids);
         assert_eq!(got.timestamps, d.timestamps);
         assert_eq!(got.hprof.android, d.hprof.android);

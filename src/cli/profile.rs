@@ -47,7 +47,7 @@ pub(crate) struct ProfileArgs {
 }
 
 impl ProfileArgs {
-    pub(crate) fn into_options(&self, ui: &Ui) -> (ProfileOptions, heapconv::pipeline::load::SymbolSources) {
+    pub(crate) fn options(&self, ui: &Ui) -> (ProfileOptions, heapconv::pipeline::load::SymbolSources) {
         let sources = self.symbols.sources(ui);
         let opts = ProfileOptions {
             output_dir: self.output_dir.clone(),
@@ -63,7 +63,7 @@ impl ProfileArgs {
 }
 
 pub(crate) fn run(ui: &Ui, a: ProfileArgs) -> Result<u8, Error> {
-    let (opts, sources) = a.into_options(ui);
+    let (opts, sources) = a.options(ui);
     if a.traces.len() > 1 || a.batch.asked(&a.traces) {
         let plan = Plan {
             command: "profile",

@@ -57,7 +57,7 @@ pub(crate) struct TimelineArgs {
 
 impl TimelineArgs {
     /// Arguments -> pipeline options.
-    fn into_options(&self) -> TimelineOptions {
+    fn options(&self) -> TimelineOptions {
         let mut opts = TimelineOptions {
             format: match self.to {
                 TimelineToArg::Csv => TimelineFormat::Csv,
@@ -76,7 +76,7 @@ impl TimelineArgs {
 }
 
 pub(crate) fn run(ui: &Ui, a: TimelineArgs) -> Result<u8, Error> {
-    let opts = a.into_options();
+    let opts = a.options();
     if a.traces.len() > 1 || a.batch.asked(&a.traces) {
         let out = out_dir(a.output.as_deref(), "timeline")?;
         let plan = Plan {
@@ -123,7 +123,7 @@ mod tests {
         let Command::Timeline(a) = Cli::try_parse_from(["heapconv", "timeline", "t.pftrace"]).unwrap().command else {
             panic!("timeline")
         };
-        let (got, d) = (a.into_options(), TimelineOptions::default());
+        let (got, d) = (a.options(), TimelineOptions::default());
         assert_eq!(got.format, d.format);
         assert_eq!(got.chart.value, d.chart.value);
         assert_eq!(got.pids, d.pids);

@@ -657,3 +657,9 @@ pub fn merge_options(sample_types: &[String]) -> MergeOptions {
         },
     }
 }
+
+/// True when `path` is a DDM allocation-record capture, by its content (standard input, `-`,
+/// counts as one: it is looked at only when read).
+pub fn is_ddm_capture(path: &Path) -> bool {
+    path.as_os_str() == "-" || crate::decode::sniff_file(path).is_ok_and(|k| k.is_ddm())
+}
