@@ -76,6 +76,7 @@ impl SymbolArgs {
             ignore_build_id: self.ignore_build_id,
             find_only: std::env::var("PERFETTO_SYMBOLIZER_MODE").as_deref() == Ok("find"),
             min_symbolized: self.min_symbolized,
+            always_report: false,
         }
     }
 }
@@ -252,7 +253,7 @@ impl SelectArgs {
             dump: parse_dump(&self.dump)?,
             annotations: !self.no_annotations,
             decode: heapconv::pipeline::load::decode_options(self.decode.max_bundle_bytes()),
-            symbolize: sources.options(),
+            symbols: sources.clone(),
             ddm: self.ddm.choices().options(),
             ..Default::default()
         };

@@ -184,7 +184,7 @@ impl ConvertArgs {
                     value,
                     annotations: !self.no_annotations,
                     decode,
-                    symbolize: sources.options(),
+                    symbols: sources.clone(),
                 },
                 view,
             ),
@@ -196,7 +196,7 @@ impl ConvertArgs {
                 value,
                 annotations: !self.no_annotations,
                 decode,
-                symbolize: sources.options(),
+                symbols: sources.clone(),
                 ddm: self.ddm.choices().options(),
                 heap_tree: match self.by {
                     ByArg::Dominator => HeapTree::Dominator,
@@ -293,7 +293,7 @@ fn run_batch(ui: &Ui, a: &ConvertArgs, asked: Asked, sources: &SymbolSources) ->
     // A batch summary always reports each input's symbolization coverage.
     match asked {
         Asked::View(mut opts, view) => {
-            opts.symbolize.get_or_insert_with(Default::default);
+            opts.symbols.always_report = true;
             check_view(&opts, view)?;
             batch::run(ui, &plan, &|i| {
                 refuse_pprof(&i.path, "convert --view")?;
@@ -301,7 +301,7 @@ fn run_batch(ui: &Ui, a: &ConvertArgs, asked: Asked, sources: &SymbolSources) ->
             })
         }
         Asked::Convert(mut opts) => {
-            opts.symbolize.get_or_insert_with(Default::default);
+            opts.symbols.always_report = true;
             batch::run(ui, &plan, &|i| convert_one(i, &out, &opts))
         }
     }

@@ -56,7 +56,7 @@ impl ProfileArgs {
             annotations: !self.no_annotations,
             raw: self.raw,
             decode: decode_options(self.decode.max_bundle_bytes()),
-            symbolize: sources.options(),
+            symbols: sources.clone(),
         };
         (opts, sources)
     }
@@ -77,7 +77,7 @@ pub(crate) fn run(ui: &Ui, a: ProfileArgs) -> Result<u8, Error> {
         };
         let mut opts = opts.clone();
         // A batch summary always reports each input's symbolization coverage.
-        opts.symbolize.get_or_insert_with(Default::default);
+        opts.symbols.always_report = true;
         let java_heap = a.java_heap;
         return batch::run(ui, &plan, &|i| {
             refuse_pprof(&i.path, "profile")?;

@@ -65,6 +65,24 @@ impl Format {
         }
     }
 
+    /// True for a report of a whole run (one document for every dump of a trace, a Java
+    /// heap's top report) rather than one output per profile.
+    pub fn is_report(self) -> bool {
+        match self {
+            Format::Json => true,
+            Format::Pprof | Format::Folded | Format::Svg => false,
+        }
+    }
+
+    /// True when the format keeps a file and line per frame and a sample per allocation (so
+    /// inputs that have them, DDM captures, are decoded with them).
+    pub fn keeps_lines(self) -> bool {
+        match self {
+            Format::Pprof => true,
+            Format::Folded | Format::Svg | Format::Json => false,
+        }
+    }
+
     /// True for formats that are not text.
     pub fn is_binary(self) -> bool {
         match self {

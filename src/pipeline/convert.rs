@@ -4,9 +4,15 @@
 use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done, ProfileTotals, file_for};
-use super::load::*;
-use super::reports::*;
-use super::select::*;
+use super::load::{
+    HeapprofdSelection, Opened, SymbolSources, for_selected_heap_graphs, is_alloc_file, open_input, select_heapprofd,
+    select_heapprofd_dumps,
+};
+use super::reports::{ddm_inspect, pprof_coverage};
+use super::select::{
+    Destination, DumpFilter, DumpSelect, describe_heap_dump, heap_dump_name, no_heap_graph_match, no_heapprofd,
+    several_heap_graphs, stem, write_outputs,
+};
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
 use crate::decode::perfetto::DecodeOptions;
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
@@ -16,7 +22,7 @@ use crate::encode::{EncodeOptions, Format, Shown, encode, encode_flat};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{HeapDump, Profile, TraceReport, ValueKind};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
-use crate::symbolize::{SymbolizeOptions, SymbolizeReport};
+use crate::symbolize::SymbolizeReport;
 
 /// Options of `heapconv convert`.
 #[derive(Debug, Clone)]
@@ -37,8 +43,9 @@ pub struct ConvertOptions {
     pub annotations: bool,
     /// Decoder options. Default: [`DecodeOptions::default`].
     pub decode: DecodeOptions,
-    /// Symbolize native frames from these symbol directories. Default: `None`.
-    pub symbolize: Option<SymbolizeOptions>,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
     /// How DDM allocation records become a profile. Default: [`DdmOptions::default`]
     /// (`lines` and `per_allocation` are chosen per format: on for pprof, off for the text
     /// outputs, whose frame labels are then `class.method(File.java:12)`).
@@ -59,7 +66,7 @@ impl ConvertOptions {
             pids: &self.pids,
             heap: self.heap.as_deref(),
             dump: self.dump,
-            symbolize: self.symbolize.as_ref(),
+            symbolize: self.symbols.options(),
         }
     }
 
@@ -94,7 +101,7 @@ impl Default for ConvertOptions {
             value: ValueKind::UnreleasedSize,
             annotations: true,
             decode: DecodeOptions::default(),
-            symbolize: None,
+            symbols: SymbolSources::default(),
             ddm: DdmOptions::default(),
             heap_tree: HeapTree::default(),
             java_heap: false,
@@ -223,7 +230,7 @@ fn convert_trace(
             ),
         ));
     }
-    let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format == Format::Json {
+    let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format.is_report() {
         let mut doc = convert_json(&report, &profiles, &summary_options(opts)).into_bytes();
         if let Some(sym) = &symbols {
             // The symbolization report joins the document (the encoder does not know the stage).
@@ -301,7 +308,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
 fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<ProfileTotals>)> {
     use crate::analysis::heap::{RootedHeap, TopOptions, top_json};
     let heap = RootedHeap::new(dump);
-    if opts.format == Format::Json {
+    if opts.format.is_report() {
         let spt = heap.shortest_path_tree();
         let dom = heap.dominators();
         return Ok((top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes(), None));
@@ -386,8 +393,8 @@ fn convert_ddm(
     // pprof gets one sample per allocation with file and line per frame; the text outputs
     // label frames `class.method(File.java:12)` and need only one sample per stack.
     let mut ddm = opts.ddm.clone();
-    ddm.lines = opts.format == Format::Pprof;
-    ddm.per_allocation = opts.format == Format::Pprof;
+    ddm.lines = opts.format.keeps_lines();
+    ddm.per_allocation = opts.format.keeps_lines();
     let captures =
         inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
     let profile = alloc_records_profile(&captures, &ddm);
@@ -464,7 +471,7 @@ fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
     }
     let report = TraceReport { source: input.display().to_string(), ..Default::default() };
     let profiles = vec![ProfileTotals::of_flat(&flat)];
-    let symbols = opts.symbolize.as_ref().map(|_| pprof_coverage(&flat));
+    let symbols = opts.symbols.options().map(|_| pprof_coverage(&flat));
     let converted = opts.dump_filter(&report);
     Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles, converted })
 }
@@ -477,7 +484,7 @@ pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) ->
     let file = file_for(out_dir, &input.key, format.extension())?;
     let dir = out_dir.join(&input.key);
     let dest_for = |trace: bool| {
-        if trace && format != Format::Json { Destination::Dir(dir.clone()) } else { Destination::File(file.clone()) }
+        if trace && !format.is_report() { Destination::Dir(dir.clone()) } else { Destination::File(file.clone()) }
     };
     let run = convert_inputs_to(std::slice::from_ref(&input.path), &dest_for, opts)?;
     Ok(Done {

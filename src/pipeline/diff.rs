@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::load::*;
+use super::load::{InputInfo, LoadOptions, merge_inputs};
 use crate::encode::diff::DiffOptions;
 use crate::encode::labels::human_bytes;
 use crate::encode::{DiffSides, Format, NetProfile, encode_diff};
@@ -178,7 +178,7 @@ pub fn diff_value_index(types: &[ValueType], default: usize) -> usize {
 /// matched by content), then the difference encoded, and the gate checked.
 pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRun> {
     let mut load = opts.load.clone();
-    load.ddm_lines = opts.format == Format::Pprof;
+    load.ddm_lines = opts.format.keeps_lines();
     let inputs = [base.to_path_buf(), new.to_path_buf()];
     let (merger, infos) = merge_inputs(&inputs, &load, &opts.merge, 2, &|i| i)?;
     let mut sides = merger.finish_sides()?;

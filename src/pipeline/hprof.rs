@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done};
-use super::select::*;
+use super::select::{describe_heap_dump, several_heap_graphs};
 use crate::decode::Input;
 use crate::decode::perfetto::DecodeOptions;
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use super::load::*;
-use super::reports::*;
+use super::load::{Opened, is_alloc_file, open_input};
+use super::reports::{ddm_inspect, hprof_inspect};
 use crate::decode::ddm_alloc_records::{DdmOptions, decode_alloc_records};
 use crate::decode::hprof::{HprofReadOptions, read_hprof_with_stats};
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};

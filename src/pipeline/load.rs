@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use super::reports::*;
-use super::select::*;
+use super::reports::pprof_coverage;
+use super::select::{DumpFilter, DumpSelect, no_heapprofd};
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
@@ -28,7 +28,7 @@ pub(crate) fn symbolize_hook(s: &mut Option<Symbolizer>, tables: &mut Tables, ra
 }
 
 /// Which heapprofd dumps of a trace to keep, and how to read it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct HeapprofdSelection<'a> {
     /// How the trace is read.
     pub(crate) decode: &'a DecodeOptions,
@@ -39,7 +39,7 @@ pub(crate) struct HeapprofdSelection<'a> {
     /// Which dumps of each (pid, heap).
     pub(crate) dump: DumpSelect,
     /// Symbolize native frames (or count their symbols).
-    pub(crate) symbolize: Option<&'a SymbolizeOptions>,
+    pub(crate) symbolize: Option<SymbolizeOptions>,
 }
 
 /// The profiles `sel` keeps of a trace, in trace order, with the trace's report and the
@@ -67,7 +67,7 @@ pub(crate) fn select_heapprofd(
     let empty = Arc::new(Tables::default());
     let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
-    let mut symbolizer = sel.symbolize.cloned().map(Symbolizer::new);
+    let mut symbolizer = sel.symbolize.clone().map(Symbolizer::new);
     let (report, tables) = decode_heapprofd_with(
         &mut inp,
         &decode,
@@ -295,8 +295,9 @@ pub struct LoadOptions {
     pub annotations: bool,
     /// Trace decoder options. Default: [`DecodeOptions::default`].
     pub decode: DecodeOptions,
-    /// Symbolize native frames of traces from these symbol directories. Default: `None`.
-    pub symbolize: Option<SymbolizeOptions>,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
     /// DDM capture options. Default: [`DdmOptions::default`] (for a merge, captures are always
     /// summed per stack, without per-allocation labels).
     pub ddm: DdmOptions,
@@ -322,7 +323,7 @@ impl Default for LoadOptions {
             dump: DumpSelect::Last,
             annotations: true,
             decode: DecodeOptions::default(),
-            symbolize: None,
+            symbols: SymbolSources::default(),
             ddm: DdmOptions::default(),
             ddm_lines: true,
             pprof: PprofDecodeOptions::default(),
@@ -407,7 +408,7 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
         }
         Opened::Trace(mut inp, InputKind::Pprof) => {
             let profile = read_pprof(&mut inp, &opts.pprof)?;
-            let symbols = opts.symbolize.as_ref().map(|_| pprof_coverage(&profile));
+            let symbols = opts.symbols.options().map(|_| pprof_coverage(&profile));
             Ok(LoadedInput {
                 name,
                 kind: InputKind::Pprof,
@@ -435,7 +436,7 @@ pub(crate) fn load_trace(inp: Input, kind: InputKind, name: &str, opts: &LoadOpt
         pids: &opts.pids,
         heap: opts.heap.as_deref(),
         dump: opts.dump,
-        symbolize: opts.symbolize.as_ref(),
+        symbolize: opts.symbols.options(),
     };
     let (profiles, report, symbols) = match select_heapprofd_dumps(inp, &sel) {
         Ok(r) => r,
@@ -624,6 +625,9 @@ pub struct SymbolSources {
     pub find_only: bool,
     /// The least share (percent) of native frames that must get symbols (the gate).
     pub min_symbolized: Option<f64>,
+    /// Report the symbol coverage even without directories or a gate (of the symbols the
+    /// inputs have), as batch summaries do.
+    pub always_report: bool,
 }
 
 impl SymbolSources {
@@ -631,7 +635,7 @@ impl SymbolSources {
     /// symbols the inputs already have when a gate asks for coverage; else none.
     pub fn options(&self) -> Option<SymbolizeOptions> {
         if self.dirs.is_empty() {
-            return self.min_symbolized.map(|_| SymbolizeOptions::default());
+            return (self.min_symbolized.is_some() || self.always_report).then(SymbolizeOptions::default);
         }
         Some(SymbolizeOptions {
             symbol_dirs: self.dirs.clone(),

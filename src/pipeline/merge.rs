@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::load::*;
+use super::load::{InputInfo, LoadOptions, merge_inputs};
 use crate::encode::pprof::PprofOptions;
 use crate::encode::pprof_gzip::encode_flat_pprof_gzip_to;
 use crate::encode::{EncodeOptions, Format, encode_flat};
@@ -60,7 +60,7 @@ pub fn run_merge(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<MergeRun>
 /// held; an error when the merged profile is empty.
 pub fn merge_to_profile(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<(FlatProfile, Vec<InputInfo>)> {
     let mut load = opts.load.clone();
-    load.ddm_lines = opts.format == Format::Pprof;
+    load.ddm_lines = opts.format.keeps_lines();
     let mut clock = crate::timing::Phases::start("merge");
     let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
     clock.done("inputs");

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 
 use super::batch::{BatchInput, Done, ProfileTotals};
-use super::load::*;
-use super::select::*;
+use super::load::{SymbolSources, symbolize_hook};
+use super::select::{DumpFilter, DumpSelect, describe_heap_dump};
 use crate::decode::Input;
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_observed};
@@ -15,7 +15,7 @@ use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport};
 use crate::output::{commit_staged, discard_staged, ensure_dir, stage_file};
-use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
+use crate::symbolize::{SymbolizeReport, Symbolizer};
 
 /// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
 #[derive(Debug, Clone)]
@@ -32,9 +32,9 @@ pub struct ProfileOptions {
     pub raw: bool,
     /// Decoder options. Default: [`DecodeOptions::default`].
     pub decode: DecodeOptions,
-    /// Symbolize native frames from these symbol directories. Default: `None` (no
-    /// symbolization; symbols already in the trace are still used).
-    pub symbolize: Option<SymbolizeOptions>,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
 }
 
 impl Default for ProfileOptions {
@@ -46,7 +46,7 @@ impl Default for ProfileOptions {
             annotations: true,
             raw: false,
             decode: DecodeOptions::default(),
-            symbolize: None,
+            symbols: SymbolSources::default(),
         }
     }
 }
@@ -82,11 +82,11 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     decode.pids = opts.pids.clone();
     decode.include_unchanged = false;
     let mut encoder = PprofEncoder::new(PprofOptions { annotations: opts.annotations, extras: true });
-    let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
+    let mut symbolizer = opts.symbols.options().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
     // Without symbol directories frames are only counted, never changed, so the encoder may
     // still lay out callstacks early.
-    let looking_up = opts.symbolize.as_ref().is_some_and(|s| !s.symbol_dirs.is_empty());
+    let looking_up = !opts.symbols.dirs.is_empty();
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
     // Three things overlap: this thread decodes; an encoder thread turns each finished dump into
     // pprof, reading a replica of the tables that the decoder extends with what each dump added

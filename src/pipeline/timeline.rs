@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::batch::{BatchInput, Done, file_for};
-use super::load::*;
+use super::load::{Opened, not_a_trace, open_input};
 use crate::decode::InputKind;
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd};
 use crate::encode::timeline::{ChartOptions, Timeline, timeline, timeline_csv, timeline_json, timeline_svg};

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::load::*;
-use super::select::*;
+use super::load::{InputInfo, LoadOptions, for_selected_heap_graphs, merge_inputs};
+use super::select::{DumpSelect, describe_heap_dump, no_heap_graph_match};
 use crate::decode::perfetto::DecodeOptions;
 use crate::decode::{Input, InputKind, sniff};
 use crate::encode::top::{TopOptions, TopTable, top_table};

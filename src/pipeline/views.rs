@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::batch::{BatchInput, Done, file_for};
-use super::load::*;
-use super::select::*;
+use super::load::{Opened, SymbolSources, not_a_trace, open_input, symbolize_hook};
+use super::select::{Destination, DumpSelect, stem};
 use crate::analysis::dumps::{delta_profile, keep_stacks, leak_suspects, view_value_index};
 use crate::decode::InputKind;
 use crate::decode::ddm_alloc_records::DdmOptions;
@@ -31,7 +31,7 @@ use crate::encode::{DiffSides, EncodeOptions, Format, NetProfile, Shown, encode,
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
-use crate::symbolize::{Attribution, SymbolizeOptions, SymbolizeReport, Symbolizer};
+use crate::symbolize::{Attribution, SymbolizeReport, Symbolizer};
 use serde::Serialize;
 
 /// A view across the dumps of each (pid, heap).
@@ -109,8 +109,9 @@ pub struct ViewOptions {
     pub annotations: bool,
     /// Decoder options. Default: [`DecodeOptions::default`].
     pub decode: DecodeOptions,
-    /// Symbolize native frames from these symbol directories. Default: `None`.
-    pub symbolize: Option<SymbolizeOptions>,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
 }
 
 impl Default for ViewOptions {
@@ -123,7 +124,7 @@ impl Default for ViewOptions {
             value: ValueKind::UnreleasedSize,
             annotations: true,
             decode: DecodeOptions::default(),
-            symbolize: None,
+            symbols: SymbolSources::default(),
         }
     }
 }
@@ -378,7 +379,7 @@ fn delta_pair(
         ..DiffOptions::default()
     };
     // JSON is one document per run: the pair's entry is made below.
-    let out = if !keep || (skip_unchanged && !changed) || opts.format == Format::Json {
+    let out = if !keep || (skip_unchanged && !changed) || opts.format.is_report() {
         None
     } else {
         let net = std::cell::Cell::new(Some(net));
@@ -403,7 +404,7 @@ fn delta_pair(
         };
         Some(encode_diff(opts.format, &sides, &dopts)?)
     };
-    let json = (opts.format == Format::Json).then(|| {
+    let json = opts.format.is_report().then(|| {
         let mut v = s.json_head();
         v["from"] = serde_json::to_value(a).expect("serializes");
         v["to"] = serde_json::to_value(b).expect("serializes");
@@ -467,7 +468,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
     let mut outs = Outputs::new(dest, input);
     let mut json_entries: Vec<serde_json::Value> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
-    let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
+    let mut symbolizer = opts.symbols.options().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
     let mut attributions: BTreeMap<(u64, String), Attribution> = BTreeMap::new();
     let ext = opts.format.extension();
@@ -527,13 +528,13 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                         if let Some(j) = json {
                             json_entries.push(j);
                         }
-                        if opts.format != Format::Json && !changed {
+                        if !opts.format.is_report() && !changed {
                             notes.push(format!("{what}: nothing changed; no output"));
                         } else {
                             notes.push(format!("{what}: {} {}", s.value_name, s.signed(change)));
                             match out {
                                 Some(bytes) => outs.push(name, bytes)?,
-                                None if opts.format != Format::Json => outs.name_only(name),
+                                None if !opts.format.is_report() => outs.name_only(name),
                                 None => {}
                             }
                         }
@@ -614,7 +615,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                 );
                 notes.push(format!("peak: {}: {of}: {} {}", s.who(), s.value_name, s.amount(peak.total)));
                 p.meta.comments.push(attribution);
-                if opts.format == Format::Json {
+                if opts.format.is_report() {
                     let mut v = s.json_head();
                     v["dumps"] = serde_json::json!(s.dumps.len());
                     v["peak"] = serde_json::to_value(peak).expect("serializes");
@@ -697,7 +698,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                 let name = format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump);
                 match out {
                     Some(bytes) => outs.push(name, bytes)?,
-                    None if opts.format != Format::Json => outs.name_only(name),
+                    None if !opts.format.is_report() => outs.name_only(name),
                     None => {}
                 }
             }
@@ -751,7 +752,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                     last_ref.describe()
                 ));
                 p.meta.comments.push(attribution);
-                if opts.format == Format::Json {
+                if opts.format.is_report() {
                     let mut nodes = Vec::new();
                     let list: Vec<serde_json::Value> = suspects
                         .iter()
@@ -800,7 +801,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
         }
     }
 
-    if opts.format == Format::Json {
+    if opts.format.is_report() {
         let doc = convert_json(&report, &json_profiles, &summary);
         let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
         v["view"] = serde_json::json!({
@@ -837,7 +838,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
 /// one document `OUT/<key>.json`. The view's notes (which dumps, what total; series left out)
 /// are the input's `details.notes`.
 pub fn view_one(input: &BatchInput, out_dir: &Path, opts: &ViewOptions, view: DumpView) -> Result<Done> {
-    let dest = if opts.format == Format::Json {
+    let dest = if opts.format.is_report() {
         Destination::File(file_for(out_dir, &input.key, "json")?)
     } else {
         Destination::Dir(out_dir.join(&input.key))
