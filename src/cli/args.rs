@@ -261,3 +261,26 @@ impl SelectArgs {
         Ok((load, sources))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_selection_parses() {
+        assert_eq!(parse_dump("3").unwrap(), DumpSelect::Nth(3));
+        assert_eq!(parse_dump("all").unwrap(), DumpSelect::All);
+        assert_eq!(parse_dump("last").unwrap(), DumpSelect::Last);
+        assert!(parse_dump("0").is_err());
+        assert!(parse_dump("first").is_err());
+    }
+
+    #[test]
+    fn format_values_are_the_encode_format_names() {
+        use clap::ValueEnum;
+        let names: Vec<String> =
+            FormatArg::value_variants().iter().map(|v| v.to_possible_value().unwrap().get_name().to_owned()).collect();
+        assert_eq!(names, ["pprof", "folded", "svg", "json"]);
+        assert_eq!(FormatArg::from_str("svg", false).unwrap(), FormatArg(Format::Svg));
+    }
+}

@@ -65,3 +65,29 @@ pub(crate) fn run(ui: &Ui, a: MergeArgs) -> Result<u8, Error> {
     }
     Ok(a.select.strict.exit(findings(gate_ok, damaged), &ui::inputs_data_loss(&infos)))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn merge_defaults_equal_option_defaults() {
+        let args = ["heapconv", "merge", "a.pb", "b.pb", "-o", "m.pb.gz"];
+        let Command::Merge(a) = Cli::try_parse_from(args).unwrap().command else { panic!("merge") };
+        let d = MergeRunOptions::default();
+        assert_eq!(a.to.0, d.format);
+        let (got, _) = a.select.load(&Ui { verbose: 0, quiet: true }).unwrap();
+        let want = d.load;
+        assert_eq!(got.pids, want.pids);
+        assert_eq!(got.heap, want.heap);
+        assert_eq!(got.dump, want.dump);
+        assert_eq!(got.annotations, want.annotations);
+        assert_eq!(got.pprof.max_bytes, want.pprof.max_bytes);
+        assert_eq!(got.decode.max_bundle_bytes, want.decode.max_bundle_bytes);
+        assert_eq!(merge_options(&a.select.sample_types).sample_types, d.merge.sample_types);
+        assert!(Cli::try_parse_from(["heapconv", "merge", "a.pb"]).is_err(), "-o is required");
+    }
+}

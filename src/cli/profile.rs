@@ -113,3 +113,26 @@ pub(crate) fn run(ui: &Ui, a: ProfileArgs) -> Result<u8, Error> {
     }
     Ok(a.strict.exit(findings(gate_ok, damaged), &lost))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn profile_defaults_equal_option_defaults() {
+        let Command::Profile(a) = Cli::try_parse_from(["heapconv", "profile", "t.pftrace"]).unwrap().command else {
+            panic!("profile")
+        };
+        let (got, _) = a.options(&Ui { verbose: 0, quiet: true });
+        let d = ProfileOptions::default();
+        assert_eq!(got.output_dir, d.output_dir);
+        assert_eq!(got.pids, d.pids);
+        assert_eq!(got.timestamps, d.timestamps);
+        assert_eq!(got.annotations, d.annotations);
+        assert_eq!(got.raw, d.raw);
+        assert_eq!(got.decode.max_bundle_bytes, d.decode.max_bundle_bytes);
+    }
+}
