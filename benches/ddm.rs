@@ -17,7 +17,7 @@ use heapconv::decode::ddm_alloc_records::{
     AllocRecords, BlobLayout, DdmOptions, StackFrame, alloc_records_profile, decode_alloc_records,
 };
 use heapconv::encode::pprof::{PprofOptions, encode_pprof, gzip};
-use heapconv::pipeline::encode_pprof_gzip;
+use heapconv::encode::pprof_gzip::encode_pprof_gzip;
 use heapconv_testdata::ddm::encode_alloc_records;
 use heapconv_testdata::rng::Rng;
 

@@ -18,7 +18,7 @@ use heapconv::decode::pprof::decode_pprof;
 use heapconv::encode::pprof::{PprofOptions, encode_pprof};
 use heapconv::merge::{MergeOptions, Merger};
 use heapconv::pipeline::Format;
-use heapconv::pipeline::combine::encode_merged;
+use heapconv::pipeline::merge::encode_merged;
 use heapconv_testdata::heapprofd::{SynthOptions, write_synthetic_trace};
 
 /// Two pprof profiles (raw bytes) of one synthetic process, dumps 1 and 2.

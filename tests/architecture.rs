@@ -65,3 +65,96 @@ fn the_product_does_not_depend_on_the_test_data_crate() {
         assert!(!text.contains("heapconv_testdata"), "{} uses the test-data crate", f.display());
     }
 }
+
+/// The command line (`src/main.rs`, `src/cli/`) speaks to the library through the pipeline,
+/// the model and the error type only: nothing below the pipeline.
+#[test]
+fn the_cli_uses_only_the_pipeline_the_model_and_errors() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![root.join("main.rs")];
+    rust_files(&root.join("cli"), &mut files);
+    assert!(files.len() >= 5, "the command line's files were found");
+    let allowed = ["pipeline", "model", "Error", "ErrorKind", "Result", "{Error", "{Error,"];
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (at, _) in text.match_indices("heapconv::") {
+            let rest = &text[at + "heapconv::".len()..];
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '{').collect();
+            assert!(
+                allowed.contains(&name.as_str()) || name.starts_with("{Error"),
+                "{} uses heapconv::{name}: the command line imports only the pipeline, the model and the error type",
+                file.display()
+            );
+        }
+        for stage in ["decode", "encode", "symbolize", "analysis", "merge", "output", "timing", "proto"] {
+            assert!(
+                !text.contains(&format!("heapconv::{stage}")),
+                "{} reaches below the pipeline into {stage}",
+                file.display()
+            );
+        }
+    }
+    let main = std::fs::read_to_string(root.join("main.rs")).unwrap();
+    assert!(main.lines().count() < 150, "main.rs only starts the command line");
+}
+
+/// The command files of the pipeline do not import each other; they share the layer of
+/// `select`, `load`, `reports`, `outcome` and `batch`, which imports no command file.
+#[test]
+fn pipeline_command_files_do_not_import_each_other() {
+    let shared = ["select", "load", "reports", "outcome", "batch", "mod"];
+    let commands = [
+        "convert",
+        "profile",
+        "views",
+        "timeline",
+        "merge",
+        "diff",
+        "top",
+        "hprof",
+        "hprof_conv",
+        "inspect",
+        "symbolize",
+    ];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/pipeline");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            shared.contains(&stem.as_str()) || commands.contains(&stem.as_str()),
+            "{stem}.rs: a new file in src/pipeline is either a command or part of the shared layer (add it here)"
+        );
+        if stem == "mod" {
+            continue;
+        }
+        seen += 1;
+        for c in commands.iter().filter(|c| **c != stem) {
+            for needle in [
+                format!("super::{c}::"),
+                format!("pipeline::{c}::"),
+                format!("super::{c}}}"),
+                format!("use super::{c};"),
+            ] {
+                assert!(!text.contains(&needle), "src/pipeline/{stem}.rs imports the command file {c}.rs ({needle})");
+            }
+        }
+    }
+    assert!(seen >= commands.len(), "the pipeline's files were found");
+}
+
+/// One list of output formats: `encode::Format`, defined once, and no other `enum Format`
+/// anywhere in the crate.
+#[test]
+fn encode_has_the_one_output_format_enum() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let defining: Vec<String> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).unwrap().contains("pub enum Format {"))
+        .map(|f| f.strip_prefix(&root).unwrap().display().to_string())
+        .collect();
+    assert_eq!(defining, ["encode/mod.rs"], "the output formats are listed once, in encode");
+}

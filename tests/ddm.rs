@@ -891,5 +891,5 @@ fn gzip_on_a_second_thread_writes_the_same_bytes() {
     let p = alloc_records_profile(std::slice::from_ref(&c), &DdmOptions::default());
     let opts = PprofOptions::default();
     let one = heapconv::encode::pprof::gzip(&encode_pprof(&p, &opts));
-    assert_eq!(heapconv::pipeline::encode_pprof_gzip(&p, &opts), one);
+    assert_eq!(heapconv::encode::pprof_gzip::encode_pprof_gzip(&p, &opts), one);
 }

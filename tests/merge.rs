@@ -13,7 +13,8 @@ use common::*;
 use heapconv::decode::{InputKind, sniff};
 use heapconv::merge::{MergeOptions, Merger, TypeSelector, merge_tree};
 use heapconv::pipeline::Format;
-use heapconv::pipeline::combine::{LoadOptions, encode_merged, load_input};
+use heapconv::pipeline::load::{LoadOptions, load_input};
+use heapconv::pipeline::merge::encode_merged;
 use prost::Message;
 
 /// Runs heapconv in `dir` (so that names in outputs are relative) and asserts exit code `code`.
@@ -269,7 +270,7 @@ fn merge_is_independent_of_input_order_and_of_parallelism() {
     };
     let load = LoadOptions { ddm_lines: true, ..LoadOptions::default() };
     let loaded: Vec<_> = inputs.iter().map(|p| load_input(p, &load).unwrap()).collect();
-    let add = |m: &mut Merger, l: &heapconv::pipeline::combine::LoadedInput| {
+    let add = |m: &mut Merger, l: &heapconv::pipeline::load::LoadedInput| {
         for p in &l.profiles {
             m.add(p, l.annotate).unwrap();
         }
@@ -790,7 +791,7 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
     let all = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::All, ..LoadOptions::default() };
     let parts = |kind| kind_total(&sample, &all, kind) + kind_total(&alloc, &all, kind) + kind_total(&pb, &all, kind);
     let want = [parts(TotalSize), parts(TotalCount)];
-    let got = heapconv::pipeline::combine::load_input(&out, &LoadOptions::default()).unwrap().flat[0].clone();
+    let got = heapconv::pipeline::load::load_input(&out, &LoadOptions::default()).unwrap().flat[0].clone();
     assert_eq!([got.total(0), got.total(1)], want);
     // pid 4242's dumps by the trace's own report: 2.14 + 4.98 + 7.60 MiB allocated in all.
     let one = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::Nth(3), ..LoadOptions::default() };

@@ -26,7 +26,8 @@ use heapconv::encode::pprof::{PprofOptions, encode_pprof};
 use heapconv::encode::summary::{hprof_inspect_json, hprof_inspect_text, inspect_json, inspect_text};
 use heapconv::model::heap::HeapDump;
 use heapconv::model::{Profile, ValueKind};
-use heapconv::pipeline::{ConvertOptions, DumpSelect, Format, encode_one, select_profiles};
+use heapconv::pipeline::convert::{ConvertOptions, encode_one, select_profiles};
+use heapconv::pipeline::{DumpSelect, Format};
 use heapconv_testdata::ddm::encode_alloc_records;
 use prost::Message;
 
@@ -85,7 +86,7 @@ pub fn perfetto_to_outputs(data: &[u8]) {
     let bits = option_bits(data);
     let view = [ValueKind::UnreleasedSize, ValueKind::TotalCount, ValueKind::TotalSize, ValueKind::Other]
         [usize::from(bits & 3)];
-    let opts = ConvertOptions { dump: DumpSelect::All, view, annotations: bits & 4 != 0, ..Default::default() };
+    let opts = ConvertOptions { dump: DumpSelect::All, value: view, annotations: bits & 4 != 0, ..Default::default() };
     let Ok((profiles, _report, _)) = select_profiles(&path, &opts) else { return };
     for p in profiles.iter().take(MAX_PROFILES_ENCODED) {
         check_profile_shape(p);
@@ -113,7 +114,7 @@ pub fn ddm_alloc_records(data: &[u8]) {
         ..Default::default()
     };
     let Ok(capture) = decode_alloc_records(data, "fuzz.alloc", &opts) else { return };
-    let _ = heapconv::pipeline::ddm_inspect(&capture, &opts);
+    let _ = heapconv::pipeline::reports::ddm_inspect(&capture, &opts);
     // Two captures merge into one profile.
     let profile = alloc_records_profile(&[capture.clone(), capture.clone()], &opts);
     check_profile_shape(&profile);
@@ -232,7 +233,7 @@ pub fn hprof_reader(data: &[u8]) {
         assert!(dump.incomplete.contains(damage), "damage {damage:?} not in {:?}", dump.incomplete);
         assert!(damage.contains("fuzz.hprof"), "damage does not name the file: {damage}");
     }
-    let inspect = heapconv::pipeline::hprof_inspect("fuzz.hprof", &dump, &stats);
+    let inspect = heapconv::pipeline::reports::hprof_inspect("fuzz.hprof", &dump, &stats);
     let _ = hprof_inspect_text(&inspect);
     let _ = hprof_inspect_json(&inspect);
     check_heap_dump(&dump, bits);
@@ -441,6 +442,6 @@ pub fn check_encoders(p: &Profile, bits: u8) {
     }
     if p.sample_count() <= 256 {
         let _ =
-            encode_one(p, &ConvertOptions { format: Format::Svg, view: ValueKind::TotalSize, ..Default::default() });
+            encode_one(p, &ConvertOptions { format: Format::Svg, value: ValueKind::TotalSize, ..Default::default() });
     }
 }

@@ -226,3 +226,87 @@ impl Read for PeekReader {
         self.inner.read(buf)
     }
 }
+
+/// The kind of input a file holds, from its first 4 KiB (after undoing gzip), as
+/// [`super::sniff`] tells them apart. A Perfetto trace's only signature is its first
+/// byte (`0x0a`, packet field 1), so the head must also be shaped like a run of packets
+/// (every top-level field inside the head is field 1, length-delimited); a text file starting
+/// with a newline is then almost always `Unknown`. A head that is all printable text is
+/// `Unknown` (every format heapconv reads is binary), and so is a DDM blob recognised by its
+/// loose header shape whose string-table offset lies past the end of the file.
+pub fn sniff_file(path: &Path) -> std::io::Result<super::InputKind> {
+    const HEAD: u64 = 4096;
+    let mut f = std::fs::File::open(path)?;
+    let size = f.metadata()?.len();
+    let mut raw = Vec::with_capacity(HEAD as usize);
+    (&mut f).take(HEAD).read_to_end(&mut raw)?;
+    let head = if raw.starts_with(&[0x1f, 0x8b]) {
+        let file = std::fs::File::open(path)?;
+        let mut head = Vec::new();
+        // A damaged gzip stream still says what it starts with.
+        let _ = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)).take(HEAD).read_to_end(&mut head);
+        head
+    } else {
+        raw.clone()
+    };
+    let kind = super::sniff(&head);
+    // Every format heapconv reads is binary; the looser signatures (a DDM blob's header is
+    // three small lengths) would otherwise take scripts and notes.
+    let text = head.iter().all(|&b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e));
+    if !head.is_empty() && text {
+        return Ok(super::InputKind::Unknown);
+    }
+    if kind == super::InputKind::PerfettoTrace && !packets_shaped(&head) {
+        return Ok(super::InputKind::Unknown);
+    }
+    if kind == super::InputKind::DdmAllocBlob && !raw.starts_with(&[0x1f, 0x8b]) && head.len() >= 9 {
+        // The header's string-table offset lies inside the file.
+        let offset = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
+        if u64::from(offset) > size {
+            return Ok(super::InputKind::Unknown);
+        }
+    }
+    Ok(kind)
+}
+
+/// True when `head` reads as top-level trace fields: `0x0a`, a length, that many bytes, and
+/// again, up to the end of the head (a packet may run past it; a damaged end is allowed).
+fn packets_shaped(head: &[u8]) -> bool {
+    let mut pos = 0usize;
+    while pos < head.len() {
+        if head[pos] != 0x0a {
+            return false;
+        }
+        pos += 1;
+        let mut len = 0u64;
+        let mut shift = 0u32;
+        loop {
+            let Some(&b) = head.get(pos) else { return true };
+            pos += 1;
+            if shift > 63 {
+                return false;
+            }
+            len |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        pos = pos.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
+    }
+    true
+}
+
+#[cfg(test)]
+mod sniff_tests {
+    use super::*;
+
+    #[test]
+    fn packet_shape_rejects_text() {
+        assert!(packets_shaped(&[0x0a, 0x02, 0x08, 0x01, 0x0a, 0x00]));
+        assert!(packets_shaped(&[0x0a, 0x80]), "a damaged end is still a trace");
+        // A newline, then `#` read as a length (35): the byte after those 35 is no packet tag.
+        let text = b"\n# heapconv captures of the nightly run\n";
+        assert!(!packets_shaped(text));
+    }
+}

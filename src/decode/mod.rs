@@ -6,7 +6,7 @@ pub mod input;
 pub mod perfetto;
 pub mod pprof;
 
-pub use input::Input;
+pub use input::{Input, sniff_file};
 
 /// What an input is, from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,22 @@ pub enum InputKind {
 }
 
 impl InputKind {
+    /// A short name for an input kind, as summaries write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputKind::PerfettoTrace => "perfetto-trace",
+            InputKind::DdmAllocBlob => "ddm-alloc-blob",
+            InputKind::DdmChunk => "ddm-chunk",
+            InputKind::Jdwp => "ddm-jdwp",
+            InputKind::Hprof => "hprof",
+            InputKind::Pprof => "pprof",
+            InputKind::Gzip => "gzip",
+            InputKind::Zstd => "zstd",
+            InputKind::Empty => "empty",
+            _ => "unknown",
+        }
+    }
+
     /// True for the framings of DDM allocation records.
     pub fn is_ddm(self) -> bool {
         matches!(self, InputKind::DdmAllocBlob | InputKind::DdmChunk | InputKind::Jdwp)

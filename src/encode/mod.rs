@@ -1,4 +1,15 @@
 //! The encode stage: model in, bytes out.
+//!
+//! [`Format`] is the one list of the profile output formats (`--to` of `convert`, `merge` and
+//! `diff`), each with its name, file extension and binary-ness; [`encode`] (a profile with a
+//! stack tree), [`encode_flat`] (a frame-list profile) and [`encode_diff`] (two profiles
+//! compared) are the one dispatch over it. A new output format is one file here, one arm of
+//! [`Format`] and one arm in each of those three functions; every command then writes it.
+
+use std::borrow::Cow;
+
+use crate::error::Result;
+use crate::model::{FlatProfile, Profile, TraceReport, ValueKind};
 
 pub mod diff;
 pub mod flamegraph_svg;
@@ -7,6 +18,255 @@ pub mod hprof;
 pub mod labels;
 pub mod module_symbols;
 pub mod pprof;
+pub mod pprof_gzip;
 pub mod summary;
 pub mod timeline;
 pub mod top;
+
+/// The output formats of a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// pprof, gzip-compressed.
+    Pprof,
+    /// Folded stacks.
+    Folded,
+    /// Flame graph SVG.
+    Svg,
+    /// JSON summary.
+    Json,
+}
+
+impl Format {
+    /// Every format, in the order help texts list them.
+    pub const ALL: [Format; 4] = [Format::Pprof, Format::Folded, Format::Svg, Format::Json];
+
+    /// The name the command line gives the format (`--to NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Pprof => "pprof",
+            Format::Folded => "folded",
+            Format::Svg => "svg",
+            Format::Json => "json",
+        }
+    }
+
+    /// The format called `name` ([`Format::name`]).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// File extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Pprof => "pb.gz",
+            Format::Folded => "folded",
+            Format::Svg => "svg",
+            Format::Json => "json",
+        }
+    }
+
+    /// True for a report of a whole run (one document for every dump of a trace, a Java
+    /// heap's top report) rather than one output per profile.
+    pub fn is_report(self) -> bool {
+        match self {
+            Format::Json => true,
+            Format::Pprof | Format::Folded | Format::Svg => false,
+        }
+    }
+
+    /// True when the format keeps a file and line per frame and a sample per allocation (so
+    /// inputs that have them, DDM captures, are decoded with them).
+    pub fn keeps_lines(self) -> bool {
+        match self {
+            Format::Pprof => true,
+            Format::Folded | Format::Svg | Format::Json => false,
+        }
+    }
+
+    /// True for formats that are not text.
+    pub fn is_binary(self) -> bool {
+        match self {
+            Format::Pprof => true,
+            Format::Folded | Format::Svg | Format::Json => false,
+        }
+    }
+}
+
+/// Which sample value an output shows (folded stacks, flame graphs), opens first (pprof) or
+/// ranks by (the JSON summary's top lists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// The profile's default sample type.
+    Default,
+    /// The first sample type of this kind; total size when the profile has none (a frame-list
+    /// profile written as pprof keeps its default type then).
+    Kind(ValueKind),
+    /// The sample type at this index.
+    Index(usize),
+}
+
+impl Shown {
+    /// The index of the sample type shown in `profile`.
+    fn index(self, profile: &Profile) -> usize {
+        match self {
+            Shown::Default => profile.default_sample_type,
+            Shown::Kind(k) => profile.value_index(k).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0),
+            Shown::Index(i) => i,
+        }
+    }
+
+    /// The value the JSON summary ranks by.
+    fn kind(self, profile: &Profile) -> ValueKind {
+        match self {
+            Shown::Kind(k) => k,
+            Shown::Default | Shown::Index(_) => {
+                profile.sample_types.get(self.index(profile)).map_or(ValueKind::UnreleasedSize, |t| t.kind)
+            }
+        }
+    }
+}
+
+/// How [`encode`] writes a profile.
+#[derive(Debug, Clone)]
+pub struct EncodeOptions {
+    /// The sample value shown. Default: the profile's default type.
+    pub shown: Shown,
+    /// ART frame annotations in frame names. Default: false (names as they are).
+    pub annotations: bool,
+    /// The flame graph's title. Default: none (the encoder's own).
+    pub title: Option<String>,
+}
+
+impl Default for EncodeOptions {
+    fn default() -> Self {
+        EncodeOptions { shown: Shown::Default, annotations: false, title: None }
+    }
+}
+
+/// Encodes a profile in `format`.
+pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result<Vec<u8>> {
+    let index = opts.shown.index(profile);
+    let annotations = opts.annotations;
+    Ok(match format {
+        Format::Pprof => {
+            let popts = pprof::PprofOptions { annotations, extras: true };
+            if index == profile.default_sample_type {
+                pprof_gzip::encode_pprof_gzip(profile, &popts)
+            } else {
+                let mut p = profile.clone();
+                p.default_sample_type = index;
+                pprof_gzip::encode_pprof_gzip(&p, &popts)
+            }
+        }
+        Format::Folded => {
+            folded::encode_folded(profile, &folded::FoldedOptions { value_index: index, annotations }).into_bytes()
+        }
+        Format::Svg => flamegraph_svg::encode_svg(
+            profile,
+            &flamegraph_svg::SvgOptions {
+                value_index: index,
+                annotations,
+                title: opts.title.clone(),
+                ..Default::default()
+            },
+        )?,
+        Format::Json => {
+            let sopts = summary::SummaryOptions { view: opts.shown.kind(profile), annotations, ..Default::default() };
+            summary::convert_json(&TraceReport::default(), std::slice::from_ref(profile), &sopts).into_bytes()
+        }
+    })
+}
+
+/// Encodes a frame-list profile (a pprof input, a merge) in `format`: pprof straight from its
+/// frame lists, the other formats from its stack tree.
+pub fn encode_flat(profile: &FlatProfile, format: Format, opts: &EncodeOptions) -> Result<Vec<u8>> {
+    match format {
+        Format::Pprof => {
+            let popts = pprof::PprofOptions { annotations: opts.annotations, extras: true };
+            let index = match opts.shown {
+                Shown::Default => None,
+                Shown::Kind(k) => profile.value_index(k),
+                Shown::Index(i) => Some(i),
+            };
+            Ok(match index {
+                Some(i) if i != profile.default_sample_type => {
+                    let mut p = profile.clone();
+                    p.default_sample_type = i;
+                    pprof_gzip::encode_flat_pprof_gzip(&p, &popts)
+                }
+                _ => pprof_gzip::encode_flat_pprof_gzip(profile, &popts),
+            })
+        }
+        Format::Folded | Format::Svg | Format::Json => encode(&profile.to_profile(), format, opts),
+    }
+}
+
+/// The difference of two profiles, for a pprof output: NEW minus BASE per stack.
+#[derive(Debug)]
+pub enum NetProfile {
+    /// With a stack tree.
+    Tree(Profile),
+    /// With frame lists.
+    Flat(FlatProfile),
+}
+
+/// Two profiles compared, as [`encode_diff`] reads them: each made only when the format needs
+/// it.
+pub struct DiffSides<'a> {
+    /// BASE and NEW with stack trees in one table (folded stacks, flame graphs, JSON).
+    pub trees: &'a dyn Fn() -> [Cow<'a, Profile>; 2],
+    /// NEW minus BASE per stack, ready to write (pprof).
+    pub net: &'a dyn Fn() -> NetProfile,
+    /// ART frame annotations in the names of the pprof output.
+    pub annotations: bool,
+    /// Fields added to the JSON report (the gate's verdict).
+    pub json_extra: Vec<(&'static str, serde_json::Value)>,
+}
+
+/// Encodes the comparison of two profiles in `format`: pprof (NEW minus BASE, for
+/// `go tool pprof -diff_base`-style reading), differential folded stacks (`stack BEFORE
+/// AFTER`), a differential flame graph, or the JSON report of what grew.
+pub fn encode_diff(format: Format, sides: &DiffSides<'_>, opts: &diff::DiffOptions) -> Result<Vec<u8>> {
+    let popts = pprof::PprofOptions { annotations: sides.annotations, extras: true };
+    Ok(match format {
+        Format::Pprof => match (sides.net)() {
+            NetProfile::Tree(p) => pprof_gzip::encode_pprof_gzip(&p, &popts),
+            NetProfile::Flat(p) => pprof_gzip::encode_flat_pprof_gzip(&p, &popts),
+        },
+        Format::Folded => {
+            let [base, new] = (sides.trees)();
+            diff::diff_folded(&base, &new, opts).into_bytes()
+        }
+        Format::Svg => {
+            let [base, new] = (sides.trees)();
+            diff::diff_svg(&base, &new, opts)?
+        }
+        Format::Json => {
+            let [base, new] = (sides.trees)();
+            let report = diff::diff_report(&base, &new, opts);
+            let mut v = serde_json::to_value(&report).expect("a report serializes");
+            for (k, x) in &sides.json_extra {
+                v[*k] = x.clone();
+            }
+            let mut s = serde_json::to_vec_pretty(&v).expect("serializes");
+            s.push(b'\n');
+            s
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_names_round_trip_and_extensions_differ() {
+        let mut exts = std::collections::BTreeSet::new();
+        for f in Format::ALL {
+            assert_eq!(Format::from_name(f.name()), Some(f));
+            assert!(exts.insert(f.extension()), "{f:?}");
+        }
+        assert_eq!(Format::from_name("text"), None);
+        assert_eq!(Format::ALL.iter().filter(|f| f.is_binary()).count(), 1);
+    }
+}

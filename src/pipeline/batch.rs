@@ -2,7 +2,7 @@
 //!
 //! * **Listing** ([`list_inputs`]): inputs are paths, directories (walked recursively; a file
 //!   is taken when its *content* is a kind the command reads, see [`Wanted`] and
-//!   [`sniff_file`]), glob patterns expanded here (`*`, `?`, `[a-z]`, `[!a]`, and `**` for any
+//!   [`sniff_file`](crate::decode::sniff_file)), glob patterns expanded here (`*`, `?`, `[a-z]`, `[!a]`, and `**` for any
 //!   number of directories), and lists of those read from files (`--inputs-from`). Every input
 //!   gets a path relative to its *root* (the directory given, a pattern's leading directories
 //!   without wildcards, or a plain file's own directory). The list is deduplicated (the same
@@ -32,17 +32,13 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{
-    ConvertOptions, Destination, Format, HprofDestination, HprofRunOptions, ProfileOptions, convert_inputs_to,
-    run_hprof, run_hprof_conv, run_java_heap_profile, run_profile, run_symbolize, stem,
-};
-use crate::decode::hprof::HprofConvOptions;
-use crate::decode::perfetto::DecodeOptions;
-use crate::decode::{InputKind, sniff};
+use super::outcome::{Findings, RunOutcome};
+use super::select::stem;
+use crate::decode::{InputKind, sniff_file};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind, ValueType};
 use crate::output::ensure_dir;
-use crate::symbolize::{SymbolizeOptions, SymbolizeReport};
+use crate::symbolize::SymbolizeReport;
 
 // ------------------------------------------------------------------------------------------
 // Which files
@@ -72,92 +68,6 @@ impl Wanted {
             Wanted::HeapDumps => kind == InputKind::Hprof,
             Wanted::Mergeable => trace || kind.is_ddm() || kind == InputKind::Pprof,
         }
-    }
-}
-
-/// The kind of input a file holds, from its first 4 KiB (after undoing gzip), as
-/// [`crate::decode::sniff`] tells them apart. A Perfetto trace's only signature is its first
-/// byte (`0x0a`, packet field 1), so the head must also be shaped like a run of packets
-/// (every top-level field inside the head is field 1, length-delimited); a text file starting
-/// with a newline is then almost always `Unknown`. A head that is all printable text is
-/// `Unknown` (every format heapconv reads is binary), and so is a DDM blob recognised by its
-/// loose header shape whose string-table offset lies past the end of the file.
-pub fn sniff_file(path: &Path) -> std::io::Result<InputKind> {
-    const HEAD: u64 = 4096;
-    let mut f = std::fs::File::open(path)?;
-    let size = f.metadata()?.len();
-    let mut raw = Vec::with_capacity(HEAD as usize);
-    (&mut f).take(HEAD).read_to_end(&mut raw)?;
-    let head = if raw.starts_with(&[0x1f, 0x8b]) {
-        let file = std::fs::File::open(path)?;
-        let mut head = Vec::new();
-        // A damaged gzip stream still says what it starts with.
-        let _ = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)).take(HEAD).read_to_end(&mut head);
-        head
-    } else {
-        raw.clone()
-    };
-    let kind = sniff(&head);
-    // Every format heapconv reads is binary; the looser signatures (a DDM blob's header is
-    // three small lengths) would otherwise take scripts and notes.
-    let text = head.iter().all(|&b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e));
-    if !head.is_empty() && text {
-        return Ok(InputKind::Unknown);
-    }
-    if kind == InputKind::PerfettoTrace && !packets_shaped(&head) {
-        return Ok(InputKind::Unknown);
-    }
-    if kind == InputKind::DdmAllocBlob && !raw.starts_with(&[0x1f, 0x8b]) && head.len() >= 9 {
-        // The header's string-table offset lies inside the file.
-        let offset = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
-        if u64::from(offset) > size {
-            return Ok(InputKind::Unknown);
-        }
-    }
-    Ok(kind)
-}
-
-/// True when `head` reads as top-level trace fields: `0x0a`, a length, that many bytes, and
-/// again, up to the end of the head (a packet may run past it; a damaged end is allowed).
-fn packets_shaped(head: &[u8]) -> bool {
-    let mut pos = 0usize;
-    while pos < head.len() {
-        if head[pos] != 0x0a {
-            return false;
-        }
-        pos += 1;
-        let mut len = 0u64;
-        let mut shift = 0u32;
-        loop {
-            let Some(&b) = head.get(pos) else { return true };
-            pos += 1;
-            if shift > 63 {
-                return false;
-            }
-            len |= u64::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
-        pos = pos.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
-    }
-    true
-}
-
-/// A short name for an input kind, as summaries write it.
-pub fn kind_name(kind: InputKind) -> &'static str {
-    match kind {
-        InputKind::PerfettoTrace => "perfetto-trace",
-        InputKind::DdmAllocBlob => "ddm-alloc-blob",
-        InputKind::DdmChunk => "ddm-chunk",
-        InputKind::Jdwp => "ddm-jdwp",
-        InputKind::Hprof => "hprof",
-        InputKind::Pprof => "pprof",
-        InputKind::Gzip => "gzip",
-        InputKind::Zstd => "zstd",
-        InputKind::Empty => "empty",
-        _ => "unknown",
     }
 }
 
@@ -774,6 +684,20 @@ impl InputResult {
     pub fn gate_passed(&self) -> bool {
         self.gate.as_ref().is_none_or(|g| g.passed)
     }
+
+    /// How this input went; with `strict`, data it lost makes it [`RunOutcome::DataLoss`].
+    pub fn outcome(&self, strict: bool) -> RunOutcome {
+        if self.status == Status::Failed {
+            return RunOutcome::Failed;
+        }
+        let findings = Findings {
+            partial: self.status == Status::Partial,
+            data_lost: !self.data_loss.is_empty(),
+            symbols_gate_failed: !self.gate_passed(),
+            growth_gate_failed: false,
+        };
+        RunOutcome::judge(findings, strict)
+    }
 }
 
 /// What a per-input function returns; [`run_batch`] makes an [`InputResult`] of it.
@@ -977,7 +901,7 @@ fn result_of(
     elapsed: Duration,
     opts: &RunOptions,
 ) -> InputResult {
-    let kind = sniff_file(&input.path).ok().map(kind_name);
+    let kind = sniff_file(&input.path).ok().map(InputKind::name);
     let mut r = InputResult {
         input: input.path.display().to_string(),
         rel: input.rel.clone(),
@@ -1061,219 +985,14 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-// ------------------------------------------------------------------------------------------
-// Per-command work
-
-/// `OUT/<key>.<ext>`, its directory created.
-fn file_for(out_dir: &Path, key: &str, ext: &str) -> Result<PathBuf> {
+/// `OUT/<key>.<ext>`, its directory created: where the per-input work of a command writes
+/// an input's one output.
+pub fn file_for(out_dir: &Path, key: &str, ext: &str) -> Result<PathBuf> {
     let path = out_dir.join(format!("{key}.{ext}"));
     if let Some(parent) = path.parent() {
         ensure_dir(parent)?;
     }
     Ok(path)
-}
-
-/// `convert` of one input: a Perfetto trace to `OUT/<key>/heap_dump.N.PID.HEAP.<ext>` (one
-/// file per selected dump, as `convert -o DIR/` names them), or to `OUT/<key>.json` with
-/// `--to json`; a DDM capture, an HPROF heap dump or a pprof profile to `OUT/<key>.<ext>`.
-pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) -> Result<Done> {
-    let format = opts.format;
-    let file = file_for(out_dir, &input.key, format.extension())?;
-    let dir = out_dir.join(&input.key);
-    let dest_for = |trace: bool| {
-        if trace && format != Format::Json { Destination::Dir(dir.clone()) } else { Destination::File(file.clone()) }
-    };
-    let run = convert_inputs_to(std::slice::from_ref(&input.path), &dest_for, opts)?;
-    Ok(Done {
-        outputs: run.outputs.into_iter().filter_map(|o| o.0).collect(),
-        profiles: run.profiles,
-        dumps: Some(super::DumpFilter::convert(opts, &run.report)),
-        report: Some(run.report),
-        symbols: run.symbols,
-        ..Done::default()
-    })
-}
-
-/// `convert --view peak|delta|leaks` of one trace: the view's files in `OUT/<key>/`, named as
-/// `convert --view … -o DIR/` names them (`heap_peak.PID.HEAP.EXT`, …); with `--to json`, the
-/// one document `OUT/<key>.json`. The view's notes (which dumps, what total; series left out)
-/// are the input's `details.notes`.
-pub fn view_one(
-    input: &BatchInput,
-    out_dir: &Path,
-    opts: &ConvertOptions,
-    view: super::views::DumpView,
-) -> Result<Done> {
-    let dest = if opts.format == Format::Json {
-        Destination::File(file_for(out_dir, &input.key, "json")?)
-    } else {
-        Destination::Dir(out_dir.join(&input.key))
-    };
-    let run = super::views::run_view(&input.path, &dest, opts, view)?;
-    let mut warnings = Vec::new();
-    if run.outputs.is_empty() {
-        warnings.push("nothing written: no process and heap has the dumps the view needs".to_owned());
-    }
-    Ok(Done {
-        outputs: run.outputs.into_iter().filter_map(|o| o.0).collect(),
-        report: Some(run.report),
-        symbols: run.symbols,
-        warnings,
-        details: Some(serde_json::json!({ "view": view.name(), "notes": run.notes })),
-        ..Done::default()
-    })
-}
-
-/// `timeline` of one trace: `OUT/<key>.csv` (or `.json`, `.svg`), the bytes one run writes.
-pub fn timeline_one(input: &BatchInput, out_dir: &Path, opts: &super::views::TimelineOptions) -> Result<Done> {
-    let out = file_for(out_dir, &input.key, opts.format.extension())?;
-    let run = super::views::run_timeline(&input.path, opts)?;
-    crate::output::write_atomic(&out, &run.bytes, std::slice::from_ref(&input.path))?;
-    let dumps: usize = run.timeline.series.iter().map(|s| s.points.len()).sum();
-    let details = serde_json::json!({ "series": run.timeline.series.len(), "dumps": dumps });
-    Ok(Done { outputs: vec![out], report: Some(run.report), details: Some(details), ..Done::default() })
-}
-
-/// `profile` of one trace: `OUT/<key>/heap_dump.N.PID.HEAP.pb.gz` (or `java_heap_dump.N.PID`
-/// with `java_heap`), named as `profile -o DIR` names them.
-pub fn profile_one(input: &BatchInput, out_dir: &Path, opts: &ProfileOptions, java_heap: bool) -> Result<Done> {
-    let mut o = opts.clone();
-    o.output_dir = out_dir.join(&input.key);
-    let run = if java_heap { run_java_heap_profile(&input.path, &o)? } else { run_profile(&input.path, &o, &|_| {})? };
-    let mut warnings = Vec::new();
-    if run.written.is_empty() {
-        warnings.push("no profile matched; nothing written".to_owned());
-    }
-    let profiles = if java_heap {
-        Vec::new()
-    } else {
-        run.report
-            .dumps
-            .iter()
-            .filter(|d| d.changed)
-            .filter(|d| opts.pids.is_empty() || opts.pids.contains(&d.pid))
-            .filter(|d| opts.timestamps.is_empty() || d.timestamp.is_some_and(|t| opts.timestamps.contains(&t)))
-            .map(|d| {
-                let mut totals = BTreeMap::new();
-                totals.insert("total-count".to_owned(), d.totals.total_count);
-                totals.insert("total-size".to_owned(), d.totals.total_size);
-                totals.insert("unreleased-count".to_owned(), d.totals.unreleased_count);
-                totals.insert("unreleased-size".to_owned(), d.totals.unreleased_size);
-                let mut profile = format!("pid {}, heap {}, dump {}", d.pid, d.heap, d.index + 1);
-                if let Some(t) = d.timestamp {
-                    profile.push_str(&format!(" at {t} ns"));
-                }
-                ProfileTotals { profile, samples: d.stacks as usize, totals }
-            })
-            .collect()
-    };
-    Ok(Done {
-        outputs: run.written,
-        profiles,
-        dumps: Some(super::DumpFilter::profile(opts, &run.report)),
-        report: Some(run.report),
-        symbols: run.symbols,
-        warnings,
-        ..Done::default()
-    })
-}
-
-/// `symbolize` of one trace: ModuleSymbols packets in `OUT/<key>.symbols.pftrace`.
-pub fn symbolize_one(
-    input: &BatchInput,
-    out_dir: &Path,
-    opts: &SymbolizeOptions,
-    decode: &DecodeOptions,
-) -> Result<Done> {
-    let out = file_for(out_dir, &input.key, SYMBOLS_EXT)?;
-    let run = run_symbolize(&input.path, Some(&out), opts, decode)?;
-    let warnings = run.report.problems.clone();
-    Ok(Done { outputs: vec![out], report: Some(run.trace), symbols: Some(run.report), warnings, ..Done::default() })
-}
-
-/// The extension of `symbolize`'s outputs in a batch.
-pub const SYMBOLS_EXT: &str = "symbols.pftrace";
-
-/// `hprof` of one trace: `OUT/<key>/java_heap_dump.N.PID.hprof`, as `hprof -o DIR/` names
-/// them.
-pub fn hprof_one(input: &BatchInput, out_dir: &Path, opts: &HprofRunOptions) -> Result<Done> {
-    let run = run_hprof(&input.path, &HprofDestination::Dir(out_dir.join(&input.key)), opts)?;
-    let partial = run
-        .written
-        .iter()
-        .filter(|w| !w.incomplete.is_empty())
-        .map(|w| format!("{}: the heap graph is incomplete: {}", w.describe, w.incomplete.join("; ")))
-        .collect();
-    let details = serde_json::json!(
-        run.written.iter().map(|w| serde_json::json!({"dump": w.describe, "summary": w.summary})).collect::<Vec<_>>()
-    );
-    Ok(Done {
-        outputs: run.written.iter().filter_map(|w| w.path.clone()).collect(),
-        report: Some(run.report),
-        partial,
-        details: Some(details),
-        ..Done::default()
-    })
-}
-
-/// `hprof-conv` of one heap dump: `OUT/<key>.hprof`.
-pub fn hprof_conv_one(input: &BatchInput, out_dir: &Path, opts: &HprofConvOptions) -> Result<Done> {
-    let out = file_for(out_dir, &input.key, "hprof")?;
-    let r = run_hprof_conv(&input.path, &out, opts)?;
-    let mut warnings = Vec::new();
-    if r.nodata_zero_filled + r.nodata_emptied > 0 {
-        warnings.push(format!(
-            "{} PRIMITIVE_ARRAY_NODATA record(s) written as arrays of zeros and {} as empty arrays",
-            r.nodata_zero_filled, r.nodata_emptied
-        ));
-    }
-    let details = serde_json::json!({
-        "bytes_in": r.bytes_in,
-        "bytes_out": r.bytes_out,
-        "records": r.records,
-        "heap_dump_records": r.heap_dump_records,
-        "sub_records": r.sub_records,
-        "heap_infos_dropped": r.heap_infos_dropped,
-        "roots_rewritten": r.roots_rewritten,
-        "objects_dropped": r.objects_dropped,
-    });
-    Ok(Done { outputs: vec![out], warnings, data_loss: r.data_loss(), details: Some(details), ..Done::default() })
-}
-
-// ------------------------------------------------------------------------------------------
-// Summary
-
-/// How a batch went as a whole, worst first: a failed input, a failed gate, data lost under
-/// `--strict`, a partial input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// Every input converted completely and passed its gate.
-    Ok,
-    /// Some inputs were damaged; none failed, every gate passed.
-    Partial,
-    /// `--strict`: some input says data was lost; none failed, every gate passed.
-    DataLoss,
-    /// Some input's symbolization coverage was below `--min-symbolized`; none failed.
-    GateFailed,
-    /// Some input failed.
-    Failed,
-}
-
-/// The outcome of a batch from its results; with `strict`, an input that lost data fails
-/// the batch ([`Outcome::DataLoss`]).
-pub fn outcome(results: &[InputResult], strict: bool) -> Outcome {
-    if results.iter().any(|r| r.status == Status::Failed) {
-        Outcome::Failed
-    } else if results.iter().any(|r| !r.gate_passed()) {
-        Outcome::GateFailed
-    } else if strict && results.iter().any(|r| !r.data_loss.is_empty()) {
-        Outcome::DataLoss
-    } else if results.iter().any(|r| r.status == Status::Partial) {
-        Outcome::Partial
-    } else {
-        Outcome::Ok
-    }
 }
 
 /// Wall-clock figures of a whole batch.
@@ -1311,7 +1030,7 @@ pub struct BatchSummary {
     /// Files written.
     pub outputs: usize,
     /// The outcome.
-    pub outcome: Outcome,
+    pub outcome: RunOutcome,
     /// The process exit code.
     pub exit_code: u8,
     /// Per input, in list order (sorted by relative path).
@@ -1348,7 +1067,7 @@ impl BatchSummary {
             gate_failed: results.iter().filter(|r| !r.gate_passed()).count(),
             data_loss: results.iter().filter(|r| !r.data_loss.is_empty()).count(),
             outputs: results.iter().map(|r| r.outputs.len()).sum(),
-            outcome: outcome(&results, strict),
+            outcome: RunOutcome::worst(results.iter().map(|r| r.outcome(strict))),
             exit_code,
             results,
             wall_clock: elapsed.map(|e| BatchClock { elapsed_s: (e.as_secs_f64() * 1e6).round() / 1e6 }),
@@ -1447,14 +1166,5 @@ mod tests {
         for i in &w {
             assert_eq!(keys[&i.path.display().to_string()], i.key);
         }
-    }
-
-    #[test]
-    fn packet_shape_rejects_text() {
-        assert!(packets_shaped(&[0x0a, 0x02, 0x08, 0x01, 0x0a, 0x00]));
-        assert!(packets_shaped(&[0x0a, 0x80]), "a damaged end is still a trace");
-        // A newline, then `#` read as a length (35): the byte after those 35 is no packet tag.
-        let text = b"\n# heapconv captures of the nightly run\n";
-        assert!(!packets_shaped(text));
     }
 }

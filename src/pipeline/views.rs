@@ -1,5 +1,5 @@
 //! Views across the dumps of a continuous-dump heapprofd trace (`convert --view peak|delta|
-//! leaks`) and its timeline (`heapconv timeline`).
+//! leaks`).
 //!
 //! The trace is decoded once; the dumps of each (pid, heap) arrive in order and only what a
 //! view needs is kept (peak: the best dump so far; delta: the previous dump, or the two ends
@@ -7,32 +7,32 @@
 //! the trace holds. The analyses are in [`crate::analysis::dumps`]; the differential outputs
 //! of `delta` are `heapconv diff`'s encoders ([`crate::encode::diff`]).
 //!
-//! Every view works on one sample value, [`ConvertOptions::view`] (unreleased size unless
+//! Every view works on one sample value, [`ViewOptions::value`] (unreleased size unless
 //! asked otherwise): the peak is the dump where its total is highest; leak suspects are the
 //! stacks where it grew at each of the last K dumps. A heap without unreleased values (the
 //! ART heap reports no frees) uses its totals instead, and says so.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
-
-use super::{ConvertOptions, Destination, DumpSelect, Format, Opened, encode_pprof_gzip, open_input, symbolize_hook};
+use super::batch::{BatchInput, Done, file_for};
+use super::load::{Opened, SymbolSources, not_a_trace, open_input, symbolize_hook};
+use super::select::{Destination, DumpSelect, stem};
 use crate::analysis::dumps::{delta_profile, keep_stacks, leak_suspects, view_value_index};
 use crate::decode::InputKind;
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd, decode_heapprofd_with};
-use crate::encode::diff::{DiffOptions, diff_folded, diff_report, diff_svg};
-use crate::encode::flamegraph_svg::{SvgOptions, encode_svg};
-use crate::encode::folded::{FoldedOptions, encode_folded};
+use crate::decode::ddm_alloc_records::DdmOptions;
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
+use crate::encode::diff::{DiffOptions, diff_report};
 use crate::encode::labels::{human_bytes, stack_labels};
-use crate::encode::pprof::PprofOptions;
 use crate::encode::summary::{SummaryOptions, convert_json};
-use crate::encode::timeline::{ChartOptions, Timeline, timeline, timeline_csv, timeline_json, timeline_svg};
+use crate::encode::{DiffSides, EncodeOptions, Format, NetProfile, Shown, encode, encode_diff};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Profile, Tables, TraceReport};
+use crate::model::{Profile, Tables, TraceReport, ValueKind};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
 use crate::symbolize::{Attribution, SymbolizeReport, Symbolizer};
+use serde::Serialize;
 
 /// A view across the dumps of each (pid, heap).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +86,45 @@ impl DumpRef {
         match self.timestamp {
             Some(t) => format!("dump {} at {t} ns", self.dump),
             None => format!("dump {}", self.dump),
+        }
+    }
+}
+
+/// Options of `convert --view peak|delta|leaks`: which processes and heaps, the value the
+/// view ranks and compares, and how the outputs are written.
+#[derive(Debug, Clone)]
+pub struct ViewOptions {
+    /// Output format. Default: pprof.
+    pub format: Format,
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only this heap. Default: all heaps.
+    pub heap: Option<String>,
+    /// Which dumps: a view chooses its dumps itself, so anything but the default (the last
+    /// dump) is a usage error. Default: the last.
+    pub dump: DumpSelect,
+    /// The sample value the view ranks and compares. Default: unreleased size.
+    pub value: ValueKind,
+    /// ART frame annotations in frame names. Default: true.
+    pub annotations: bool,
+    /// Decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
+}
+
+impl Default for ViewOptions {
+    fn default() -> Self {
+        ViewOptions {
+            format: Format::Pprof,
+            pids: Vec::new(),
+            heap: None,
+            dump: DumpSelect::Last,
+            value: ValueKind::UnreleasedSize,
+            annotations: true,
+            decode: DecodeOptions::default(),
+            symbols: SymbolSources::default(),
         }
     }
 }
@@ -296,22 +335,13 @@ fn file_key(s: &Series) -> String {
 }
 
 /// Encodes one profile of a view (peak, leaks) in `format`.
-fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ConvertOptions) -> Result<Vec<u8>> {
-    Ok(match opts.format {
-        Format::Pprof => {
-            let mut p = p.clone();
-            p.default_sample_type = index;
-            encode_pprof_gzip(&p, &PprofOptions { annotations: opts.annotations, extras: true })
-        }
-        Format::Folded => {
-            encode_folded(p, &FoldedOptions { value_index: index, annotations: opts.annotations }).into_bytes()
-        }
-        Format::Svg => encode_svg(
-            p,
-            &SvgOptions { value_index: index, annotations: opts.annotations, title: Some(title), ..Default::default() },
-        )?,
-        Format::Json => unreachable!("JSON documents are made per run"),
-    })
+fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ViewOptions) -> Result<Vec<u8>> {
+    // (JSON documents are made per run, not per profile.)
+    encode(
+        p,
+        opts.format,
+        &EncodeOptions { shown: Shown::Index(index), annotations: opts.annotations, title: Some(title) },
+    )
 }
 
 /// What one delta pair made.
@@ -334,7 +364,7 @@ fn delta_pair(
     old: &Profile,
     new: &Profile,
     (a, b): (&DumpRef, &DumpRef),
-    opts: &ConvertOptions,
+    opts: &ViewOptions,
     keep: bool,
     skip_unchanged: bool,
 ) -> Result<PairOut> {
@@ -348,10 +378,13 @@ fn delta_pair(
         new_name: b.describe(),
         ..DiffOptions::default()
     };
-    let out = match opts.format {
-        _ if !keep || (skip_unchanged && !changed) => None,
-        Format::Pprof => {
-            let mut p = net;
+    // JSON is one document per run: the pair's entry is made below.
+    let out = if !keep || (skip_unchanged && !changed) || opts.format.is_report() {
+        None
+    } else {
+        let net = std::cell::Cell::new(Some(net));
+        let net_pprof = || {
+            let mut p = net.take().expect("encoded once");
             p.default_sample_type = s.value_index;
             p.meta.title = Some(format!("delta of {}: {} -> {}", s.who(), a.describe(), b.describe()));
             p.meta.comments.push(format!(
@@ -361,13 +394,17 @@ fn delta_pair(
                 s.value_name,
                 s.signed(change)
             ));
-            Some(encode_pprof_gzip(&p, &PprofOptions { annotations: opts.annotations, extras: true }))
-        }
-        Format::Folded => Some(diff_folded(old, new, &dopts).into_bytes()),
-        Format::Svg => Some(diff_svg(old, new, &dopts)?),
-        Format::Json => None,
+            NetProfile::Tree(p)
+        };
+        let sides = DiffSides {
+            trees: &|| [Cow::Borrowed(old), Cow::Borrowed(new)],
+            net: &net_pprof,
+            annotations: opts.annotations,
+            json_extra: Vec::new(),
+        };
+        Some(encode_diff(opts.format, &sides, &dopts)?)
     };
-    let json = (opts.format == Format::Json).then(|| {
+    let json = opts.format.is_report().then(|| {
         let mut v = s.json_head();
         v["from"] = serde_json::to_value(a).expect("serializes");
         v["to"] = serde_json::to_value(b).expect("serializes");
@@ -382,14 +419,14 @@ fn delta_pair(
 /// view for each (pid, heap) that `opts` selects (`pids`, `heap`; `dump` must be the
 /// default), encodes in `opts.format` and writes to `dest` (a directory when there are
 /// several outputs; JSON is always one document).
-pub fn run_view(input: &Path, dest: &Destination, opts: &ConvertOptions, view: DumpView) -> Result<ViewRun> {
+pub fn run_view(input: &Path, dest: &Destination, opts: &ViewOptions, view: DumpView) -> Result<ViewRun> {
     check_view(opts, view)?;
     run_view_checked(input, dest, opts, view)
 }
 
 /// Checks the options of a view before any input is read: usage errors (`--dump` with a view,
 /// `--leak-dumps` below 2, `--from` after `--until`).
-pub fn check_view(opts: &ConvertOptions, view: DumpView) -> Result<()> {
+pub fn check_view(opts: &ViewOptions, view: DumpView) -> Result<()> {
     let usage = |m: String| Error::new(ErrorKind::Usage, m);
     if opts.dump != DumpSelect::Last {
         return Err(usage(format!(
@@ -413,8 +450,8 @@ pub fn check_view(opts: &ConvertOptions, view: DumpView) -> Result<()> {
 
 /// Runs a view (see [`DumpView`]) over one trace, writing to `dest`: a file, standard output,
 /// or a directory (one file per output, named as the README says).
-fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, view: DumpView) -> Result<ViewRun> {
-    let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)? {
+fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: DumpView) -> Result<ViewRun> {
+    let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, DdmOptions::default().max_bytes, false)? {
         Opened::Trace(inp, kind) if kind != InputKind::Pprof => (inp, kind),
         Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", &format!("--view {}", view.name()))),
         Opened::Ddm { .. } => {
@@ -422,7 +459,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
         }
         Opened::Hprof(_) => return Err(not_a_trace(input, "an HPROF heap dump", &format!("--view {}", view.name()))),
     };
-    let kind_value = opts.view;
+    let kind_value = opts.value;
     let mut decode = opts.decode.clone();
     decode.pids = opts.pids.clone();
     decode.include_unchanged = true;
@@ -431,7 +468,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
     let mut outs = Outputs::new(dest, input);
     let mut json_entries: Vec<serde_json::Value> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
-    let mut symbolizer = opts.symbolize.clone().map(Symbolizer::new);
+    let mut symbolizer = opts.symbols.options().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
     let mut attributions: BTreeMap<(u64, String), Attribution> = BTreeMap::new();
     let ext = opts.format.extension();
@@ -491,13 +528,13 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
                         if let Some(j) = json {
                             json_entries.push(j);
                         }
-                        if opts.format != Format::Json && !changed {
+                        if !opts.format.is_report() && !changed {
                             notes.push(format!("{what}: nothing changed; no output"));
                         } else {
                             notes.push(format!("{what}: {} {}", s.value_name, s.signed(change)));
                             match out {
                                 Some(bytes) => outs.push(name, bytes)?,
-                                None if opts.format != Format::Json => outs.name_only(name),
+                                None if !opts.format.is_report() => outs.name_only(name),
                                 None => {}
                             }
                         }
@@ -578,7 +615,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
                 );
                 notes.push(format!("peak: {}: {of}: {} {}", s.who(), s.value_name, s.amount(peak.total)));
                 p.meta.comments.push(attribution);
-                if opts.format == Format::Json {
+                if opts.format.is_report() {
                     let mut v = s.json_head();
                     v["dumps"] = serde_json::json!(s.dumps.len());
                     v["peak"] = serde_json::to_value(peak).expect("serializes");
@@ -661,7 +698,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
                 let name = format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump);
                 match out {
                     Some(bytes) => outs.push(name, bytes)?,
-                    None if opts.format != Format::Json => outs.name_only(name),
+                    None if !opts.format.is_report() => outs.name_only(name),
                     None => {}
                 }
             }
@@ -715,7 +752,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
                     last_ref.describe()
                 ));
                 p.meta.comments.push(attribution);
-                if opts.format == Format::Json {
+                if opts.format.is_report() {
                     let mut nodes = Vec::new();
                     let list: Vec<serde_json::Value> = suspects
                         .iter()
@@ -764,7 +801,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
         }
     }
 
-    if opts.format == Format::Json {
+    if opts.format.is_report() {
         let doc = convert_json(&report, &json_profiles, &summary);
         let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
         v["view"] = serde_json::json!({
@@ -783,7 +820,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
         }
         let mut bytes = serde_json::to_vec_pretty(&v).expect("serializes");
         bytes.push(b'\n');
-        outs.push(format!("{}.{}.json", super::stem(input), view.name()), bytes)?;
+        outs.push(format!("{}.{}.json", stem(input), view.name()), bytes)?;
     }
     let symbols = symbolizer.map(|s| {
         let mut r = s.report(&tables);
@@ -796,110 +833,27 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
     Ok(ViewRun { outputs, report, symbols, notes })
 }
 
-fn not_a_trace(input: &Path, what: &str, command: &str) -> Error {
-    Error::new(
-        ErrorKind::Unsupported,
-        format!("{} is {what}; {command} reads the dumps of a heapprofd trace (a Perfetto trace)", input.display()),
-    )
-}
-
-/// Output formats of `heapconv timeline`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TimelineFormat {
-    /// CSV with a header row.
-    Csv,
-    /// JSON (schema `heapconv-timeline` version 1).
-    Json,
-    /// An SVG line chart.
-    Svg,
-}
-
-impl TimelineFormat {
-    /// File extension.
-    pub fn extension(self) -> &'static str {
-        match self {
-            TimelineFormat::Csv => "csv",
-            TimelineFormat::Json => "json",
-            TimelineFormat::Svg => "svg",
-        }
-    }
-}
-
-/// Options of `heapconv timeline`.
-#[derive(Debug, Clone)]
-pub struct TimelineOptions {
-    /// Output format. Default: CSV.
-    pub format: TimelineFormat,
-    /// Keep only these pids (empty: all). Default: empty.
-    pub pids: Vec<u64>,
-    /// Keep only this heap. Default: all heaps.
-    pub heap: Option<String>,
-    /// The chart (SVG only). Default: [`ChartOptions::default`] (unreleased size).
-    pub chart: ChartOptions,
-    /// Decoder options. Default: [`DecodeOptions::default`].
-    pub decode: DecodeOptions,
-}
-
-impl Default for TimelineOptions {
-    fn default() -> Self {
-        TimelineOptions {
-            format: TimelineFormat::Csv,
-            pids: Vec::new(),
-            heap: None,
-            chart: ChartOptions::default(),
-            decode: DecodeOptions::default(),
-        }
-    }
-}
-
-/// What `timeline` made.
-#[derive(Debug)]
-pub struct TimelineRun {
-    /// The timeline.
-    pub timeline: Timeline,
-    /// Its encoding in the requested format.
-    pub bytes: Vec<u8>,
-    /// What the trace holds.
-    pub report: TraceReport,
-}
-
-/// Runs `timeline`: decodes the trace (its dumps' totals are all that is kept) and encodes
-/// the totals of every dump of the selected (pid, heap)s. Writing is left to the caller.
-pub fn run_timeline(input: &Path, opts: &TimelineOptions) -> Result<TimelineRun> {
-    let default_ddm = crate::decode::ddm_alloc_records::DdmOptions::default();
-    let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, default_ddm.max_bytes, false)? {
-        Opened::Trace(inp, kind) if kind != InputKind::Pprof => (inp, kind),
-        Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", "`heapconv timeline`")),
-        Opened::Ddm { .. } => return Err(not_a_trace(input, "a DDM allocation-record capture", "`heapconv timeline`")),
-        Opened::Hprof(_) => return Err(not_a_trace(input, "an HPROF heap dump", "`heapconv timeline`")),
+/// `convert --view peak|delta|leaks` of one trace: the view's files in `OUT/<key>/`, named as
+/// `convert --view … -o DIR/` names them (`heap_peak.PID.HEAP.EXT`, …); with `--to json`, the
+/// one document `OUT/<key>.json`. The view's notes (which dumps, what total; series left out)
+/// are the input's `details.notes`.
+pub fn view_one(input: &BatchInput, out_dir: &Path, opts: &ViewOptions, view: DumpView) -> Result<Done> {
+    let dest = if opts.format.is_report() {
+        Destination::File(file_for(out_dir, &input.key, "json")?)
+    } else {
+        Destination::Dir(out_dir.join(&input.key))
     };
-    let mut decode = opts.decode.clone();
-    decode.include_unchanged = false;
-    let (report, _) = decode_heapprofd(&mut inp, &decode, &mut |_| Ok(()))?;
-    if report.dumps.is_empty() {
-        let what = match (&report.damage, kind) {
-            (Some(d), _) => format!("no dump could be read: {d}"),
-            (None, InputKind::Unknown) => "not a Perfetto trace".to_owned(),
-            (None, _) => "no heapprofd profile found in the trace".to_owned(),
-        };
-        let kind = if report.damage.is_some() || kind == InputKind::Unknown {
-            ErrorKind::Malformed
-        } else {
-            ErrorKind::NoData
-        };
-        return Err(Error::new(kind, format!("{}: {what}", input.display())));
+    let run = run_view(&input.path, &dest, opts, view)?;
+    let mut warnings = Vec::new();
+    if run.outputs.is_empty() {
+        warnings.push("nothing written: no process and heap has the dumps the view needs".to_owned());
     }
-    let t = timeline(&report, &opts.pids, opts.heap.as_deref());
-    if t.series.is_empty() {
-        return Err(Error::new(
-            ErrorKind::NoData,
-            format!("{}: no dump matches --pid/--heap (see `heapconv inspect`)", input.display()),
-        ));
-    }
-    let bytes = match opts.format {
-        TimelineFormat::Csv => timeline_csv(&t).into_bytes(),
-        TimelineFormat::Json => timeline_json(&t).into_bytes(),
-        TimelineFormat::Svg => timeline_svg(&t, &opts.chart),
-    };
-    Ok(TimelineRun { timeline: t, bytes, report })
+    Ok(Done {
+        outputs: run.outputs.into_iter().filter_map(|o| o.0).collect(),
+        report: Some(run.report),
+        symbols: run.symbols,
+        warnings,
+        details: Some(serde_json::json!({ "view": view.name(), "notes": run.notes })),
+        ..Done::default()
+    })
 }

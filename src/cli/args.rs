@@ -1,0 +1,286 @@
+//! The argument groups several commands share, each defined once, and the one place each maps
+//! onto pipeline options.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use clap::builder::PossibleValue;
+use heapconv::model::ValueKind;
+use heapconv::pipeline::load::{DdmChoices, EntryOrder, SymbolSources};
+use heapconv::pipeline::outcome::{Findings, RunOutcome};
+use heapconv::pipeline::{DumpSelect, Format};
+use heapconv::{Error, ErrorKind};
+
+use crate::cli::ui::Ui;
+
+/// `--strict` of every converting command.
+#[derive(Args, Debug, Default, Clone, Copy)]
+pub(crate) struct StrictArgs {
+    /// Fail with exit code 6 when the input says data was lost: damage, dumps that never
+    /// finished, data-loss flags (previous_packet_dropped, index gaps, buffer_overran,
+    /// buffer_corrupted, client_error, hit_guardrail, rejected_concurrent, …), incomplete heap
+    /// graphs. Outputs are written all the same; a failed gate (exit 4 or 5) wins.
+    #[arg(long)]
+    pub(crate) strict: bool,
+}
+
+impl StrictArgs {
+    /// The exit code of a run that got through with these findings and these losses (what
+    /// the input says was lost); under `--strict`, when the losses decide the outcome, one
+    /// error line each.
+    pub(crate) fn exit(self, findings: Findings, lost: &[String]) -> u8 {
+        let outcome = RunOutcome::judge(Findings { data_lost: !lost.is_empty(), ..findings }, self.strict);
+        if outcome == RunOutcome::DataLoss {
+            for l in lost {
+                eprintln!("heapconv: error: --strict: data lost: {l}");
+            }
+        }
+        outcome.exit_code()
+    }
+}
+
+/// The findings of a run: the symbols gate and whether the result is partial.
+pub(crate) fn findings(gate_ok: bool, partial: bool) -> Findings {
+    Findings { partial, symbols_gate_failed: !gate_ok, ..Findings::default() }
+}
+
+/// `--symbol-dir`, `--ignore-build-id`, `--min-symbolized`.
+#[derive(Args, Debug, Default)]
+pub(crate) struct SymbolArgs {
+    /// Symbolize native frames from binaries and debug files under DIR (searched recursively
+    /// by build id; repeatable). PERFETTO_BINARY_PATH (`:`-separated) is used too.
+    #[arg(long = "symbol-dir", value_name = "DIR")]
+    symbol_dirs: Vec<PathBuf>,
+    /// Use a file found by path even if its build id differs from the trace's (or the trace
+    /// has none). Symbols may then be wrong.
+    #[arg(long)]
+    ignore_build_id: bool,
+    /// Fail (exit code 4) when fewer than PCT percent of native frames get symbols.
+    #[arg(long, value_name = "PCT")]
+    pub(crate) min_symbolized: Option<f64>,
+}
+
+impl SymbolArgs {
+    /// Where symbols come from: these arguments and the environment (PERFETTO_BINARY_PATH,
+    /// PERFETTO_SYMBOLIZER_MODE), read once.
+    pub(crate) fn sources(&self, ui: &Ui) -> SymbolSources {
+        let mut dirs = self.symbol_dirs.clone();
+        if let Some(env) = std::env::var_os("PERFETTO_BINARY_PATH") {
+            dirs.extend(std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()));
+        }
+        if !dirs.is_empty() && self.ignore_build_id {
+            ui.warn("--ignore-build-id: files are matched by path only; symbols may belong to another build");
+        }
+        SymbolSources {
+            dirs,
+            ignore_build_id: self.ignore_build_id,
+            find_only: std::env::var("PERFETTO_SYMBOLIZER_MODE").as_deref() == Ok("find"),
+            min_symbolized: self.min_symbolized,
+            always_report: false,
+        }
+    }
+}
+
+/// `--max-bundle-mib`.
+#[derive(Args, Debug)]
+pub(crate) struct DecodeArgs {
+    /// Largest expansion of a compressed_packets bundle, in MiB.
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub(crate) max_bundle_mib: u64,
+}
+
+impl DecodeArgs {
+    /// The largest expansion of a bundle, in bytes.
+    pub(crate) fn max_bundle_bytes(&self) -> u64 {
+        self.max_bundle_mib << 20
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum EntryOrderArg {
+    /// Guess from the capture (thread ids, stack depths, a wrapped entry count).
+    Auto,
+    /// The first entry is the most recent allocation (ART, Android 6.0 and later).
+    NewestFirst,
+    /// The first entry is the oldest allocation (Dalvik, ART on Android 5.x).
+    OldestFirst,
+}
+
+/// How DDM allocation records become a profile.
+#[derive(Args, Debug)]
+pub(crate) struct DdmArgs {
+    /// DDM allocation records: which way the entries run.
+    #[arg(long, value_enum, default_value = "auto")]
+    entry_order: EntryOrderArg,
+    /// DDM allocation records: keep only the N most recent allocations of each capture.
+    #[arg(long, value_name = "N")]
+    recent: Option<usize>,
+    /// DDM allocation records: the VM's stack depth limit; stacks this deep get a
+    /// `[truncated]` root frame. Default: the deepest stack of each capture.
+    #[arg(long, value_name = "N")]
+    max_depth: Option<usize>,
+    /// DDM allocation records: do not add `[truncated]` root frames.
+    #[arg(long)]
+    no_truncation_marks: bool,
+    /// DDM allocation records: do not add a leaf frame naming the allocated class.
+    #[arg(long)]
+    no_alloc_class_frame: bool,
+}
+
+impl DdmArgs {
+    pub(crate) fn choices(&self) -> DdmChoices {
+        DdmChoices {
+            order: match self.entry_order {
+                EntryOrderArg::Auto => EntryOrder::Auto,
+                EntryOrderArg::NewestFirst => EntryOrder::NewestFirst,
+                EntryOrderArg::OldestFirst => EntryOrder::OldestFirst,
+            },
+            recent: self.recent,
+            max_depth: self.max_depth,
+            no_truncation_marks: self.no_truncation_marks,
+            no_alloc_class_frame: self.no_alloc_class_frame,
+        }
+    }
+}
+
+/// `--to` of the commands that write profiles: the names of [`Format`], the one list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FormatArg(pub(crate) Format);
+
+/// Every format as a `--to` value, in [`Format::ALL`]'s order.
+const FORMATS: [FormatArg; Format::ALL.len()] = {
+    let mut v = [FormatArg(Format::ALL[0]); Format::ALL.len()];
+    let mut i = 0;
+    while i < v.len() {
+        v[i] = FormatArg(Format::ALL[i]);
+        i += 1;
+    }
+    v
+};
+
+impl clap::ValueEnum for FormatArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        &FORMATS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()))
+    }
+}
+
+/// The sample value of `--value` (and of `--view` when it names one).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueArg {
+    /// Bytes not freed at the dump.
+    UnreleasedSize,
+    /// Allocations not freed at the dump.
+    UnreleasedCount,
+    /// Bytes allocated since profiling started.
+    TotalSize,
+    /// Allocations since profiling started.
+    TotalCount,
+}
+
+impl ValueArg {
+    pub(crate) fn kind(self) -> ValueKind {
+        match self {
+            ValueArg::UnreleasedSize => ValueKind::UnreleasedSize,
+            ValueArg::UnreleasedCount => ValueKind::UnreleasedCount,
+            ValueArg::TotalSize => ValueKind::TotalSize,
+            ValueArg::TotalCount => ValueKind::TotalCount,
+        }
+    }
+}
+
+/// `--dump`: `last`, `all` or a 1-based number.
+pub(crate) fn parse_dump(s: &str) -> Result<DumpSelect, Error> {
+    match s {
+        "last" => Ok(DumpSelect::Last),
+        "all" => Ok(DumpSelect::All),
+        n => match n.parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(DumpSelect::Nth(n)),
+            _ => Err(Error::new(ErrorKind::Usage, format!("--dump takes last, all or a number from 1, not {s:?}"))),
+        },
+    }
+}
+
+/// Where a converting command writes: `-o` of a file, `-` or a directory (existing, or ending
+/// in `/`).
+pub(crate) fn is_dir_arg(p: &std::path::Path) -> bool {
+    p.is_dir() || p.to_string_lossy().ends_with('/')
+}
+
+/// Which dumps of traces go into `merge`, `diff` and `top`, and how inputs are read.
+#[derive(Args, Debug)]
+pub(crate) struct SelectArgs {
+    /// Traces: only this process.
+    #[arg(long)]
+    pub(crate) pid: Option<u64>,
+    /// Traces: only this heap (libc.malloc, com.android.art, …).
+    #[arg(long)]
+    heap: Option<String>,
+    /// Traces: which dump of each (pid, heap): `last`, `all`, or its 1-based number.
+    #[arg(long, default_value = "last")]
+    pub(crate) dump: String,
+    /// Do not annotate ART frames of traces.
+    #[arg(long)]
+    no_annotations: bool,
+    /// Keep only these sample types, in this order (comma-separated): type names
+    /// (`inuse_space`) or meanings (`total-count`, `total-size`, `unreleased-count`,
+    /// `unreleased-size`). Needed when inputs have different sample types.
+    #[arg(long, value_delimiter = ',', value_name = "TYPES")]
+    pub(crate) sample_types: Vec<String>,
+    /// Largest pprof input (decompressed), in MiB.
+    #[arg(long, default_value_t = 4096, value_name = "MIB")]
+    max_pprof_mib: u64,
+    #[command(flatten)]
+    pub(crate) symbols: SymbolArgs,
+    #[command(flatten)]
+    pub(crate) decode: DecodeArgs,
+    #[command(flatten)]
+    ddm: DdmArgs,
+    #[command(flatten)]
+    pub(crate) strict: StrictArgs,
+}
+
+impl SelectArgs {
+    /// How inputs are loaded, and where their symbols come from.
+    pub(crate) fn load(&self, ui: &Ui) -> Result<(heapconv::pipeline::load::LoadOptions, SymbolSources), Error> {
+        let sources = self.symbols.sources(ui);
+        let mut load = heapconv::pipeline::load::LoadOptions {
+            pids: self.pid.into_iter().collect(),
+            heap: self.heap.clone(),
+            dump: parse_dump(&self.dump)?,
+            annotations: !self.no_annotations,
+            decode: heapconv::pipeline::load::decode_options(self.decode.max_bundle_bytes()),
+            symbols: sources.clone(),
+            ddm: self.ddm.choices().options(),
+            ..Default::default()
+        };
+        load.pprof.max_bytes = self.max_pprof_mib << 20;
+        Ok((load, sources))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_selection_parses() {
+        assert_eq!(parse_dump("3").unwrap(), DumpSelect::Nth(3));
+        assert_eq!(parse_dump("all").unwrap(), DumpSelect::All);
+        assert_eq!(parse_dump("last").unwrap(), DumpSelect::Last);
+        assert!(parse_dump("0").is_err());
+        assert!(parse_dump("first").is_err());
+    }
+
+    #[test]
+    fn format_values_are_the_encode_format_names() {
+        use clap::ValueEnum;
+        let names: Vec<String> =
+            FormatArg::value_variants().iter().map(|v| v.to_possible_value().unwrap().get_name().to_owned()).collect();
+        assert_eq!(names, ["pprof", "folded", "svg", "json"]);
+        assert_eq!(FormatArg::from_str("svg", false).unwrap(), FormatArg(Format::Svg));
+    }
+}

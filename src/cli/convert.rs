@@ -1,0 +1,375 @@
+//! `heapconv convert` (and its views across dumps, `--view peak|delta|leaks`).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use heapconv::model::ValueKind;
+use heapconv::pipeline::batch::Wanted;
+use heapconv::pipeline::convert::{ConvertOptions, HeapTree, convert_one, run_convert_inputs};
+use heapconv::pipeline::load::{SymbolSources, decode_options, is_ddm_capture, refuse_pprof};
+use heapconv::pipeline::views::{DumpView, ViewOptions, check_view, run_view, view_one};
+use heapconv::pipeline::{Destination, Format};
+use heapconv::{Error, ErrorKind};
+
+use crate::cli::args::{
+    DdmArgs, DecodeArgs, FormatArg, StrictArgs, SymbolArgs, ValueArg, findings, is_dir_arg, parse_dump,
+};
+use crate::cli::batch::{self, BatchArgs, Plan, out_dir};
+use crate::cli::ui::{self, Ui};
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ByArg {
+    Dominator,
+    ShortestPath,
+}
+
+/// `--view`: a sample value (as `--value` names it; the spelling `--view total-size` works as
+/// it always did) or a view across dumps.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ViewArg {
+    /// Bytes not freed at the dump.
+    UnreleasedSize,
+    /// Allocations not freed at the dump.
+    UnreleasedCount,
+    /// Bytes allocated since profiling started.
+    TotalSize,
+    /// Allocations since profiling started.
+    TotalCount,
+    /// Per process and heap, the dump with the highest total of --value, named in the output.
+    Peak,
+    /// Per stack, a newer dump minus an older one: each pair of consecutive dumps, or the pair
+    /// --from/--until choose.
+    Delta,
+    /// The stacks whose --value grew at each of the last --leak-dumps dumps, with their values
+    /// at the last dump.
+    Leaks,
+}
+
+impl ViewArg {
+    /// The value `--view` names, if it names one.
+    fn value(self) -> Option<ValueArg> {
+        match self {
+            ViewArg::UnreleasedSize => Some(ValueArg::UnreleasedSize),
+            ViewArg::UnreleasedCount => Some(ValueArg::UnreleasedCount),
+            ViewArg::TotalSize => Some(ValueArg::TotalSize),
+            ViewArg::TotalCount => Some(ValueArg::TotalCount),
+            ViewArg::Peak | ViewArg::Delta | ViewArg::Leaks => None,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ConvertArgs {
+    /// The trace, or one or more DDM allocation-record captures (`.alloc`, a REAL chunk or
+    /// JDWP packets; several are merged into one profile). `-` for standard input; gzip is
+    /// detected. Directories, patterns, or several inputs that are not all DDM captures with
+    /// `-o DIR/`: a batch, each input converted on its own.
+    #[arg(required_unless_present = "inputs_from", value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "pprof")]
+    to: FormatArg,
+    /// Output file, `-` for standard output, or a directory (existing, or ending in `/`) for
+    /// one file per dump. Default: standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Only this process.
+    #[arg(long)]
+    pid: Option<u64>,
+    /// Only this heap (libc.malloc, com.android.art, …).
+    #[arg(long)]
+    heap: Option<String>,
+    /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number.
+    #[arg(long, default_value = "last")]
+    dump: String,
+    /// What to show: a sample value (shown by folded stacks and flame graphs, opened first by
+    /// pprof viewers), or a view across the dumps of each process and heap of a trace with
+    /// continuous dumps (`peak`, `delta`, `leaks`; their value is --value).
+    #[arg(long, value_enum, default_value = "unreleased-size")]
+    view: ViewArg,
+    /// The sample value shown, and the one `peak`, `delta` and `leaks` rank and compare.
+    /// Default: unreleased-size (or the value --view names).
+    #[arg(long, value_enum)]
+    value: Option<ValueArg>,
+    /// --view delta: the older dump of the pair is the last dump at or before this trace-clock
+    /// time in ns (default: the first dump). Without --from and --until: every pair of
+    /// consecutive dumps.
+    #[arg(long, value_name = "T", visible_alias = "from-time")]
+    from: Option<i64>,
+    /// --view delta: the newer dump of the pair is the last dump at or before this trace-clock
+    /// time in ns (default: the last dump). (`--to` names the output format.)
+    #[arg(long, value_name = "T", visible_alias = "to-time")]
+    until: Option<i64>,
+    /// --view leaks: how many of the last dumps a stack must have grown across (K >= 2). Default: 3.
+    #[arg(long, value_name = "K")]
+    leak_dumps: Option<usize>,
+    /// Do not annotate ART frames.
+    #[arg(long)]
+    no_annotations: bool,
+    /// For a Java heap (an HPROF heap dump, or a trace's heap graphs): the tree the profile
+    /// shows (`dominator`: widths are retained sizes; `shortest-path`: traceconv's tree from
+    /// the GC roots). `--to json` writes the top report (classes by retained size, largest
+    /// retainers and their paths from GC roots).
+    #[arg(long, value_enum, default_value = "dominator")]
+    by: ByArg,
+    /// Convert the trace's Java heap graphs (java_hprof data source) instead of its heapprofd
+    /// dumps; --pid and --dump select them (the last dump of each process by default). A trace
+    /// with no heapprofd dump has its heap graphs converted without this flag.
+    #[arg(long)]
+    java_heap: bool,
+    #[command(flatten)]
+    symbols: SymbolArgs,
+    #[command(flatten)]
+    decode: DecodeArgs,
+    #[command(flatten)]
+    ddm: DdmArgs,
+    #[command(flatten)]
+    pub(crate) batch: BatchArgs,
+    #[command(flatten)]
+    strict: StrictArgs,
+}
+
+/// What `convert` was asked: a conversion, or a view across dumps.
+enum Asked {
+    Convert(ConvertOptions),
+    View(ViewOptions, DumpView),
+}
+
+impl ConvertArgs {
+    /// The sample value, and the view across dumps (if any), that `--view`, `--value`,
+    /// `--from`, `--until` and `--leak-dumps` ask for: the two concepts `--view` mixes, told
+    /// apart here once.
+    fn value_and_view(&self) -> Result<(ValueKind, Option<DumpView>), Error> {
+        let usage = |m: &str| Error::new(ErrorKind::Usage, m.to_owned());
+        let across = match self.view {
+            ViewArg::Peak => Some(DumpView::Peak),
+            ViewArg::Delta => Some(DumpView::Delta { from: self.from, until: self.until }),
+            ViewArg::Leaks => Some(DumpView::Leaks { dumps: self.leak_dumps.unwrap_or(3) }),
+            _ => None,
+        };
+        if self.view != ViewArg::Delta && (self.from.is_some() || self.until.is_some()) {
+            return Err(usage("--from and --until choose the dumps of --view delta"));
+        }
+        if self.view != ViewArg::Leaks && self.leak_dumps.is_some() {
+            return Err(usage("--leak-dumps goes with --view leaks"));
+        }
+        let named = self.view.value().unwrap_or(ValueArg::UnreleasedSize);
+        let value = match (across, self.value) {
+            (Some(_), v) => v.unwrap_or(ValueArg::UnreleasedSize),
+            (None, Some(v)) if self.view != ViewArg::UnreleasedSize && v != named => {
+                return Err(usage("--view names a value and --value another; give one of them"));
+            }
+            (None, Some(v)) => v,
+            (None, None) => named,
+        };
+        Ok((value.kind(), across))
+    }
+
+    /// Arguments -> pipeline options, in one place.
+    fn options(&self, ui: &Ui) -> Result<(Asked, SymbolSources), Error> {
+        let (value, across) = self.value_and_view()?;
+        let dump = parse_dump(&self.dump)?;
+        let sources = self.symbols.sources(ui);
+        let format = self.to.0;
+        let pids: Vec<u64> = self.pid.into_iter().collect();
+        let decode = decode_options(self.decode.max_bundle_bytes());
+        let asked = match across {
+            Some(view) => Asked::View(
+                ViewOptions {
+                    format,
+                    pids,
+                    heap: self.heap.clone(),
+                    dump,
+                    value,
+                    annotations: !self.no_annotations,
+                    decode,
+                    symbols: sources.clone(),
+                },
+                view,
+            ),
+            None => Asked::Convert(ConvertOptions {
+                format,
+                pids,
+                heap: self.heap.clone(),
+                dump,
+                value,
+                annotations: !self.no_annotations,
+                decode,
+                symbols: sources.clone(),
+                ddm: self.ddm.choices().options(),
+                heap_tree: match self.by {
+                    ByArg::Dominator => HeapTree::Dominator,
+                    ByArg::ShortestPath => HeapTree::ShortestPath,
+                },
+                java_heap: self.java_heap,
+            }),
+        };
+        Ok((asked, sources))
+    }
+
+    /// `convert` runs as a batch when asked, or when several inputs that are not all DDM
+    /// captures go to an output directory (several DDM captures are merged into one profile,
+    /// as `convert` always did).
+    fn is_batch(&self) -> bool {
+        let to_dir = self.output.as_deref().is_some_and(is_dir_arg);
+        let all_ddm = || self.inputs.iter().all(|p| is_ddm_capture(p));
+        self.batch.asked(&self.inputs) || (self.inputs.len() > 1 && to_dir && !all_ddm())
+    }
+}
+
+pub(crate) fn run(ui: &Ui, a: ConvertArgs) -> Result<u8, Error> {
+    let (asked, sources) = a.options(ui)?;
+    let format = a.to.0;
+    if a.is_batch() {
+        return run_batch(ui, &a, asked, &sources);
+    }
+    let dest = match &a.output {
+        None => Destination::Stdout,
+        Some(p) if p.as_os_str() == "-" => Destination::Stdout,
+        Some(p) if is_dir_arg(p) => Destination::Dir(p.clone()),
+        Some(p) => Destination::File(p.clone()),
+    };
+    if dest == Destination::Stdout && format.is_binary() && std::io::stdout().is_terminal() {
+        return Err(ui::refuse_terminal("binary pprof", "use -o FILE or redirect standard output"));
+    }
+    let opts = match asked {
+        Asked::View(opts, view) => return run_view_of(ui, &a, &dest, &opts, view, &sources),
+        Asked::Convert(opts) => opts,
+    };
+    let run = run_convert_inputs(&a.inputs, &dest, &opts)?;
+    ui::write_outputs(ui, &run.outputs)?;
+    // Warnings and --strict judge the dumps converted, not the whole trace.
+    let keep = |d: &heapconv::model::DumpReport| run.converted.keeps(d);
+    let damaged = ui.problems_of(&run.report, &keep);
+    let gate_ok = run.symbols.as_ref().is_none_or(|r| ui.symbols(r, &sources));
+    Ok(a.strict.exit(findings(gate_ok, damaged), &run.report.data_loss_of(&keep)))
+}
+
+/// `convert --view peak|delta|leaks`: one trace, its view across dumps written, the
+/// attribution of every output printed (standard error).
+fn run_view_of(
+    ui: &Ui,
+    a: &ConvertArgs,
+    dest: &Destination,
+    opts: &ViewOptions,
+    view: DumpView,
+    sources: &SymbolSources,
+) -> Result<u8, Error> {
+    let [input] = a.inputs.as_slice() else {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!("--view {} reads one trace with continuous dumps, not {} inputs", view.name(), a.inputs.len()),
+        ));
+    };
+    let run = run_view(input, dest, opts, view)?;
+    ui::write_outputs(ui, &run.outputs)?;
+    for n in &run.notes {
+        ui.info(n);
+    }
+    if run.outputs.is_empty() {
+        ui.info("nothing written");
+    }
+    let damaged = ui.problems(&run.report);
+    let gate_ok = run.symbols.as_ref().is_none_or(|r| ui.symbols(r, sources));
+    Ok(a.strict.exit(findings(gate_ok, damaged), &run.report.data_loss()))
+}
+
+/// `convert` of many inputs; with a view across dumps (`--view peak|delta|leaks`), of many
+/// traces (directories give their traces only).
+fn run_batch(ui: &Ui, a: &ConvertArgs, asked: Asked, sources: &SymbolSources) -> Result<u8, Error> {
+    let out = out_dir(a.output.as_deref(), "convert")?;
+    let format: Format = a.to.0;
+    let plan = Plan {
+        command: "convert",
+        positional: &a.inputs,
+        args: &a.batch,
+        out: &out,
+        wanted: if matches!(asked, Asked::View(..)) { Wanted::Traces } else { Wanted::Convertible },
+        file_exts: &[format.extension()],
+        min_symbolized: sources.min_symbolized,
+        strict: a.strict.strict,
+    };
+    // A batch summary always reports each input's symbolization coverage.
+    match asked {
+        Asked::View(mut opts, view) => {
+            opts.symbols.always_report = true;
+            check_view(&opts, view)?;
+            batch::run(ui, &plan, &|i| {
+                refuse_pprof(&i.path, "convert --view")?;
+                view_one(i, &out, &opts, view)
+            })
+        }
+        Asked::Convert(mut opts) => {
+            opts.symbols.always_report = true;
+            batch::run(ui, &plan, &|i| convert_one(i, &out, &opts))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn parse(args: &[&str]) -> ConvertArgs {
+        match Cli::try_parse_from(args).expect("valid command line").command {
+            Command::Convert(a) => a,
+            c => panic!("not convert: {c:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_equal_option_defaults() {
+        let ui = Ui { verbose: 0, quiet: true };
+        let a = parse(&["heapconv", "convert", "t.pftrace"]);
+        let d = ConvertOptions::default();
+        let Ok((Asked::Convert(got), _)) = a.options(&ui) else { panic!("a conversion") };
+        assert_eq!(got.format, d.format);
+        assert_eq!(got.dump, d.dump);
+        assert_eq!(got.value, d.value);
+        assert_eq!(got.annotations, d.annotations);
+        assert_eq!(got.heap, d.heap);
+        assert_eq!(got.java_heap, d.java_heap);
+        assert_eq!(got.heap_tree, d.heap_tree);
+        assert_eq!(got.decode.max_bundle_bytes, d.decode.max_bundle_bytes);
+        let (got, want) = (got.ddm, d.ddm);
+        assert_eq!(got.order, want.order);
+        assert_eq!(got.recent, want.recent);
+        assert_eq!(got.max_depth, want.max_depth);
+        assert_eq!(got.truncation_marks, want.truncation_marks);
+        assert_eq!(got.alloc_class_frame, want.alloc_class_frame);
+        assert_eq!(got.lines, want.lines);
+        assert_eq!(got.per_allocation, want.per_allocation);
+        assert_eq!(got.max_bytes, want.max_bytes);
+        let a = parse(&["heapconv", "convert", "a.alloc", "b.alloc", "--to", "folded"]);
+        assert_eq!(a.inputs, [PathBuf::from("a.alloc"), PathBuf::from("b.alloc")]);
+        assert_eq!(a.to.0, Format::Folded);
+        assert!(Cli::try_parse_from(["heapconv", "convert"]).is_err());
+    }
+
+    #[test]
+    fn view_and_value_are_told_apart_once() {
+        let a = parse(&["heapconv", "convert", "t.pftrace", "--view", "leaks"]);
+        assert_eq!(a.value_and_view().unwrap(), (ValueKind::UnreleasedSize, Some(DumpView::Leaks { dumps: 3 })));
+        let a = parse(&["heapconv", "convert", "t", "--view", "delta", "--from", "5", "--value", "total-size"]);
+        assert_eq!(
+            a.value_and_view().unwrap(),
+            (ValueKind::TotalSize, Some(DumpView::Delta { from: Some(5), until: None }))
+        );
+        // --value alone selects the value, as --view always did.
+        let a = parse(&["heapconv", "convert", "t", "--value", "total-count"]);
+        assert_eq!(a.value_and_view().unwrap(), (ValueKind::TotalCount, None));
+        let a = parse(&["heapconv", "convert", "t", "--view", "total-count"]);
+        assert_eq!(a.value_and_view().unwrap(), (ValueKind::TotalCount, None));
+        for bad in [
+            &["heapconv", "convert", "t", "--view", "total-count", "--value", "total-size"][..],
+            &["heapconv", "convert", "t", "--from", "5"],
+            &["heapconv", "convert", "t", "--view", "peak", "--leak-dumps", "4"],
+        ] {
+            assert_eq!(parse(bad).value_and_view().unwrap_err().kind(), ErrorKind::Usage, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The command line: clap's types, one file per command (arguments -> pipeline options -> one
+//! pipeline call -> exit code), the argument groups commands share ([`args`]), messages and
+//! progress ([`ui`]), and batches ([`batch`]).
+//!
+//! Exit codes: 0 success; 1 bad input, no data or I/O error; 2 usage error; 3 partial result
+//! (the input is damaged or a dump never finished: what was complete was converted and written);
+//! 4 symbolization coverage below `--min-symbolized`; 5 growth above `diff --fail-if-growth`;
+//! 6 `--strict` and the input says data was lost (outputs are written). Codes 0 and 3-6 come
+//! from [`heapconv::pipeline::RunOutcome`], which also decides which wins.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use heapconv::{Error, ErrorKind};
+
+mod args;
+mod batch;
+mod convert;
+mod diff;
+mod hprof;
+mod inspect;
+mod merge;
+mod profile;
+mod symbolize;
+mod timeline;
+mod top;
+mod ui;
+
+use ui::Ui;
+
+/// A run that failed with an error (bad input, no data, I/O).
+const EXIT_INPUT: u8 = 1;
+/// A usage error (clap's, or one the command finds).
+const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "heapconv",
+    version,
+    about = "Convert memory profiles (Perfetto heapprofd traces, Android DDM allocation records) to pprof, folded stacks, flame graphs and JSON"
+)]
+pub(crate) struct Cli {
+    /// Print more (-v) or nothing but errors (-q).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Print nothing but errors.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Write one pprof per (pid, dump, heap), as `traceconv profile --alloc` does.
+    Profile(profile::ProfileArgs),
+    /// Convert dumps, or DDM allocation records (several captures are merged), to pprof,
+    /// folded stacks, a flame graph SVG or a JSON summary.
+    Convert(convert::ConvertArgs),
+    /// Show what a trace holds (sequences, processes, heaps, dumps, flags and problems), a
+    /// DDM capture (entries, threads, top classes and methods, stack depths), or an HPROF heap
+    /// dump (records, heaps, classes, objects, roots, damage).
+    Inspect(inspect::InspectArgs),
+    /// Write a Java heap graph of a Perfetto trace (java_hprof data source) as an hprof heap
+    /// dump (`JAVA PROFILE 1.0.2`, or Android's 1.0.3 with --android).
+    Hprof(hprof::HprofArgs),
+    /// Convert an Android heap dump (JAVA PROFILE 1.0.3) to the standard format (1.0.2) that
+    /// JVM tools read, byte for byte as Android's `hprof-conv` writes it (except for
+    /// PRIMITIVE_ARRAY_NODATA records, which hprof-conv corrupts and heapconv writes as arrays
+    /// of zeros).
+    #[command(name = "hprof-conv")]
+    HprofConv(hprof::HprofConvArgs),
+    /// Symbolize a trace's native frames offline and write Perfetto ModuleSymbols packets, as
+    /// `traceconv symbolize` does (`cat trace symbols > symbolized`).
+    Symbolize(symbolize::SymbolizeArgs),
+    /// Merge profiles of any kind (heapprofd traces, DDM captures, pprof files) into one:
+    /// identical stacks summed, as `go tool pprof -proto A B` merges, in any order.
+    Merge(merge::MergeArgs),
+    /// Compare two profiles (any kind, or several dumps merged): NEW minus BASE as pprof (for
+    /// `go tool pprof`), differential folded stacks, a differential flame graph or a JSON
+    /// report of what grew; `--fail-if-growth` gates CI (exit code 5).
+    Diff(diff::DiffArgs),
+    /// A flat and cumulative table of the largest functions, mappings or stacks, as
+    /// `go tool pprof -top` prints (several inputs are merged first).
+    Top(top::TopArgs),
+    /// Per process and heap, the totals of every dump of a trace over time (unreleased and
+    /// total size and count) as CSV, JSON or an SVG line chart.
+    Timeline(timeline::TimelineArgs),
+    /// Symbolize addresses (hex, one per line on standard input) in one ELF file, printing one
+    /// JSON line per address in llvm-symbolizer's `--output-style=JSON` shape.
+    Addr2line(symbolize::Addr2lineArgs),
+}
+
+impl Command {
+    /// The `--jobs` of the command, if it has one.
+    fn jobs(&self) -> Option<usize> {
+        match self {
+            Command::Convert(a) => a.batch.list.jobs,
+            Command::Profile(a) => a.batch.list.jobs,
+            Command::Symbolize(a) => a.batch.list.jobs,
+            Command::Hprof(a) => a.batch.list.jobs,
+            Command::HprofConv(a) => a.batch.list.jobs,
+            Command::Merge(a) => a.list.jobs,
+            Command::Timeline(a) => a.batch.list.jobs,
+            Command::Top(a) => a.list.jobs,
+            Command::Inspect(_) | Command::Diff(_) | Command::Addr2line(_) => None,
+        }
+    }
+}
+
+/// Runs one command; its exit code.
+fn run(cli: Cli) -> Result<u8, Error> {
+    let ui = Ui { verbose: cli.verbose, quiet: cli.quiet };
+    match cli.command {
+        Command::Profile(a) => profile::run(&ui, a),
+        Command::Convert(a) => convert::run(&ui, a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Hprof(a) => hprof::run(&ui, a),
+        Command::HprofConv(a) => hprof::run_conv(&ui, a),
+        Command::Symbolize(a) => symbolize::run(&ui, a),
+        Command::Addr2line(a) => symbolize::run_addr2line(a),
+        Command::Merge(a) => merge::run(&ui, a),
+        Command::Diff(a) => diff::run(&ui, a),
+        Command::Top(a) => top::run(&ui, a),
+        Command::Timeline(a) => timeline::run(&ui, a),
+    }
+}
+
+/// A hint for `--from T1 --to T2`: `--to` names the output format, and the end of a delta
+/// is `--until` (or `--to-time`).
+fn to_hint(e: &clap::Error) -> Option<&'static str> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind as ClapKind};
+    if e.kind() != ClapKind::InvalidValue {
+        return None;
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) =
+        (e.get(ContextKind::InvalidArg), e.get(ContextKind::InvalidValue))
+    else {
+        return None;
+    };
+    (arg.starts_with("--to ") && value.parse::<i64>().is_ok())
+        .then_some("hint: --to names the output format; the newer dump of --view delta is --until T (or --to-time T)")
+}
+
+/// Keeps freed memory for reuse instead of handing it back to the kernel (glibc's malloc).
+///
+/// heapconv's stages each build large arrays (decoded samples, the merge's stacks, the sorted
+/// output, encoded parts) and free the previous stage's. By default glibc maps large blocks
+/// on their own and unmaps them when freed, and keeps one heap per thread, so each stage
+/// touches fresh pages, which the kernel must zero, and every unmap interrupts the other
+/// cores to flush their TLBs: a third of the CPU time of merging two 40 MB profiles. Here
+/// every block comes from one heap, trimmed only past 1 GiB of free space, so pages are
+/// reused: that merge takes 0.65-0.7 s instead of 0.75-0.8 s, for 10-25% more peak memory
+/// (freed holes that a later, larger block does not fit in). Mapping only the blocks over
+/// 32 MiB (glibc's largest threshold) kept the memory as it was but half the time gained
+/// (BENCHMARKS.md has the figures). Called before any other thread starts.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_malloc() {
+    use std::os::raw::c_int;
+    unsafe extern "C" {
+        fn mallopt(param: c_int, value: c_int) -> c_int;
+    }
+    // Parameter numbers from glibc's <malloc.h>.
+    const M_TRIM_THRESHOLD: c_int = -1;
+    const M_MMAP_MAX: c_int = -4;
+    const M_ARENA_MAX: c_int = -8;
+    // SAFETY: mallopt only sets allocator parameters; it is called before any other thread
+    // exists, and a parameter it rejects is left as it was.
+    unsafe {
+        mallopt(M_MMAP_MAX, 0);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+        mallopt(M_ARENA_MAX, 1);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_malloc() {}
+
+/// Parses the arguments, runs the command and prints its error, if any.
+pub(crate) fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            if let Some(hint) = to_hint(&e) {
+                eprintln!("{hint}");
+            }
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 });
+        }
+    };
+    // The commands that merge whole profiles in memory, stage after stage (not `profile` and
+    // `convert` of traces, which stream through bounded buffers: they would only keep more).
+    if matches!(cli.command, Command::Merge(_) | Command::Diff(_) | Command::Top(_)) {
+        tune_malloc();
+    }
+    if let Some(n) = cli.command.jobs() {
+        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n).build_global() {
+            eprintln!("heapconv: error: starting {n} worker thread(s): {e}");
+            return ExitCode::from(EXIT_INPUT);
+        }
+    }
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("heapconv: error: {e}");
+            let mut src = std::error::Error::source(&e);
+            while let Some(s) = src {
+                eprintln!("  caused by: {s}");
+                src = s.source();
+            }
+            ExitCode::from(if e.kind() == ErrorKind::Usage { EXIT_USAGE } else { EXIT_INPUT })
+        }
+    }
+}

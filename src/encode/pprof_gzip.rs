@@ -1,0 +1,199 @@
+//! gzip-compressed pprof, made fast: the compression runs beside the encoding.
+
+use std::io::Write;
+use std::sync::{Mutex, mpsc};
+
+use rayon::prelude::*;
+
+use super::pprof::{
+    FLAT_SAMPLES_PER_PART, PprofEncoder, PprofOptions, encode_flat_parts, encode_flat_parts_with, gzip, gzip_writer,
+};
+use crate::model::{FlatProfile, Profile};
+
+/// Encodes a profile as gzipped pprof, the same bytes as `gzip(&encode_pprof(..))`, with the
+/// compression on a second thread taking the encoded bytes a megabyte at a time.
+pub fn encode_pprof_gzip(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(4);
+    std::thread::scope(|threads| {
+        let compressor = threads.spawn(move || {
+            let mut gz = gzip_writer(Vec::with_capacity(1 << 20));
+            for bytes in rx {
+                gz.write_all(&bytes).expect("writing to memory");
+            }
+            gz.finish().expect("writing to memory")
+        });
+        let mut w = MegabyteSender { tx: &tx, buf: Vec::with_capacity(1 << 20) };
+        PprofEncoder::new(opts.clone())
+            .encode_to(profile, &mut w)
+            .and_then(|_| w.flush())
+            .expect("the compressor takes every chunk");
+        drop(tx);
+        compressor.join().expect("the compressor does not panic")
+    })
+}
+/// Encodes a profile with frame lists as gzipped pprof. A small profile (at most twice
+/// [`FLAT_SAMPLES_PER_PART`] samples) is one gzip member (the bytes of
+/// `gzip(&encode_pprof_flat(..))`); a large one is written as gzip members one after the other,
+/// which every gzip reader (Go's, Python's, zlib's, heapconv's) reads as one stream: see
+/// [`encode_flat_pprof_gzip_to`].
+pub fn encode_flat_pprof_gzip(profile: &FlatProfile, opts: &PprofOptions) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_flat_pprof_gzip_to(profile, opts, &mut out).expect("writing to memory");
+    out
+}
+/// [`encode_flat_pprof_gzip`] into `w`, member by member as they are ready. A large profile
+/// has one member per part of [`encode_flat_parts`], each compressed in parallel by the task
+/// that encoded it, the last part cut into 1 MiB pieces; members are written in order as soon
+/// as those before them are, while the others are still being encoded, so neither the whole
+/// encoding nor the whole output is held at once. The members are cut at fixed places, so
+/// the bytes do not depend on the number of threads.
+pub fn encode_flat_pprof_gzip_to(
+    profile: &FlatProfile,
+    opts: &PprofOptions,
+    w: &mut (dyn Write + Send),
+) -> std::io::Result<()> {
+    if profile.sample_count() <= 2 * FLAT_SAMPLES_PER_PART {
+        return w.write_all(&gzip(&encode_flat_parts(profile, opts).concat()));
+    }
+    const PIECE: usize = 1 << 20;
+    let out = OrderedWriter::new(w);
+    encode_flat_parts_with(profile, opts, &|index, part| {
+        let member = if part.len() <= PIECE {
+            gzip(&part)
+        } else {
+            let pieces: Vec<Vec<u8>> = part.par_chunks(PIECE).map(gzip).collect();
+            pieces.concat()
+        };
+        drop(part);
+        out.put(index, member);
+        Vec::new()
+    });
+    out.finish()
+}
+/// A `Write` that hands bytes to the compressor thread a megabyte at a time.
+struct MegabyteSender<'a> {
+    tx: &'a mpsc::SyncSender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl Write for MegabyteSender<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        if self.buf.len() >= 1 << 20 {
+            self.flush()?;
+        }
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(1 << 20));
+            self.tx.send(chunk).map_err(|_| std::io::Error::other("the compressor stopped"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes pieces given in any order, each with its index, in index order: a piece is written
+/// as soon as every piece before it has been, by whichever thread gave the last of them,
+/// outside the lock that takes new pieces.
+struct OrderedWriter<'w> {
+    state: Mutex<Ordered>,
+    w: Mutex<&'w mut (dyn Write + Send)>,
+}
+#[derive(Default)]
+struct Ordered {
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, Vec<u8>>,
+    writing: bool,
+    error: Option<std::io::Error>,
+}
+impl<'w> OrderedWriter<'w> {
+    fn new(w: &'w mut (dyn Write + Send)) -> Self {
+        OrderedWriter { state: Mutex::new(Ordered::default()), w: Mutex::new(w) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ordered> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes piece `index`, and writes every piece that is now next in order unless another
+    /// thread is already writing (it then writes them).
+    fn put(&self, index: usize, piece: Vec<u8>) {
+        let mut st = self.lock();
+        st.waiting.insert(index, piece);
+        if st.writing {
+            return;
+        }
+        st.writing = true;
+        loop {
+            let next = st.next;
+            let Some(piece) = st.waiting.remove(&next) else {
+                st.writing = false;
+                return;
+            };
+            st.next += 1;
+            let failed = st.error.is_some();
+            drop(st);
+            let result =
+                if failed { Ok(()) } else { self.w.lock().unwrap_or_else(|e| e.into_inner()).write_all(&piece) };
+            st = self.lock();
+            if let Err(e) = result {
+                st.error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The first write error, if any; an error too if a piece was never written (a gap in
+    /// the indexes).
+    fn finish(self) -> std::io::Result<()> {
+        let st = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
+        match st.error {
+            Some(e) => Err(e),
+            None if !st.waiting.is_empty() => Err(std::io::Error::other("a part of the output was never written")),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordered_writer_writes_pieces_given_in_any_order_in_order() {
+        use rayon::prelude::*;
+        let mut out = Vec::new();
+        let w = OrderedWriter::new(&mut out);
+        // 200 pieces given by several threads, in a scrambled order.
+        let order: Vec<usize> = (0..200).map(|i| (i * 73) % 200).collect();
+        order.par_iter().for_each(|&i| w.put(i, format!("<{i}>").into_bytes()));
+        w.finish().unwrap();
+        let want: String = (0..200).map(|i| format!("<{i}>")).collect();
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    #[test]
+    fn ordered_writer_reports_a_gap_and_write_errors() {
+        let mut out = Vec::new();
+        let w = OrderedWriter::new(&mut out);
+        w.put(1, b"b".to_vec());
+        assert!(w.finish().unwrap_err().to_string().contains("never written"));
+        assert!(out.is_empty(), "nothing written before piece 0");
+
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut full = Full;
+        let w = OrderedWriter::new(&mut full);
+        w.put(0, b"a".to_vec());
+        w.put(1, b"b".to_vec());
+        assert_eq!(w.finish().unwrap_err().to_string(), "disk full");
+    }
+}

@@ -1,0 +1,498 @@
+//! `heapconv convert`: a trace's dumps, DDM captures (merged), an HPROF heap dump, a trace's
+//! Java heap graphs or a pprof profile, in any output format ([`crate::encode::Format`]).
+
+use std::path::{Path, PathBuf};
+
+use super::batch::{BatchInput, Done, ProfileTotals, file_for};
+use super::load::{
+    HeapprofdSelection, Opened, SymbolSources, for_selected_heap_graphs, is_alloc_file, open_input, select_heapprofd,
+    select_heapprofd_dumps,
+};
+use super::reports::{ddm_inspect, pprof_coverage};
+use super::select::{
+    Destination, DumpFilter, DumpSelect, describe_heap_dump, heap_dump_name, no_heap_graph_match, no_heapprofd,
+    several_heap_graphs, stem, write_outputs,
+};
+use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
+use crate::decode::perfetto::DecodeOptions;
+use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
+use crate::decode::{Input, InputKind};
+use crate::encode::summary::{DdmInspect, SummaryOptions, convert_json};
+use crate::encode::{EncodeOptions, Format, Shown, encode, encode_flat};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{HeapDump, Profile, TraceReport, ValueKind};
+use crate::output::{check_not_input, ensure_dir, write_atomic};
+use crate::symbolize::SymbolizeReport;
+
+/// Options of `heapconv convert`.
+#[derive(Debug, Clone)]
+pub struct ConvertOptions {
+    /// Output format. Default: pprof.
+    pub format: Format,
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only this heap. Default: all heaps.
+    pub heap: Option<String>,
+    /// Which dumps. Default: the last of each (pid, heap).
+    pub dump: DumpSelect,
+    /// The value folded stacks and flame graphs show and pprof viewers open with.
+    /// Default: unreleased size.
+    pub value: ValueKind,
+    /// ART frame annotations in frame names (pprof always has them unless this is false).
+    /// Default: true.
+    pub annotations: bool,
+    /// Decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
+    /// How DDM allocation records become a profile. Default: [`DdmOptions::default`]
+    /// (`lines` and `per_allocation` are chosen per format: on for pprof, off for the text
+    /// outputs, whose frame labels are then `class.method(File.java:12)`).
+    pub ddm: DdmOptions,
+    /// Which tree of a Java heap (an hprof input, or a trace's heap graphs) becomes the
+    /// profile. Default: the dominator tree (flame graph widths are retained sizes).
+    pub heap_tree: HeapTree,
+    /// Convert a trace's Java heap graphs rather than its heapprofd dumps. Default: false
+    /// (heap graphs are converted when a trace has no heapprofd dump).
+    pub java_heap: bool,
+}
+
+impl ConvertOptions {
+    /// The heapprofd dumps these options select.
+    pub(crate) fn selection(&self) -> HeapprofdSelection<'_> {
+        HeapprofdSelection {
+            decode: &self.decode,
+            pids: &self.pids,
+            heap: self.heap.as_deref(),
+            dump: self.dump,
+            symbolize: self.symbols.options(),
+        }
+    }
+
+    /// How a profile is encoded.
+    pub fn encode_options(&self) -> EncodeOptions {
+        EncodeOptions { shown: Shown::Kind(self.value), annotations: self.annotations, title: None }
+    }
+
+    /// The dumps of a trace these options convert.
+    pub fn dump_filter(&self, report: &TraceReport) -> DumpFilter {
+        DumpFilter::new(&self.pids, self.heap.as_deref(), self.dump, &[], report)
+    }
+}
+
+/// Which tree of a Java heap becomes a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeapTree {
+    /// The dominator tree: a node's cumulative values are what it retains.
+    #[default]
+    Dominator,
+    /// traceconv's shortest-path tree from the GC roots (`profile --java-heap`).
+    ShortestPath,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        ConvertOptions {
+            format: Format::Pprof,
+            pids: Vec::new(),
+            heap: None,
+            dump: DumpSelect::Last,
+            value: ValueKind::UnreleasedSize,
+            annotations: true,
+            decode: DecodeOptions::default(),
+            symbols: SymbolSources::default(),
+            ddm: DdmOptions::default(),
+            heap_tree: HeapTree::default(),
+            java_heap: false,
+        }
+    }
+}
+
+/// Decodes `input` and keeps the profiles `opts` selects, in trace order.
+pub fn select_profiles(
+    input: &Path,
+    opts: &ConvertOptions,
+) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
+    select_heapprofd_dumps(Input::open(input, opts.decode.max_gzip_bytes)?, &opts.selection())
+}
+
+/// Encodes one profile as `convert` writes it: in `opts.format`, showing `opts.value`.
+pub fn encode_one(profile: &Profile, opts: &ConvertOptions) -> Result<Vec<u8>> {
+    encode(profile, opts.format, &opts.encode_options())
+}
+
+fn summary_options(opts: &ConvertOptions) -> SummaryOptions {
+    SummaryOptions { view: opts.value, annotations: opts.annotations, ..Default::default() }
+}
+
+/// Output of `convert`: what to write where.
+#[derive(Debug)]
+pub struct ConvertRun {
+    /// (destination path or None for stdout, bytes), in order.
+    pub outputs: Vec<(Option<PathBuf>, Vec<u8>)>,
+    /// What the trace holds.
+    pub report: TraceReport,
+    /// The symbolization report, when symbolization was asked for.
+    pub symbols: Option<SymbolizeReport>,
+    /// What each converted profile holds (for batch summaries); empty for reports that are
+    /// not profiles (the `--to json` top report of a heap dump).
+    pub profiles: Vec<ProfileTotals>,
+    /// The heapprofd dumps of the trace that were converted (what warnings and `--strict`
+    /// judge).
+    pub converted: DumpFilter,
+}
+
+/// Runs `convert`: decodes, selects, encodes (in parallel) and writes.
+pub fn run_convert(input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    run_convert_inputs(&[input.to_path_buf()], dest, opts)
+}
+
+/// Runs `convert` on one or more inputs. One input may be a Perfetto trace or a DDM
+/// allocation-record capture (told apart by their first bytes); several inputs must all be
+/// DDM captures, which are merged into one profile.
+pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    convert_inputs_to(inputs, &|_| dest.clone(), opts)
+}
+
+/// [`run_convert_inputs`] with the destination chosen once the kind of input is known:
+/// `dest_for(true)` for a Perfetto trace, `dest_for(false)` for anything else (a DDM capture,
+/// an HPROF heap dump, a pprof profile).
+pub(crate) fn convert_inputs_to(
+    inputs: &[PathBuf],
+    dest_for: &dyn Fn(bool) -> Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
+    if inputs.is_empty() {
+        return Err(Error::new(ErrorKind::Usage, "no input given"));
+    }
+    let want_ddm = inputs.len() > 1 || is_alloc_file(&inputs[0]);
+    let mut ddm = Vec::new();
+    for path in inputs {
+        match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
+            Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
+            Opened::Trace(inp, InputKind::Pprof) => {
+                return convert_pprof(inp, &inputs[0], &dest_for(false), opts);
+            }
+            Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], &dest_for(true), opts),
+            Opened::Hprof(inp) => {
+                if inputs.len() > 1 {
+                    return Err(Error::new(
+                        ErrorKind::Usage,
+                        format!("{}: `convert` takes one HPROF heap dump at a time", inp.name),
+                    ));
+                }
+                return convert_hprof(inp, &inputs[0], &dest_for(false), opts);
+            }
+        }
+    }
+    convert_ddm(&ddm, inputs, &dest_for(false), opts)
+}
+
+fn convert_trace(
+    inp: Input,
+    kind: InputKind,
+    input: &Path,
+    dest: &Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
+    use rayon::prelude::*;
+    if opts.java_heap {
+        return convert_heap_graphs(inp, input, dest, opts);
+    }
+    // A trace without heapprofd dumps may hold Java heap graphs: those are converted then.
+    let again = inp.reopen();
+    let name = inp.name.clone();
+    let (profiles, report, symbols) = select_heapprofd(inp, &opts.selection())?;
+    if report.dumps.is_empty() && report.damage.is_none() {
+        if let (Some(again), true) = (again, report.packet_kinds.get("heap_graph").is_some_and(|&n| n > 0)) {
+            return convert_heap_graphs(again?, input, dest, opts);
+        }
+        return Err(no_heapprofd(&name));
+    }
+    if profiles.is_empty() {
+        if kind == InputKind::Unknown {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                format!(
+                    "{}: neither a Perfetto trace nor a DDM allocation-record capture (a bare .alloc blob starting 0F 09 08, a REAL chunk or JDWP packets){}",
+                    input.display(),
+                    report.damage.as_deref().map(|d| format!("; as a trace: {d}")).unwrap_or_default()
+                ),
+            ));
+        }
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!(
+                "{}: no dump matches the selection (see `heapconv inspect`){}",
+                input.display(),
+                report.damage.as_deref().map(|d| format!("; the input is damaged: {d}")).unwrap_or_default()
+            ),
+        ));
+    }
+    let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format.is_report() {
+        let mut doc = convert_json(&report, &profiles, &summary_options(opts)).into_bytes();
+        if let Some(sym) = &symbols {
+            // The symbolization report joins the document (the encoder does not know the stage).
+            let mut v: serde_json::Value = serde_json::from_slice(&doc).expect("our own JSON");
+            v["symbolization"] = serde_json::to_value(sym).expect("report serializes");
+            doc = serde_json::to_vec_pretty(&v).expect("serializes");
+            doc.push(b'\n');
+        }
+        match dest {
+            Destination::Stdout => vec![(None, doc)],
+            Destination::File(p) => vec![(Some(p.clone()), doc)],
+            Destination::Dir(d) => vec![(Some(d.join(format!("{}.json", stem(input)))), doc)],
+        }
+    } else {
+        if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
+            let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.meta.describe())).collect();
+            return Err(Error::new(
+                ErrorKind::Usage,
+                format!(
+                    "{} profiles match; choose one with --pid/--heap/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+                    profiles.len(),
+                    list.join("\n")
+                ),
+            ));
+        }
+        let encoded: Vec<Result<Vec<u8>>> = profiles.par_iter().map(|p| encode_one(p, opts)).collect();
+        let mut outs = Vec::new();
+        for (n, (p, bytes)) in profiles.iter().zip(encoded).enumerate() {
+            let bytes = bytes?;
+            let path = match dest {
+                Destination::Stdout => None,
+                Destination::File(f) => Some(f.clone()),
+                Destination::Dir(d) => Some(d.join(heap_dump_name(n + 1, p, opts.format.extension()))),
+            };
+            outs.push((path, bytes));
+        }
+        outs
+    };
+    write_outputs(input, dest, &outputs)?;
+    let profiles = profiles.iter().map(ProfileTotals::of).collect();
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs, report, symbols, profiles, converted })
+}
+
+/// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
+/// folded stacks or a flame graph, or the `top` report (classes by retained size, the largest
+/// retainers and their paths from GC roots) as JSON. A damaged dump converts what was
+/// complete and says so in the report.
+fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    use crate::decode::hprof::{HprofReadOptions, read_hprof};
+    let name = inp.name.clone();
+    let dump = read_hprof(inp.reader(), &name, &HprofReadOptions::default())?;
+    let mut report = TraceReport { source: name.clone(), gzipped: inp.gzipped, ..Default::default() };
+    if !dump.incomplete.is_empty() {
+        report.damage = Some(dump.incomplete.join("; "));
+    }
+    let (bytes, totals) = heap_output(&dump, opts)?;
+    let profiles = totals.into_iter().collect();
+    let path = match dest {
+        Destination::Stdout => None,
+        Destination::File(f) => Some(f.clone()),
+        Destination::Dir(d) => {
+            ensure_dir(d)?;
+            Some(d.join(format!("{}.{}", stem(input), opts.format.extension())))
+        }
+    };
+    let outputs = vec![(path, bytes)];
+    write_outputs(input, dest, &outputs)?;
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted })
+}
+
+/// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
+/// `opts.format` (with its totals), or, for JSON, the top report.
+fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<ProfileTotals>)> {
+    use crate::analysis::heap::{RootedHeap, TopOptions, top_json};
+    let heap = RootedHeap::new(dump);
+    if opts.format.is_report() {
+        let spt = heap.shortest_path_tree();
+        let dom = heap.dominators();
+        return Ok((top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes(), None));
+    }
+    let profile = match opts.heap_tree {
+        HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
+        HeapTree::ShortestPath => heap.spt_profile(&heap.shortest_path_tree()),
+    };
+    Ok((encode_one(&profile, opts)?, Some(ProfileTotals::of(&profile))))
+}
+
+/// `convert` of a trace's Java heap graphs: per selected dump (`--pid`, `--dump`), the
+/// dominator or shortest-path tree as pprof, folded stacks or a flame graph, or the top report
+/// as JSON. Several dumps need a directory, where they are named `java_heap_dump.N.PID.EXT`
+/// (N counting the files written from 1, in the order the dumps end in the trace). An
+/// incomplete dump converts what it has and the run is partial.
+fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    use crate::analysis::heap::JAVA_HEAP_NAME;
+    if let Some(h) = opts.heap.as_deref().filter(|h| *h != JAVA_HEAP_NAME) {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{}: no heap `{h}` in the Java heap graphs (their heap is `{JAVA_HEAP_NAME}`)", input.display()),
+        ));
+    }
+    let mut outputs: Vec<(Option<PathBuf>, Vec<u8>)> = Vec::new();
+    let mut described: Vec<String> = Vec::new();
+    let mut incomplete: Vec<String> = Vec::new();
+    let mut profiles = Vec::new();
+    let multi_ok = matches!(dest, Destination::Dir(_));
+    let mut report = for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &mut |dump| {
+        let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
+        described.push(describe.clone());
+        if !multi_ok && described.len() > 1 {
+            // Only listed: the run ends in a usage error.
+            return Ok(());
+        }
+        if !dump.incomplete.is_empty() {
+            incomplete.push(format!("{describe}: {}", dump.incomplete.join("; ")));
+        }
+        let (bytes, totals) = heap_output(&dump, opts)?;
+        profiles.extend(totals);
+        let path = match dest {
+            Destination::Stdout => None,
+            Destination::File(f) => Some(f.clone()),
+            Destination::Dir(d) => Some(d.join(format!(
+                "java_heap_dump.{}.{}.{}",
+                described.len(),
+                dump.pid.unwrap_or(0),
+                opts.format.extension()
+            ))),
+        };
+        outputs.push((path, bytes));
+        Ok(())
+    })?;
+    if described.is_empty() {
+        return Err(no_heap_graph_match(input, &report));
+    }
+    if described.len() > 1 && !multi_ok {
+        return Err(several_heap_graphs(&described, "--pid/--dump"));
+    }
+    if !incomplete.is_empty() && report.damage.is_none() {
+        report.damage = Some(format!("incomplete heap graph dump(s): {}", incomplete.join(" | ")));
+    }
+    write_outputs(input, dest, &outputs)?;
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted })
+}
+
+/// Converts DDM captures, merged into one profile.
+fn convert_ddm(
+    inputs: &[(String, Vec<u8>)],
+    paths: &[PathBuf],
+    dest: &Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
+    if !opts.pids.is_empty() || opts.heap.is_some() || opts.dump != DumpSelect::Last {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "--pid, --heap and --dump select heapprofd dumps; a DDM allocation-record capture has one profile",
+        ));
+    }
+    // pprof gets one sample per allocation with file and line per frame; the text outputs
+    // label frames `class.method(File.java:12)` and need only one sample per stack.
+    let mut ddm = opts.ddm.clone();
+    ddm.lines = opts.format.keeps_lines();
+    ddm.per_allocation = opts.format.keeps_lines();
+    let captures =
+        inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
+    let profile = alloc_records_profile(&captures, &ddm);
+    let mut report = TraceReport {
+        source: profile.meta.source.clone(),
+        bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
+        ..Default::default()
+    };
+    for c in &captures {
+        for p in &c.problems {
+            report.problem(None, None, format!("{}: {p}", c.source));
+        }
+    }
+    let bytes = match opts.format {
+        Format::Json => {
+            let doc = convert_json(&report, std::slice::from_ref(&profile), &summary_options(opts));
+            let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
+            let ddm_reports: Vec<DdmInspect> = captures.iter().map(|c| ddm_inspect(c, &ddm)).collect();
+            v["ddm"] = serde_json::to_value(ddm_reports).expect("report serializes");
+            let mut doc = serde_json::to_vec_pretty(&v).expect("serializes");
+            doc.push(b'\n');
+            doc
+        }
+        Format::Svg => {
+            let index =
+                profile.value_index(opts.value).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
+            let title = format!(
+                "{}: Java allocations (DDM allocation records), {}",
+                profile.meta.process_name.as_deref().unwrap_or(""),
+                profile.sample_types[index].name
+            );
+            // The flame graph of Java frames gets a title and no ART annotations.
+            let eopts = EncodeOptions { shown: Shown::Index(index), annotations: false, title: Some(title) };
+            encode(&profile, Format::Svg, &eopts)?
+        }
+        _ => encode_one(&profile, opts)?,
+    };
+    let path = match dest {
+        Destination::Stdout => None,
+        Destination::File(f) => Some(f.clone()),
+        Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(&paths[0]), opts.format.extension()))),
+    };
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
+    }
+    match &path {
+        Some(p) => write_atomic(p, &bytes, paths)?,
+        None => check_not_input(Path::new("-"), paths)?,
+    }
+    let profiles = vec![ProfileTotals::of(&profile)];
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles, converted })
+}
+
+/// Converts one pprof input (`convert` on a pprof file): decoded, then encoded in the
+/// requested format with the names it has (annotations are not added again).
+fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+    let flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
+    // Names are written as the input has them (annotations are not added again).
+    let eopts = EncodeOptions { annotations: false, ..opts.encode_options() };
+    let bytes = encode_flat(&flat, opts.format, &eopts)?;
+    let path = match dest {
+        Destination::Stdout => None,
+        Destination::File(f) => Some(f.clone()),
+        Destination::Dir(d) => {
+            crate::output::ensure_dir(d)?;
+            Some(d.join(format!("{}.{}", stem(input), opts.format.extension())))
+        }
+    };
+    let inputs = [input.to_path_buf()];
+    match &path {
+        Some(p) => crate::output::write_atomic(p, &bytes, &inputs)?,
+        None => crate::output::check_not_input(Path::new("-"), &inputs)?,
+    }
+    let report = TraceReport { source: input.display().to_string(), ..Default::default() };
+    let profiles = vec![ProfileTotals::of_flat(&flat)];
+    let symbols = opts.symbols.options().map(|_| pprof_coverage(&flat));
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles, converted })
+}
+
+/// `convert` of one input: a Perfetto trace to `OUT/<key>/heap_dump.N.PID.HEAP.<ext>` (one
+/// file per selected dump, as `convert -o DIR/` names them), or to `OUT/<key>.json` with
+/// `--to json`; a DDM capture, an HPROF heap dump or a pprof profile to `OUT/<key>.<ext>`.
+pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) -> Result<Done> {
+    let format = opts.format;
+    let file = file_for(out_dir, &input.key, format.extension())?;
+    let dir = out_dir.join(&input.key);
+    let dest_for = |trace: bool| {
+        if trace && !format.is_report() { Destination::Dir(dir.clone()) } else { Destination::File(file.clone()) }
+    };
+    let run = convert_inputs_to(std::slice::from_ref(&input.path), &dest_for, opts)?;
+    Ok(Done {
+        outputs: run.outputs.into_iter().filter_map(|o| o.0).collect(),
+        profiles: run.profiles,
+        dumps: Some(run.converted),
+        report: Some(run.report),
+        symbols: run.symbols,
+        ..Done::default()
+    })
+}

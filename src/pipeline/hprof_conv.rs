@@ -1,0 +1,88 @@
+//! `heapconv hprof-conv`: Android heap dumps (1.0.3) to the standard format (1.0.2).
+
+use std::path::{Path, PathBuf};
+
+use super::batch::{BatchInput, Done, file_for};
+use crate::decode::Input;
+use crate::decode::hprof::{HprofConvOptions, HprofConvReport, NoSeek, hprof_conv};
+use crate::decode::perfetto::DecodeOptions;
+use crate::error::{Error, Result};
+use crate::output::{check_not_input, commit_staged, discard_staged, stage_file};
+
+/// Options of `heapconv hprof-conv`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HprofConvRunOptions {
+    /// Leave out the instances and arrays of the zygote and image heaps, as `hprof-conv -z`.
+    /// Default: false.
+    pub app_only: bool,
+}
+
+impl HprofConvRunOptions {
+    /// The converter's options.
+    fn conv(&self) -> HprofConvOptions {
+        HprofConvOptions { app_only: self.app_only, ..HprofConvOptions::default() }
+    }
+}
+
+/// Runs `hprof-conv`: converts the Android heap dump `input` (`-`: standard input; gzip is
+/// undone) to the standard format in `output` (`-`: standard output), written atomically.
+pub fn run_hprof_conv(input: &Path, output: &Path, opts: &HprofConvRunOptions) -> Result<HprofConvReport> {
+    let opts = &opts.conv();
+    use std::io::Write;
+    let inputs = [input.to_path_buf()];
+    let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
+    let name = inp.name.clone();
+    if output.as_os_str() == "-" {
+        let mut out = NoSeek(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock()));
+        let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
+        out.flush().map_err(|e| Error::io("writing standard output", e))?;
+        return Ok(report);
+    }
+    check_not_input(output, &inputs)?;
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (tmp, file) = stage_file(&dir, 0)?;
+    let result = (|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
+        let file = out.into_inner().map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
+        crate::output::sync_file(&file).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+        Ok(report)
+    })();
+    match result {
+        Ok(report) => {
+            commit_staged(&tmp, output, &inputs)?;
+            Ok(report)
+        }
+        Err(e) => {
+            discard_staged([tmp]);
+            Err(e)
+        }
+    }
+}
+
+/// `hprof-conv` of one heap dump: `OUT/<key>.hprof`.
+pub fn hprof_conv_one(input: &BatchInput, out_dir: &Path, opts: &HprofConvRunOptions) -> Result<Done> {
+    let out = file_for(out_dir, &input.key, "hprof")?;
+    let r = run_hprof_conv(&input.path, &out, opts)?;
+    let mut warnings = Vec::new();
+    if r.nodata_zero_filled + r.nodata_emptied > 0 {
+        warnings.push(format!(
+            "{} PRIMITIVE_ARRAY_NODATA record(s) written as arrays of zeros and {} as empty arrays",
+            r.nodata_zero_filled, r.nodata_emptied
+        ));
+    }
+    let details = serde_json::json!({
+        "bytes_in": r.bytes_in,
+        "bytes_out": r.bytes_out,
+        "records": r.records,
+        "heap_dump_records": r.heap_dump_records,
+        "sub_records": r.sub_records,
+        "heap_infos_dropped": r.heap_infos_dropped,
+        "roots_rewritten": r.roots_rewritten,
+        "objects_dropped": r.objects_dropped,
+    });
+    Ok(Done { outputs: vec![out], warnings, data_loss: r.data_loss(), details: Some(details), ..Done::default() })
+}

@@ -1,0 +1,669 @@
+//! Shared by the commands: opening an input (a path or `-`, gzip undone) and telling what it is
+//! by its first bytes, then decoding it into the model: the heapprofd dumps a selection keeps,
+//! the Java heap graphs a selection keeps, or any input as profiles for `merge`, `diff` and
+//! `top` ([`load_input`], [`merge_inputs`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+use super::reports::pprof_coverage;
+use super::select::{DumpFilter, DumpSelect, no_heapprofd};
+use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
+use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
+use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
+use crate::decode::{Input, InputKind, sniff};
+use crate::error::{Error, ErrorKind, Result};
+use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, merge_tree};
+use crate::model::{FlatProfile, HeapDump, Profile, Tables, TraceReport};
+use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
+
+pub(crate) fn symbolize_hook(s: &mut Option<Symbolizer>, tables: &mut Tables, range: std::ops::Range<usize>) {
+    if let Some(s) = s {
+        s.symbolize(tables, range);
+    }
+}
+
+/// Which heapprofd dumps of a trace to keep, and how to read it.
+#[derive(Debug, Clone)]
+pub(crate) struct HeapprofdSelection<'a> {
+    /// How the trace is read.
+    pub(crate) decode: &'a DecodeOptions,
+    /// Only these pids (empty: all).
+    pub(crate) pids: &'a [u64],
+    /// Only this heap.
+    pub(crate) heap: Option<&'a str>,
+    /// Which dumps of each (pid, heap).
+    pub(crate) dump: DumpSelect,
+    /// Symbolize native frames (or count their symbols).
+    pub(crate) symbolize: Option<SymbolizeOptions>,
+}
+
+/// The profiles `sel` keeps of a trace, in trace order, with the trace's report and the
+/// symbolization report; an error for a trace without any heapprofd dump.
+pub(crate) fn select_heapprofd_dumps(
+    inp: Input,
+    sel: &HeapprofdSelection<'_>,
+) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
+    let name = inp.name.clone();
+    let (out, report, symbols) = select_heapprofd(inp, sel)?;
+    if report.dumps.is_empty() && report.damage.is_none() {
+        return Err(no_heapprofd(&name));
+    }
+    Ok((out, report, symbols))
+}
+
+/// [`select_heapprofd_dumps`] without the error for a trace that has no heapprofd dump.
+pub(crate) fn select_heapprofd(
+    mut inp: Input,
+    sel: &HeapprofdSelection<'_>,
+) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
+    let mut decode = sel.decode.clone();
+    decode.pids = sel.pids.to_vec();
+    decode.include_unchanged = true;
+    let empty = Arc::new(Tables::default());
+    let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
+    let mut order: Vec<(u64, String)> = Vec::new();
+    let mut symbolizer = sel.symbolize.clone().map(Symbolizer::new);
+    let (report, tables) = decode_heapprofd_with(
+        &mut inp,
+        &decode,
+        &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+        &mut |mut p: Profile| {
+            if sel.heap.is_some_and(|h| h != p.meta.heap) {
+                return Ok(());
+            }
+            let keep = match sel.dump {
+                DumpSelect::Last | DumpSelect::All => true,
+                DumpSelect::Nth(n) => p.meta.dump_index + 1 == n,
+            };
+            if !keep {
+                return Ok(());
+            }
+            p.tables = Arc::clone(&empty);
+            let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
+            let slot = kept.entry(key.clone()).or_default();
+            if slot.is_empty() {
+                order.push(key);
+            }
+            if sel.dump == DumpSelect::Last {
+                slot.clear();
+            }
+            slot.push(p);
+            Ok(())
+        },
+    )?;
+    let mut out = Vec::new();
+    for key in order {
+        for mut p in kept.remove(&key).unwrap_or_default() {
+            p.tables = Arc::clone(&tables);
+            out.push(p);
+        }
+    }
+    out.sort_by_key(|p| p.meta.timestamp.unwrap_or(i64::MIN));
+    let symbols = symbolizer.map(|s| {
+        let mut r = s.report(&tables);
+        // The last dump of each (pid, heap) that was selected.
+        let mut last: BTreeMap<(u64, String), &Profile> = BTreeMap::new();
+        for p in &out {
+            last.insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), p);
+        }
+        for p in last.values() {
+            r.attribute(&crate::symbolize::attribute(p));
+        }
+        r
+    });
+    Ok((out, report, symbols))
+}
+
+/// Decodes the Java heap graphs of a trace and hands the dumps `pids` and `dump` select to
+/// `each`, in the order the dumps end in the trace. `dump` counts the dumps of each process
+/// (`Nth(2)`: every process's second dump); `Last` keeps one dump per process in memory until
+/// the trace ends, the others hand each dump on as soon as it ends. Returns the trace report
+/// (`heap_graphs` is empty for a trace without any).
+pub(crate) fn for_selected_heap_graphs(
+    inp: &mut Input,
+    decode: &DecodeOptions,
+    pids: &[u64],
+    dump: DumpSelect,
+    each: &mut dyn FnMut(HeapDump) -> Result<()>,
+) -> Result<TraceReport> {
+    let graph = HeapGraphOptions {
+        max_packet_bytes: decode.max_packet_bytes,
+        max_bundle_bytes: decode.max_bundle_bytes,
+        pids: pids.to_vec(),
+    };
+    let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut last: BTreeMap<u32, (usize, HeapDump)> = BTreeMap::new();
+    let mut n = 0usize;
+    let report = decode_heap_graphs(inp, &graph, &mut |d| {
+        n += 1;
+        let pid = d.pid.unwrap_or(0);
+        let k = seen.entry(pid).or_default();
+        *k += 1;
+        match dump {
+            DumpSelect::Last => {
+                last.insert(pid, (n, d));
+                Ok(())
+            }
+            DumpSelect::All => each(d),
+            DumpSelect::Nth(want) if *k == want => each(d),
+            DumpSelect::Nth(_) => Ok(()),
+        }
+    })?;
+    let mut kept: Vec<(usize, HeapDump)> = last.into_values().collect();
+    kept.sort_by_key(|k| k.0);
+    for (_, d) in kept {
+        each(d)?;
+    }
+    Ok(report)
+}
+
+/// True for a path named `*.alloc` (or `*.alloc.gz`): it must be a DDM capture.
+pub(crate) fn is_alloc_file(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    name.ends_with(".alloc") || name.ends_with(".alloc.gz")
+}
+
+/// An input opened and recognized.
+pub(crate) enum Opened {
+    /// A Perfetto trace, or something that is neither a trace nor a DDM capture (the trace
+    /// decoder then says what is wrong, as it always has).
+    Trace(Input, InputKind),
+    /// A DDM capture, read whole (gzip undone).
+    Ddm { name: String, bytes: Vec<u8> },
+    /// An HPROF heap dump, opened from its start.
+    Hprof(Input),
+}
+
+/// Opens `path` (`-` for stdin) and tells a DDM capture from anything else by its first
+/// (decompressed) bytes. With `want_ddm`, anything else is an error.
+pub(crate) fn open_input(path: &Path, max_gzip: u64, ddm_max: u64, want_ddm: bool) -> Result<Opened> {
+    use std::io::Read;
+    const HEAD: u64 = 64;
+    let name = path.display().to_string();
+    let too_big = |name: &str| {
+        Error::new(
+            ErrorKind::LimitExceeded,
+            format!("{name}: more than the limit of {ddm_max} bytes for a DDM capture"),
+        )
+    };
+    let read_err = |e: std::io::Error| Error::io(format!("reading {name}"), e);
+    if name == "-" {
+        // Standard input can be read only once: it is read whole, then handed to the decoder
+        // that its first bytes call for.
+        let mut raw = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut raw).map_err(read_err)?;
+        let gz = raw.starts_with(&[0x1f, 0x8b]);
+        let mut head = Vec::new();
+        if gz {
+            let _ = flate2::read::MultiGzDecoder::new(raw.as_slice()).take(HEAD).read_to_end(&mut head);
+        } else {
+            head.extend_from_slice(&raw[..raw.len().min(HEAD as usize)]);
+        }
+        let kind = sniff(&head);
+        if kind.is_ddm() || (want_ddm && kind == InputKind::Unknown) {
+            let bytes = if gz {
+                let mut v = Vec::new();
+                flate2::read::MultiGzDecoder::new(raw.as_slice())
+                    .take(ddm_max.saturating_add(1))
+                    .read_to_end(&mut v)
+                    .map_err(read_err)?;
+                v
+            } else {
+                raw
+            };
+            if bytes.len() as u64 > ddm_max {
+                return Err(too_big(&name));
+            }
+            return Ok(Opened::Ddm { name, bytes });
+        }
+        if kind == InputKind::Hprof && !want_ddm {
+            return Ok(Opened::Hprof(Input::from_bytes(&name, raw, max_gzip)?));
+        }
+        not_ddm(&name, kind, &head, want_ddm)?;
+        return Ok(Opened::Trace(Input::from_bytes(&name, raw, max_gzip)?, kind));
+    }
+    let mut input = Input::open(path, max_gzip)?;
+    let mut head = Vec::new();
+    input.reader().take(HEAD).read_to_end(&mut head).map_err(read_err)?;
+    let kind = sniff(&head);
+    if kind.is_ddm() || (want_ddm && kind == InputKind::Unknown) {
+        // (An unknown kind where a capture is required: the DDM decoder says what is wrong.)
+        let mut bytes = head;
+        if let Some(size) = input.file_size.filter(|_| !input.gzipped) {
+            bytes.reserve(usize::try_from(size.min(ddm_max)).unwrap_or(0));
+        }
+        let left = ddm_max.saturating_add(1).saturating_sub(bytes.len() as u64);
+        input.reader().take(left).read_to_end(&mut bytes).map_err(read_err)?;
+        if bytes.len() as u64 > ddm_max {
+            return Err(too_big(&name));
+        }
+        return Ok(Opened::Ddm { name, bytes });
+    }
+    let hprof = kind == InputKind::Hprof && !want_ddm;
+    if !hprof {
+        not_ddm(&name, kind, &head, want_ddm)?;
+    }
+    let again = input.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))??;
+    Ok(if hprof { Opened::Hprof(again) } else { Opened::Trace(again, kind) })
+}
+
+/// The error for an input that is not a DDM capture, when one is required or when it is a
+/// kind heapconv does not read.
+pub(crate) fn not_ddm(name: &str, kind: InputKind, head: &[u8], want_ddm: bool) -> Result<()> {
+    if kind == InputKind::Hprof {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("{name} is an HPROF heap dump; heapconv reads Perfetto traces and DDM allocation records"),
+        ));
+    }
+    if !want_ddm {
+        return Ok(());
+    }
+    let what = match kind {
+        InputKind::PerfettoTrace => "a Perfetto trace".to_owned(),
+        InputKind::Pprof => "a pprof profile (`heapconv merge` combines several)".to_owned(),
+        InputKind::Empty => "empty".to_owned(),
+        InputKind::Zstd => "zstd-compressed".to_owned(),
+        _ => format!(
+            "neither a bare blob (starting 0F 09 08), a REAL chunk nor JDWP packets; it starts {}",
+            head.iter().take(8).map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" ")
+        ),
+    };
+    Err(Error::new(
+        ErrorKind::Malformed,
+        format!(
+            "{name}: not a DDM allocation-record capture: {what} (several inputs, or a file named *.alloc, must be DDM captures)"
+        ),
+    ))
+}
+
+/// How inputs are read for `merge`, `diff` and `top`.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Keep only these pids of traces (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only this heap of traces. Default: all heaps.
+    pub heap: Option<String>,
+    /// Which dumps of each (pid, heap) of a trace. Default: the last.
+    pub dump: DumpSelect,
+    /// Bake ART annotations (`[jit]`, …) into frame names of traces. Default: true.
+    pub annotations: bool,
+    /// Trace decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
+    /// DDM capture options. Default: [`DdmOptions::default`] (for a merge, captures are always
+    /// summed per stack, without per-allocation labels).
+    pub ddm: DdmOptions,
+    /// Give DDM frames pprof lines (function, file, line) rather than `Class.method(File:12)`
+    /// names. Default: true (what pprof output wants; the text outputs set it to false).
+    pub ddm_lines: bool,
+    /// pprof decoder options. Default: [`PprofDecodeOptions::default`].
+    pub pprof: PprofDecodeOptions,
+}
+
+impl LoadOptions {
+    /// The dumps of a trace these options take.
+    pub fn dump_filter(&self, report: &TraceReport) -> DumpFilter {
+        DumpFilter::new(&self.pids, self.heap.as_deref(), self.dump, &[], report)
+    }
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            pids: Vec::new(),
+            heap: None,
+            dump: DumpSelect::Last,
+            annotations: true,
+            decode: DecodeOptions::default(),
+            symbols: SymbolSources::default(),
+            ddm: DdmOptions::default(),
+            ddm_lines: true,
+            pprof: PprofDecodeOptions::default(),
+        }
+    }
+}
+
+/// What was read from one input.
+#[derive(Debug)]
+pub struct LoadedInput {
+    /// The input's name (path, or `-`).
+    pub name: String,
+    /// What it was.
+    pub kind: InputKind,
+    /// Profiles it gave with their stacks in a tree (a trace: one per selected dump; a
+    /// capture: one).
+    pub profiles: Vec<Profile>,
+    /// Profiles it gave with frame lists (a pprof file: one).
+    pub flat: Vec<FlatProfile>,
+    /// Whether its frames get ART annotations baked in when merged.
+    pub annotate: bool,
+    /// What the trace decoder found (traces only).
+    pub report: Option<TraceReport>,
+    /// The symbolization report, when symbolization was asked for (traces only).
+    pub symbols: Option<SymbolizeReport>,
+}
+
+/// What a merge read, per input, without the profiles.
+#[derive(Debug)]
+pub struct InputInfo {
+    /// The input's name.
+    pub name: String,
+    /// What it was.
+    pub kind: InputKind,
+    /// Profiles it gave.
+    pub profiles: usize,
+    /// What the trace decoder found (traces only).
+    pub report: Option<TraceReport>,
+    /// The symbolization report (traces with symbolization only).
+    pub symbols: Option<SymbolizeReport>,
+    /// The heapprofd dumps taken from the trace (traces only).
+    pub converted: Option<DumpFilter>,
+}
+
+impl InputInfo {
+    /// What the input says was lost, of the dumps taken from it, each line naming the input.
+    pub fn data_loss(&self) -> Vec<String> {
+        match (&self.report, &self.converted) {
+            (Some(r), Some(f)) => {
+                r.data_loss_of(&|d| f.keeps(d)).into_iter().map(|l| format!("{}: {l}", self.name)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// True when the input was damaged and only its complete part was used.
+    pub fn is_partial(&self) -> bool {
+        self.report.as_ref().is_some_and(|r| r.is_partial())
+    }
+}
+
+/// Opens and decodes one input of any kind heapconv reads.
+pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
+    let name = path.display().to_string();
+    match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)? {
+        Opened::Ddm { name, bytes } => {
+            let mut ddm = opts.ddm.clone();
+            ddm.per_allocation = false;
+            ddm.lines = opts.ddm_lines;
+            let capture = decode_alloc_records(&bytes, &name, &ddm)?;
+            let kind = crate::decode::sniff(&bytes[..bytes.len().min(64)]);
+            let profile = alloc_records_profile(std::slice::from_ref(&capture), &ddm);
+            Ok(LoadedInput {
+                name,
+                kind,
+                profiles: vec![profile],
+                flat: Vec::new(),
+                annotate: false,
+                report: None,
+                symbols: None,
+            })
+        }
+        Opened::Trace(mut inp, InputKind::Pprof) => {
+            let profile = read_pprof(&mut inp, &opts.pprof)?;
+            let symbols = opts.symbols.options().map(|_| pprof_coverage(&profile));
+            Ok(LoadedInput {
+                name,
+                kind: InputKind::Pprof,
+                profiles: Vec::new(),
+                flat: vec![profile],
+                annotate: false,
+                report: None,
+                symbols,
+            })
+        }
+        Opened::Trace(inp, kind) => load_trace(inp, kind, &name, opts),
+        Opened::Hprof(_) => Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{name}: an HPROF heap dump is a snapshot of objects, not an allocation profile; \
+                 convert it first (`heapconv convert {name} --to pprof`) and merge the pprof"
+            ),
+        )),
+    }
+}
+
+pub(crate) fn load_trace(inp: Input, kind: InputKind, name: &str, opts: &LoadOptions) -> Result<LoadedInput> {
+    let sel = HeapprofdSelection {
+        decode: &opts.decode,
+        pids: &opts.pids,
+        heap: opts.heap.as_deref(),
+        dump: opts.dump,
+        symbolize: opts.symbols.options(),
+    };
+    let (profiles, report, symbols) = match select_heapprofd_dumps(inp, &sel) {
+        Ok(r) => r,
+        Err(e) if kind == InputKind::Unknown => {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                format!(
+                    "{name}: not a Perfetto trace, a DDM allocation-record capture nor a pprof profile ({})",
+                    e.context()
+                ),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    if profiles.is_empty() {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{name}: no dump matches the selection (see `heapconv inspect`)"),
+        ));
+    }
+    Ok(LoadedInput {
+        name: name.to_owned(),
+        kind,
+        profiles,
+        flat: Vec::new(),
+        annotate: opts.annotations,
+        report: Some(report),
+        symbols,
+    })
+}
+
+/// Loads every input and merges their profiles into accumulators with `sides` value sets,
+/// `side_of(input index)` choosing each input's side. Inputs are read in parallel; the result
+/// does not depend on their order. Returns the accumulator and, in input order, what each
+/// input held.
+pub fn merge_inputs(
+    inputs: &[PathBuf],
+    load: &LoadOptions,
+    merge: &MergeOptions,
+    sides: usize,
+    side_of: &(dyn Fn(usize) -> usize + Sync),
+) -> Result<(Merger, Vec<InputInfo>)> {
+    if inputs.is_empty() {
+        return Err(Error::new(ErrorKind::Usage, "no input given"));
+    }
+    // Memory stays proportional to the distinct stacks, not to the number of inputs: inputs are
+    // decoded in parallel, but added to a pool of accumulators, about one per worker thread,
+    // each taken by the task that adds an input and given back after. (An accumulator per
+    // rayon split, as a `fold` makes, held a copy of every common stack per split: merging six
+    // copies of one 40 MB profile took four times the memory of one.)
+    let pool: Mutex<Vec<Merger>> = Mutex::new(Vec::new());
+    let infos: Mutex<Vec<(usize, InputInfo)>> = Mutex::new(Vec::new());
+    inputs.par_iter().enumerate().try_for_each(|(i, path)| {
+        let mut clock = crate::timing::Phases::start("input");
+        let loaded = load_input(path, load)?;
+        clock.done(&format!("load {i}"));
+        let taken = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut m = taken.unwrap_or_else(|| Merger::new(merge.clone(), sides));
+        let added: Result<()> = (|| {
+            for p in &loaded.profiles {
+                m.add_any(AnyProfile::Tree(p), side_of(i), loaded.annotate)?;
+            }
+            for p in &loaded.flat {
+                m.add_any(AnyProfile::Flat(p), side_of(i), false)?;
+            }
+            Ok(())
+        })();
+        pool.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+        clock.done(&format!("add {i}"));
+        added?;
+        let converted = loaded.report.as_ref().map(|r| load.dump_filter(r));
+        let info = InputInfo {
+            name: loaded.name,
+            kind: loaded.kind,
+            converted,
+            profiles: loaded.profiles.len() + loaded.flat.len(),
+            report: loaded.report,
+            symbols: loaded.symbols,
+        };
+        infos.lock().unwrap_or_else(|e| e.into_inner()).push((i, info));
+        Ok::<_, Error>(())
+    })?;
+    let mut clock = crate::timing::Phases::start("inputs");
+    let merger = merge_tree(pool.into_inner().unwrap_or_else(|e| e.into_inner()))?
+        .unwrap_or_else(|| Merger::new(merge.clone(), sides));
+    clock.done("merge accumulators");
+    let mut infos = infos.into_inner().unwrap_or_else(|e| e.into_inner());
+    infos.sort_by_key(|x| x.0);
+    Ok((merger, infos.into_iter().map(|x| x.1).collect()))
+}
+
+/// Refuses a pprof input where a command needs a Perfetto trace, with an error that says
+/// which commands take pprof. Standard input and unreadable files pass (the command reports
+/// those itself).
+pub fn refuse_pprof(path: &Path, command: &str) -> Result<()> {
+    use std::io::Read;
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(mut input) = Input::open(path, 1 << 20) else { return Ok(()) };
+    let mut head = Vec::new();
+    let _ = input.reader().take(64).read_to_end(&mut head);
+    if crate::decode::sniff(&head) == InputKind::Pprof {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{} is a pprof profile; `heapconv {command}` reads Perfetto traces (convert, merge, diff, top and inspect take pprof)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The error for an input a command that reads heapprofd traces does not read.
+pub(crate) fn not_a_trace(input: &Path, what: &str, command: &str) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        format!("{} is {what}; {command} reads the dumps of a heapprofd trace (a Perfetto trace)", input.display()),
+    )
+}
+
+/// How a trace is read: the largest expansion of a `compressed_packets` bundle, the rest as
+/// [`DecodeOptions::default`].
+pub fn decode_options(max_bundle_bytes: u64) -> DecodeOptions {
+    DecodeOptions { max_bundle_bytes, ..DecodeOptions::default() }
+}
+
+/// Which way the entries of a DDM capture run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EntryOrder {
+    /// Guessed from the capture.
+    #[default]
+    Auto,
+    /// The first entry is the most recent allocation.
+    NewestFirst,
+    /// The first entry is the oldest allocation.
+    OldestFirst,
+}
+
+/// How DDM allocation records become a profile: the choices a user makes, mapped onto the
+/// decoder's options by [`DdmChoices::options`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DdmChoices {
+    /// Which way the entries run.
+    pub order: EntryOrder,
+    /// Keep only the N most recent allocations of each capture.
+    pub recent: Option<usize>,
+    /// The VM's stack depth limit (default: the deepest stack of each capture).
+    pub max_depth: Option<usize>,
+    /// Leave out the `[truncated]` root frames.
+    pub no_truncation_marks: bool,
+    /// Leave out the leaf frame naming the allocated class.
+    pub no_alloc_class_frame: bool,
+}
+
+impl DdmChoices {
+    /// The decoder's options.
+    pub fn options(&self) -> DdmOptions {
+        use crate::decode::ddm_alloc_records::OrderChoice;
+        DdmOptions {
+            order: match self.order {
+                EntryOrder::Auto => OrderChoice::Auto,
+                EntryOrder::NewestFirst => OrderChoice::NewestFirst,
+                EntryOrder::OldestFirst => OrderChoice::OldestFirst,
+            },
+            recent: self.recent,
+            max_depth: self.max_depth,
+            truncation_marks: !self.no_truncation_marks,
+            alloc_class_frame: !self.no_alloc_class_frame,
+            ..DdmOptions::default()
+        }
+    }
+}
+
+/// Where symbols come from: the symbol directories and how files found there are matched.
+/// One struct for every command that symbolizes; [`SymbolSources::options`] gives the
+/// symbolizer's options.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SymbolSources {
+    /// Directories searched recursively by build id.
+    pub dirs: Vec<PathBuf>,
+    /// Use a file found by path even if its build id differs.
+    pub ignore_build_id: bool,
+    /// Only find the files (`PERFETTO_SYMBOLIZER_MODE=find`).
+    pub find_only: bool,
+    /// The least share (percent) of native frames that must get symbols (the gate).
+    pub min_symbolized: Option<f64>,
+    /// Report the symbol coverage even without directories or a gate (of the symbols the
+    /// inputs have), as batch summaries do.
+    pub always_report: bool,
+}
+
+impl SymbolSources {
+    /// The symbolizer's options: with directories, symbolization; without, counting the
+    /// symbols the inputs already have when a gate asks for coverage; else none.
+    pub fn options(&self) -> Option<SymbolizeOptions> {
+        if self.dirs.is_empty() {
+            return (self.min_symbolized.is_some() || self.always_report).then(SymbolizeOptions::default);
+        }
+        Some(SymbolizeOptions {
+            symbol_dirs: self.dirs.clone(),
+            ignore_build_id: self.ignore_build_id,
+            find_only: self.find_only,
+        })
+    }
+
+    /// Whether a symbolization report passes the gate (always, without one).
+    pub fn gate_passes(&self, report: &SymbolizeReport) -> bool {
+        self.min_symbolized.is_none_or(|pct| report.frame_percent() >= pct)
+    }
+}
+
+/// How `merge`, `diff` and `top` merge: keep only these sample types, in this order (type
+/// names, or meanings such as `unreleased-size`); empty: keep them all.
+pub fn merge_options(sample_types: &[String]) -> MergeOptions {
+    MergeOptions {
+        sample_types: if sample_types.is_empty() {
+            None
+        } else {
+            Some(sample_types.iter().map(|s| TypeSelector::parse(s)).collect())
+        },
+    }
+}
+
+/// True when `path` is a DDM allocation-record capture, by its content (standard input, `-`,
+/// counts as one: it is looked at only when read).
+pub fn is_ddm_capture(path: &Path) -> bool {
+    path.as_os_str() == "-" || crate::decode::sniff_file(path).is_ok_and(|k| k.is_ddm())
+}

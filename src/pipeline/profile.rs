@@ -1,0 +1,488 @@
+//! `heapconv profile`: one pprof file per (pid, dump, heap) of a trace, as
+//! `traceconv profile --alloc` writes them, or per Java heap graph dump with `--java-heap`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
+
+use super::batch::{BatchInput, Done, ProfileTotals};
+use super::load::{SymbolSources, symbolize_hook};
+use super::select::{DumpFilter, DumpSelect, describe_heap_dump};
+use crate::decode::Input;
+use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
+use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_observed};
+use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{Profile, Tables, TraceReport};
+use crate::output::{commit_staged, discard_staged, ensure_dir, stage_file};
+use crate::symbolize::{SymbolizeReport, Symbolizer};
+
+/// Options of `heapconv profile` (traceconv `profile --alloc` compatible).
+#[derive(Debug, Clone)]
+pub struct ProfileOptions {
+    /// Directory the files go to (created if needed). Default: `.`.
+    pub output_dir: PathBuf,
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only dumps whose trace-clock timestamp is one of these (empty: all). Default: empty.
+    pub timestamps: Vec<i64>,
+    /// ART frame annotations in function names. Default: true.
+    pub annotations: bool,
+    /// Write uncompressed `.pb` files (traceconv's exact names) instead of `.pb.gz`. Default: false.
+    pub raw: bool,
+    /// Decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
+}
+
+impl Default for ProfileOptions {
+    fn default() -> Self {
+        ProfileOptions {
+            output_dir: PathBuf::from("."),
+            pids: Vec::new(),
+            timestamps: Vec::new(),
+            annotations: true,
+            raw: false,
+            decode: DecodeOptions::default(),
+            symbols: SymbolSources::default(),
+        }
+    }
+}
+
+impl ProfileOptions {
+    /// The dumps of a trace these options convert: every dump of the selected pids and
+    /// timestamps.
+    pub fn dump_filter(&self, report: &TraceReport) -> DumpFilter {
+        DumpFilter::new(&self.pids, None, DumpSelect::All, &self.timestamps, report)
+    }
+}
+
+/// What `profile` did.
+#[derive(Debug)]
+pub struct ProfileRun {
+    /// Files written, in numbering order.
+    pub written: Vec<PathBuf>,
+    /// What the trace holds.
+    pub report: TraceReport,
+    /// The symbolization report, when symbolization was asked for.
+    pub symbols: Option<SymbolizeReport>,
+    /// The heapprofd dumps of the trace that were converted (what warnings and `--strict`
+    /// judge).
+    pub converted: DumpFilter,
+}
+
+/// Converts every heapprofd dump of `input` into one pprof file per (pid, dump, heap), as
+/// `traceconv profile --alloc` does: dumps where nothing changed get no file. `progress` is
+/// called with the number of profiles encoded so far.
+pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize) + Sync)) -> Result<ProfileRun> {
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let mut decode = opts.decode.clone();
+    decode.pids = opts.pids.clone();
+    decode.include_unchanged = false;
+    let mut encoder = PprofEncoder::new(PprofOptions { annotations: opts.annotations, extras: true });
+    let mut symbolizer = opts.symbols.options().map(Symbolizer::new);
+    let symbolizing = symbolizer.is_some();
+    // Without symbol directories frames are only counted, never changed, so the encoder may
+    // still lay out callstacks early.
+    let looking_up = !opts.symbols.dirs.is_empty();
+    let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
+    // Three things overlap: this thread decodes; an encoder thread turns each finished dump into
+    // pprof, reading a replica of the tables that the decoder extends with what each dump added
+    // (so the two never share a growing table); a writer thread compresses the encoded bytes
+    // into a staged file as they come. Names are given at the end, in trace-time order, by
+    // renaming.
+    type Staged = (usize, Option<i64>, String, Result<PathBuf>);
+    struct Job {
+        order: usize,
+        delta: crate::model::TablesDelta,
+        meta: crate::model::ProfileMeta,
+        sample_types: Vec<crate::model::ValueType>,
+        default_sample_type: usize,
+        stacks: Vec<crate::model::StackId>,
+        values: Vec<i64>,
+    }
+    let (tx, rx) = mpsc::channel::<Staged>();
+    // The decoder hands over one dump at a time: memory stays bounded however many dumps the
+    // trace has.
+    let (job_tx, job_rx) = mpsc::sync_channel::<Work>(0);
+    // While the decoder works through a chain that defines callstacks (heapprofd puts every
+    // callstack of a dump in the dump's chain), the encoder, idle until the dump is complete,
+    // is handed the new callstacks to give them location ids and location lists early. Only
+    // when it is waiting (a rendezvous `try_send`), so this never holds up the decoder.
+    enum Work {
+        Grow(crate::model::TablesDelta, Vec<crate::model::StackId>),
+        Dump(Box<Job>),
+    }
+    let mut count = 0usize;
+    let mut dir_ready = false;
+    let mark = std::cell::Cell::new(crate::model::TablesMark::default());
+    let mut early: Vec<crate::model::StackId> = Vec::new();
+    let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
+    let raw = opts.raw;
+    let dir = opts.output_dir.clone();
+    std::thread::scope(|threads| {
+        // Encoded bytes go, a megabyte at a time, to a writer thread that compresses them into
+        // the staged file: encoding the next chunk overlaps compressing the last.
+        let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(4);
+        let writer_thread = threads.spawn(move || {
+            let mut current: Option<Current> = None;
+            let mut syncs = Vec::new();
+            for msg in chunk_rx {
+                match msg {
+                    Chunk::Start(order, ts, key) => {
+                        let sink = stage_file(&dir, order).map(|(tmp, file)| {
+                            let buf = std::io::BufWriter::with_capacity(1 << 20, file);
+                            let sink = if raw { Sink::Raw(buf) } else { Sink::Gzip(Box::new(gzip_writer(buf))) };
+                            (tmp, sink)
+                        });
+                        current = Some((order, ts, key, sink));
+                    }
+                    Chunk::Data(bytes) => {
+                        if let Some((_, _, _, Ok((tmp, sink)))) = &mut current {
+                            if let Err(e) = sink.write_all(&bytes) {
+                                let err = Error::io(format!("writing {}", tmp.display()), e);
+                                let tmp = tmp.clone();
+                                discard_staged([tmp]);
+                                if let Some(c) = &mut current {
+                                    c.3 = Err(err);
+                                }
+                            }
+                        }
+                    }
+                    Chunk::End => {
+                        let Some((order, ts, key, staged)) = current.take() else { continue };
+                        let staged = staged.and_then(|(tmp, sink)| match sink.finish() {
+                            Ok(f) => Ok((tmp, f)),
+                            Err(e) => {
+                                discard_staged([tmp.clone()]);
+                                Err(Error::io(format!("writing {}", tmp.display()), e))
+                            }
+                        });
+                        // Flushing to disk takes wall time but no CPU: done beside the work.
+                        let tx = tx.clone();
+                        syncs.push(std::thread::spawn(move || {
+                            let staged = staged.and_then(|(tmp, f)| match crate::output::sync_file(&f) {
+                                Ok(()) => Ok(tmp),
+                                Err(e) => {
+                                    discard_staged([tmp.clone()]);
+                                    Err(Error::io(format!("writing {}", tmp.display()), e))
+                                }
+                            });
+                            let _ = tx.send((order, ts, key, staged));
+                        }));
+                    }
+                }
+            }
+            for s in syncs {
+                let _ = s.join();
+            }
+        });
+        let encoder_thread = threads.spawn(move || {
+            let mut replica = Arc::new(Tables::default());
+            for work in job_rx {
+                let job = match work {
+                    Work::Grow(delta, stacks) => {
+                        Arc::make_mut(&mut replica).apply_delta(delta);
+                        encoder.prepare(&replica, &stacks);
+                        continue;
+                    }
+                    Work::Dump(job) => *job,
+                };
+                Arc::make_mut(&mut replica).apply_delta(job.delta);
+                let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
+                let ts = job.meta.timestamp;
+                let p = Profile::from_parts(
+                    Arc::clone(&replica),
+                    job.meta,
+                    job.sample_types,
+                    job.default_sample_type,
+                    job.stacks,
+                    job.values,
+                );
+                if chunk_tx.send(Chunk::Start(job.order, ts, key)).is_err() {
+                    return;
+                }
+                let mut w = ChunkWriter { tx: &chunk_tx, buf: Vec::with_capacity(1 << 20) };
+                let _ = encoder.encode_to(&p, &mut w).and_then(|_| std::io::Write::flush(&mut w));
+                if chunk_tx.send(Chunk::End).is_err() {
+                    return;
+                }
+            }
+        });
+        let job_tx_early = job_tx.clone();
+        let mut stack_hook = |t: &Tables, stacks: &[crate::model::StackId]| {
+            early.extend_from_slice(stacks);
+            let work = Work::Grow(t.delta_since(mark.get()), std::mem::take(&mut early));
+            match job_tx_early.try_send(work) {
+                Ok(()) => mark.set(t.mark()),
+                Err(mpsc::TrySendError::Full(Work::Grow(_, stacks))) => early = stacks,
+                Err(_) => {}
+            }
+        };
+        result = decode_heapprofd_observed(
+            &mut inp,
+            &decode,
+            &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+            if looking_up { None } else { Some(&mut stack_hook) },
+            &mut |p: Profile| {
+                if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+                    return Ok(());
+                }
+                if !dir_ready {
+                    ensure_dir(&opts.output_dir)?;
+                    dir_ready = true;
+                }
+                let order = count;
+                count += 1;
+                progress(count);
+                if symbolizing {
+                    attributions
+                        .insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
+                }
+                let delta = p.tables.delta_since(mark.get());
+                mark.set(p.tables.mark());
+                let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
+                let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
+                job_tx
+                    .send(Work::Dump(Box::new(job)))
+                    .map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
+                Ok(())
+            },
+        );
+        drop(job_tx);
+        drop(job_tx_early);
+        let _ = encoder_thread.join();
+        let _ = writer_thread.join();
+    });
+    let mut outs: Vec<Staged> = rx.into_iter().collect();
+    let staged_paths = |outs: &mut Vec<Staged>| -> Vec<PathBuf> { outs.drain(..).filter_map(|o| o.3.ok()).collect() };
+    let (report, tables) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            discard_staged(staged_paths(&mut outs));
+            return Err(e);
+        }
+    };
+    if let Some(e) = outs.iter().find_map(|o| o.3.as_ref().err()) {
+        let e = Error::new(e.kind(), e.to_string());
+        discard_staged(staged_paths(&mut outs));
+        return Err(e);
+    }
+    if report.dumps.is_empty() && report.damage.is_none() {
+        return Err(Error::new(ErrorKind::NoData, format!("{}: no heapprofd profile found in the trace", inp.name)));
+    }
+    // Files are numbered in trace-time order (stable for dumps at the same time).
+    outs.sort_by_key(|o| (o.1.unwrap_or(i64::MIN), o.0));
+    let ext = if opts.raw { "pb" } else { "pb.gz" };
+    let inputs = [input.to_path_buf()];
+    let mut written = Vec::new();
+    let mut rest = outs.into_iter().enumerate();
+    while let Some((n, (_, _, key, staged))) = rest.next() {
+        let tmp = staged.expect("errors handled above");
+        let path = opts.output_dir.join(format!("heap_dump.{}.{key}.{ext}", n + 1));
+        if let Err(e) = commit_staged(&tmp, &path, &inputs) {
+            discard_staged(rest.filter_map(|(_, o)| o.3.ok()));
+            return Err(e);
+        }
+        written.push(path);
+    }
+    let symbols = symbolizer.map(|s| {
+        let mut r = s.report(&tables);
+        for a in attributions.values() {
+            r.attribute(a);
+        }
+        r
+    });
+    let converted = opts.dump_filter(&report);
+    Ok(ProfileRun { written, report, symbols, converted })
+}
+
+/// Messages from the pprof encoder to the writer thread.
+enum Chunk {
+    /// A new output: order, dump time, name key.
+    Start(usize, Option<i64>, String),
+    /// Encoded bytes.
+    Data(Vec<u8>),
+    /// The output is complete.
+    End,
+}
+
+/// The output the writer thread is filling: order, dump time, name key, staged file.
+type Current = (usize, Option<i64>, String, Result<(PathBuf, Sink)>);
+
+/// Where a staged output's bytes go.
+enum Sink {
+    Raw(std::io::BufWriter<std::fs::File>),
+    Gzip(Box<flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>>),
+}
+
+impl Sink {
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        match self {
+            Sink::Raw(w) => w.write_all(b),
+            Sink::Gzip(w) => w.write_all(b),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<std::fs::File> {
+        let buf = match self {
+            Sink::Raw(w) => w,
+            Sink::Gzip(w) => w.finish()?,
+        };
+        buf.into_inner().map_err(|e| e.into_error())
+    }
+}
+
+/// A `Write` that hands bytes to the writer thread a megabyte at a time.
+struct ChunkWriter<'a> {
+    tx: &'a mpsc::SyncSender<Chunk>,
+    buf: Vec<u8>,
+}
+
+impl std::io::Write for ChunkWriter<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        if self.buf.len() >= 1 << 20 {
+            self.flush()?;
+        }
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(1 << 20));
+            self.tx.send(Chunk::Data(chunk)).map_err(|_| std::io::Error::other("the writer thread stopped"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `heapconv profile --java-heap`, as `traceconv profile --java-heap` does: one pprof per
+/// heap graph dump (per process and time) of traceconv's shortest-path tree from the GC roots,
+/// named `java_heap_dump.N.PID.pb` (`.pb.gz` unless `raw`), N counting from 1 in the order the
+/// dumps end in the trace. A dump whose tree is empty (no roots) gets no file, as in traceconv.
+/// Every file is staged and renamed into place only when the run succeeds.
+pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<ProfileRun> {
+    use crate::analysis::heap::RootedHeap;
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let inputs = [input.to_path_buf()];
+    let graph = HeapGraphOptions {
+        max_packet_bytes: opts.decode.max_packet_bytes,
+        max_bundle_bytes: opts.decode.max_bundle_bytes,
+        pids: opts.pids.clone(),
+    };
+    let mut staged: Vec<(PathBuf, u32)> = Vec::new();
+    let mut dir_ready = false;
+    let mut incomplete = Vec::new();
+    let result = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+        if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+            return Ok(());
+        }
+        if !dump.incomplete.is_empty() {
+            let what = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
+            incomplete.push(format!("{what}: {}", dump.incomplete.join("; ")));
+        }
+        let heap = RootedHeap::new(&dump);
+        let spt = heap.shortest_path_tree();
+        let profile = heap.spt_profile(&spt);
+        if profile.sample_count() == 0 {
+            return Ok(());
+        }
+        if !dir_ready {
+            ensure_dir(&opts.output_dir)?;
+            dir_ready = true;
+        }
+        let (tmp, file) = stage_file(&opts.output_dir, staged.len())?;
+        staged.push((tmp.clone(), dump.pid.unwrap_or(0)));
+        let buf = std::io::BufWriter::with_capacity(1 << 20, file);
+        let mut encoder = PprofEncoder::new(PprofOptions { annotations: false, extras: true });
+        let io = |e| Error::io(format!("writing {}", tmp.display()), e);
+        let file = if opts.raw {
+            let mut w = buf;
+            encoder.encode_to(&profile, &mut w).map_err(io)?;
+            w.into_inner().map_err(|e| io(e.into_error()))?
+        } else {
+            let mut w = gzip_writer(buf);
+            encoder.encode_to(&profile, &mut w).map_err(io)?;
+            let buf = w.finish().map_err(io)?;
+            buf.into_inner().map_err(|e| io(e.into_error()))?
+        };
+        crate::output::sync_file(&file).map_err(io)?;
+        Ok(())
+    });
+    let mut report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            discard_staged(staged.into_iter().map(|s| s.0));
+            return Err(e);
+        }
+    };
+    if report.heap_graphs.is_empty() && report.damage.is_none() {
+        return Err(Error::new(ErrorKind::NoData, format!("{}: the trace holds no Java heap graph", inp.name)));
+    }
+    // An incomplete heap graph makes the result partial (exit code 3), as in `convert`,
+    // `top` and `hprof`.
+    if !incomplete.is_empty() && report.damage.is_none() {
+        report.damage = Some(format!("incomplete heap graph dump(s): {}", incomplete.join(" | ")));
+    }
+    let ext = if opts.raw { "pb" } else { "pb.gz" };
+    let mut written = Vec::new();
+    let mut rest = staged.into_iter().enumerate();
+    while let Some((n, (tmp, pid))) = rest.next() {
+        let path = opts.output_dir.join(format!("java_heap_dump.{}.{pid}.{ext}", n + 1));
+        if let Err(e) = commit_staged(&tmp, &path, &inputs) {
+            discard_staged(rest.map(|(_, s)| s.0));
+            return Err(e);
+        }
+        written.push(path);
+    }
+    let converted = opts.dump_filter(&report);
+    Ok(ProfileRun { written, report, symbols: None, converted })
+}
+
+/// `profile` of one trace: `OUT/<key>/heap_dump.N.PID.HEAP.pb.gz` (or `java_heap_dump.N.PID`
+/// with `java_heap`), named as `profile -o DIR` names them.
+pub fn profile_one(input: &BatchInput, out_dir: &Path, opts: &ProfileOptions, java_heap: bool) -> Result<Done> {
+    let mut o = opts.clone();
+    o.output_dir = out_dir.join(&input.key);
+    let run = if java_heap { run_java_heap_profile(&input.path, &o)? } else { run_profile(&input.path, &o, &|_| {})? };
+    let mut warnings = Vec::new();
+    if run.written.is_empty() {
+        warnings.push("no profile matched; nothing written".to_owned());
+    }
+    let profiles = if java_heap {
+        Vec::new()
+    } else {
+        run.report
+            .dumps
+            .iter()
+            .filter(|d| d.changed)
+            .filter(|d| opts.pids.is_empty() || opts.pids.contains(&d.pid))
+            .filter(|d| opts.timestamps.is_empty() || d.timestamp.is_some_and(|t| opts.timestamps.contains(&t)))
+            .map(|d| {
+                let mut totals = BTreeMap::new();
+                totals.insert("total-count".to_owned(), d.totals.total_count);
+                totals.insert("total-size".to_owned(), d.totals.total_size);
+                totals.insert("unreleased-count".to_owned(), d.totals.unreleased_count);
+                totals.insert("unreleased-size".to_owned(), d.totals.unreleased_size);
+                let mut profile = format!("pid {}, heap {}, dump {}", d.pid, d.heap, d.index + 1);
+                if let Some(t) = d.timestamp {
+                    profile.push_str(&format!(" at {t} ns"));
+                }
+                ProfileTotals { profile, samples: d.stacks as usize, totals }
+            })
+            .collect()
+    };
+    Ok(Done {
+        outputs: run.written,
+        profiles,
+        dumps: Some(run.converted),
+        report: Some(run.report),
+        symbols: run.symbols,
+        warnings,
+        ..Done::default()
+    })
+}

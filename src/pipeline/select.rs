@@ -1,0 +1,155 @@
+//! Shared by the commands: which dumps a command converts ([`DumpSelect`], [`DumpFilter`]),
+//! where its outputs go ([`Destination`]) and how they are named.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{Profile, TraceReport};
+use crate::output::{check_not_input, ensure_dir, write_atomic};
+
+/// Which dumps of each (pid, heap) to convert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpSelect {
+    /// The last dump.
+    Last,
+    /// Every dump.
+    All,
+    /// The N-th dump, 1-based.
+    Nth(usize),
+}
+
+/// Which heapprofd dumps of a trace a command converts, told from its selection options and
+/// the trace's report: so that warnings and `--strict` judge those dumps only.
+#[derive(Debug, Clone)]
+pub struct DumpFilter {
+    pids: Vec<u64>,
+    heap: Option<String>,
+    dump: DumpSelect,
+    timestamps: Vec<i64>,
+    /// The last dump index of each (pid, heap).
+    last: BTreeMap<(u64, String), usize>,
+}
+
+impl DumpFilter {
+    /// The dumps of `report` that a selection keeps: these pids (empty: all), this heap, these
+    /// dumps of each (pid, heap), at these timestamps (empty: all).
+    pub fn new(pids: &[u64], heap: Option<&str>, dump: DumpSelect, timestamps: &[i64], report: &TraceReport) -> Self {
+        let mut last: BTreeMap<(u64, String), usize> = BTreeMap::new();
+        for d in &report.dumps {
+            let e = last.entry((d.pid, d.heap.clone())).or_insert(d.index);
+            *e = (*e).max(d.index);
+        }
+        DumpFilter { pids: pids.to_vec(), heap: heap.map(str::to_owned), dump, timestamps: timestamps.to_vec(), last }
+    }
+
+    /// Whether the command converts dump `d`.
+    pub fn keeps(&self, d: &crate::model::DumpReport) -> bool {
+        (self.pids.is_empty() || self.pids.contains(&d.pid))
+            && self.heap.as_ref().is_none_or(|h| *h == d.heap)
+            && (self.timestamps.is_empty() || d.timestamp.is_some_and(|t| self.timestamps.contains(&t)))
+            && match self.dump {
+                DumpSelect::All => true,
+                DumpSelect::Nth(n) => d.index + 1 == n,
+                DumpSelect::Last => self.last.get(&(d.pid, d.heap.clone())) == Some(&d.index),
+            }
+    }
+}
+
+/// Where `convert` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// Standard output.
+    Stdout,
+    /// One file.
+    File(PathBuf),
+    /// A directory, one file per profile.
+    Dir(PathBuf),
+}
+
+/// Writes a conversion's outputs, each atomically and never over `input`, making the
+/// destination directory first. A `None` path is standard output, written by the caller:
+/// here it is only checked not to be the input.
+pub(crate) fn write_outputs(input: &Path, dest: &Destination, outputs: &[(Option<PathBuf>, Vec<u8>)]) -> Result<()> {
+    let inputs = [input.to_path_buf()];
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
+    }
+    for (path, bytes) in outputs {
+        match path {
+            Some(p) => write_atomic(p, bytes, &inputs)?,
+            None => check_not_input(Path::new("-"), &inputs)?,
+        }
+    }
+    Ok(())
+}
+
+/// The input's file name without directories and trace extensions.
+pub fn stem(input: &Path) -> String {
+    let name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "stdin".to_owned());
+    let mut s = name.as_str();
+    for ext in [".gz", ".pftrace", ".perfetto-trace", ".trace", ".pb", ".alloc", ".hprof"] {
+        if let Some(t) = s.strip_suffix(ext) {
+            s = t;
+        }
+    }
+    if s.is_empty() || s == "-" { "stdin".to_owned() } else { s.to_owned() }
+}
+
+/// The file name traceconv gives a heapprofd dump: `heap_dump.N.PID.HEAP.pb`.
+pub fn heap_dump_name(n: usize, profile: &Profile, ext: &str) -> String {
+    format!("heap_dump.{n}.{}.{}.{ext}", profile.meta.pid.unwrap_or(0), profile.meta.heap)
+}
+
+/// How a heap graph dump is named in messages.
+pub fn describe_heap_dump(pid: Option<u32>, name: Option<&str>, timestamp: Option<i64>) -> String {
+    let mut s = match (name, pid) {
+        (Some(n), Some(p)) => format!("{n} (pid {p})"),
+        (None, Some(p)) => format!("pid {p}"),
+        (Some(n), None) => n.to_owned(),
+        (None, None) => "unknown process".to_owned(),
+    };
+    if let Some(t) = timestamp {
+        s.push_str(&format!(" at {t} ns"));
+    }
+    s
+}
+
+/// The usage error when several heap graph dumps match and one output file was asked for:
+/// it lists them and names the options (`choose`) that pick one.
+pub(crate) fn several_heap_graphs(matched: &[String], choose: &str) -> Error {
+    let list: Vec<String> = matched.iter().map(|m| format!("  {m}")).collect();
+    Error::new(
+        ErrorKind::Usage,
+        format!(
+            "{} heap graph dumps match; choose one with {choose}, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+            matched.len(),
+            list.join("\n")
+        ),
+    )
+}
+
+/// The error for a trace where no heap graph dump was selected.
+pub(crate) fn no_heap_graph_match(input: &Path, report: &TraceReport) -> Error {
+    let why = match &report.damage {
+        Some(d) if report.heap_graphs.is_empty() => format!("no Java heap graph could be read: {d}"),
+        None if report.heap_graphs.is_empty() => "the trace holds no Java heap graph".to_owned(),
+        _ => "no heap graph dump matches --pid/--dump (see `heapconv inspect`)".to_owned(),
+    };
+    Error::new(ErrorKind::NoData, format!("{}: {why}", input.display()))
+}
+
+pub(crate) fn no_heapprofd(name: &str) -> Error {
+    Error::new(ErrorKind::NoData, format!("{name}: no heapprofd profile found in the trace"))
+}
+
+/// Writes `bytes` to `path` atomically (see [`crate::output::AtomicFile`]), never over one of
+/// `inputs`.
+pub fn write_file(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> Result<()> {
+    write_atomic(path, bytes, inputs)
+}
+
+/// Makes directory `dir` (and its parents) if needed.
+pub fn make_dir(dir: &Path) -> Result<()> {
+    ensure_dir(dir)
+}

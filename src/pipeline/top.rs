@@ -1,0 +1,227 @@
+//! `heapconv top`: the top table of profiles (several merged first), or the report of one Java
+//! heap (classes by retained size, the largest retainers).
+
+use std::path::{Path, PathBuf};
+
+use super::load::{InputInfo, LoadOptions, for_selected_heap_graphs, merge_inputs};
+use super::select::{DumpSelect, describe_heap_dump, no_heap_graph_match};
+use crate::decode::perfetto::DecodeOptions;
+use crate::decode::{Input, InputKind, sniff};
+use crate::encode::top::{TopOptions, TopTable, top_table};
+use crate::error::{Error, ErrorKind, Result};
+use crate::merge::{MergeOptions, TypeSelector};
+use crate::model::TraceReport;
+
+/// Options of `heapconv top` on a Java heap (an HPROF heap dump or a trace's heap graphs).
+#[derive(Debug, Clone)]
+pub struct HeapTopRunOptions {
+    /// Traces: only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Traces: which heap graph dump of each process. Default: the last.
+    pub dump: DumpSelect,
+    /// How traces are read. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Show a trace's heap graphs even when it has heapprofd dumps. Default: false (a trace's
+    /// heap graphs are shown when it has no heapprofd dump).
+    pub java_heap: bool,
+    /// The report: classes listed, retainers, path lengths. Default:
+    /// [`crate::analysis::heap::TopOptions::default`].
+    pub top: crate::analysis::heap::TopOptions,
+}
+
+impl Default for HeapTopRunOptions {
+    fn default() -> Self {
+        HeapTopRunOptions {
+            pids: Vec::new(),
+            dump: DumpSelect::Last,
+            decode: DecodeOptions::default(),
+            java_heap: false,
+            top: crate::analysis::heap::TopOptions::default(),
+        }
+    }
+}
+
+/// What `heapconv top` shows.
+#[derive(Debug)]
+pub enum TopRun {
+    /// The top table of a profile (several inputs merged), with what the inputs held.
+    Table(crate::encode::top::TopTable, Vec<InputInfo>),
+    /// The report of one Java heap: classes by retained size and the largest retainers, with
+    /// what the input held (`damage` says when the heap is incomplete).
+    Heap(Box<crate::analysis::heap::HeapTop>, TraceReport),
+}
+
+/// Runs `heapconv top`: for one HPROF heap dump, or one trace with `heap.java_heap`, the heap
+/// report ([`TopRun::Heap`]); otherwise the top table of the merged inputs, except that a
+/// single trace without heapprofd dumps but with Java heap graphs gets the heap report.
+pub fn run_top(inputs: &[PathBuf], opts: &TopRunOptions, heap: &HeapTopRunOptions) -> Result<TopRun> {
+    if let [input] = inputs {
+        if let Some((top, report)) = heap_top_input(input, heap)? {
+            return Ok(TopRun::Heap(Box::new(top), report));
+        }
+    }
+    match merged_top_table(inputs, opts) {
+        Ok((table, infos)) => Ok(TopRun::Table(table, infos)),
+        Err(e) if e.kind() == ErrorKind::NoData && inputs.len() == 1 && inputs[0].as_os_str() != "-" => {
+            // A trace without heapprofd dumps: its Java heap graphs, if it has any.
+            let inp = Input::open(&inputs[0], heap.decode.max_gzip_bytes)?;
+            match heap_graph_top(inp, &inputs[0], heap)? {
+                Some((top, report)) => Ok(TopRun::Heap(Box::new(top), report)),
+                None => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The heap report of `input` when it is an HPROF heap dump, or a trace and `opts.java_heap`;
+/// `None` for anything else (standard input is looked at only with `java_heap`).
+fn heap_top_input(
+    input: &Path,
+    opts: &HeapTopRunOptions,
+) -> Result<Option<(crate::analysis::heap::HeapTop, TraceReport)>> {
+    use std::io::Read;
+    let name = input.display().to_string();
+    if name == "-" {
+        if !opts.java_heap {
+            return Ok(None);
+        }
+        let inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+        return heap_graph_top(inp, input, opts)?
+            .map(Some)
+            .ok_or_else(|| no_heap_graph_match(input, &TraceReport::default()));
+    }
+    let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
+    let mut head = Vec::new();
+    inp.reader().take(64).read_to_end(&mut head).map_err(|e| Error::io(format!("reading {name}"), e))?;
+    let kind = sniff(&head);
+    let again = || inp.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))?;
+    match kind {
+        InputKind::Hprof => {
+            use crate::analysis::heap::RootedHeap;
+            use crate::decode::hprof::{HprofReadOptions, read_hprof};
+            let mut inp = again()?;
+            let dump = read_hprof(inp.reader(), &name, &HprofReadOptions::default())?;
+            let mut report = TraceReport { source: name.clone(), gzipped: inp.gzipped, ..Default::default() };
+            if !dump.incomplete.is_empty() {
+                report.damage = Some(dump.incomplete.join("; "));
+            }
+            let heap = RootedHeap::new(&dump);
+            let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+            Ok(Some((heap.heap_top(&spt, &dom, &opts.top), report)))
+        }
+        InputKind::PerfettoTrace | InputKind::Unknown if opts.java_heap => {
+            let inp = again()?;
+            heap_graph_top(inp, input, opts)?
+                .map(Some)
+                .ok_or_else(|| no_heap_graph_match(input, &TraceReport::default()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The heap report of the one heap graph dump of a trace that `opts` selects; `None` when the
+/// trace holds no heap graph. Several matching dumps are a usage error that lists them.
+fn heap_graph_top(
+    mut inp: Input,
+    input: &Path,
+    opts: &HeapTopRunOptions,
+) -> Result<Option<(crate::analysis::heap::HeapTop, TraceReport)>> {
+    use crate::analysis::heap::RootedHeap;
+    let mut described: Vec<String> = Vec::new();
+    let mut top = None;
+    let mut incomplete = Vec::new();
+    let mut report = for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &mut |dump| {
+        described.push(describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp));
+        if described.len() == 1 {
+            incomplete = dump.incomplete.clone();
+            let heap = RootedHeap::new(&dump);
+            let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+            top = Some(heap.heap_top(&spt, &dom, &opts.top));
+        }
+        Ok(())
+    })?;
+    if report.heap_graphs.is_empty() && report.damage.is_none() {
+        return Ok(None);
+    }
+    let Some(top) = top else { return Err(no_heap_graph_match(input, &report)) };
+    if described.len() > 1 {
+        let list: Vec<String> = described.iter().map(|m| format!("  {m}")).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!("{} heap graph dumps match; choose one with --pid/--dump:\n{}", described.len(), list.join("\n")),
+        ));
+    }
+    if !incomplete.is_empty() && report.damage.is_none() {
+        report.damage = Some(format!("incomplete heap graph dump: {}", incomplete.join("; ")));
+    }
+    Ok(Some((top, report)))
+}
+
+/// Options of `heapconv top`.
+#[derive(Debug, Clone, Default)]
+pub struct TopRunOptions {
+    /// How inputs are read. Default: [`LoadOptions::default`].
+    pub load: LoadOptions,
+    /// How several inputs are merged. Default: [`MergeOptions::default`].
+    pub merge: MergeOptions,
+    /// What the rows are. Default: functions.
+    pub by: TopGroup,
+    /// Rows to keep (0: all). Default: 0.
+    pub count: usize,
+    /// The sample type shown: a type name or a meaning (`unreleased-size`, …); `None`: the
+    /// default type. Default: `None`.
+    pub sample_type: Option<String>,
+}
+
+/// What the rows of a profile's top table are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TopGroup {
+    /// Functions (flat: the leaf; cumulative: anywhere on the stack).
+    #[default]
+    Function,
+    /// Mappings (binaries).
+    Mapping,
+    /// Whole stacks.
+    Stack,
+}
+
+/// `top` of profiles: loads and merges the inputs, and makes the table.
+fn merged_top_table(inputs: &[PathBuf], opts: &TopRunOptions) -> Result<(TopTable, Vec<InputInfo>)> {
+    let mut load = opts.load.clone();
+    load.ddm_lines = false;
+    let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
+    let profile = merger.finish()?.to_profile();
+    let index = match opts.sample_type.as_deref().map(TypeSelector::parse) {
+        None => profile.default_sample_type,
+        Some(sel) => {
+            let found = match &sel {
+                TypeSelector::Name(n) => profile.sample_types.iter().position(|t| t.name == *n),
+                TypeSelector::Kind(k) => profile.value_index(*k),
+            };
+            found.ok_or_else(|| {
+                let have: Vec<String> = profile.sample_types.iter().map(|t| t.name.clone()).collect();
+                Error::new(ErrorKind::Usage, format!("no sample type {sel:?}; the profile has {}", have.join(", ")))
+            })?
+        }
+    };
+    let by = match opts.by {
+        TopGroup::Function => crate::encode::top::TopBy::Function,
+        TopGroup::Mapping => crate::encode::top::TopBy::Mapping,
+        TopGroup::Stack => crate::encode::top::TopBy::Stack,
+    };
+    let top = TopOptions { by, count: opts.count, value_index: index };
+    Ok((top_table(&profile, &top), infos))
+}
+
+impl TopRun {
+    /// The table or report as `top` prints it: text, or JSON with `json`.
+    pub fn render(&self, json: bool) -> String {
+        match (self, json) {
+            (TopRun::Table(t, _), true) => crate::encode::top::top_json(t),
+            (TopRun::Table(t, _), false) => crate::encode::top::top_text(t),
+            (TopRun::Heap(top, _), true) => crate::analysis::heap::top_json(top),
+            (TopRun::Heap(top, _), false) => crate::analysis::heap::top_text(top),
+        }
+    }
+}
