@@ -80,3 +80,55 @@ fn untimed_chains_are_one_dump_keyed_by_callsite() {
     assert_eq!(dumps[0]["raw_timestamp"].as_u64(), Some(0));
     assert_eq!(dumps[0]["samples"].as_u64(), Some(4));
 }
+
+/// A one-sample pprof: one function `name` (leaf) called from `main`, value 7, with the given
+/// sample types.
+fn small_pprof(types: &[(&str, &str)], name: &str) -> Vec<u8> {
+    use prost::Message;
+    let mut strings = vec![String::new(), "main".to_owned(), name.to_owned()];
+    let mut index = |s: &str| -> i64 {
+        if let Some(i) = strings.iter().position(|x| x == s) {
+            return i as i64;
+        }
+        strings.push(s.to_owned());
+        strings.len() as i64 - 1
+    };
+    let sample_type: Vec<pp::ValueType> =
+        types.iter().map(|(t, u)| pp::ValueType { r#type: index(t), unit: index(u) }).collect();
+    let function = vec![
+        pp::Function { id: 1, name: 1, system_name: 1, ..Default::default() },
+        pp::Function { id: 2, name: 2, system_name: 2, ..Default::default() },
+    ];
+    let line = |f: u64| vec![pp::Line { function_id: f, ..Default::default() }];
+    let location = vec![
+        pp::Location { id: 1, line: line(1), ..Default::default() },
+        pp::Location { id: 2, line: line(2), ..Default::default() },
+    ];
+    let p = pp::Profile {
+        sample_type,
+        sample: vec![pp::Sample { location_id: vec![2, 1], value: vec![7; types.len()], ..Default::default() }],
+        location,
+        function,
+        string_table: strings,
+        ..Default::default()
+    };
+    p.encode_to_vec()
+}
+
+#[test]
+fn a_pprof_whose_only_sample_type_is_empty_is_a_pprof() {
+    // Go's goroutine profiles can have one sample type ""/"": the file starts 0a 00, which a
+    // trace (an empty packet) could too. The fields after it tell.
+    let bytes = small_pprof(&[("", "")], "runtime.gopark");
+    assert_eq!(&bytes[..2], [0x0a, 0x00]);
+    assert_eq!(heapconv::decode::sniff(&bytes), heapconv::decode::InputKind::Pprof);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("goroutine.pb");
+    std::fs::write(&f, &bytes).unwrap();
+    let o = heapconv_ok(&["convert", f.to_str().unwrap(), "--to", "folded"], 0);
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), "main;runtime.gopark 7\n");
+    if have_go() {
+        let raw = pprof_raw(&f);
+        assert!(raw.contains("runtime.gopark"), "{raw}");
+    }
+}

@@ -92,16 +92,21 @@ pub fn value_kind(name: &str, unit: &str) -> ValueKind {
 
 /// True when `head` (the first bytes of an input, decompressed) reads as the start of a
 /// pprof profile rather than of a Perfetto trace: every whole field in it is a `Profile`
-/// field with the right wire type, and the first one is either not field 1 (a trace holds
-/// nothing but field 1, `packet`) or a field 1 whose payload is shaped like a `ValueType`
-/// (at most two varint fields numbered 1 and 2, which no trace packet is).
+/// field with the right wire type, and either some field is not field 1 (a trace holds
+/// nothing but field 1, `packet`; every pprof has a string table, field 6) or, for a head too
+/// short to reach past the sample types, the first field 1 holds a non-empty payload shaped
+/// like a `ValueType` (at most two varint fields numbered 1 and 2, which no trace packet is).
+/// What the first field holds never rules pprof out: a profile whose only sample type is
+/// empty (`""`/`""`, so it starts `0a 00`) is a profile.
 pub fn looks_like_pprof(head: &[u8]) -> bool {
     let mut pos = 0usize;
     let mut fields = 0usize;
+    let mut not_packets = false;
     while pos < head.len() {
         let Some((tag, n)) = varint(&head[pos..]) else { break };
         pos += n;
         let (num, wt) = (tag >> 3, tag & 7);
+        not_packets |= num != 1;
         let ok = match num {
             1..=6 | 11 => wt == 2,
             7..=10 | 12 | 14 | 15 => wt == 0,
@@ -119,14 +124,14 @@ pub fn looks_like_pprof(head: &[u8]) -> bool {
         } else {
             let Some((len, n)) = varint(&head[pos..]) else { break };
             pos += n;
-            if fields == 0 && num == 1 && !value_type_shaped(&head[pos..], len) {
-                return false;
+            if fields == 0 && num == 1 && value_type_shaped(&head[pos..], len) {
+                not_packets = true;
             }
             pos = pos.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
         }
         fields += 1;
     }
-    fields > 0
+    fields > 0 && not_packets
 }
 
 /// True when the `len` bytes at the start of `payload` are all there and could be a
@@ -725,6 +730,10 @@ mod tests {
         assert!(looks_like_pprof(&[0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x0a, 0x04, 0x08, 0x03, 0x10, 0x02, 0x12]));
         // A trace packet (timestamp, sequence id) is not a ValueType.
         assert!(!looks_like_pprof(&[0x0a, 0x08, 0x40, 0x01, 0x50, 0x01, 0x0a, 0x02, 0x08, 0x01]));
+        // Nor is a run of packets, empty ones included.
+        assert!(!looks_like_pprof(&[0x0a, 0x00, 0x0a, 0x03, 0x40, 0x01, 0x50]));
+        // A goroutine profile whose only sample type is empty (""/""): 0a 00, then a sample.
+        assert!(looks_like_pprof(&[0x0a, 0x00, 0x12, 0x06, 0x0a, 0x01, 0x01, 0x12, 0x01, 0x01, 0x32, 0x00]));
         assert!(!looks_like_pprof(b"REAL\0\0\0\0"));
         assert!(!looks_like_pprof(b"JDWP-Handshake"));
         assert!(!looks_like_pprof(b"heap;main 12\n"));
