@@ -132,3 +132,27 @@ fn a_pprof_whose_only_sample_type_is_empty_is_a_pprof() {
         assert!(raw.contains("runtime.gopark"), "{raw}");
     }
 }
+
+#[test]
+fn invalid_utf8_in_a_pprof_string_is_replaced_and_noted() {
+    let mut bytes = small_pprof(&[("inuse_space", "bytes")], "main.BADBYTE");
+    let at = bytes.windows(7).position(|w| w == b"BADBYTE").unwrap();
+    bytes[at + 3] = 0xff;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.pb");
+    std::fs::write(&f, &bytes).unwrap();
+    let o = heapconv_ok(&["convert", f.to_str().unwrap(), "--to", "folded"], 0);
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), "main;main.BAD\u{fffd}YTE 7\n");
+    // The note travels with the profile into pprof outputs.
+    let out = dir.path().join("out.pb.gz");
+    heapconv_ok(&["convert", f.to_str().unwrap(), "-o", out.to_str().unwrap()], 0);
+    let p = read_pprof(&out);
+    let comments: Vec<&str> = p.comment.iter().map(|&c| p.string_table[c as usize].as_str()).collect();
+    assert!(
+        comments.contains(&"heapconv: 1 string(s) were not valid UTF-8; their invalid bytes were replaced with U+FFFD"),
+        "{comments:?}"
+    );
+    // The library says the same.
+    let flat = heapconv::decode::pprof::decode_pprof(&bytes, "bad.pb").unwrap();
+    assert_eq!(flat.meta.comments, [heapconv::decode::pprof::invalid_utf8_note(1)]);
+}

@@ -230,9 +230,9 @@ fn too_big(name: &str, max: u64) -> Error {
 /// the other fields are decoded with prost.
 pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
     let mut clock = crate::timing::Phases::start("decode pprof");
-    let (rest, samples) = split_samples(bytes, name)?;
+    let (rest, samples, strings, invalid) = split_samples(bytes, name)?;
     clock.done("split");
-    let msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
+    let mut msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
         let text = e.to_string();
         let kind = if text.contains("underflow") || text.contains("unexpected end") || text.contains("truncated") {
             ErrorKind::Truncated
@@ -242,9 +242,21 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
         Error::new(kind, format!("{name}: not a valid pprof profile ({} bytes)", bytes.len())).with_source(e)
     })?;
     clock.done("prost");
-    let r = Converter::new(&msg, name)?.convert(bytes, &samples);
+    msg.string_table = strings;
+    let mut r = Converter::new(&msg, name)?.convert(bytes, &samples);
+    if invalid > 0
+        && let Ok(p) = &mut r
+    {
+        p.meta.comments.push(invalid_utf8_note(invalid));
+    }
     clock.done("convert");
     r
+}
+
+/// The comment a profile read from a pprof with `n` strings that were not valid UTF-8 carries
+/// (in `meta.comments`, so it reaches pprof outputs; a driver may also show it as a warning).
+pub fn invalid_utf8_note(n: u64) -> String {
+    format!("heapconv: {n} string(s) were not valid UTF-8; their invalid bytes were replaced with U+FFFD")
 }
 
 /// A reader of protobuf wire format.
@@ -297,15 +309,18 @@ impl<'a> Wire<'a> {
     }
 }
 
-/// Splits a profile into its samples (byte ranges of each `sample` field's payload) and
-/// everything else (copied, for prost).
-/// The bytes of a profile without its samples, and the byte range of each sample.
-type Split = (Vec<u8>, Vec<(usize, usize)>);
+/// Splits a profile into its samples (byte ranges of each `sample` field's payload), its
+/// strings, and everything else (copied, for prost).
+/// The bytes of a profile without its samples and strings, the byte range of each sample, and
+/// the string table with the number of strings that were not valid UTF-8.
+type Split = (Vec<u8>, Vec<(usize, usize)>, Vec<String>, u64);
 
 fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
     let mut w = Wire { b: bytes, pos: 0 };
     let mut rest = Vec::new();
     let mut samples = Vec::new();
+    let mut strings = Vec::new();
+    let mut invalid = 0u64;
     while !w.done() {
         let start = w.pos;
         let bad = |kind: ErrorKind, what: &str| {
@@ -325,12 +340,26 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
             w.take(len)
                 .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a sample of {len} bytes runs past the end")))?;
             samples.push((at, w.pos));
+        } else if num == 6 && wt == 2 {
+            // Strings are read as Go reads them: bytes that are not UTF-8 do not reject the
+            // profile; they become U+FFFD, and the count is noted.
+            let len = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a string's length is cut off"))?;
+            let b = w
+                .take(len)
+                .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a string of {len} bytes runs past the end")))?;
+            match std::str::from_utf8(b) {
+                Ok(t) => strings.push(t.to_owned()),
+                Err(_) => {
+                    invalid += 1;
+                    strings.push(String::from_utf8_lossy(b).into_owned());
+                }
+            }
         } else {
             w.skip(wt).ok_or_else(|| bad(ErrorKind::Truncated, &format!("field {num} runs past the end")))?;
             rest.extend_from_slice(&bytes[start..w.pos]);
         }
     }
-    Ok((rest, samples))
+    Ok((rest, samples, strings, invalid))
 }
 
 /// One label as written: key, str, num, num_unit (string indexes and a number).
