@@ -156,3 +156,44 @@ fn invalid_utf8_in_a_pprof_string_is_replaced_and_noted() {
     let flat = heapconv::decode::pprof::decode_pprof(&bytes, "bad.pb").unwrap();
     assert_eq!(flat.meta.comments, [heapconv::decode::pprof::invalid_utf8_note(1)]);
 }
+
+#[test]
+fn interleaved_heap_graphs_are_read_as_trace_processor_sorts_them() {
+    // Sequence 7: pid 3 at time 200 and pid 2 at time 100, packets alternating; sequences 8
+    // and 9: pid 4 and pid 5 at time 300, pid 5 ending first. All four are complete.
+    let input = data("heapgraph/interleaved.pftrace");
+    let out = tempfile::tempdir().unwrap();
+    let o = heapconv(&[
+        "profile",
+        input.to_str().unwrap(),
+        "--java-heap",
+        "--raw",
+        "-q",
+        "-o",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let files = written(out.path());
+    assert_eq!(
+        files,
+        ["java_heap_dump.1.2.pb", "java_heap_dump.2.3.pb", "java_heap_dump.3.4.pb", "java_heap_dump.4.5.pb"]
+    );
+    // Total allocation count and size of each tree: pid 2 holds its root and the child.
+    let got: Vec<Vec<i64>> = files.iter().map(|f| totals(&read_pprof(&out.path().join(f)))).collect();
+    assert_eq!(got, [vec![2, 24], vec![1, 100], vec![1, 40], vec![1, 50]]);
+    let inspect = heapconv(&["inspect", "--json", input.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let graphs: Vec<(u64, i64, bool)> = v["heap_graphs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["pid"].as_u64().unwrap(),
+                g["timestamp"].as_i64().unwrap(),
+                g["incomplete"].as_array().unwrap().is_empty(),
+            )
+        })
+        .collect();
+    assert_eq!(graphs, [(2, 100, true), (3, 200, true), (4, 300, true), (5, 300, true)]);
+}
