@@ -197,3 +197,32 @@ fn interleaved_heap_graphs_are_read_as_trace_processor_sorts_them() {
         .collect();
     assert_eq!(graphs, [(2, 100, true), (3, 200, true), (4, 300, true), (5, 300, true)]);
 }
+
+#[test]
+fn a_heap_graph_without_roots_gets_an_empty_file_and_a_warning() {
+    let input = data("heapgraph/no_roots.pftrace");
+    let out = tempfile::tempdir().unwrap();
+    let o = heapconv(&["profile", input.to_str().unwrap(), "--java-heap", "--raw", "-o", out.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(written(out.path()), ["java_heap_dump.1.6.pb"]);
+    let p = read_pprof(&out.path().join("java_heap_dump.1.6.pb"));
+    let (types, samples) = normalize(&p);
+    assert_eq!(
+        types,
+        [
+            ("Total allocation count".to_owned(), "count".to_owned()),
+            ("Total allocation size".to_owned(), "bytes".to_owned())
+        ]
+    );
+    assert!(samples.is_empty());
+    let inspect = heapconv(&["inspect", "--json", input.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let problems: Vec<&str> =
+        v["problems"].as_array().unwrap().iter().map(|p| p["message"].as_str().unwrap()).collect();
+    assert!(
+        problems.contains(
+            &"sequence 3, pid 6: the heap graph has 2 object(s) but no roots: none is reachable, so its profile is empty"
+        ),
+        "{problems:?}"
+    );
+}

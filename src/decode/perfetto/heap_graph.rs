@@ -566,6 +566,16 @@ impl Decoder {
         for why in &report.incomplete {
             self.trace.report.problem(at.0, at.1, format!("sequence {seq}, pid {pid}: heap graph incomplete: {why}"));
         }
+        if report.rooted_objects == 0 && report.objects > 0 {
+            self.trace.report.problem(
+                at.0,
+                at.1,
+                format!(
+                    "sequence {seq}, pid {pid}: the heap graph has {} object(s) but no roots: none is reachable, so its profile is empty",
+                    report.objects
+                ),
+            );
+        }
         debug_assert_eq!(heap.validate(), Ok(()));
         let key = (timestamp.unwrap_or(i64::MIN), order);
         self.done.push(Finished { key, report, heap: wanted.then_some(heap) });
