@@ -226,3 +226,104 @@ fn a_heap_graph_without_roots_gets_an_empty_file_and_a_warning() {
         "{problems:?}"
     );
 }
+
+/// A small HPROF file (id size 4) built record by record: `dumps` lists, per heap dump, the
+/// record layout (`"dump"`: one HEAP_DUMP; `"segments"`: two HEAP_DUMP_SEGMENTs and a
+/// HEAP_DUMP_END; `"open"`: one segment, no end), its time offset in microseconds and the
+/// instance ids it holds (each dump also dumps class 0x100 and roots the first instance).
+fn hprof(dumps: &[(&str, u32, &[u32])]) -> Vec<u8> {
+    fn rec(out: &mut Vec<u8>, tag: u8, time: u32, body: &[u8]) {
+        out.push(tag);
+        out.extend_from_slice(&time.to_be_bytes());
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+    }
+    let u4 = |v: u32| v.to_be_bytes();
+    let mut out = b"JAVA PROFILE 1.0.2\0".to_vec();
+    out.extend_from_slice(&u4(4));
+    out.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0x03, 0xe8]); // 1000 ms
+    let mut s = u4(1).to_vec();
+    s.extend_from_slice(b"Thing");
+    rec(&mut out, 0x01, 0, &s);
+    let load: Vec<u8> = [u4(1), u4(0x100), u4(0), u4(1)].concat();
+    rec(&mut out, 0x02, 0, &load);
+    for &(shape, time, ids) in dumps {
+        let mut class_dump = vec![0x20];
+        for v in [0x100, 0, 0, 0, 0, 0, 0, 0, 0] {
+            class_dump.extend_from_slice(&u4(v)); // id, stack serial, super, loader, signers, domain, 2 reserved, size
+        }
+        class_dump.extend_from_slice(&[0, 0, 0, 0, 0, 0]); // constant pool, statics, fields
+        let mut instances = Vec::new();
+        for &id in ids {
+            instances.push(0x21);
+            for v in [id, 0, 0x100, 0] {
+                instances.extend_from_slice(&u4(v));
+            }
+        }
+        let mut root = vec![0xff];
+        root.extend_from_slice(&u4(ids[0]));
+        match shape {
+            "dump" => rec(&mut out, 0x0c, time, &[class_dump, instances, root].concat()),
+            "segments" | "open" => {
+                rec(&mut out, 0x1c, time, &class_dump);
+                if shape == "segments" {
+                    rec(&mut out, 0x1c, time, &[instances, root].concat());
+                    rec(&mut out, 0x2c, time, &[]);
+                } else {
+                    rec(&mut out, 0x1c, time, &[instances, root].concat());
+                }
+            }
+            _ => unreachable!("shape"),
+        }
+    }
+    out
+}
+
+fn instance_ids(d: &heapconv::model::heap::HeapDump) -> Vec<u64> {
+    let mut v: Vec<u64> = d.obj_id.iter().copied().filter(|&id| id >= 0x200).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn an_hprof_with_several_heap_dumps_is_read_dump_by_dump() {
+    use heapconv::decode::hprof::*;
+    let opts = HprofReadOptions { partial: false };
+    // The JVMTI hprof agent's layout: one HEAP_DUMP record per dump (at 2.8 s and 9.6 s).
+    let two = hprof(&[("dump", 2_800_000, &[0x200, 0x204]), ("dump", 9_600_000, &[0x200, 0x208, 0x20c])]);
+    let (last, st) = read_hprof_with_stats(&two[..], "two.hprof", &opts).unwrap();
+    assert_eq!(
+        st.dumps.iter().map(|d| (d.index, d.time_us, d.records)).collect::<Vec<_>>(),
+        [(0, 2_800_000, 1), (1, 9_600_000, 1)]
+    );
+    assert_eq!(st.dump, Some(1));
+    assert_eq!(instance_ids(&last), [0x200, 0x208, 0x20c], "the last dump, alone");
+    assert_eq!((st.duplicate_ids, st.duplicate_class_dumps), (0, 0));
+    assert!(last.incomplete.is_empty(), "{:?}", last.incomplete);
+    let (first, st) = read_hprof_dump(&two[..], "two.hprof", &opts, HprofDumpSelect::Index(0)).unwrap();
+    assert_eq!((instance_ids(&first), st.dump), (vec![0x200, 0x204], Some(0)));
+    assert_eq!(first.roots.len(), 1);
+    let e = read_hprof_dump(&two[..], "two.hprof", &opts, HprofDumpSelect::Index(2)).unwrap_err();
+    assert_eq!(e.kind(), heapconv::ErrorKind::NoData);
+    assert!(e.to_string().contains("no heap dump number 3 (the file holds 2)"), "{e}");
+
+    // Segments: each run up to HEAP_DUMP_END is one dump (the agent with segments: two dumps);
+    // Android's and HotSpot's segments with one end are one dump.
+    let segs = hprof(&[("segments", 10, &[0x200]), ("segments", 20, &[0x200, 0x204])]);
+    let (d, st) = read_hprof_with_stats(&segs[..], "segs.hprof", &opts).unwrap();
+    assert_eq!(st.dumps.iter().map(|d| (d.time_us, d.records)).collect::<Vec<_>>(), [(10, 2), (20, 2)]);
+    assert_eq!(instance_ids(&d), [0x200, 0x204]);
+    let one = hprof(&[("segments", 0, &[0x200, 0x204])]);
+    let (d, st) = read_hprof_with_stats(&one[..], "one.hprof", &opts).unwrap();
+    assert_eq!((st.dumps.len(), st.dump, instance_ids(&d)), (1, Some(0), vec![0x200, 0x204]));
+    // Segments with no end up to the end of the file: one dump.
+    let open = hprof(&[("open", 0, &[0x200])]);
+    let (_, st) = read_hprof_with_stats(&open[..], "open.hprof", &opts).unwrap();
+    assert_eq!(st.dumps.len(), 1);
+
+    // Duplicate object ids within one dump are damage.
+    let dup = hprof(&[("dump", 0, &[0x200, 0x204, 0x204])]);
+    let (d, st) = read_hprof_with_stats(&dup[..], "dup.hprof", &opts).unwrap();
+    assert_eq!(st.duplicate_ids, 1);
+    assert_eq!(d.incomplete, ["1 object id(s) defined twice within one heap dump (references go to the first)"]);
+}
