@@ -566,7 +566,7 @@ impl Decoder {
         for why in &report.incomplete {
             self.trace.report.problem(at.0, at.1, format!("sequence {seq}, pid {pid}: heap graph incomplete: {why}"));
         }
-        if report.rooted_objects == 0 && report.objects > 0 {
+        if report.rooted_objects == 0 && report.objects > 0 && report.incomplete.is_empty() {
             self.trace.report.problem(
                 at.0,
                 at.1,
