@@ -71,8 +71,9 @@ pub fn sniff(head: &[u8]) -> InputKind {
     if head.starts_with(b"JAVA PROFILE 1.0") {
         return InputKind::Hprof;
     }
-    // A pprof profile's fields are numbered 1 to 15; a trace holds only field 1, whose payload
-    // (a packet) is never shaped like pprof's first field 1 (a ValueType).
+    // A pprof profile's fields are numbered 1 to 15; a trace holds only field 1. So: a valid
+    // run of Profile fields with one other than 1 is a profile, whatever its first field holds;
+    // a short head of field 1s only is a profile when the first is shaped like a ValueType.
     if pprof::looks_like_pprof(head) {
         return InputKind::Pprof;
     }
@@ -105,6 +106,9 @@ mod tests {
         assert_eq!(sniff(b"JDWP-Handshake"), InputKind::Jdwp);
         assert_eq!(sniff(b"this is not a trace\n"), InputKind::Unknown);
         assert_eq!(sniff(&[0x5a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x60, 0x01]), InputKind::Pprof);
+        // An empty first sample type does not make a profile a trace.
+        assert_eq!(sniff(&[0x0a, 0x00, 0x12, 0x06, 0x0a, 0x01, 0x01, 0x12, 0x01, 0x01, 0x32, 0x00]), InputKind::Pprof);
+        assert_eq!(sniff(&[0x0a, 0x00, 0x0a, 0x03, 0x40, 0x01, 0x50]), InputKind::PerfettoTrace);
         assert!(InputKind::Jdwp.is_ddm() && !InputKind::Hprof.is_ddm());
     }
 }

@@ -92,16 +92,21 @@ pub fn value_kind(name: &str, unit: &str) -> ValueKind {
 
 /// True when `head` (the first bytes of an input, decompressed) reads as the start of a
 /// pprof profile rather than of a Perfetto trace: every whole field in it is a `Profile`
-/// field with the right wire type, and the first one is either not field 1 (a trace holds
-/// nothing but field 1, `packet`) or a field 1 whose payload is shaped like a `ValueType`
-/// (at most two varint fields numbered 1 and 2, which no trace packet is).
+/// field with the right wire type, and either some field is not field 1 (a trace holds
+/// nothing but field 1, `packet`; every pprof has a string table, field 6) or, for a head too
+/// short to reach past the sample types, the first field 1 holds a non-empty payload shaped
+/// like a `ValueType` (at most two varint fields numbered 1 and 2, which no trace packet is).
+/// What the first field holds never rules pprof out: a profile whose only sample type is
+/// empty (`""`/`""`, so it starts `0a 00`) is a profile.
 pub fn looks_like_pprof(head: &[u8]) -> bool {
     let mut pos = 0usize;
     let mut fields = 0usize;
+    let mut not_packets = false;
     while pos < head.len() {
         let Some((tag, n)) = varint(&head[pos..]) else { break };
         pos += n;
         let (num, wt) = (tag >> 3, tag & 7);
+        not_packets |= num != 1;
         let ok = match num {
             1..=6 | 11 => wt == 2,
             7..=10 | 12 | 14 | 15 => wt == 0,
@@ -119,14 +124,14 @@ pub fn looks_like_pprof(head: &[u8]) -> bool {
         } else {
             let Some((len, n)) = varint(&head[pos..]) else { break };
             pos += n;
-            if fields == 0 && num == 1 && !value_type_shaped(&head[pos..], len) {
-                return false;
+            if fields == 0 && num == 1 && value_type_shaped(&head[pos..], len) {
+                not_packets = true;
             }
             pos = pos.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
         }
         fields += 1;
     }
-    fields > 0
+    fields > 0 && not_packets
 }
 
 /// True when the `len` bytes at the start of `payload` are all there and could be a
@@ -225,9 +230,9 @@ fn too_big(name: &str, max: u64) -> Error {
 /// the other fields are decoded with prost.
 pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
     let mut clock = crate::timing::Phases::start("decode pprof");
-    let (rest, samples) = split_samples(bytes, name)?;
+    let (rest, samples, strings, invalid) = split_samples(bytes, name)?;
     clock.done("split");
-    let msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
+    let mut msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
         let text = e.to_string();
         let kind = if text.contains("underflow") || text.contains("unexpected end") || text.contains("truncated") {
             ErrorKind::Truncated
@@ -237,9 +242,21 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
         Error::new(kind, format!("{name}: not a valid pprof profile ({} bytes)", bytes.len())).with_source(e)
     })?;
     clock.done("prost");
-    let r = Converter::new(&msg, name)?.convert(bytes, &samples);
+    msg.string_table = strings;
+    let mut r = Converter::new(&msg, name)?.convert(bytes, &samples);
+    if invalid > 0
+        && let Ok(p) = &mut r
+    {
+        p.meta.comments.push(invalid_utf8_note(invalid));
+    }
     clock.done("convert");
     r
+}
+
+/// The comment a profile read from a pprof with `n` strings that were not valid UTF-8 carries
+/// (in `meta.comments`, so it reaches pprof outputs; a driver may also show it as a warning).
+pub fn invalid_utf8_note(n: u64) -> String {
+    format!("heapconv: {n} string(s) were not valid UTF-8; their invalid bytes were replaced with U+FFFD")
 }
 
 /// A reader of protobuf wire format.
@@ -292,15 +309,18 @@ impl<'a> Wire<'a> {
     }
 }
 
-/// Splits a profile into its samples (byte ranges of each `sample` field's payload) and
-/// everything else (copied, for prost).
-/// The bytes of a profile without its samples, and the byte range of each sample.
-type Split = (Vec<u8>, Vec<(usize, usize)>);
+/// Splits a profile into its samples (byte ranges of each `sample` field's payload), its
+/// strings, and everything else (copied, for prost).
+/// The bytes of a profile without its samples and strings, the byte range of each sample, and
+/// the string table with the number of strings that were not valid UTF-8.
+type Split = (Vec<u8>, Vec<(usize, usize)>, Vec<String>, u64);
 
 fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
     let mut w = Wire { b: bytes, pos: 0 };
     let mut rest = Vec::new();
     let mut samples = Vec::new();
+    let mut strings = Vec::new();
+    let mut invalid = 0u64;
     while !w.done() {
         let start = w.pos;
         let bad = |kind: ErrorKind, what: &str| {
@@ -320,12 +340,26 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
             w.take(len)
                 .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a sample of {len} bytes runs past the end")))?;
             samples.push((at, w.pos));
+        } else if num == 6 && wt == 2 {
+            // Strings are read as Go reads them: bytes that are not UTF-8 do not reject the
+            // profile; they become U+FFFD, and the count is noted.
+            let len = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a string's length is cut off"))?;
+            let b = w
+                .take(len)
+                .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a string of {len} bytes runs past the end")))?;
+            match std::str::from_utf8(b) {
+                Ok(t) => strings.push(t.to_owned()),
+                Err(_) => {
+                    invalid += 1;
+                    strings.push(String::from_utf8_lossy(b).into_owned());
+                }
+            }
         } else {
             w.skip(wt).ok_or_else(|| bad(ErrorKind::Truncated, &format!("field {num} runs past the end")))?;
             rest.extend_from_slice(&bytes[start..w.pos]);
         }
     }
-    Ok((rest, samples))
+    Ok((rest, samples, strings, invalid))
 }
 
 /// One label as written: key, str, num, num_unit (string indexes and a number).
@@ -725,6 +759,10 @@ mod tests {
         assert!(looks_like_pprof(&[0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x0a, 0x04, 0x08, 0x03, 0x10, 0x02, 0x12]));
         // A trace packet (timestamp, sequence id) is not a ValueType.
         assert!(!looks_like_pprof(&[0x0a, 0x08, 0x40, 0x01, 0x50, 0x01, 0x0a, 0x02, 0x08, 0x01]));
+        // Nor is a run of packets, empty ones included.
+        assert!(!looks_like_pprof(&[0x0a, 0x00, 0x0a, 0x03, 0x40, 0x01, 0x50]));
+        // A goroutine profile whose only sample type is empty (""/""): 0a 00, then a sample.
+        assert!(looks_like_pprof(&[0x0a, 0x00, 0x12, 0x06, 0x0a, 0x01, 0x01, 0x12, 0x01, 0x01, 0x32, 0x00]));
         assert!(!looks_like_pprof(b"REAL\0\0\0\0"));
         assert!(!looks_like_pprof(b"JDWP-Handshake"));
         assert!(!looks_like_pprof(b"heap;main 12\n"));

@@ -363,7 +363,8 @@ impl std::io::Write for ChunkWriter<'_> {
 /// Runs `heapconv profile --java-heap`, as `traceconv profile --java-heap` does: one pprof per
 /// heap graph dump (per process and time) of traceconv's shortest-path tree from the GC roots,
 /// named `java_heap_dump.N.PID.pb` (`.pb.gz` unless `raw`), N counting from 1 in the order the
-/// dumps end in the trace. A dump whose tree is empty (no roots) gets no file, as in traceconv.
+/// dumps come (trace time, then start). A dump whose tree is empty (no roots) gets a profile
+/// without samples, as in traceconv.
 /// Every file is staged and renamed into place only when the run succeeds.
 pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<ProfileRun> {
     use crate::analysis::heap::RootedHeap;
@@ -387,10 +388,9 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
         }
         let heap = RootedHeap::new(&dump);
         let spt = heap.shortest_path_tree();
+        // A dump with no roots has an empty tree and still gets its file, as in traceconv
+        // (the decoder reports the missing roots).
         let profile = heap.spt_profile(&spt);
-        if profile.sample_count() == 0 {
-            return Ok(());
-        }
         if !dir_ready {
             ensure_dir(&opts.output_dir)?;
             dir_ready = true;

@@ -433,7 +433,10 @@ class Oracle:
       self.dropped[(a['pid'], a['heap'], a['ts'])].append(a['iid'])
       return
     self.model_obs.append((a['pid'], a['heap'], a['ts'],
-                           (gen.seq, gen.number, a['iid']), cs,
+                           # keyed by callsite too: an inline iid re-defined
+                           # by a later chain as another callsite has its own
+                           # counters (TP keys prev_alloc_ by callsite)
+                           (gen.seq, gen.number, a['iid'], cs), cs,
                            (a['alloc_count'], a['self_allocated'],
                             a['free_count'], a['self_freed'])))
     alloc_row = [a['alloc_count'], a['self_allocated']]

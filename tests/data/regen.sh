@@ -43,7 +43,8 @@ if [ -d "$REF" ]; then
   chmod -R u+w traceconv
 fi
 
-# 2. Plain encodings.
+# 2. Plain encodings (every *.textproto here, e.g. the issue-14 shapes
+#    dumps_in_one_packet and untimed_chains).
 FIXTURES=()
 for tp in *.textproto; do
   FIXTURES+=("${tp%.textproto}")

@@ -14,6 +14,15 @@
 //!   class serial, class object id, u4 stack-trace serial, name string id), `STACK_FRAME` 0x04,
 //!   `STACK_TRACE` 0x05, `HEAP_DUMP` 0x0C and `HEAP_DUMP_SEGMENT` 0x1C (sub-records, below),
 //!   `HEAP_DUMP_END` 0x2C (empty). Every other tag is skipped by its length and counted.
+//! * **Heap dumps**: a run of `HEAP_DUMP_SEGMENT`s up to a `HEAP_DUMP_END` (or the end of the
+//!   file) is one dump, with any `HEAP_DUMP` record inside it; outside such a run, each
+//!   `HEAP_DUMP` record is one dump. The JVMTI hprof agent writes one
+//!   dump per request (several per file); HotSpot's `jmap`/`HeapDumpOnOutOfMemoryError` and
+//!   Android write one. Strings and `LOAD_CLASS` records are shared by all dumps; objects,
+//!   classes dumped and roots belong to one. [`read_hprof_dump`] reads one (the last by
+//!   default, as [`read_hprof`] does), [`HprofStats::dumps`] lists them all with their record
+//!   time offsets; an object id defined twice within one dump is damage
+//!   ([`HeapDump::incomplete`]).
 //! * **Sub-records** of a heap dump, u1 tag then:
 //!   - roots, the object id first: `ROOT_UNKNOWN` 0xFF, `ROOT_JNI_GLOBAL` 0x01 (+ id of the
 //!     JNI reference), `ROOT_JNI_LOCAL` 0x02 and `ROOT_JAVA_FRAME` 0x03 (+ u4 thread serial,
@@ -150,6 +159,39 @@ pub struct HprofStats {
     pub null_refs: u64,
     /// The damage that ended reading early, if any (also in [`HeapDump::incomplete`]).
     pub damage: Option<String>,
+    /// Every heap dump the file holds, in file order (read or not).
+    pub dumps: Vec<HprofDumpInfo>,
+    /// 0-based position in `dumps` of the dump these counts and the heap are of (`None`: the
+    /// file holds no heap dump record).
+    pub dump: Option<usize>,
+}
+
+/// One heap dump of an HPROF file. A run of `HEAP_DUMP_SEGMENT` records (0x1C) up to a
+/// `HEAP_DUMP_END` (0x2C), or to the end of the file, is one dump (a `HEAP_DUMP` record inside
+/// it included); outside such a run each `HEAP_DUMP` record (0x0C) is one dump. So the JVMTI hprof agent's files (one `HEAP_DUMP` per dump, or segments and an
+/// end per dump) hold several, while HotSpot's and Android's (segments, one end) hold one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HprofDumpInfo {
+    /// 0-based position among the file's dumps.
+    pub index: usize,
+    /// Byte offset of the dump's first record.
+    pub offset: u64,
+    /// Microseconds from the file header's time to the dump's first record.
+    pub time_us: u32,
+    /// Heap-dump records (`HEAP_DUMP` or segments) of the dump.
+    pub records: u64,
+    /// Bytes of those records, headers included.
+    pub bytes: u64,
+}
+
+/// Which heap dump of a file to read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HprofDumpSelect {
+    /// The last one (what a heap analyzer shows; for single-dump files, the dump). Default.
+    #[default]
+    Last,
+    /// The dump at this 0-based position.
+    Index(usize),
 }
 
 /// Reads an hprof file into a [`HeapDump`]. `name` names the input in messages.
@@ -157,14 +199,44 @@ pub fn read_hprof<R: Read>(input: R, name: &str, opts: &HprofReadOptions) -> Res
     read_hprof_with_stats(input, name, opts).map(|(d, _)| d)
 }
 
-/// [`read_hprof`], with counts of what the file holds.
+/// [`read_hprof`], with counts of what the file holds. A file with several heap dumps gives
+/// its last (see [`read_hprof_dump`]); `stats.dumps` lists them all.
 pub fn read_hprof_with_stats<R: Read>(input: R, name: &str, opts: &HprofReadOptions) -> Result<(HeapDump, HprofStats)> {
+    read_hprof_dump(input, name, opts, HprofDumpSelect::Last)
+}
+
+/// Reads one heap dump of an hprof file (the last, or the one at a position), with counts of
+/// what the file holds. `stats.dumps` lists every dump of the file; the heap counts are of the
+/// dump read. Asking for a dump the file does not have is an error (`NoData`) naming how many
+/// it has.
+pub fn read_hprof_dump<R: Read>(
+    input: R,
+    name: &str,
+    opts: &HprofReadOptions,
+    which: HprofDumpSelect,
+) -> Result<(HeapDump, HprofStats)> {
     let mut s = HprofStream::new(input, name)?;
     let mut b = Builder::new(s.header().id_size);
     let mut rec_counts = [TagCount::default(); 256];
     let mut sub_counts = [TagCount::default(); 256];
-    let result = walk_file(&mut s, &mut b, &mut rec_counts, &mut sub_counts);
-    let mut stats = HprofStats { header: Some(s.header().clone()), bytes: s.offset(), ..Default::default() };
+    let mut ds = Dumps { list: Vec::new(), in_segments: false, which, building: None };
+    let result = walk_file(&mut s, &mut b, &mut rec_counts, &mut sub_counts, &mut ds);
+    if let HprofDumpSelect::Index(i) = which
+        && i >= ds.list.len()
+        && result.is_ok()
+    {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!("{name}: no heap dump number {} (the file holds {})", i + 1, ds.list.len()),
+        ));
+    }
+    let mut stats = HprofStats {
+        header: Some(s.header().clone()),
+        bytes: s.offset(),
+        dump: ds.building,
+        dumps: ds.list,
+        ..Default::default()
+    };
     if let Err(e) = result {
         if !opts.partial || !matches!(e.kind(), ErrorKind::Truncated | ErrorKind::Malformed) {
             return Err(e);
@@ -184,11 +256,49 @@ pub fn read_hprof_with_stats<R: Read>(input: R, name: &str, opts: &HprofReadOpti
     Ok((dump, stats))
 }
 
+/// Where the walk is among the file's heap dumps.
+struct Dumps {
+    list: Vec<HprofDumpInfo>,
+    /// Inside a run of HEAP_DUMP_SEGMENTs not yet ended.
+    in_segments: bool,
+    which: HprofDumpSelect,
+    /// The dump the builder holds.
+    building: Option<usize>,
+}
+
+impl Dumps {
+    /// A heap-dump record begins (`segment`: a HEAP_DUMP_SEGMENT). Returns whether its
+    /// sub-records are to be built and whether the builder must first drop an earlier dump.
+    fn record(&mut self, segment: bool, h: &RecordHeader) -> (bool, bool) {
+        // A run of segments stays open until HEAP_DUMP_END: what comes inside it (a HEAP_DUMP
+        // record too) is the same dump; outside one, each HEAP_DUMP is a dump of its own.
+        if !self.in_segments {
+            let index = self.list.len();
+            self.list.push(HprofDumpInfo { index, offset: h.offset, time_us: h.time, records: 0, bytes: 0 });
+        }
+        self.in_segments |= segment;
+        let cur = self.list.last_mut().expect("a dump");
+        cur.records += 1;
+        cur.bytes += 9 + u64::from(h.length);
+        let index = cur.index;
+        let wanted = match self.which {
+            HprofDumpSelect::Last => true,
+            HprofDumpSelect::Index(i) => i == index,
+        };
+        let reset = wanted && self.building.is_some_and(|b| b != index);
+        if wanted {
+            self.building = Some(index);
+        }
+        (wanted, reset)
+    }
+}
+
 fn walk_file<R: Read>(
     s: &mut HprofStream<R>,
     b: &mut Builder,
     rec_counts: &mut [TagCount; 256],
     sub_counts: &mut [TagCount; 256],
+    ds: &mut Dumps,
 ) -> Result<()> {
     let name = s.name().to_owned();
     let id = usize::from(s.header().id_size);
@@ -224,7 +334,20 @@ fn walk_file<R: Read>(
                 let name_id = be_uint(&body[8 + id..8 + 2 * id]);
                 b.class_names.entry(class_id).or_insert(name_id);
             }
+            tag::HEAP_DUMP_END => ds.in_segments = false,
             tag::HEAP_DUMP | tag::HEAP_DUMP_SEGMENT => {
+                let (wanted, reset) = ds.record(h.tag == tag::HEAP_DUMP_SEGMENT, &h);
+                if !wanted {
+                    // Another dump than the one asked for: its sub-records are walked, not kept.
+                    while s.next_sub()?.is_some() {}
+                    continue;
+                }
+                if reset {
+                    // A later dump replaces the one built so far; the sub-record counts are of
+                    // the dump read.
+                    *b = b.successor();
+                    sub_counts.fill(TagCount::default());
+                }
                 b.cur_heap = None;
                 while let Some(sr) = s.next_sub()? {
                     let sc = &mut sub_counts[usize::from(sr.tag)];
@@ -309,6 +432,16 @@ struct Builder {
 }
 
 impl Builder {
+    /// A builder for the next heap dump of the file: the strings and class names (top-level
+    /// records, shared by every dump) carried over, the heap empty.
+    fn successor(&mut self) -> Builder {
+        let mut b = Builder::new(self.id_size);
+        b.strings = std::mem::take(&mut self.strings);
+        b.string_bytes = std::mem::take(&mut self.string_bytes);
+        b.class_names = std::mem::take(&mut self.class_names);
+        b
+    }
+
     fn new(id_size: u8) -> Self {
         Builder {
             id_size,
@@ -777,6 +910,14 @@ impl Builder {
         let mut incomplete = Vec::new();
         if let Some(d) = &stats.damage {
             incomplete.push(d.clone());
+        }
+        if stats.duplicate_ids > 0 {
+            // Within one heap dump an id names one object: two objects with one id are damage
+            // (several dumps of one file are read apart, see `read_hprof_dumps`).
+            incomplete.push(format!(
+                "{} object id(s) defined twice within one heap dump (references go to the first)",
+                stats.duplicate_ids
+            ));
         }
         if stats.instances_without_class > 0 {
             incomplete.push(format!(

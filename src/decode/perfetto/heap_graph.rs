@@ -5,11 +5,18 @@
 //! How the packets are laid out and read (our own summary; field numbers in
 //! `protos/perfetto_trace.proto`):
 //!
-//! * **A dump** is the run of HeapGraph packets on one `trusted_packet_sequence_id` up to and
-//!   including the one with `continued = false`. Its packets must agree on `pid` and on the
+//! * **A dump** is the run of HeapGraph packets on one `trusted_packet_sequence_id` and at one
 //!   TracePacket timestamp (the dump time; a packet without a timestamp takes the latest one
-//!   seen in the trace): objects and roots of a packet that disagrees are dropped (pid 0 and
-//!   time 0 count as "not set yet"). `index` counts the dump's packets from 0; a packet whose
+//!   seen in the trace) up to and including the one with `continued = false`. Trace processor
+//!   sorts packets by time before it parses them, so the packets of dumps at different times
+//!   that interleave on one sequence are read as separate runs, each indexed from 0. Within one
+//!   sequence and time, packets must agree on `pid`: objects and roots of a packet that
+//!   disagrees are dropped (pid 0 counts as "not set yet").
+//! * **Order**: dumps are handed on in trace-time order, dumps at the same time in the order
+//!   they begin (the order of trace processor's object rows, which numbers traceconv's files);
+//!   a dump that ends while an earlier one is still open waits for it.
+//! * A complete dump with objects but no roots is reported as a problem: nothing in it is
+//!   reachable (traceconv still writes its empty profile). `index` counts the dump's packets from 0; a packet whose
 //!   index is not the previous one plus one (or a first packet whose index is not 0) means
 //!   packets were lost, and the dump is marked incomplete. A dump still open at the end of the
 //!   trace is finished anyway and marked incomplete.
@@ -131,6 +138,8 @@ struct ObjDef {
 #[derive(Default)]
 struct Dump {
     seq: u32,
+    /// Position among the dumps of the trace, by first packet.
+    order: u64,
     pid: i32,
     /// (clock, raw timestamp) of the dump; raw 0 is "not set".
     ts: (u32, u64),
@@ -208,8 +217,19 @@ impl Dump {
     }
 }
 
-/// Decodes every heap graph dump of a trace, handing each to `sink` as soon as it ends (so
-/// memory holds one dump per open sequence, not all of them).
+/// A finished dump waiting for its turn.
+struct Finished {
+    /// (trace time, start order): the order dumps are handed on.
+    key: (i64, u64),
+    report: HeapGraphReport,
+    /// The dump, when its pid is wanted.
+    heap: Option<HeapDump>,
+}
+
+/// Decodes every heap graph dump of a trace, handing each to `sink` when it ends and no dump
+/// still open comes before it in trace time (so memory holds the open dumps and those that
+/// wait for an earlier one, not all of them). Dumps come in trace-time order as trace processor
+/// numbers them (it sorts packets by time), dumps at the same time in the order they begin.
 ///
 /// Returns the report of the trace (`heap_graphs` lists every dump, including those of pids
 /// not asked for). A damaged trace is not an error: decoding stops at the damage, dumps still
@@ -228,18 +248,19 @@ pub fn decode_heap_graphs(
     read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, sink))?;
     // Dumps still open at the end are finished anyway (as trace processor does), in sequence
     // order, and flagged.
-    let mut open: Vec<u32> = d.seqs.keys().copied().collect();
+    let mut open: Vec<_> = d.open.keys().copied().collect();
     open.sort_unstable();
-    for seq in open {
-        let mut dump = d.seqs.remove(&seq).expect("open dump");
+    for key in open {
+        let mut dump = d.open.remove(&key).expect("open dump");
         let why = if d.trace.report.damage.is_some() {
             "the trace is damaged before the dump's last packet (continued = false)"
         } else {
             "the trace ends before the dump's last packet (continued = false)"
         };
         dump.incomplete.push(why.to_owned());
-        d.finish(dump, sink)?;
+        d.finish(dump)?;
     }
+    d.release(true, sink)?;
     for g in &mut d.trace.report.heap_graphs {
         if g.process_name.is_none() {
             g.process_name = d.trace.report.processes.get(&g.pid).cloned();
@@ -268,7 +289,13 @@ pub fn decode_heap_graphs_all(input: &mut Input, opts: &HeapGraphOptions) -> Res
 struct Decoder {
     trace: TraceState,
     opts: HeapGraphOptions,
-    seqs: HashMap<u32, Dump>,
+    /// Dumps being read, by (sequence, (clock, raw timestamp)).
+    open: HashMap<(u32, (u32, u64)), Dump>,
+    /// Dumps begun so far (the next dump's `order`).
+    started: u64,
+    /// Dumps finished but not yet handed on: released in trace-time order, each once no open
+    /// dump comes before it (trace processor reads the packets sorted by time).
+    done: Vec<Finished>,
     /// Per sequence: the default timestamp clock (`trace_packet_defaults`).
     seq_clock: HashMap<u32, u32>,
     /// Dumps finished per pid (for `HeapGraphReport::index`).
@@ -307,12 +334,23 @@ impl Decoder {
             .or_else(|| self.seq_clock.get(&seq_id).copied())
             .unwrap_or(BOOTTIME);
         let ts = (clock, pkt.timestamp.or(self.trace.last_ts).unwrap_or(0));
-        let dump = self.seqs.entry(seq_id).or_insert_with(|| Dump {
+        let pid = hg.pid.unwrap_or(0);
+        // A dump is the packets of one sequence and time: trace processor sorts packets by
+        // timestamp before it parses them, so the packets of two dumps that interleave on one
+        // sequence (two processes at two times) reach it as two runs, each with its own
+        // indices from 0. Within one time, its per-sequence rules hold (another pid is dropped).
+        let key = (seq_id, ts);
+        let order = self.started;
+        let dump = self.open.entry(key).or_insert_with(|| Dump {
             seq: seq_id,
+            order,
             first_offset: offset,
             first_packet: number,
             ..Default::default()
         });
+        if dump.order == order {
+            self.started += 1;
+        }
         dump.packets += 1;
         // Packet index: from 0, one more per packet.
         let index = hg.index.unwrap_or(0);
@@ -329,7 +367,6 @@ impl Decoder {
         if let Some(h) = hg.heap_bytes_allocated {
             dump.heap_bytes_allocated = Some(h);
         }
-        let pid = hg.pid.unwrap_or(0);
 
         for o in hg.objects {
             let id = match o.id_delta {
@@ -434,15 +471,16 @@ impl Decoder {
             dump.roots.push((RootKind::from_perfetto(r.root_type.unwrap_or(0)), r.object_ids));
         }
         if !hg.continued.unwrap_or(false) {
-            let dump = self.seqs.remove(&seq_id).expect("open dump");
-            self.finish(dump, sink)?;
+            let dump = self.open.remove(&key).expect("open dump");
+            self.finish(dump)?;
+            self.release(false, sink)?;
         }
         Ok(())
     }
 
-    /// Ends a dump: resolves it into a [`HeapDump`] (when its pid is wanted), reports it and
-    /// hands it to the sink.
-    fn finish(&mut self, dump: Dump, sink: &mut dyn FnMut(HeapDump) -> Result<()>) -> Result<()> {
+    /// Ends a dump: resolves it into a [`HeapDump`] and its report, held until
+    /// [`Decoder::release`] hands them on.
+    fn finish(&mut self, dump: Dump) -> Result<()> {
         let at = (Some(dump.first_offset), Some(dump.first_packet));
         let pid = u64::try_from(dump.pid).unwrap_or(0);
         let seq = dump.seq;
@@ -491,17 +529,12 @@ impl Decoder {
                 None => (i64::try_from(dump.ts.1).ok(), false),
             }
         };
-        let index = {
-            let n = self.per_pid.entry(pid).or_default();
-            *n += 1;
-            *n - 1
-        };
+        let order = dump.order;
         let mut problems = Vec::new();
         let wanted = self.opts.pids.is_empty() || self.opts.pids.contains(&pid);
         let mut report = HeapGraphReport {
             pid,
             process_name: self.trace.report.processes.get(&pid).cloned(),
-            index,
             sequence: seq,
             timestamp,
             raw_timestamp: (dump.ts.1 != 0).then_some(dump.ts.1),
@@ -533,9 +566,56 @@ impl Decoder {
         for why in &report.incomplete {
             self.trace.report.problem(at.0, at.1, format!("sequence {seq}, pid {pid}: heap graph incomplete: {why}"));
         }
-        self.trace.report.heap_graphs.push(report);
+        if report.rooted_objects == 0 && report.objects > 0 && report.incomplete.is_empty() {
+            self.trace.report.problem(
+                at.0,
+                at.1,
+                format!(
+                    "sequence {seq}, pid {pid}: the heap graph has {} object(s) but no roots: none is reachable, so its profile is empty",
+                    report.objects
+                ),
+            );
+        }
         debug_assert_eq!(heap.validate(), Ok(()));
-        if wanted { sink(heap) } else { Ok(()) }
+        let key = (timestamp.unwrap_or(i64::MIN), order);
+        self.done.push(Finished { key, report, heap: wanted.then_some(heap) });
+        Ok(())
+    }
+
+    /// Hands on the finished dumps that no open dump precedes in trace time (all of them at
+    /// the end of the trace), in trace-time order, then start order; each is numbered among the
+    /// dumps of its pid as it goes.
+    fn release(&mut self, all: bool, sink: &mut dyn FnMut(HeapDump) -> Result<()>) -> Result<()> {
+        let first_open = if all {
+            None
+        } else {
+            self.open
+                .values()
+                .map(|d| {
+                    let t = if d.ts.1 == 0 {
+                        None
+                    } else {
+                        self.trace.clocks.to_trace(d.ts.0, d.ts.1).or_else(|| i64::try_from(d.ts.1).ok())
+                    };
+                    (t.unwrap_or(i64::MIN), d.order)
+                })
+                .min()
+        };
+        self.done.sort_by_key(|f| std::cmp::Reverse(f.key));
+        while let Some(f) = self.done.last() {
+            if first_open.is_some_and(|o| o < f.key) {
+                break;
+            }
+            let mut f = self.done.pop().expect("last exists");
+            let n = self.per_pid.entry(f.report.pid).or_default();
+            f.report.index = *n;
+            *n += 1;
+            self.trace.report.heap_graphs.push(f.report);
+            if let Some(heap) = f.heap {
+                sink(heap)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -27,7 +27,14 @@
 //!   `self_max_count` instead (the count only trusted when `orig_sampling_interval_bytes` is
 //!   set), with no frees.
 //! * Dump timestamps are CLOCK_MONOTONIC_COARSE and are converted to the trace clock through
-//!   ClockSnapshot packets.
+//!   ClockSnapshot packets; an absent timestamp is 0, as trace processor reads it.
+//! * A dump is one (pid, heap, dump timestamp), as trace processor files its rows
+//!   (`ProfileModule::ParseProfilePacket`) and traceconv selects them: one ProfilePacket may
+//!   carry several dumps of one process at different times, and several chains at the same
+//!   time (two chains without timestamps) are one dump. Cumulative counters are kept per
+//!   callsite (`ProfilePacketSequenceState::AddAllocation` keys them by callsite, not by
+//!   callstack iid), so an Android Q inline iid re-defined by a later chain as another stack
+//!   counts apart.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
@@ -172,7 +179,9 @@ struct RawSample {
 struct PendingDump {
     pid: u64,
     heap: String,
-    timestamp: Option<u64>,
+    /// `ProcessHeapSamples.timestamp`, 0 when absent (as trace processor reads it): with pid
+    /// and heap, what tells the dumps of one chain apart.
+    timestamp: u64,
     start_timestamp: Option<u64>,
     sampling_interval: Option<u64>,
     orig_sampling_interval: Option<u64>,
@@ -183,7 +192,6 @@ struct PendingDump {
 #[derive(Default)]
 struct Chain {
     active: bool,
-    packet_ts: Option<u64>,
     first_offset: u64,
     first_packet: u64,
     dumps: Vec<PendingDump>,
@@ -221,12 +229,59 @@ struct Entry {
 struct Series {
     /// Entries of interned callstacks, by (sequence, generation), indexed by dense iid index.
     dense: HashMap<(u32, u32), Vec<Entry>>,
-    /// Entries of Android Q inline callstacks, by (sequence, iid).
-    inline: HashMap<(u32, u64), Entry>,
+    /// Entries of Android Q inline callstacks, by (sequence, iid, stack): the inline tables
+    /// are scoped to one chain, so a later chain may define the same iid as another stack,
+    /// whose counters are its own (trace processor keys cumulative counters by callsite).
+    inline: HashMap<(u32, u64, StackId), Entry>,
     dumps: usize,
 }
 
 const NO_STACK: StackId = StackId(u32::MAX);
+
+/// A finished dump not yet handed to the sink: a later chain of the same (pid, heap) at the
+/// same dump time still adds to it, until a chain of that series at another time (or the end
+/// of the trace) closes it.
+struct Held {
+    key: (u64, String),
+    /// Closed: no later chain can add to it.
+    done: bool,
+    /// Whether the pid filter keeps it.
+    wanted: bool,
+    /// Its entry in the report's `dumps`.
+    report: usize,
+    meta: ProfileMeta,
+    rows: Vec<(StackId, Cum)>,
+}
+
+fn totals_of(rows: &[(StackId, Cum)]) -> Totals {
+    let mut t = Totals::default();
+    for (_, c) in rows {
+        t.total_count += sat(c.alloc_count);
+        t.total_size += sat(c.alloc_bytes);
+        t.unreleased_count += sat(c.alloc_count) - sat(c.free_count);
+        t.unreleased_size += sat(c.alloc_bytes) - sat(c.freed_bytes);
+    }
+    t
+}
+
+/// Adds the flags of another chain of the same dump.
+fn merge_flags(a: &mut DumpFlags, b: &DumpFlags) {
+    a.from_startup |= b.from_startup;
+    a.rejected_concurrent |= b.rejected_concurrent;
+    a.disconnected |= b.disconnected;
+    a.buffer_overran |= b.buffer_overran;
+    a.buffer_corrupted |= b.buffer_corrupted;
+    a.hit_guardrail |= b.hit_guardrail;
+    if b.client_error != 0 {
+        a.client_error = b.client_error;
+    }
+    a.dump_at_max |= b.dump_at_max;
+    a.previous_packet_dropped |= b.previous_packet_dropped;
+    a.missing_packets += b.missing_packets;
+    a.unresolved_samples += b.unresolved_samples;
+    a.non_monotonic_samples += b.non_monotonic_samples;
+    a.incomplete |= b.incomplete;
+}
 
 /// Decodes heapprofd dumps from a Perfetto trace, handing each completed dump to `sink` as a
 /// profile as soon as its chain ends (so memory grows with unique stacks, not with dumps).
@@ -286,8 +341,10 @@ pub fn decode_heapprofd_observed(
     // Symbols read ahead of time are complete: callstacks can be handed to the stack hook as
     // soon as they are interned. Otherwise frames may still change when ModuleSymbols come.
     let stacks = if d.symbols_prescanned && d.symbols.is_empty() { stacks } else { None };
-    let mut out = Out { hook: &mut *hook, stacks, sink: &mut *sink };
+    let mut out = Out { hook: &mut *hook, stacks, sink: &mut *sink, ending: false };
     read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, &mut out))?;
+    out.ending = true;
+    d.flush(&mut out)?;
     d.finish();
     Ok((d.trace.report, d.tables))
 }
@@ -316,6 +373,8 @@ struct Out<'a, 'b, 'c> {
     hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
     stacks: Option<&'a mut StackHook<'c>>,
     sink: &'a mut (dyn FnMut(Profile) -> Result<()> + 'b),
+    /// The trace has ended: every held dump is closed.
+    ending: bool,
 }
 
 struct Decoder {
@@ -329,6 +388,8 @@ struct Decoder {
     fresh: Vec<StackId>,
     symbols: SymbolPackets,
     symbols_prescanned: bool,
+    /// Finished dumps not yet handed to the sink, in the order they began.
+    held: std::collections::VecDeque<Held>,
 }
 
 impl TraceDecoder for Decoder {
@@ -349,6 +410,7 @@ impl Decoder {
             symbols: SymbolPackets::default(),
             symbols_prescanned: false,
             fresh: Vec::new(),
+            held: std::collections::VecDeque::new(),
         }
     }
 
@@ -432,7 +494,7 @@ impl Decoder {
         }
         if let Some(pp) = pkt.profile_packet {
             self.trace.kind("profile_packet");
-            self.profile_packet(seq_id, pp, pkt.timestamp, offset, number, out)?;
+            self.profile_packet(seq_id, pp, offset, number, out)?;
         }
         Ok(())
     }
@@ -441,7 +503,6 @@ impl Decoder {
         &mut self,
         seq_id: u32,
         pp: pb::ProfilePacket,
-        packet_ts: Option<u64>,
         offset: u64,
         number: u64,
         out: &mut Out<'_, '_, '_>,
@@ -452,7 +513,6 @@ impl Decoder {
         if !seq.chain.active {
             seq.chain = Chain {
                 active: true,
-                packet_ts: packet_ts.or(self.trace.last_ts),
                 first_offset: offset,
                 first_packet: number,
                 dropped: std::mem::take(&mut seq.dropped_since_dump),
@@ -496,13 +556,17 @@ impl Decoder {
             let pid = pd.pid.unwrap_or(0);
             let heap = pd.heap_name.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "unknown".to_owned());
             let dumps = &mut seq.chain.dumps;
-            let idx = match dumps.iter().position(|d| d.pid == pid && d.heap == heap) {
+            // One chain may carry several dumps of one process and heap, told apart by their
+            // timestamps (older and windowed heapprofd configs); the header repeated in every
+            // packet of a chain carries the same timestamp.
+            let timestamp = pd.timestamp.unwrap_or(0);
+            let idx = match dumps.iter().position(|d| d.pid == pid && d.heap == heap && d.timestamp == timestamp) {
                 Some(i) => i,
                 None => {
                     dumps.push(PendingDump {
                         pid,
                         heap,
-                        timestamp: None,
+                        timestamp,
                         start_timestamp: None,
                         sampling_interval: None,
                         orig_sampling_interval: None,
@@ -513,7 +577,6 @@ impl Decoder {
                 }
             };
             let d = &mut dumps[idx];
-            d.timestamp = d.timestamp.or(pd.timestamp);
             d.start_timestamp = d.start_timestamp.or(pd.start_timestamp);
             d.sampling_interval = d.sampling_interval.or(pd.sampling_interval_bytes);
             d.orig_sampling_interval = d.orig_sampling_interval.or(pd.orig_sampling_interval_bytes);
@@ -627,7 +690,7 @@ impl Decoder {
                     }
                     None => series
                         .inline
-                        .entry((seq_id, s.callstack))
+                        .entry((seq_id, s.callstack, stack))
                         .or_insert(Entry { stack: NO_STACK, cum: Cum::default() }),
                 };
                 let old = entry.cum;
@@ -665,9 +728,6 @@ impl Decoder {
                     ),
                 );
             }
-            let dump_index = series.dumps;
-            series.dumps += 1;
-
             // Aggregate per stack: the latest value of every entry, summed (entries of recycled
             // callstack ids land on the same stack).
             let mut rows: Vec<(StackId, Cum)> = series
@@ -691,15 +751,37 @@ impl Decoder {
                 }
             });
 
-            let (timestamp, converted) = match dump.timestamp {
-                Some(t) => match self.trace.clocks.to_trace(MONOTONIC_COARSE, t) {
-                    Some(v) => (Some(v), true),
-                    None => (i64::try_from(t).ok(), false),
-                },
-                None => (chain.packet_ts.and_then(|t| i64::try_from(t).ok()), true),
+            // Trace processor's dump time: `ProcessHeapSamples.timestamp` (0 when absent),
+            // CLOCK_MONOTONIC_COARSE converted to the trace clock; raw when no snapshot links
+            // the clocks (trace processor drops such dumps; heapconv keeps them).
+            let (timestamp, converted) = match self.trace.clocks.to_trace(MONOTONIC_COARSE, dump.timestamp) {
+                Some(v) => (Some(v), true),
+                None => (i64::try_from(dump.timestamp).ok(), false),
             };
+            let totals = totals_of(&rows);
+            let samples = dump.samples.len() as u64;
+
+            // A dump is one (pid, heap, dump time): a later chain of the same process and heap
+            // at the same time (two chains without timestamps, say) adds to the open dump.
+            let open = self.held.iter_mut().find(|h| !h.done && h.key.0 == dump.pid && h.key.1 == dump.heap);
+            if let Some(h) = open {
+                if h.meta.timestamp == timestamp {
+                    merge_flags(&mut h.meta.flags, &flags);
+                    h.meta.changed |= changed;
+                    h.rows = rows;
+                    let r = &mut self.trace.report.dumps[h.report];
+                    merge_flags(&mut r.flags, &flags);
+                    r.changed |= changed;
+                    r.samples += samples;
+                    r.stacks = h.rows.len() as u64;
+                    r.totals = totals;
+                    continue;
+                }
+                h.done = true;
+            }
+            let dump_index = series.dumps;
+            series.dumps += 1;
             let process_name = self.trace.report.processes.get(&dump.pid).cloned();
-            let sample_types = sample_types_for_heap(&dump.heap);
             let meta = ProfileMeta {
                 source: self.trace.name.clone(),
                 pid: Some(dump.pid),
@@ -707,7 +789,7 @@ impl Decoder {
                 heap: dump.heap.clone(),
                 dump_index,
                 timestamp,
-                raw_timestamp: dump.timestamp,
+                raw_timestamp: Some(dump.timestamp),
                 timestamp_converted: converted,
                 start_timestamp: dump.start_timestamp,
                 sampling_interval: dump.sampling_interval,
@@ -716,45 +798,59 @@ impl Decoder {
                 flags: flags.clone(),
                 ..Default::default()
             };
-            let mut totals = Totals::default();
-            let two = sample_types.len() == 2;
-            let mut profile = Profile::new(Arc::clone(&self.tables), meta, sample_types);
-            profile.default_sample_type = if two { 1 } else { 3 };
-            let mut vals = [0i64; 4];
-            for (stack, c) in &rows {
-                let tc = sat(c.alloc_count);
-                let ts = sat(c.alloc_bytes);
-                let uc = sat(c.alloc_count) - sat(c.free_count);
-                let us = sat(c.alloc_bytes) - sat(c.freed_bytes);
-                totals.total_count += tc;
-                totals.total_size += ts;
-                totals.unreleased_count += uc;
-                totals.unreleased_size += us;
-                vals[0] = tc;
-                vals[1] = ts;
-                vals[2] = uc;
-                vals[3] = us;
-                profile.push_sample(*stack, &vals[..if two { 2 } else { 4 }]);
-            }
             self.trace.report.dumps.push(DumpReport {
                 pid: dump.pid,
                 process_name,
-                heap: dump.heap,
+                heap: dump.heap.clone(),
                 index: dump_index,
                 timestamp,
-                raw_timestamp: dump.timestamp,
+                raw_timestamp: Some(dump.timestamp),
                 timestamp_converted: converted,
                 sampling_interval: dump.sampling_interval,
                 orig_sampling_interval: dump.orig_sampling_interval,
-                samples: dump.samples.len() as u64,
+                samples,
                 stacks: rows.len() as u64,
                 changed,
                 totals,
                 flags,
             });
-            if wanted && (changed || self.opts.include_unchanged) {
-                (out.sink)(profile)?;
+            self.held.push_back(Held {
+                key: (dump.pid, dump.heap),
+                done: false,
+                wanted,
+                report: self.trace.report.dumps.len() - 1,
+                meta,
+                rows,
+            });
+        }
+        self.flush(out)
+    }
+
+    /// Hands the dumps that can no longer grow to the sink, in the order they began; at the end
+    /// of the trace, every dump.
+    fn flush(&mut self, out: &mut Out<'_, '_, '_>) -> Result<()> {
+        while let Some(h) = self.held.front() {
+            if !h.done && !out.ending {
+                break;
             }
+            let h = self.held.pop_front().expect("front exists");
+            if !h.wanted || !(h.meta.changed || self.opts.include_unchanged) {
+                continue;
+            }
+            let sample_types = sample_types_for_heap(&h.meta.heap);
+            let two = sample_types.len() == 2;
+            let mut profile = Profile::new(Arc::clone(&self.tables), h.meta, sample_types);
+            profile.default_sample_type = if two { 1 } else { 3 };
+            for (stack, c) in &h.rows {
+                let vals = [
+                    sat(c.alloc_count),
+                    sat(c.alloc_bytes),
+                    sat(c.alloc_count) - sat(c.free_count),
+                    sat(c.alloc_bytes) - sat(c.freed_bytes),
+                ];
+                profile.push_sample(*stack, &vals[..if two { 2 } else { 4 }]);
+            }
+            (out.sink)(profile)?;
         }
         Ok(())
     }

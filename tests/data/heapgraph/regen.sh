@@ -21,6 +21,7 @@ if [ ! -x "$PY" ]; then
   exit 1
 fi
 cd "$HERE"
+# Every *.textproto here (the issue-14 shapes interleaved and no_roots included).
 for tp in *.textproto; do
   "$PY" "$ENC" "$tp" "${tp%.textproto}.pftrace"
   "$PY" "$ENC" --decode "${tp%.textproto}.pftrace" >/dev/null
