@@ -10,7 +10,8 @@
 
 use std::time::Instant;
 
-use heapconv::analysis::heap::{RootedHeap, TopOptions, synthetic_heap, top_text};
+use heapconv::analysis::heap::{RootedHeap, TopOptions, synthetic_heap};
+use heapconv::encode::heap_top::heap_top_text;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -52,7 +53,7 @@ fn main() {
             let t = Instant::now();
             let top = heap.heap_top(spt, dom, &TopOptions::default());
             eprintln!("histogram+top {:>8.3} s", t.elapsed().as_secs_f64());
-            print!("{}", top_text(&top));
+            print!("{}", heap_top_text(&top));
         }
         if on("profiles") {
             let t = Instant::now();

@@ -1191,9 +1191,9 @@ fn run(cli: Cli) -> Result<u8, Error> {
                         ));
                     }
                     let text = if a.json {
-                        heapconv::analysis::heap::top_json(&top)
+                        heapconv::encode::heap_top::heap_top_json(&top)
                     } else {
-                        heapconv::analysis::heap::top_text(&top)
+                        heapconv::encode::heap_top::heap_top_text(&top)
                     };
                     (text, true, report_problems(&ui, &report), report.data_loss())
                 }

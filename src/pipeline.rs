@@ -883,12 +883,13 @@ fn write_outputs(input: &Path, dest: &Destination, outputs: &[(Option<PathBuf>, 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
 /// `opts.format` (with its totals), or, for JSON, the top report.
 fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<batch::ProfileTotals>)> {
-    use crate::analysis::heap::{RootedHeap, TopOptions, top_json};
+    use crate::analysis::heap::{RootedHeap, TopOptions};
+    use crate::encode::heap_top::heap_top_json;
     let heap = RootedHeap::new(dump);
     if opts.format == Format::Json {
         let spt = heap.shortest_path_tree();
         let dom = heap.dominators();
-        return Ok((top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes(), None));
+        return Ok((heap_top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes(), None));
     }
     let profile = match opts.heap_tree {
         HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),

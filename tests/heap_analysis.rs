@@ -8,9 +8,10 @@
 mod common;
 
 use common::*;
-use heapconv::analysis::heap::{RootedHeap, TopOptions, top_json, top_text};
+use heapconv::analysis::heap::{RootedHeap, TopOptions};
 use heapconv::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use heapconv::encode::folded::{FoldedOptions, encode_folded};
+use heapconv::encode::heap_top::{heap_top_json as top_json, heap_top_text as top_text};
 use heapconv::encode::pprof::{PprofOptions, encode_pprof};
 use heapconv::model::heap::{Class, ClassKind, HeapDump, ObjectKind, Root, RootKind};
 

@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use heapconv::analysis::heap::{RootedHeap, TopOptions, VIRTUAL_ROOT, top_json, top_text};
+use heapconv::analysis::heap::{RootedHeap, TopOptions, VIRTUAL_ROOT};
 use heapconv::decode::Input;
 use heapconv::decode::ddm_alloc_records::{
     DdmOptions, OrderChoice, alloc_records_profile, decode_alloc_records, encode_alloc_records,
@@ -23,6 +23,7 @@ use heapconv::decode::pprof::{
     NO_STACK, PprofDecodeOptions, decode_pprof, decode_pprof_maybe_gzip, looks_like_pprof, read_pprof,
 };
 use heapconv::encode::folded::{FoldedOptions, encode_folded, parse_folded_line};
+use heapconv::encode::heap_top::{heap_top_json, heap_top_text};
 use heapconv::encode::hprof::{HprofOptions, encode_hprof};
 use heapconv::encode::pprof::{PprofOptions, encode_pprof};
 use heapconv::encode::summary::{hprof_inspect_json, hprof_inspect_text, inspect_json, inspect_text};
@@ -356,8 +357,8 @@ pub fn check_heap_dump(d: &HeapDump, bits: u8) {
         assert_eq!(top, all, "retained sizes do not add up to the reachable objects' sizes");
     }
     let report = heap.heap_top(&spt, &dom, &TopOptions::default());
-    let _ = top_text(&report);
-    let _ = top_json(&report);
+    let _ = heap_top_text(&report);
+    let _ = heap_top_json(&report);
     for p in [heap.dominator_profile(&dom), heap.spt_profile(&spt)] {
         check_profile_shape(&p);
         check_encoders(&p, bits);

@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod flamegraph_svg;
 pub mod folded;
+pub mod heap_top;
 pub mod hprof;
 pub mod labels;
 pub mod module_symbols;

@@ -7,6 +7,7 @@ mod chunked;
 pub mod flat;
 pub mod frame;
 pub mod heap;
+pub mod heap_report;
 pub mod mapping;
 pub mod profile;
 pub mod report;

@@ -1,34 +1,8 @@
 //! The class histogram: instances, shallow, native and retained bytes per class.
 
-use serde::Serialize;
-
 use super::{Dominators, RootedHeap, VIRTUAL_ROOT};
 use crate::model::heap::{ClassIdx, ObjIdx};
-
-/// One row of the class histogram.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ClassStats {
-    /// Class index in the dump ([`HeapDump::classes`]; one past the end for objects whose
-    /// class is out of range).
-    pub class: ClassIdx,
-    /// Class name.
-    pub name: String,
-    /// Instances in the dump, garbage included.
-    pub instances: u64,
-    /// Instances reachable from a GC root.
-    pub reachable_instances: u64,
-    /// Shallow bytes of all instances.
-    pub shallow: u64,
-    /// Native bytes of all instances.
-    pub native: u64,
-    /// Java bytes retained by the class's instances: the retained sizes of the reachable
-    /// instances that no other instance of the class dominates (no instance of the class on
-    /// their dominator chain up to the virtual root), so that an instance inside another's
-    /// retained set is not counted twice. A linked list's nodes retain the list once.
-    pub retained: u64,
-    /// Native bytes retained by the class's instances, counted the same way.
-    pub retained_native: u64,
-}
+use crate::model::heap_report::ClassStats;
 
 impl RootedHeap<'_> {
     /// Per class: instances, bytes, and retained bytes without double counting (see

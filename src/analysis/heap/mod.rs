@@ -53,7 +53,7 @@
 //! * [`RootedHeap::class_histogram`] and [`RootedHeap::heap_top`]: per class, instances,
 //!   shallow and native bytes, and the bytes its instances retain without double counting
 //!   (see [`ClassStats::retained`]); the largest retainers with their shortest path from a GC
-//!   root; rendered by [`top_text`] and [`top_json`].
+//!   root, which `encode::heap_top` renders as text and JSON.
 //!
 //! A [`HeapDump`] is assumed to satisfy [`HeapDump::validate`]; references and roots out of
 //! range are skipped rather than followed, and classes out of range are nameless. Objects are
@@ -63,7 +63,6 @@
 
 mod dominators;
 mod histogram;
-mod report;
 mod retainers;
 mod rooted;
 mod spt;
@@ -73,10 +72,10 @@ mod tree_profile;
 
 use crate::model::heap::ObjIdx;
 
+/// The reports the analyses fill live in the model, so that the encoders can render them.
+pub use crate::model::heap_report::{ClassStats, HeapTop, PathStep, Retainer, RootPath};
 pub use dominators::Dominators;
-pub use histogram::ClassStats;
-pub use report::{top_json, top_text};
-pub use retainers::{HeapTop, PathStep, Retainer, RootPath, TopOptions};
+pub use retainers::TopOptions;
 pub use rooted::RootedHeap;
 pub use spt::ShortestPathTree;
 
