@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use heapconv::analysis::heap::{RootedHeap, TopOptions, synthetic_heap};
+use heapconv::analysis::heap::{HeapTopOptions, RootedHeap, synthetic_heap};
 use heapconv::encode::heap_top::heap_top_text;
 
 fn main() {
@@ -51,7 +51,7 @@ fn main() {
     if let (Some(spt), Some(dom)) = (&spt, &dom) {
         if on("histogram") {
             let t = Instant::now();
-            let top = heap.heap_top(spt, dom, &TopOptions::default());
+            let top = heap.heap_top(spt, dom, &HeapTopOptions::default());
             eprintln!("histogram+top {:>8.3} s", t.elapsed().as_secs_f64());
             print!("{}", heap_top_text(&top));
         }

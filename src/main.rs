@@ -1159,7 +1159,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
                 dump: parse_dump(&a.select.dump)?,
                 decode: a.select.decode.options(),
                 java_heap: a.java_heap,
-                top: heapconv::analysis::heap::TopOptions {
+                top: heapconv::analysis::heap::HeapTopOptions {
                     classes: if a.count == 0 { usize::MAX } else { a.count },
                     ..Default::default()
                 },
@@ -1378,7 +1378,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
             for (addr, lines) in addrs.iter().zip(results) {
                 let syms: Vec<serde_json::Value> = lines
                     .iter()
-                    .map(|l| serde_json::json!({"FunctionName": l.0, "FileName": l.2, "Line": l.3, "Column": l.4}))
+                    .map(|l| serde_json::json!({"FunctionName": l.function, "FileName": l.file, "Line": l.line, "Column": l.column}))
                     .collect();
                 let doc = serde_json::json!({"Address": format!("{addr:#x}"), "ModuleName": a.obj.display().to_string(), "Symbol": syms});
                 writeln!(so, "{doc}").map_err(|e| Error::io("writing standard output", e))?;

@@ -883,13 +883,13 @@ fn write_outputs(input: &Path, dest: &Destination, outputs: &[(Option<PathBuf>, 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
 /// `opts.format` (with its totals), or, for JSON, the top report.
 fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<batch::ProfileTotals>)> {
-    use crate::analysis::heap::{RootedHeap, TopOptions};
+    use crate::analysis::heap::{HeapTopOptions, RootedHeap};
     use crate::encode::heap_top::heap_top_json;
     let heap = RootedHeap::new(dump);
     if opts.format == Format::Json {
         let spt = heap.shortest_path_tree();
         let dom = heap.dominators();
-        return Ok((heap_top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes(), None));
+        return Ok((heap_top_json(&heap.heap_top(&spt, &dom, &HeapTopOptions::default())).into_bytes(), None));
     }
     let profile = match opts.heap_tree {
         HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
@@ -964,8 +964,8 @@ pub struct HeapTopRunOptions {
     /// heap graphs are shown when it has no heapprofd dump).
     pub java_heap: bool,
     /// The report: classes listed, retainers, path lengths. Default:
-    /// [`crate::analysis::heap::TopOptions::default`].
-    pub top: crate::analysis::heap::TopOptions,
+    /// [`crate::analysis::heap::HeapTopOptions::default`].
+    pub top: crate::analysis::heap::HeapTopOptions,
 }
 
 impl Default for HeapTopRunOptions {
@@ -975,7 +975,7 @@ impl Default for HeapTopRunOptions {
             dump: DumpSelect::Last,
             decode: DecodeOptions::default(),
             java_heap: false,
-            top: crate::analysis::heap::TopOptions::default(),
+            top: crate::analysis::heap::HeapTopOptions::default(),
         }
     }
 }

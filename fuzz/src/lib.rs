@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use heapconv::analysis::heap::{RootedHeap, TopOptions, VIRTUAL_ROOT};
+use heapconv::analysis::heap::{HeapTopOptions, RootedHeap, VIRTUAL_ROOT};
 use heapconv::decode::Input;
 use heapconv::decode::ddm_alloc_records::{
     DdmOptions, OrderChoice, alloc_records_profile, decode_alloc_records, encode_alloc_records,
@@ -356,7 +356,7 @@ pub fn check_heap_dump(d: &HeapDump, bits: u8) {
     if all <= u128::from(u64::MAX) {
         assert_eq!(top, all, "retained sizes do not add up to the reachable objects' sizes");
     }
-    let report = heap.heap_top(&spt, &dom, &TopOptions::default());
+    let report = heap.heap_top(&spt, &dom, &HeapTopOptions::default());
     let _ = heap_top_text(&report);
     let _ = heap_top_json(&report);
     for p in [heap.dominator_profile(&dom), heap.spt_profile(&spt)] {

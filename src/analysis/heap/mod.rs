@@ -75,7 +75,7 @@ use crate::model::heap::ObjIdx;
 /// The reports the analyses fill live in the model, so that the encoders can render them.
 pub use crate::model::heap_report::{ClassStats, HeapTop, PathStep, Retainer, RootPath};
 pub use dominators::Dominators;
-pub use retainers::TopOptions;
+pub use retainers::HeapTopOptions;
 pub use rooted::RootedHeap;
 pub use spt::ShortestPathTree;
 

@@ -10,7 +10,7 @@ use crate::model::heap_report::{HeapTop, PathStep, Retainer, RootPath};
 
 /// Options of [`RootedHeap::heap_top`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopOptions {
+pub struct HeapTopOptions {
     /// How many classes the table lists. Default: 20.
     pub classes: usize,
     /// How many of the largest retainers get a path. Default: 10.
@@ -19,9 +19,9 @@ pub struct TopOptions {
     pub max_path_steps: usize,
 }
 
-impl Default for TopOptions {
+impl Default for HeapTopOptions {
     fn default() -> Self {
-        TopOptions { classes: 20, retainers: 10, max_path_steps: 16 }
+        HeapTopOptions { classes: 20, retainers: 10, max_path_steps: 16 }
     }
 }
 
@@ -102,7 +102,7 @@ impl RootedHeap<'_> {
     /// The `top` report: totals, the class histogram's first `opts.classes` rows, and the
     /// `opts.retainers` objects with the largest retained size (Java plus native; ties by
     /// object index), each with its shortest path from a GC root.
-    pub fn heap_top(&self, spt: &ShortestPathTree, dom: &Dominators, opts: &TopOptions) -> HeapTop {
+    pub fn heap_top(&self, spt: &ShortestPathTree, dom: &Dominators, opts: &HeapTopOptions) -> HeapTop {
         let d = self.dump;
         let total = |v: &[u64]| v.iter().fold(0u64, |a, &b| a.saturating_add(b));
         let reachable_shallow = dom.order.iter().fold(0u64, |a, &o| a.saturating_add(d.obj_self_size[o as usize]));

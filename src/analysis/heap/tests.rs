@@ -669,7 +669,7 @@ fn histogram_counts_nested_instances_once() {
     assert_eq!(path.text(), "[ROOT_JAVA_FRAME] Node.next -> Node.data -> byte[]");
     assert_eq!(path.steps.iter().map(|s| s.object).collect::<Vec<_>>(), vec![6, 2, 5]);
     assert!(h.path_to_root(&spt, 7, 16).is_none());
-    let top = h.heap_top(&spt, &dom, &TopOptions { classes: 5, retainers: 3, max_path_steps: 16 });
+    let top = h.heap_top(&spt, &dom, &HeapTopOptions { classes: 5, retainers: 3, max_path_steps: 16 });
     assert_eq!(top.objects, 8);
     assert_eq!(top.reachable_objects, 7);
     assert_eq!(top.roots, 2);
@@ -746,8 +746,8 @@ fn outputs_are_deterministic() {
     let h = RootedHeap::new(&d);
     let spt = h.shortest_path_tree();
     let dom = h.dominators();
-    let t1 = h.heap_top(&spt, &dom, &TopOptions::default());
-    let t2 = h.heap_top(&h.shortest_path_tree(), &h.dominators(), &TopOptions::default());
+    let t1 = h.heap_top(&spt, &dom, &HeapTopOptions::default());
+    let t2 = h.heap_top(&h.shortest_path_tree(), &h.dominators(), &HeapTopOptions::default());
     assert_eq!(t1, t2);
     assert_eq!(samples(&h.spt_profile(&spt)), samples(&h.spt_profile(&h.shortest_path_tree())));
 }
