@@ -50,7 +50,7 @@ pub mod symbolize;
 pub mod synth;
 pub mod timing;
 
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Hint, Result};
 
 /// Types generated from `protos/` (Perfetto's trace schema, trimmed, and pprof's profile.proto).
 /// Only the decode and encode stages use them.

@@ -1360,7 +1360,10 @@ pub fn ddm_inspect(c: &AllocCapture, opts: &DdmOptions) -> DdmInspect {
         entries: c.records.entries.len() as u64,
         count_wrapped: c.count_wrapped(),
         entry_order: c.order.to_string(),
-        entry_order_basis: c.order_basis.to_string(),
+        entry_order_basis: match c.order_basis {
+            crate::decode::ddm_alloc_records::OrderBasis::Option => "as given by --entry-order".to_owned(),
+            basis => basis.to_string(),
+        },
         class_names: c.records.class_names.len() as u64,
         method_names: c.records.method_names.len() as u64,
         source_files: c.records.file_names.len() as u64,

@@ -140,7 +140,7 @@ pub enum OrderBasis {
 impl fmt::Display for OrderBasis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            OrderBasis::Option => "as given by --entry-order",
+            OrderBasis::Option => "as the caller chose",
             OrderBasis::NoEntries => "no entries",
             OrderBasis::WrappedCount => "guessed: the entry count wrapped, as Dalvik's does with a full buffer",
             OrderBasis::DeepStacks => "guessed: stacks deeper than 16 frames come only from ART 6.0+",

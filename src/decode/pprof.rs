@@ -47,7 +47,7 @@ use prost::Message;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::input::{CappedReader, Input};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Hint, Result};
 use crate::model::mapping::basename;
 use crate::model::{
     FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, ProfileMeta, StringId, Tables, ValueKind, ValueType,
@@ -213,10 +213,8 @@ fn read_error(name: &str, e: std::io::Error) -> Error {
 }
 
 fn too_big(name: &str, max: u64) -> Error {
-    Error::new(
-        ErrorKind::LimitExceeded,
-        format!("{name}: the profile is larger than the limit of {max} bytes (--max-pprof-mib raises it)"),
-    )
+    Error::new(ErrorKind::LimitExceeded, format!("{name}: the profile is larger than the limit of {max} bytes"))
+        .with_hint(Hint::PprofSizeLimit)
 }
 
 /// Decodes an uncompressed pprof profile into a [`FlatProfile`] with its own tables.

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::sample_types::{Column, meaning_name, merge_units, scale_value, types_text};
 use super::{MergeOptions, TypeSelector};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Hint, Result};
 use crate::model::{DumpFlags, Period, ProfileMeta, ValueKind, ValueType};
 
 /// What a merge knows beyond its samples.
@@ -134,21 +134,17 @@ impl Header {
     /// factors by which values already merged under `self` must be multiplied.
     pub(super) fn absorb(&mut self, other: Header, by_name: bool) -> Result<(Vec<i64>, Vec<i64>)> {
         let incompatible = |mine: &[Column]| {
-            let hint = if by_name {
-                "; choose types every input has with --sample-types (names, or meanings: total-count, total-size, unreleased-count, unreleased-size)"
-            } else {
-                ""
-            };
-            Error::new(
+            let e = Error::new(
                 ErrorKind::Usage,
                 format!(
-                    "cannot merge {}: its sample types {} differ from {} (of {}){hint}",
+                    "cannot merge {}: its sample types {} differ from {} (of {})",
                     other.first,
                     types_text(&other.columns),
                     types_text(mine),
                     self.first,
                 ),
-            )
+            );
+            if by_name { e.with_hint(Hint::SampleTypes) } else { e }
         };
         if self.columns.len() != other.columns.len()
             || self
