@@ -33,7 +33,7 @@
 //! let (profiles, report) = decode_heapprofd_all(&mut input, &DecodeOptions::default())?;
 //! for p in &profiles {
 //!     let bytes = encode_pprof(p, &PprofOptions::default());
-//!     println!("{}: {} bytes of pprof", p.meta.describe(), bytes.len());
+//!     println!("{}: {} bytes of pprof", p.header.meta.describe(), bytes.len());
 //! }
 //! # Ok::<(), heapconv::Error>(())
 //! ```

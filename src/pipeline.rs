@@ -78,7 +78,7 @@ pub struct ProfileRun {
 
 /// The file name traceconv gives a heapprofd dump: `heap_dump.N.PID.HEAP.pb`.
 pub fn heap_dump_name(n: usize, profile: &Profile, ext: &str) -> String {
-    format!("heap_dump.{n}.{}.{}.{ext}", profile.meta.pid.unwrap_or(0), profile.meta.heap)
+    format!("heap_dump.{n}.{}.{}.{ext}", profile.header.meta.pid.unwrap_or(0), profile.header.meta.heap)
 }
 
 /// Converts every heapprofd dump of `input` into one pprof file per (pid, dump, heap), as
@@ -235,7 +235,8 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
             &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
             if looking_up { None } else { Some(&mut stack_hook) },
             &mut |p: Profile| {
-                if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+                if !opts.timestamps.is_empty() && !p.header.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t))
+                {
                     return Ok(());
                 }
                 if !dir_ready {
@@ -246,8 +247,10 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 count += 1;
                 progress(count);
                 if symbolizing {
-                    attributions
-                        .insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
+                    attributions.insert(
+                        (p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()),
+                        crate::symbolize::attribute(&p),
+                    );
                 }
                 let delta = p.tables.delta_since(mark.get());
                 mark.set(p.tables.mark());
@@ -568,18 +571,18 @@ fn select_heapprofd(
         &decode,
         &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
         &mut |mut p: Profile| {
-            if opts.heap.as_ref().is_some_and(|h| *h != p.meta.heap) {
+            if opts.heap.as_ref().is_some_and(|h| *h != p.header.meta.heap) {
                 return Ok(());
             }
             let keep = match opts.dump {
                 DumpSelect::Last | DumpSelect::All => true,
-                DumpSelect::Nth(n) => p.meta.dump_index + 1 == n,
+                DumpSelect::Nth(n) => p.header.meta.dump_index + 1 == n,
             };
             if !keep {
                 return Ok(());
             }
             p.tables = Arc::clone(&empty);
-            let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
+            let key = (p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone());
             let slot = kept.entry(key.clone()).or_default();
             if slot.is_empty() {
                 order.push(key);
@@ -598,13 +601,13 @@ fn select_heapprofd(
             out.push(p);
         }
     }
-    out.sort_by_key(|p| p.meta.timestamp.unwrap_or(i64::MIN));
+    out.sort_by_key(|p| p.header.meta.timestamp.unwrap_or(i64::MIN));
     let symbols = symbolizer.map(|s| {
         let mut r = s.report(&tables);
         // The last dump of each (pid, heap) that was selected.
         let mut last: BTreeMap<(u64, String), &Profile> = BTreeMap::new();
         for p in &out {
-            last.insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), p);
+            last.insert((p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()), p);
         }
         for p in last.values() {
             r.attribute(&crate::symbolize::attribute(p));
@@ -620,7 +623,7 @@ pub fn encode_one(profile: &Profile, opts: &ConvertOptions) -> Result<Vec<u8>> {
     Ok(match opts.format {
         Format::Pprof => {
             let mut p = profile.clone();
-            p.default_sample_type = index;
+            p.header.default_sample_type = index;
             encode_pprof_gzip(&p, &PprofOptions { annotations: opts.annotations, extras: true })
         }
         Format::Folded => {
@@ -794,7 +797,7 @@ fn convert_trace(
         }
     } else {
         if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
-            let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.meta.describe())).collect();
+            let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
             return Err(Error::new(
                 ErrorKind::Usage,
                 format!(
@@ -1535,7 +1538,7 @@ fn convert_ddm(
         inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
     let profile = alloc_records_profile(&captures, &ddm);
     let mut report = TraceReport {
-        source: profile.meta.source.clone(),
+        source: profile.header.meta.source.clone(),
         bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
         ..Default::default()
     };
@@ -1559,8 +1562,8 @@ fn convert_ddm(
                 profile.value_index(opts.view).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
             let title = format!(
                 "{}: Java allocations (DDM allocation records), {}",
-                profile.meta.process_name.as_deref().unwrap_or(""),
-                profile.sample_types[index].name
+                profile.header.meta.process_name.as_deref().unwrap_or(""),
+                profile.header.sample_types[index].name
             );
             encode_svg(
                 &profile,
@@ -1610,7 +1613,8 @@ pub fn run_symbolize(
     let mut symbolizer = Symbolizer::new(opts.clone());
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
     let (trace, tables) = decode_heapprofd_with(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |p| {
-        attributions.insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
+        attributions
+            .insert((p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()), crate::symbolize::attribute(&p));
         Ok(())
     })?;
     let mut report = symbolizer.report(&tables);

@@ -1217,7 +1217,7 @@ pub fn alloc_records_profile(captures: &[AllocCapture], opts: &DdmOptions) -> Pr
         ..Default::default()
     };
     let mut p = Profile::new(Arc::new(tables), meta, sample_types());
-    p.default_sample_type = 1;
+    p.header.default_sample_type = 1;
     if opts.per_allocation {
         for (stack, values, labels) in &samples {
             p.push_sample_with_labels(*stack, values, labels);

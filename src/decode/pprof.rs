@@ -530,7 +530,7 @@ impl<'a> Converter<'a> {
         // Label keys and units are strings of the tables: the samples are added once the
         // tables are complete, to a profile that then takes them.
         let mut p = FlatProfile::new(Arc::new(Tables::default()), meta, sample_types);
-        p.default_sample_type = default_sample_type;
+        p.header.default_sample_type = default_sample_type;
         let mut units: Vec<(StringId, StringId)> = Vec::new();
         let total_locs: usize = sample_ranges.iter().map(|(a, b)| b - a).sum();
         p.reserve(sample_ranges.len(), total_locs / 2);

@@ -14,10 +14,10 @@ pub fn diff_pprof(base: &FlatProfile, new: &FlatProfile, normalize: bool) -> Fla
     let key = tables.strings.intern("pprof::base");
     let yes = tables.strings.intern("true");
     let factors = diff_factors(base, new, normalize);
-    let mut meta = new.meta.clone();
+    let mut meta = new.header.meta.clone();
     meta.title = Some("diff".to_owned());
-    let mut out = FlatProfile::new(Arc::new(tables), meta, new.sample_types.clone());
-    out.default_sample_type = new.default_sample_type;
+    let mut out = FlatProfile::new(Arc::new(tables), meta, new.header.sample_types.clone());
+    out.header.default_sample_type = new.header.default_sample_type;
     for &(k, u) in new.num_label_units() {
         out.set_num_label_unit(k, u);
     }
@@ -45,7 +45,7 @@ pub fn diff_pprof(base: &FlatProfile, new: &FlatProfile, normalize: bool) -> Fla
 /// Per sample type, the factor that scales BASE to NEW's total (1 without `normalize`, or when
 /// BASE's total is 0).
 pub fn diff_factors(base: &FlatProfile, new: &FlatProfile, normalize: bool) -> Vec<f64> {
-    (0..new.sample_types.len())
+    (0..new.header.sample_types.len())
         .map(|i| {
             let (b, n) = (base.total(i), new.total(i));
             if normalize && b != 0 { n as f64 / b as f64 } else { 1.0 }

@@ -358,7 +358,7 @@ impl Merger {
                 spans,
                 values,
             );
-            p.default_sample_type = default.min(ncols.saturating_sub(1));
+            p.header.default_sample_type = default.min(ncols.saturating_sub(1));
             if has_labels {
                 for (k, &i) in samples.iter().enumerate() {
                     let (num, strs) =

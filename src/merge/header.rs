@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::sample_types::{Column, meaning_name, merge_units, scale_value, types_text};
 use super::{MergeOptions, TypeSelector};
 use crate::error::{Error, ErrorKind, Hint, Result};
-use crate::model::{DumpFlags, Period, ProfileMeta, ValueKind, ValueType};
+use crate::model::{DumpFlags, Period, ProfileHeader, ValueKind};
 
 /// What a merge knows beyond its samples.
 #[derive(Debug, Clone)]
@@ -45,12 +45,9 @@ pub(super) fn trim_s(s: &str) -> &str {
 impl Header {
     /// The header of one input profile, in the merge's columns: (header, input value index
     /// per column).
-    pub(super) fn of(
-        meta: &ProfileMeta,
-        types: &[ValueType],
-        default_sample_type: usize,
-        opts: &MergeOptions,
-    ) -> Result<(Header, Vec<usize>)> {
+    pub(super) fn of(header: &ProfileHeader, opts: &MergeOptions) -> Result<(Header, Vec<usize>)> {
+        let ProfileHeader { meta, sample_types: types, default_sample_type } = header;
+        let default_sample_type = *default_sample_type;
         let name = match (&meta.title, meta.source.is_empty()) {
             (Some(_), false) => meta.source.clone(),
             (_, true) => meta.describe(),

@@ -96,10 +96,11 @@ impl AnyProfile<'_> {
     }
 
     pub(super) fn header(&self, opts: &MergeOptions) -> Result<(Header, Vec<usize>)> {
-        match self {
-            AnyProfile::Tree(p) => Header::of(&p.meta, &p.sample_types, p.default_sample_type, opts),
-            AnyProfile::Flat(p) => Header::of(&p.meta, &p.sample_types, p.default_sample_type, opts),
-        }
+        let header = match self {
+            AnyProfile::Tree(p) => &p.header,
+            AnyProfile::Flat(p) => &p.header,
+        };
+        Header::of(header, opts)
     }
 }
 

@@ -20,7 +20,7 @@ pub use flat::FlatProfile;
 pub use frame::{Frame, FrameId, Line};
 pub use heap::{HeapDump, ObjIdx};
 pub use mapping::{Mapping, MappingId};
-pub use profile::{DumpFlags, Period, Profile, ProfileMeta, ValueKind, ValueType};
+pub use profile::{DumpFlags, Period, Profile, ProfileHeader, ProfileMeta, ValueKind, ValueType};
 pub use report::{DumpReport, HeapGraphReport, Problem, SequenceReport, Totals, TraceReport};
 pub use stack::{StackId, StackNode};
 pub use strings::{StringId, StringTable};

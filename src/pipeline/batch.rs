@@ -659,19 +659,19 @@ impl ProfileTotals {
     /// The totals of a profile.
     pub fn of(p: &Profile) -> ProfileTotals {
         let mut totals = BTreeMap::new();
-        for (i, t) in p.sample_types.iter().enumerate() {
+        for (i, t) in p.header.sample_types.iter().enumerate() {
             *totals.entry(totals_key(t)).or_insert(0) += p.total(i);
         }
-        ProfileTotals { profile: p.meta.describe(), samples: p.sample_count(), totals }
+        ProfileTotals { profile: p.header.meta.describe(), samples: p.sample_count(), totals }
     }
 
     /// The totals of a profile with frame lists (pprof input).
     pub fn of_flat(p: &FlatProfile) -> ProfileTotals {
         let mut totals = BTreeMap::new();
-        for (i, t) in p.sample_types.iter().enumerate() {
+        for (i, t) in p.header.sample_types.iter().enumerate() {
             *totals.entry(totals_key(t)).or_insert(0) += p.total(i);
         }
-        ProfileTotals { profile: p.meta.describe(), samples: p.sample_count(), totals }
+        ProfileTotals { profile: p.header.meta.describe(), samples: p.sample_count(), totals }
     }
 }
 

@@ -401,7 +401,7 @@ pub fn encode_merged(profile: &FlatProfile, format: Format) -> Result<Vec<u8>> {
 }
 
 fn encode_tree(profile: &Profile, format: Format) -> Result<Vec<u8>> {
-    let index = profile.default_sample_type;
+    let index = profile.header.default_sample_type;
     Ok(match format {
         Format::Pprof => encode_pprof_gzip(profile, &PprofOptions { annotations: false, extras: true }),
         Format::Folded => {
@@ -411,7 +411,7 @@ fn encode_tree(profile: &Profile, format: Format) -> Result<Vec<u8>> {
             encode_svg(profile, &SvgOptions { value_index: index, annotations: false, ..Default::default() })?
         }
         Format::Json => {
-            let view = profile.sample_types.get(index).map_or(ValueKind::UnreleasedSize, |t| t.kind);
+            let view = profile.header.sample_types.get(index).map_or(ValueKind::UnreleasedSize, |t| t.kind);
             let opts = SummaryOptions { view, annotations: false, ..Default::default() };
             convert_json(&TraceReport::default(), std::slice::from_ref(profile), &opts).into_bytes()
         }
@@ -633,8 +633,8 @@ pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRu
     let mut sides = merger.finish_sides()?;
     let new_p = sides.pop().expect("two sides");
     let base_p = sides.pop().expect("two sides");
-    let index = diff_value_index(&new_p.sample_types, new_p.default_sample_type);
-    let ty = new_p.sample_types[index].clone();
+    let index = diff_value_index(&new_p.header.sample_types, new_p.header.default_sample_type);
+    let ty = new_p.header.sample_types[index].clone();
     let gate = match opts.fail_if_growth {
         Some(GrowthLimit::Bytes(_)) if ty.unit != "bytes" => {
             return Err(Error::new(
@@ -699,14 +699,14 @@ pub fn run_top(inputs: &[PathBuf], opts: &TopRunOptions) -> Result<(TopTable, Ve
     let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
     let profile = merger.finish()?.to_profile();
     let index = match &opts.sample_type {
-        None => profile.default_sample_type,
+        None => profile.header.default_sample_type,
         Some(sel) => {
             let found = match sel {
-                TypeSelector::Name(n) => profile.sample_types.iter().position(|t| t.name == *n),
+                TypeSelector::Name(n) => profile.header.sample_types.iter().position(|t| t.name == *n),
                 TypeSelector::Kind(k) => profile.value_index(*k),
             };
             found.ok_or_else(|| {
-                let have: Vec<String> = profile.sample_types.iter().map(|t| t.name.clone()).collect();
+                let have: Vec<String> = profile.header.sample_types.iter().map(|t| t.name.clone()).collect();
                 Error::new(ErrorKind::Usage, format!("no sample type {sel:?}; the profile has {}", have.join(", ")))
             })?
         }
@@ -728,7 +728,7 @@ pub(super) fn convert_pprof(
     let mut flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
     let bytes = if opts.format == Format::Pprof {
         if let Some(i) = flat.value_index(opts.view) {
-            flat.default_sample_type = i;
+            flat.header.default_sample_type = i;
         }
         encode_flat_pprof_gzip(&flat, &PprofOptions { annotations: false, extras: true })
     } else {
@@ -767,7 +767,7 @@ fn pprof_coverage(flat: &FlatProfile) -> SymbolizeReport {
 pub fn pprof_inspect_text(p: &Profile) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(s, "{} (pprof)", p.meta.source);
+    let _ = writeln!(s, "{} (pprof)", p.header.meta.source);
     let t = &p.tables;
     let _ = writeln!(
         s,
@@ -778,24 +778,24 @@ pub fn pprof_inspect_text(p: &Profile) -> String {
         t.mappings().len(),
         t.strings.len()
     );
-    if let Some(per) = &p.meta.period {
+    if let Some(per) = &p.header.meta.period {
         let _ = writeln!(s, "  period: {} {} ({})", per.value, per.unit, per.name);
     }
-    if let Some(ns) = p.meta.time_nanos {
+    if let Some(ns) = p.header.meta.time_nanos {
         let _ = writeln!(s, "  time_nanos: {ns}");
     }
-    if let Some(ns) = p.meta.duration_nanos {
+    if let Some(ns) = p.header.meta.duration_nanos {
         let _ = writeln!(s, "  duration_nanos: {ns}");
     }
-    for c in &p.meta.comments {
+    for c in &p.header.meta.comments {
         let _ = writeln!(s, "  comment: {c}");
     }
     let _ = writeln!(s, "sample types:");
-    for (i, ty) in p.sample_types.iter().enumerate() {
+    for (i, ty) in p.header.sample_types.iter().enumerate() {
         let total = p.total(i);
         let shown =
             if ty.unit == "bytes" { format!("{} ({total} bytes)", human_bytes(total)) } else { total.to_string() };
-        let dflt = if i == p.default_sample_type { " [default]" } else { "" };
+        let dflt = if i == p.header.default_sample_type { " [default]" } else { "" };
         let _ = writeln!(s, "  {}/{}{dflt}: total {shown}", ty.name, ty.unit);
     }
     for m in t.mappings() {
@@ -809,15 +809,16 @@ pub fn pprof_inspect_text(p: &Profile) -> String {
             m.build_id_text()
         );
     }
-    let table = top_table(p, &TopOptions { value_index: p.default_sample_type, count: 10, ..TopOptions::default() });
+    let table =
+        top_table(p, &TopOptions { value_index: p.header.default_sample_type, count: 10, ..TopOptions::default() });
     s.push_str(&top_text(&table));
     s
 }
 
 /// `inspect --json` of a pprof profile: the summary `convert --to json` gives.
 pub fn pprof_inspect_json(p: &Profile) -> String {
-    let view = p.sample_types.get(p.default_sample_type).map_or(ValueKind::UnreleasedSize, |t| t.kind);
-    let report = TraceReport { source: p.meta.source.clone(), ..Default::default() };
+    let view = p.header.sample_types.get(p.header.default_sample_type).map_or(ValueKind::UnreleasedSize, |t| t.kind);
+    let report = TraceReport { source: p.header.meta.source.clone(), ..Default::default() };
     convert_json(&report, std::slice::from_ref(p), &SummaryOptions { view, annotations: false, ..Default::default() })
 }
 

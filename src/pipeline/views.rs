@@ -300,7 +300,7 @@ fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ConvertO
     Ok(match opts.format {
         Format::Pprof => {
             let mut p = p.clone();
-            p.default_sample_type = index;
+            p.header.default_sample_type = index;
             encode_pprof_gzip(&p, &PprofOptions { annotations: opts.annotations, extras: true })
         }
         Format::Folded => {
@@ -352,9 +352,9 @@ fn delta_pair(
         _ if !keep || (skip_unchanged && !changed) => None,
         Format::Pprof => {
             let mut p = net;
-            p.default_sample_type = s.value_index;
-            p.meta.title = Some(format!("delta of {}: {} -> {}", s.who(), a.describe(), b.describe()));
-            p.meta.comments.push(format!(
+            p.header.default_sample_type = s.value_index;
+            p.header.meta.title = Some(format!("delta of {}: {} -> {}", s.who(), a.describe(), b.describe()));
+            p.header.meta.comments.push(format!(
                 "view delta: values are dump {} minus dump {} per stack (negative: less than before); {} {}",
                 b.dump,
                 a.dump,
@@ -440,20 +440,20 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
         &decode,
         &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
         &mut |p: Profile| {
-            if opts.heap.as_ref().is_some_and(|h| *h != p.meta.heap) {
+            if opts.heap.as_ref().is_some_and(|h| *h != p.header.meta.heap) {
                 return Ok(());
             }
-            let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
+            let key = (p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone());
             if symbolizing {
                 attributions.insert(key.clone(), crate::symbolize::attribute(&p));
             }
             let s = series.entry(key).or_insert_with(|| {
                 let (value_index, fallback) = view_value_index(&p, kind_value);
-                let ty = &p.sample_types[value_index];
+                let ty = &p.header.sample_types[value_index];
                 Series {
-                    pid: p.meta.pid.unwrap_or(0),
-                    process_name: p.meta.process_name.clone(),
-                    heap: p.meta.heap.clone(),
+                    pid: p.header.meta.pid.unwrap_or(0),
+                    process_name: p.header.meta.process_name.clone(),
+                    heap: p.header.meta.heap.clone(),
                     value_index,
                     value_name: ty.name.clone(),
                     value_unit: ty.unit.clone(),
@@ -469,9 +469,9 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
             let total = p.total(s.value_index);
             let pos = s.dumps.len();
             s.dumps.push(DumpRef {
-                dump: p.meta.dump_index + 1,
-                timestamp: p.meta.timestamp,
-                timestamp_converted: p.meta.timestamp_converted,
+                dump: p.header.meta.dump_index + 1,
+                timestamp: p.header.meta.timestamp,
+                timestamp_converted: p.header.meta.timestamp_converted,
                 total,
             });
             match view {
@@ -506,7 +506,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
                 }
                 DumpView::Delta { from, until } => {
                     let at_or_before = |bound: Option<i64>| match bound {
-                        Some(b) => p.meta.timestamp.is_some_and(|t| t <= b),
+                        Some(b) => p.header.meta.timestamp.is_some_and(|t| t <= b),
                         None => true,
                     };
                     let take_older = at_or_before(from) && (from.is_some() || s.older.is_none());
@@ -577,7 +577,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
                     s.amount(last.total)
                 );
                 notes.push(format!("peak: {}: {of}: {} {}", s.who(), s.value_name, s.amount(peak.total)));
-                p.meta.comments.push(attribution);
+                p.header.meta.comments.push(attribution);
                 if opts.format == Format::Json {
                     let mut v = s.json_head();
                     v["dumps"] = serde_json::json!(s.dumps.len());
@@ -714,7 +714,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ConvertOptions, vie
                     s.amount(total),
                     last_ref.describe()
                 ));
-                p.meta.comments.push(attribution);
+                p.header.meta.comments.push(attribution);
                 if opts.format == Format::Json {
                     let mut nodes = Vec::new();
                     let list: Vec<serde_json::Value> = suspects

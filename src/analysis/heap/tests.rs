@@ -162,7 +162,7 @@ fn spt_profile_matches_traceconv_on_heap_graph_small() {
         "/tests/data/traceconv/expected/heap_graph_small/java_heap_dump.1.10.raw.txt"
     );
     let (types, want) = parse_pprof_raw(&std::fs::read_to_string(path).unwrap());
-    let ours: Vec<String> = p.sample_types.iter().map(|t| format!("{}/{}", t.name, t.unit)).collect();
+    let ours: Vec<String> = p.header.sample_types.iter().map(|t| format!("{}/{}", t.name, t.unit)).collect();
     assert_eq!(ours.join(" "), types);
     assert_eq!(samples(&p), want);
     // The expected text, spelled out, so that the test says what it checks.
@@ -181,7 +181,7 @@ fn spt_profile_matches_traceconv_on_heap_graph_small() {
     for f in p.tables.frames() {
         assert_eq!(p.tables.strings.get(p.tables.mapping(f.mapping.unwrap()).path), JAVA_MAPPING);
     }
-    assert_eq!(p.meta.pid, Some(10));
+    assert_eq!(p.header.meta.pid, Some(10));
 }
 
 #[test]
@@ -350,7 +350,7 @@ fn profile_times_and_incomplete_flags() {
     b.d.timestamp = Some(1_700_000_000_123);
     b.d.timestamp_is_epoch_ms = true;
     let h = RootedHeap::new(&b.d);
-    let m = h.spt_profile(&h.shortest_path_tree()).meta;
+    let m = h.spt_profile(&h.shortest_path_tree()).header.meta;
     assert_eq!((m.timestamp, m.timestamp_converted, m.time_nanos), (None, false, Some(1_700_000_000_123_000_000)));
     assert!(!m.flags.incomplete && m.flags.data_loss().is_empty());
     // A heap graph: trace-clock ns, converted or not as the decoder says; incomplete.
@@ -360,7 +360,7 @@ fn profile_times_and_incomplete_flags() {
         b.d.timestamp_converted = converted;
         b.d.incomplete = vec!["packets missing between index 0 and 2".into()];
         let h = RootedHeap::new(&b.d);
-        let m = h.dominator_profile(&h.dominators()).meta;
+        let m = h.dominator_profile(&h.dominators()).header.meta;
         assert_eq!((m.timestamp, m.timestamp_converted, m.time_nanos), (Some(500), converted, None));
         assert_eq!(m.flags.data_loss(), ["incomplete"]);
         assert_eq!(m.comments, ["incomplete heap dump: packets missing between index 0 and 2"]);

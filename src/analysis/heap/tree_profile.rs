@@ -146,7 +146,7 @@ impl<'h, 'a> TreeProfileBuilder<'h, 'a> {
             ..Default::default()
         };
         let mut p = Profile::new(Arc::new(self.tables), meta, types);
-        p.default_sample_type = 1;
+        p.header.default_sample_type = 1;
         for (i, v) in self.values.iter().enumerate() {
             p.push_sample(StackId(i as u32), v);
         }

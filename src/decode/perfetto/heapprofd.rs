@@ -719,7 +719,7 @@ impl Decoder {
             let mut totals = Totals::default();
             let two = sample_types.len() == 2;
             let mut profile = Profile::new(Arc::clone(&self.tables), meta, sample_types);
-            profile.default_sample_type = if two { 1 } else { 3 };
+            profile.header.default_sample_type = if two { 1 } else { 3 };
             let mut vals = [0i64; 4];
             for (stack, c) in &rows {
                 let tc = sat(c.alloc_count);
