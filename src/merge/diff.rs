@@ -7,8 +7,9 @@ use crate::model::FlatProfile;
 /// The pprof form of a diff, as `go tool pprof -diff_base BASE NEW` builds it: NEW's samples
 /// as they are, then BASE's with negated values and the string label `pprof::base` = `true`
 /// (which pprof uses to take percentages of the base's total). Both profiles must come from
-/// one [`Merger::finish_sides`](super::Merger::finish_sides). With `normalize`, BASE's values of each type are first scaled
-/// by NEW's total over BASE's total (rounded), so that the totals cancel out.
+/// one [`Merger::finish_sides`](super::Merger::finish_sides). With `normalize`, BASE's values
+/// of each type are first scaled by NEW's total over BASE's total (rounded), so that the totals
+/// cancel out.
 pub fn diff_pprof(base: &FlatProfile, new: &FlatProfile, normalize: bool) -> FlatProfile {
     let mut tables = (*new.tables).clone();
     let key = tables.strings.intern("pprof::base");

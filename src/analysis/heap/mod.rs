@@ -60,6 +60,16 @@
 //! numbered by `u32` ([`ObjIdx`]); the two highest values are [`UNREACHED`] and
 //! [`VIRTUAL_ROOT`]. An object with more than 2³² − 1 references (impossible in Java) has the
 //! rest ignored.
+//!
+//! [`HeapDump`]: crate::model::heap::HeapDump
+//! [`HeapDump::roots`]: crate::model::heap::HeapDump::roots
+//! [`HeapDump::refs`]: crate::model::heap::HeapDump::refs
+//! [`HeapDump::obj_native_size`]: crate::model::heap::HeapDump::obj_native_size
+//! [`HeapDump::validate`]: crate::model::heap::HeapDump::validate
+//! [`RootKind::Unreachable`]: crate::model::heap::RootKind::Unreachable
+//! [`Class::object`]: crate::model::heap::Class::object
+//! [`Class::static_refs`]: crate::model::heap::Class::static_refs
+//! [`ClassKind::referent_is_weak`]: crate::model::heap::ClassKind::referent_is_weak
 
 mod dominators;
 mod histogram;
@@ -91,5 +101,5 @@ pub const INCOMPLETE_GRAPH_FRAME: &str = "ERROR: INCOMPLETE GRAPH (try increasin
 /// The mapping name of every frame of a heap profile (trace processor's `map_name`).
 pub const JAVA_MAPPING: &str = "JAVA";
 
-/// The heap name of heap profiles ([`ProfileMeta::heap`]).
+/// The heap name of heap profiles ([`ProfileMeta::heap`](crate::model::ProfileMeta::heap)).
 pub const JAVA_HEAP_NAME: &str = "java";
