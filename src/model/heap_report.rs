@@ -11,8 +11,8 @@ use super::heap::{ClassIdx, ObjIdx};
 /// One row of the class histogram.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ClassStats {
-    /// Class index in the dump ([`HeapDump::classes`](super::heap::HeapDump::classes); one past the end for objects whose
-    /// class is out of range).
+    /// Class index in the dump ([`HeapDump::classes`](super::heap::HeapDump::classes); one
+    /// past the end for objects whose class is out of range).
     pub class: ClassIdx,
     /// Class name.
     pub name: String,

@@ -41,7 +41,7 @@ pub enum MappingOutcome {
     Symbolized,
     /// Only function names, from the symbol table (no DWARF found).
     SymbolTableOnly,
-    /// The trace records no build id for the mapping (and `--ignore-build-id` is off).
+    /// The trace records no build id for the mapping (and `ignore_build_id` is off).
     NoBuildId,
     /// No file with this build id in the symbol directories.
     NoFileFound,

@@ -147,8 +147,9 @@ impl<'a> RootedHeap<'a> {
     }
 
     /// The class name of object `o` (empty for a class out of range). An instance of
-    /// `java.lang.Class` that is a class's object ([`Class::object`](crate::model::heap::Class::object), as hprof readers make
-    /// them) is named `java.lang.Class<X>`, as heap graphs name their class objects.
+    /// `java.lang.Class` that is a class's object
+    /// ([`Class::object`](crate::model::heap::Class::object), as hprof readers make them) is
+    /// named `java.lang.Class<X>`, as heap graphs name their class objects.
     pub fn class_name(&self, o: ObjIdx) -> &str {
         let c = self.dump.obj_class[o as usize];
         if Some(c) == self.class_class {

@@ -73,8 +73,9 @@ impl RootedHeap<'_> {
     /// sample types `Total allocation count`/`count` and `Total allocation size`/`bytes`,
     /// frames in mapping `JAVA` with only a name, one sample per merged node with its self
     /// values, in the order the nodes were first reached. A heap without roots gives no sample
-    /// (traceconv writes no file), or the incomplete-graph node when [`HeapDump::incomplete`](crate::model::heap::HeapDump::incomplete)
-    /// says why it is incomplete.
+    /// (traceconv writes no file), or the incomplete-graph node when
+    /// [`HeapDump::incomplete`](crate::model::heap::HeapDump::incomplete) says why it is
+    /// incomplete.
     pub fn spt_profile(&self, spt: &ShortestPathTree) -> Profile {
         let types = vec![
             ValueType::new("Total allocation count", "count", ValueKind::TotalCount),
