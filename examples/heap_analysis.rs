@@ -10,7 +10,8 @@
 
 use std::time::Instant;
 
-use heapconv::analysis::heap::{RootedHeap, TopOptions, top_text};
+use heapconv::analysis::heap::{HeapTopOptions, RootedHeap};
+use heapconv::encode::heap_top::heap_top_text;
 use heapconv_testdata::heap_dump::synthetic_heap_dump;
 
 fn main() {
@@ -51,9 +52,9 @@ fn main() {
     if let (Some(spt), Some(dom)) = (&spt, &dom) {
         if on("histogram") {
             let t = Instant::now();
-            let top = heap.heap_top(spt, dom, &TopOptions::default());
+            let top = heap.heap_top(spt, dom, &HeapTopOptions::default());
             eprintln!("histogram+top {:>8.3} s", t.elapsed().as_secs_f64());
-            print!("{}", top_text(&top));
+            print!("{}", heap_top_text(&top));
         }
         if on("profiles") {
             let t = Instant::now();

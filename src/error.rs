@@ -40,12 +40,30 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// The library's error: a kind, a human-readable context and an optional source.
+/// A setting the caller can change to get past an error, named by what it means rather than
+/// by how a front end spells it: the command line adds its flag to the message.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hint {
+    /// The input is larger than the pprof size limit
+    /// ([`PprofDecodeOptions::max_bytes`](crate::decode::pprof::PprofDecodeOptions::max_bytes));
+    /// a larger limit reads it.
+    PprofSizeLimit,
+    /// The inputs of a merge have different sample types; choosing types every input has
+    /// ([`MergeOptions::sample_types`](crate::merge::MergeOptions::sample_types): names, or
+    /// meanings: `total-count`, `total-size`, `unreleased-count`, `unreleased-size`) merges
+    /// them.
+    SampleTypes,
+}
+
+/// The library's error: a kind, a human-readable context, an optional source and an optional
+/// [`Hint`] (not part of the message).
 #[derive(Debug, thiserror::Error)]
 #[error("{kind}: {context}")]
 pub struct Error {
     kind: ErrorKind,
     context: String,
+    hint: Option<Hint>,
     #[source]
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
@@ -53,13 +71,24 @@ pub struct Error {
 impl Error {
     /// A new error of `kind`, saying where and what in `context`.
     pub fn new(kind: ErrorKind, context: impl Into<String>) -> Self {
-        Error { kind, context: context.into(), source: None }
+        Error { kind, context: context.into(), hint: None, source: None }
     }
 
     /// Attaches the underlying cause.
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.source = Some(Box::new(source));
         self
+    }
+
+    /// Attaches the setting that would get past this error.
+    pub fn with_hint(mut self, hint: Hint) -> Self {
+        self.hint = Some(hint);
+        self
+    }
+
+    /// The setting that would get past this error, if there is one.
+    pub fn hint(&self) -> Option<Hint> {
+        self.hint
     }
 
     /// An I/O error while doing `what` (for example "reading trace.pftrace").

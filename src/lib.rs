@@ -33,7 +33,7 @@
 //! let (profiles, report) = decode_heapprofd_all(&mut input, &DecodeOptions::default())?;
 //! for p in &profiles {
 //!     let bytes = encode_pprof(p, &PprofOptions::default());
-//!     println!("{}: {} bytes of pprof", p.meta.describe(), bytes.len());
+//!     println!("{}: {} bytes of pprof", p.header.meta.describe(), bytes.len());
 //! }
 //! # Ok::<(), heapconv::Error>(())
 //! ```
@@ -49,7 +49,7 @@ pub mod pipeline;
 pub mod symbolize;
 pub mod timing;
 
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Hint, Result};
 
 /// Types generated from `protos/` (Perfetto's trace schema, trimmed, and pprof's profile.proto).
 /// Only the decode and encode stages use them.

@@ -509,10 +509,10 @@ fn samples_frames_and_labels() {
     let text_opts = DdmOptions { lines: false, ..Default::default() };
     let p = alloc_records_profile(std::slice::from_ref(&c), &text_opts);
     assert_eq!(
-        p.sample_types.iter().map(|t| format!("{}/{}", t.name, t.unit)).collect::<Vec<_>>(),
+        p.header.sample_types.iter().map(|t| format!("{}/{}", t.name, t.unit)).collect::<Vec<_>>(),
         ["alloc_objects/count", "alloc_space/bytes"]
     );
-    assert_eq!(p.sample_types[p.default_sample_type].name, "alloc_space");
+    assert_eq!(p.header.sample_types[p.header.default_sample_type].name, "alloc_space");
     // Stacks root first, the allocated class as leaf, the deepest (2) marked as truncated.
     assert_eq!(
         folded(&p, 1),

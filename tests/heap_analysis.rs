@@ -8,9 +8,10 @@
 mod common;
 
 use common::*;
-use heapconv::analysis::heap::{RootedHeap, TopOptions, top_json, top_text};
+use heapconv::analysis::heap::{HeapTopOptions, RootedHeap};
 use heapconv::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use heapconv::encode::folded::{FoldedOptions, encode_folded};
+use heapconv::encode::heap_top::{heap_top_json as top_json, heap_top_text as top_text};
 use heapconv::encode::pprof::{PprofOptions, encode_pprof};
 use heapconv::model::heap::{Class, ClassKind, HeapDump, ObjectKind, Root, RootKind};
 
@@ -146,7 +147,7 @@ fn top_report_text_and_json() {
     let heap = RootedHeap::new(&dump);
     let spt = heap.shortest_path_tree();
     let dom = heap.dominators();
-    let top = heap.heap_top(&spt, &dom, &TopOptions::default());
+    let top = heap.heap_top(&spt, &dom, &HeapTopOptions::default());
     check_golden("heap_top_heap_graph_small.txt", &top_text(&top));
     let json: serde_json::Value = serde_json::from_str(&top_json(&top)).unwrap();
     assert_eq!(json["objects"], 8);
@@ -248,13 +249,13 @@ fn analyses_of_a_real_openjdk_dump() {
     let text = heap.path_to_root(&spt, numbers, 16).unwrap().text();
     assert!(text.ends_with("java.lang.Class<HeapFixture>.numbers -> int[]"), "{text}");
     // The top report: all classes, the list's row as in the histogram.
-    let top = heap.heap_top(&spt, &dom, &TopOptions { classes: usize::MAX, ..Default::default() });
+    let top = heap.heap_top(&spt, &dom, &HeapTopOptions { classes: usize::MAX, ..Default::default() });
     assert_eq!(top.objects, dump.len() as u64);
     assert_eq!(top.reachable_objects, dom.order.len() as u64);
     assert_eq!(top.classes.len() as u64, top.class_count);
     assert!(top.classes.iter().any(|c| c == node), "{}", top_text(&top));
     if std::env::var_os("HEAPCONV_SHOW_TOP").is_some() {
-        eprintln!("{}", top_text(&heap.heap_top(&spt, &dom, &TopOptions::default())));
+        eprintln!("{}", top_text(&heap.heap_top(&spt, &dom, &HeapTopOptions::default())));
     }
 }
 

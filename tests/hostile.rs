@@ -147,10 +147,10 @@ fn fuzz_symbol_lookup_at_the_last_address() {
     let path = root().join("symbols/libwidget.so");
     let alone = heapconv::symbolize::symbolize_addresses(&path, &[0x1150]);
     let lines = heapconv::symbolize::symbolize_addresses(&path, &[u64::MAX, 0x1150, u64::MAX - 1]);
-    assert!(lines[0].iter().all(|l| l.2.is_empty() && l.3 == 0), "{:?}", lines[0]);
+    assert!(lines[0].iter().all(|l| l.file.is_empty() && l.line == 0), "{:?}", lines[0]);
     assert_eq!(lines[0], lines[2]);
     assert_eq!(lines[1], alone[0]);
-    assert_eq!(lines[1][0].0, "deregister_tm_clones");
+    assert_eq!(lines[1][0].function, "deregister_tm_clones");
 }
 
 /// Fuzz finding 2 (`symbol_file`): a function symbol whose value + size passes 2^64 (a corrupt
@@ -164,7 +164,7 @@ fn fuzz_symbol_whose_end_passes_the_address_space() {
     let names: Vec<Option<String>> =
         heapconv::symbolize::symbolize_addresses(&path, &[0x1008, 0x1010, 0xED84_1701_F004_0000, u64::MAX - 1])
             .into_iter()
-            .map(|l| l.first().map(|l| l.0.clone()))
+            .map(|l| l.first().map(|l| l.function.clone()))
             .collect();
     assert_eq!(names, [Some("low".to_owned()), None, Some("wraps".to_owned()), Some("wraps".to_owned())]);
 }

@@ -96,14 +96,15 @@ fn go_heap_profile_reads_back_exactly() {
     let p = load_input(a, &LoadOptions::default()).unwrap();
     assert_eq!(p.kind, InputKind::Pprof);
     let prof = &p.flat[0].to_profile();
-    let names: Vec<(&str, &str)> = prof.sample_types.iter().map(|t| (t.name.as_str(), t.unit.as_str())).collect();
+    let names: Vec<(&str, &str)> =
+        prof.header.sample_types.iter().map(|t| (t.name.as_str(), t.unit.as_str())).collect();
     assert_eq!(
         names,
         [("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"), ("inuse_space", "bytes")]
     );
-    assert_eq!(prof.default_sample_type, 3, "no default_sample_type means the last one");
-    assert_eq!(prof.meta.period.as_ref().map(|p| (p.name.as_str(), p.value)), Some(("space", 1)));
-    assert!(prof.meta.time_nanos.is_some());
+    assert_eq!(prof.header.default_sample_type, 3, "no default_sample_type means the last one");
+    assert_eq!(prof.header.meta.period.as_ref().map(|p| (p.name.as_str(), p.value)), Some(("space", 1)));
+    assert!(prof.header.meta.time_nanos.is_some());
     // Totals match go tool pprof's reading of the same file.
     let (_, want) = raw_totals(&pprof_raw(a));
     let got: Vec<i64> = (0..4).map(|i| prof.total(i)).collect();

@@ -154,7 +154,7 @@ fn invalid_utf8_in_a_pprof_string_is_replaced_and_noted() {
     );
     // The library says the same.
     let flat = heapconv::decode::pprof::decode_pprof(&bytes, "bad.pb").unwrap();
-    assert_eq!(flat.meta.comments, [heapconv::decode::pprof::invalid_utf8_note(1)]);
+    assert_eq!(flat.header.meta.comments, [heapconv::decode::pprof::invalid_utf8_note(1)]);
 }
 
 #[test]

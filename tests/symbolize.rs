@@ -55,7 +55,7 @@ fn every_truth_address_matches_llvm_symbolizer() {
         let got = symbolize_addresses(&file, &addrs);
         for ((addr, want), got) in addrs.iter().zip(&want).zip(&got) {
             let got: Vec<(String, String, u64)> =
-                got.iter().map(|l| (l.0.clone(), l.2.clone(), u64::from(l.3))).collect();
+                got.iter().map(|l| (l.function.clone(), l.file.clone(), u64::from(l.line))).collect();
             checked += 1;
             if &got != want {
                 mismatches.push(format!("{name} {addr:#x}:\n  llvm:     {want:?}\n  heapconv: {got:?}"));
@@ -423,7 +423,7 @@ fn agree_with_llvm(bin: &str, file: &std::path::Path, addrs: &[u64]) -> Vec<(Fra
         .zip(ours)
         .map(|(line, got)| {
             let v: Value = serde_json::from_str(line).unwrap();
-            let got = got.iter().map(|l| (l.0.clone(), l.2.clone(), u64::from(l.3))).collect();
+            let got = got.iter().map(|l| (l.function.clone(), l.file.clone(), u64::from(l.line))).collect();
             (llvm_lines(&v["Symbol"]), got)
         })
         .collect()

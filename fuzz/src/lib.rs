@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use heapconv::analysis::heap::{RootedHeap, TopOptions, VIRTUAL_ROOT, top_json, top_text};
+use heapconv::analysis::heap::{HeapTopOptions, RootedHeap, VIRTUAL_ROOT};
 use heapconv::decode::Input;
 use heapconv::decode::ddm_alloc_records::{DdmOptions, OrderChoice, alloc_records_profile, decode_alloc_records};
 use heapconv::decode::hprof::{HprofConvOptions, HprofReadOptions, hprof_conv, read_hprof, read_hprof_with_stats};
@@ -21,6 +21,7 @@ use heapconv::decode::pprof::{
     NO_STACK, PprofDecodeOptions, decode_pprof, decode_pprof_maybe_gzip, looks_like_pprof, read_pprof,
 };
 use heapconv::encode::folded::{FoldedOptions, encode_folded, parse_folded_line};
+use heapconv::encode::heap_top::{heap_top_json, heap_top_text};
 use heapconv::encode::hprof::{HprofOptions, encode_hprof};
 use heapconv::encode::pprof::{PprofOptions, encode_pprof};
 use heapconv::encode::summary::{hprof_inspect_json, hprof_inspect_text, inspect_json, inspect_text};
@@ -302,11 +303,11 @@ pub fn pprof_reader(data: &[u8]) {
     let frames = flat.tables.frames().len();
     for i in 0..flat.sample_count() {
         let (f, v) = flat.sample(i);
-        assert_eq!(v.len(), flat.sample_types.len(), "a sample's values do not match its types");
+        assert_eq!(v.len(), flat.header.sample_types.len(), "a sample's values do not match its types");
         assert!(!f.is_empty(), "a sample without frames (the decoder names them {NO_STACK:?})");
         assert!(f.iter().all(|x| (x.0 as usize) < frames), "a sample names a frame that does not exist");
     }
-    assert!(flat.sample_types.is_empty() || flat.default_sample_type < flat.sample_types.len());
+    assert!(flat.header.sample_types.is_empty() || flat.header.default_sample_type < flat.header.sample_types.len());
     let profile = flat.to_profile();
     assert_eq!(profile.sample_count(), flat.sample_count(), "samples lost in the tree form");
     check_profile_shape(&profile);
@@ -317,7 +318,7 @@ pub fn pprof_reader(data: &[u8]) {
     // Round trip: what heapconv writes reads back with the same types and totals.
     let bytes = encode_pprof(&profile, &PprofOptions { annotations: false, extras: bits & 16 == 0 });
     let back = decode_pprof(&bytes, "re-encoded").expect("our pprof decodes");
-    assert_eq!(back.sample_types.len(), profile.sample_types.len());
+    assert_eq!(back.header.sample_types.len(), profile.header.sample_types.len());
     let totals = |n: usize, values: &mut dyn Iterator<Item = &[i64]>| {
         let mut t = vec![0i128; n];
         for v in values {
@@ -327,7 +328,7 @@ pub fn pprof_reader(data: &[u8]) {
         }
         t
     };
-    let n = profile.sample_types.len();
+    let n = profile.header.sample_types.len();
     let before = totals(n, &mut profile.samples().map(|(_, v)| v));
     let after = totals(n, &mut (0..back.sample_count()).map(|i| back.sample(i).1));
     assert_eq!(before, after, "totals changed in a pprof round trip");
@@ -355,9 +356,9 @@ pub fn check_heap_dump(d: &HeapDump, bits: u8) {
     if all <= u128::from(u64::MAX) {
         assert_eq!(top, all, "retained sizes do not add up to the reachable objects' sizes");
     }
-    let report = heap.heap_top(&spt, &dom, &TopOptions::default());
-    let _ = top_text(&report);
-    let _ = top_json(&report);
+    let report = heap.heap_top(&spt, &dom, &HeapTopOptions::default());
+    let _ = heap_top_text(&report);
+    let _ = heap_top_json(&report);
     for p in [heap.dominator_profile(&dom), heap.spt_profile(&spt)] {
         check_profile_shape(&p);
         check_encoders(&p, bits);
@@ -410,7 +411,7 @@ pub fn check_profile_shape(p: &Profile) {
     let nodes = p.tables.stack_count();
     let mut frames = Vec::new();
     for (stack, values) in p.samples() {
-        assert_eq!(values.len(), p.sample_types.len(), "a sample's values do not match its types");
+        assert_eq!(values.len(), p.header.sample_types.len(), "a sample's values do not match its types");
         assert!((stack.0 as usize) < nodes, "a sample names a stack that does not exist");
         frames.clear();
         p.tables.stack_frames_leaf_first(stack, &mut frames);
@@ -426,15 +427,15 @@ pub fn check_encoders(p: &Profile, bits: u8) {
     let bytes = encode_pprof(p, &PprofOptions { annotations: bits & 8 != 0, extras: bits & 16 == 0 });
     let decoded = heapconv::proto::pprof::Profile::decode(bytes.as_slice()).expect("our pprof decodes");
     assert_eq!(decoded.string_table.first().map(String::as_str), Some(""), "pprof string 0 must be empty");
-    assert_eq!(decoded.sample_type.len(), p.sample_types.len());
+    assert_eq!(decoded.sample_type.len(), p.header.sample_types.len());
     let strings = decoded.string_table.len() as i64;
     for s in &decoded.sample {
-        assert_eq!(s.value.len(), p.sample_types.len(), "pprof sample with the wrong number of values");
+        assert_eq!(s.value.len(), p.header.sample_types.len(), "pprof sample with the wrong number of values");
         for l in &s.label {
             assert!(l.key >= 0 && l.key < strings, "pprof label key outside the string table");
         }
     }
-    for index in 0..p.sample_types.len().min(4) {
+    for index in 0..p.header.sample_types.len().min(4) {
         let folded = encode_folded(p, &FoldedOptions { value_index: index, annotations: bits & 32 != 0 });
         for line in folded.lines() {
             assert!(parse_folded_line(line).is_some(), "folded line does not parse back: {line:?}");

@@ -34,7 +34,7 @@ pub fn view_value_index(profile: &Profile, kind: ValueKind) -> (usize, bool) {
     let i = profile
         .value_index(alt)
         .or_else(|| profile.value_index(ValueKind::TotalSize))
-        .unwrap_or(profile.default_sample_type.min(profile.sample_types.len().saturating_sub(1)));
+        .unwrap_or(profile.header.default_sample_type.min(profile.header.sample_types.len().saturating_sub(1)));
     (i, true)
 }
 
@@ -54,7 +54,7 @@ pub fn peak_position(totals: &[i64]) -> Option<usize> {
 /// default type and meta; both profiles must use the same tables (or `new`'s must extend
 /// `old`'s) and have the same sample types.
 pub fn delta_profile(old: &Profile, new: &Profile) -> Profile {
-    let n = new.sample_types.len();
+    let n = new.header.sample_types.len();
     let mut sums: BTreeMap<StackId, Vec<i64>> = BTreeMap::new();
     for (sign, p) in [(-1i64, old), (1, new)] {
         for (s, v) in p.samples() {
@@ -74,9 +74,9 @@ pub fn delta_profile(old: &Profile, new: &Profile) -> Profile {
     }
     Profile::from_parts(
         Arc::clone(&new.tables),
-        new.meta.clone(),
-        new.sample_types.clone(),
-        new.default_sample_type,
+        new.header.meta.clone(),
+        new.header.sample_types.clone(),
+        new.header.default_sample_type,
         stacks,
         values,
     )
@@ -118,7 +118,7 @@ pub fn leak_suspects(window: &[&Profile], index: usize) -> Vec<LeakSuspect> {
 pub fn keep_stacks(profile: &Profile, keep: &[StackId]) -> Profile {
     let mut keep = keep.to_vec();
     keep.sort_unstable();
-    let n = profile.sample_types.len();
+    let n = profile.header.sample_types.len();
     let mut stacks = Vec::new();
     let mut values = Vec::new();
     for (s, v) in profile.samples() {
@@ -129,9 +129,9 @@ pub fn keep_stacks(profile: &Profile, keep: &[StackId]) -> Profile {
     }
     Profile::from_parts(
         Arc::clone(&profile.tables),
-        profile.meta.clone(),
-        profile.sample_types.clone(),
-        profile.default_sample_type,
+        profile.header.meta.clone(),
+        profile.header.sample_types.clone(),
+        profile.header.default_sample_type,
         stacks,
         values,
     )

@@ -202,7 +202,7 @@ pub(crate) fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("heapconv: error: {e}");
+            eprintln!("heapconv: error: {e}{}", e.hint().map_or("", heapconv::pipeline::batch::flag_hint));
             let mut src = std::error::Error::source(&e);
             while let Some(s) = src {
                 eprintln!("  caused by: {s}");

@@ -140,7 +140,7 @@ pub enum OrderBasis {
 impl fmt::Display for OrderBasis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            OrderBasis::Option => "as given by --entry-order",
+            OrderBasis::Option => "as the caller chose",
             OrderBasis::NoEntries => "no entries",
             OrderBasis::WrappedCount => "guessed: the entry count wrapped, as Dalvik's does with a full buffer",
             OrderBasis::DeepStacks => "guessed: stacks deeper than 16 frames come only from ART 6.0+",
@@ -1217,7 +1217,7 @@ pub fn alloc_records_profile(captures: &[AllocCapture], opts: &DdmOptions) -> Pr
         ..Default::default()
     };
     let mut p = Profile::new(Arc::new(tables), meta, sample_types());
-    p.default_sample_type = 1;
+    p.header.default_sample_type = 1;
     if opts.per_allocation {
         for (stack, values, labels) in &samples {
             p.push_sample_with_labels(*stack, values, labels);

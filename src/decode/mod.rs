@@ -5,6 +5,7 @@ pub mod hprof;
 pub mod input;
 pub mod perfetto;
 pub mod pprof;
+pub mod wire;
 
 pub use input::{Input, sniff_file};
 

@@ -47,7 +47,8 @@ use prost::Message;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::input::{CappedReader, Input};
-use crate::error::{Error, ErrorKind, Result};
+use super::wire::{Wire, varint};
+use crate::error::{Error, ErrorKind, Hint, Result};
 use crate::model::mapping::basename;
 use crate::model::{
     FlatProfile, Frame, FrameId, Line, Mapping, MappingId, Period, ProfileMeta, StringId, Tables, ValueKind, ValueType,
@@ -156,17 +157,6 @@ fn value_type_shaped(payload: &[u8], len: u64) -> bool {
     pos == body.len()
 }
 
-fn varint(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v = 0u64;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
-
 /// True for file names that pprof files usually have (`.pb`, `.pb.gz`, `.pprof`, `.prof`):
 /// a hint for inputs whose first bytes could be either a trace or a profile.
 pub fn pprof_file_name(name: &str) -> bool {
@@ -218,10 +208,8 @@ fn read_error(name: &str, e: std::io::Error) -> Error {
 }
 
 fn too_big(name: &str, max: u64) -> Error {
-    Error::new(
-        ErrorKind::LimitExceeded,
-        format!("{name}: the profile is larger than the limit of {max} bytes (--max-pprof-mib raises it)"),
-    )
+    Error::new(ErrorKind::LimitExceeded, format!("{name}: the profile is larger than the limit of {max} bytes"))
+        .with_hint(Hint::PprofSizeLimit)
 }
 
 /// Decodes an uncompressed pprof profile into a [`FlatProfile`] with its own tables.
@@ -247,7 +235,7 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
     if invalid > 0
         && let Ok(p) = &mut r
     {
-        p.meta.comments.push(invalid_utf8_note(invalid));
+        p.header.meta.comments.push(invalid_utf8_note(invalid));
     }
     clock.done("convert");
     r
@@ -259,56 +247,6 @@ pub fn invalid_utf8_note(n: u64) -> String {
     format!("heapconv: {n} string(s) were not valid UTF-8; their invalid bytes were replaced with U+FFFD")
 }
 
-/// A reader of protobuf wire format.
-struct Wire<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Wire<'a> {
-    fn done(&self) -> bool {
-        self.pos >= self.b.len()
-    }
-
-    /// The next varint. Varints of one to three bytes (tags, location ids, small values: most
-    /// of a profile) are read without a loop.
-    #[inline(always)]
-    fn varint(&mut self) -> Option<u64> {
-        let rest = self.b.get(self.pos..)?;
-        let (v, n) = match *rest {
-            [a, ..] if a < 0x80 => (u64::from(a), 1),
-            [a, b, ..] if b < 0x80 => (u64::from(a & 0x7f) | (u64::from(b) << 7), 2),
-            [a, b, c, ..] if c < 0x80 => (u64::from(a & 0x7f) | (u64::from(b & 0x7f) << 7) | (u64::from(c) << 14), 3),
-            _ => varint(rest)?,
-        };
-        self.pos += n;
-        Some(v)
-    }
-
-    fn take(&mut self, len: u64) -> Option<&'a [u8]> {
-        let len = usize::try_from(len).ok()?;
-        let end = self.pos.checked_add(len).filter(|&e| e <= self.b.len())?;
-        let s = &self.b[self.pos..end];
-        self.pos = end;
-        Some(s)
-    }
-
-    /// Skips a field's value of wire type `wt`; `None` when it runs past the end or the wire
-    /// type is not one protobuf has.
-    fn skip(&mut self, wt: u64) -> Option<()> {
-        match wt {
-            0 => self.varint().map(|_| ()),
-            1 => self.take(8).map(|_| ()),
-            2 => {
-                let len = self.varint()?;
-                self.take(len).map(|_| ())
-            }
-            5 => self.take(4).map(|_| ()),
-            _ => None,
-        }
-    }
-}
-
 /// Splits a profile into its samples (byte ranges of each `sample` field's payload), its
 /// strings, and everything else (copied, for prost).
 /// The bytes of a profile without its samples and strings, the byte range of each sample, and
@@ -316,13 +254,13 @@ impl<'a> Wire<'a> {
 type Split = (Vec<u8>, Vec<(usize, usize)>, Vec<String>, u64);
 
 fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
-    let mut w = Wire { b: bytes, pos: 0 };
+    let mut w = Wire::new(bytes);
     let mut rest = Vec::new();
     let mut samples = Vec::new();
     let mut strings = Vec::new();
     let mut invalid = 0u64;
     while !w.done() {
-        let start = w.pos;
+        let start = w.pos();
         let bad = |kind: ErrorKind, what: &str| {
             Error::new(
                 kind,
@@ -336,10 +274,10 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
         }
         if num == 2 && wt == 2 {
             let len = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a sample's length is cut off"))?;
-            let at = w.pos;
+            let at = w.pos();
             w.take(len)
                 .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a sample of {len} bytes runs past the end")))?;
-            samples.push((at, w.pos));
+            samples.push((at, w.pos()));
         } else if num == 6 && wt == 2 {
             // Strings are read as Go reads them: bytes that are not UTF-8 do not reject the
             // profile; they become U+FFFD, and the count is noted.
@@ -356,7 +294,7 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
             }
         } else {
             w.skip(wt).ok_or_else(|| bad(ErrorKind::Truncated, &format!("field {num} runs past the end")))?;
-            rest.extend_from_slice(&bytes[start..w.pos]);
+            rest.extend_from_slice(&bytes[start..w.pos()]);
         }
     }
     Ok((rest, samples, strings, invalid))
@@ -376,7 +314,7 @@ fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels:
     locs.clear();
     values.clear();
     labels.clear();
-    let mut w = Wire { b: body, pos: 0 };
+    let mut w = Wire::new(body);
     while !w.done() {
         let tag = w.varint()?;
         match (tag >> 3, tag & 7) {
@@ -384,9 +322,9 @@ fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels:
             (1, 2) => {
                 // Packed ids, at most one per byte: written into room made first.
                 let len = w.varint()?;
-                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                let mut p = Wire::new(w.take(len)?);
                 let base = locs.len();
-                locs.resize(base + p.b.len(), 0);
+                locs.resize(base + p.remaining(), 0);
                 let mut n = base;
                 while !p.done() {
                     locs[n] = p.varint()?;
@@ -397,14 +335,14 @@ fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels:
             (2, 0) => values.push(w.varint()? as i64),
             (2, 2) => {
                 let len = w.varint()?;
-                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                let mut p = Wire::new(w.take(len)?);
                 while !p.done() {
                     values.push(p.varint()? as i64);
                 }
             }
             (3, 2) => {
                 let len = w.varint()?;
-                let mut p = Wire { b: w.take(len)?, pos: 0 };
+                let mut p = Wire::new(w.take(len)?);
                 let mut l = RawLabel::default();
                 while !p.done() {
                     let t = p.varint()?;
@@ -626,7 +564,7 @@ impl<'a> Converter<'a> {
         // Label keys and units are strings of the tables: the samples are added once the
         // tables are complete, to a profile that then takes them.
         let mut p = FlatProfile::new(Arc::new(Tables::default()), meta, sample_types);
-        p.default_sample_type = default_sample_type;
+        p.header.default_sample_type = default_sample_type;
         let mut units: Vec<(StringId, StringId)> = Vec::new();
         let total_locs: usize = sample_ranges.iter().map(|(a, b)| b - a).sum();
         p.reserve(sample_ranges.len(), total_locs / 2);

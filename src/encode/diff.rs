@@ -138,6 +138,7 @@ fn xml_escape(s: &str) -> String {
 /// A differential flame graph (see the module docs), titled `BASE -> NEW`.
 pub fn diff_svg(base: &Profile, new: &Profile, opts: &DiffOptions) -> Result<Vec<u8>> {
     let ty = new
+        .header
         .sample_types
         .get(opts.value_index)
         .ok_or_else(|| Error::new(ErrorKind::Usage, format!("value index {} out of range", opts.value_index)))?;
@@ -405,7 +406,7 @@ pub fn diff_report(base: &Profile, new: &Profile, opts: &DiffOptions) -> DiffRep
         .map(|(n, (b, a))| Growth::new(n.to_owned(), None, b, a))
         .collect();
     rank(&mut funcs);
-    let ty = new.sample_types.get(opts.value_index);
+    let ty = new.header.sample_types.get(opts.value_index);
     DiffReport {
         base: opts.base_name.clone(),
         new: opts.new_name.clone(),

@@ -41,6 +41,7 @@ fn sanitize(label: &str) -> String {
 /// Renders a profile as a flame graph SVG.
 pub fn encode_svg(profile: &Profile, opts: &SvgOptions) -> Result<Vec<u8>> {
     let ty = profile
+        .header
         .sample_types
         .get(opts.value_index)
         .ok_or_else(|| Error::new(ErrorKind::Usage, format!("value index {} out of range", opts.value_index)))?;
@@ -54,7 +55,7 @@ pub fn encode_svg(profile: &Profile, opts: &SvgOptions) -> Result<Vec<u8>> {
     let text: Vec<String> = lines.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
     let total: i64 = lines.values().filter(|v| **v > 0).sum();
 
-    let meta = &profile.meta;
+    let meta = &profile.header.meta;
     let mut fo = inferno::flamegraph::Options::default();
     fo.title = opts.title.clone().unwrap_or_else(|| format!("{}: {}", meta.describe(), ty.name));
     let mut sub = Vec::new();

@@ -59,7 +59,8 @@ pub fn labelled_samples(profile: &Profile, index: usize, annotations: bool) -> V
 }
 
 /// Formats a byte count for people: `512 B`, `1.5 KiB`, `12.0 MiB`, `3.25 GiB`.
-pub fn human_bytes(v: i64) -> String {
+pub fn human_bytes(v: impl Into<i128>) -> String {
+    let v: i128 = v.into();
     let neg = v < 0;
     let a = v.unsigned_abs() as f64;
     let (n, unit) = if a >= (1u64 << 30) as f64 {
@@ -143,6 +144,8 @@ mod tests {
         assert_eq!(human_bytes(12 << 20), "12.0 MiB");
         assert_eq!(human_bytes(300 << 20), "300 MiB");
         assert_eq!(human_bytes(-2048), "-2.00 KiB");
-        assert_eq!(human_bytes(3 << 30), "3.00 GiB");
+        assert_eq!(human_bytes(3i64 << 30), "3.00 GiB");
+        assert_eq!(human_bytes(u64::MAX), "17179869184 GiB");
+        assert_eq!(human_bytes(i64::MIN), "-8589934592 GiB");
     }
 }

@@ -14,6 +14,7 @@ use crate::model::{FlatProfile, Profile, TraceReport, ValueKind};
 pub mod diff;
 pub mod flamegraph_svg;
 pub mod folded;
+pub mod heap_top;
 pub mod hprof;
 pub mod labels;
 pub mod module_symbols;
@@ -109,7 +110,7 @@ impl Shown {
     /// The index of the sample type shown in `profile`.
     fn index(self, profile: &Profile) -> usize {
         match self {
-            Shown::Default => profile.default_sample_type,
+            Shown::Default => profile.header.default_sample_type,
             Shown::Kind(k) => profile.value_index(k).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0),
             Shown::Index(i) => i,
         }
@@ -120,7 +121,7 @@ impl Shown {
         match self {
             Shown::Kind(k) => k,
             Shown::Default | Shown::Index(_) => {
-                profile.sample_types.get(self.index(profile)).map_or(ValueKind::UnreleasedSize, |t| t.kind)
+                profile.header.sample_types.get(self.index(profile)).map_or(ValueKind::UnreleasedSize, |t| t.kind)
             }
         }
     }
@@ -150,11 +151,11 @@ pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result
     Ok(match format {
         Format::Pprof => {
             let popts = pprof::PprofOptions { annotations, extras: true };
-            if index == profile.default_sample_type {
+            if index == profile.header.default_sample_type {
                 pprof_gzip::encode_pprof_gzip(profile, &popts)
             } else {
                 let mut p = profile.clone();
-                p.default_sample_type = index;
+                p.header.default_sample_type = index;
                 pprof_gzip::encode_pprof_gzip(&p, &popts)
             }
         }
@@ -189,9 +190,9 @@ pub fn encode_flat(profile: &FlatProfile, format: Format, opts: &EncodeOptions) 
                 Shown::Index(i) => Some(i),
             };
             Ok(match index {
-                Some(i) if i != profile.default_sample_type => {
+                Some(i) if i != profile.header.default_sample_type => {
                     let mut p = profile.clone();
-                    p.default_sample_type = i;
+                    p.header.default_sample_type = i;
                     pprof_gzip::encode_flat_pprof_gzip(&p, &popts)
                 }
                 _ => pprof_gzip::encode_flat_pprof_gzip(profile, &popts),

@@ -260,7 +260,7 @@ impl PprofEncoder {
             mapping_symbolized: Vec::new(),
         };
         let mut out = pp::Profile::default();
-        for t in &profile.sample_types {
+        for t in &profile.header.sample_types {
             let ty = b.s(&t.name);
             let unit = b.s(&t.unit);
             out.sample_type.push(pp::ValueType { r#type: ty, unit });
@@ -331,7 +331,11 @@ impl PprofEncoder {
                 b.location(id as u64, frame, ann);
             }
         }
-        let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
+        let head = Head {
+            meta: &profile.header.meta,
+            types: &profile.header.sample_types,
+            default: profile.header.default_sample_type,
+        };
         let bytes = finish(b, out, &head, &opts, bytes);
         w.write_all(&bytes)
     }
@@ -383,7 +387,7 @@ pub fn encode_flat_parts_with(
         mapping_symbolized: Vec::new(),
     };
     let mut out = pp::Profile::default();
-    for t in &profile.sample_types {
+    for t in &profile.header.sample_types {
         let ty = b.s(&t.name);
         let unit = b.s(&t.unit);
         out.sample_type.push(pp::ValueType { r#type: ty, unit });
@@ -481,7 +485,11 @@ pub fn encode_flat_parts_with(
         for (k, &f) in order.iter().enumerate() {
             b.location(k as u64 + 1, f, Annotation::None);
         }
-        let head = Head { meta: &profile.meta, types: &profile.sample_types, default: profile.default_sample_type };
+        let head = Head {
+            meta: &profile.header.meta,
+            types: &profile.header.sample_types,
+            default: profile.header.default_sample_type,
+        };
         part(1 + n.div_ceil(FLAT_SAMPLES_PER_PART), finish(b, out, &head, opts, Vec::new()))
     };
     let (sample_parts, tail) = rayon::join(samples, tables);

@@ -90,7 +90,7 @@ pub fn summarize(profile: &Profile, opts: &SummaryOptions) -> ProfileSummary {
         unreleased_size: total(ValueKind::UnreleasedSize),
     };
     let index = profile.value_index(opts.view).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
-    let ranked_by = profile.sample_types.get(index).map(|t| t.name.clone()).unwrap_or_default();
+    let ranked_by = profile.header.sample_types.get(index).map(|t| t.name.clone()).unwrap_or_default();
     let mut nodes = Vec::new();
     let mut stacks: Vec<(i64, Vec<String>)> = Vec::new();
     let mut flat: HashMap<String, i64> = HashMap::new();
@@ -122,9 +122,9 @@ pub fn summarize(profile: &Profile, opts: &SummaryOptions) -> ProfileSummary {
     funcs.sort_by(|a, b| b.cumulative.cmp(&a.cumulative).then(b.flat.cmp(&a.flat)).then_with(|| a.name.cmp(&b.name)));
     funcs.truncate(opts.top);
     ProfileSummary {
-        meta: profile.meta.clone(),
-        data_loss: profile.meta.flags.data_loss(),
-        sample_types: profile.sample_types.iter().map(|t| format!("{}/{}", t.name, t.unit)).collect(),
+        meta: profile.header.meta.clone(),
+        data_loss: profile.header.meta.flags.data_loss(),
+        sample_types: profile.header.sample_types.iter().map(|t| format!("{}/{}", t.name, t.unit)).collect(),
         stacks: profile.sample_count(),
         totals,
         ranked_by,

@@ -97,7 +97,7 @@ pub struct TopTable {
 /// Makes the top table of a profile.
 pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
     let tables = &profile.tables;
-    let idx = opts.value_index.min(profile.sample_types.len().saturating_sub(1));
+    let idx = opts.value_index.min(profile.header.sample_types.len().saturating_sub(1));
     let total: i64 = profile.samples().map(|(_, v)| v.get(idx).copied().unwrap_or(0).abs()).sum();
     let mut rows: Vec<TopRow> = Vec::new();
     match opts.by {
@@ -206,9 +206,9 @@ pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
         r.sum_percent = round2(pct(sum));
         r.cum_percent = round2(pct(r.cum));
     }
-    let ty = profile.sample_types.get(idx);
+    let ty = profile.header.sample_types.get(idx);
     TopTable {
-        profile: profile.meta.describe(),
+        profile: profile.header.meta.describe(),
         sample_type: ty.map(|t| t.name.clone()).unwrap_or_default(),
         unit: ty.map(|t| t.unit.clone()).unwrap_or_default(),
         by: opts.by.noun(),

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::frame::FrameId;
-use super::profile::{LabelStore, Profile, ProfileMeta, ValueType};
+use super::profile::{LabelStore, Profile, ProfileHeader, ProfileMeta, ValueType};
 use super::strings::StringId;
 use super::tables::Tables;
 
@@ -21,12 +21,8 @@ use super::tables::Tables;
 pub struct FlatProfile {
     /// Strings, mappings and frames that samples point into.
     pub tables: Arc<Tables>,
-    /// Where it came from.
-    pub meta: ProfileMeta,
-    /// What each value of a sample measures, in order.
-    pub sample_types: Vec<ValueType>,
-    /// Index into `sample_types` of the type viewers should show first.
-    pub default_sample_type: usize,
+    /// Where it came from and what its values measure.
+    pub header: ProfileHeader,
     /// Frames of the samples: sample `i`'s are `spans[i]` (start, length) of it. Spans may
     /// share frames (a merge points every sample of a stack at the one copy of the stack).
     frames: Vec<FrameId>,
@@ -40,9 +36,7 @@ impl FlatProfile {
     pub fn new(tables: Arc<Tables>, meta: ProfileMeta, sample_types: Vec<ValueType>) -> Self {
         FlatProfile {
             tables,
-            meta,
-            sample_types,
-            default_sample_type: 0,
+            header: ProfileHeader::new(meta, sample_types),
             frames: Vec::new(),
             spans: Vec::new(),
             values: Vec::new(),
@@ -59,7 +53,7 @@ impl FlatProfile {
         labels: &[(StringId, i64)],
         str_labels: &[(StringId, StringId)],
     ) {
-        assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");
+        assert_eq!(values.len(), self.header.sample_types.len(), "one value per sample type");
         self.labels.push(self.spans.len(), labels, str_labels);
         let start = u32::try_from(self.frames.len()).expect("fewer than 2^32 frames in samples");
         let len = u32::try_from(frames_leaf_first.len()).expect("fewer than 2^32 frames in a sample");
@@ -93,9 +87,7 @@ impl FlatProfile {
         );
         FlatProfile {
             tables,
-            meta,
-            sample_types,
-            default_sample_type: 0,
+            header: ProfileHeader::new(meta, sample_types),
             frames,
             spans,
             values,
@@ -113,7 +105,7 @@ impl FlatProfile {
     pub fn reserve(&mut self, samples: usize, frames: usize) {
         self.spans.reserve(samples);
         self.frames.reserve(frames);
-        self.values.reserve(samples * self.sample_types.len());
+        self.values.reserve(samples * self.header.sample_types.len());
     }
 
     /// The list of frames the samples point into (sample `i`'s are a slice of it).
@@ -129,7 +121,7 @@ impl FlatProfile {
     /// Sample `i`: its frames (leaf first) and values.
     pub fn sample(&self, i: usize) -> (&[FrameId], &[i64]) {
         let (start, len) = self.spans[i];
-        let n = self.sample_types.len();
+        let n = self.header.sample_types.len();
         (&self.frames[start as usize..start as usize + len as usize], &self.values[i * n..(i + 1) * n])
     }
 
@@ -165,13 +157,13 @@ impl FlatProfile {
 
     /// Sum of value `index` over all samples.
     pub fn total(&self, index: usize) -> i64 {
-        let n = self.sample_types.len().max(1);
+        let n = self.header.sample_types.len().max(1);
         self.values.chunks_exact(n).map(|v| v[index]).sum()
     }
 
     /// Index of the first sample type of `kind`.
     pub fn value_index(&self, kind: super::profile::ValueKind) -> Option<usize> {
-        self.sample_types.iter().position(|t| t.kind == kind)
+        self.header.sample_types.iter().position(|t| t.kind == kind)
     }
 
     /// The same profile with its stacks in a prefix tree (added to a copy of the tables).
@@ -186,8 +178,8 @@ impl FlatProfile {
             bounds.push(root_first.len());
         }
         let stacks = tables.intern_stacks(&root_first, &bounds);
-        let mut p = Profile::new(Arc::new(tables), self.meta.clone(), self.sample_types.clone());
-        p.default_sample_type = self.default_sample_type;
+        let mut p = Profile::new(Arc::new(tables), self.header.meta.clone(), self.header.sample_types.clone());
+        p.header.default_sample_type = self.header.default_sample_type;
         for &(k, u) in self.num_label_units() {
             p.set_num_label_unit(k, u);
         }

@@ -212,17 +212,33 @@ impl ProfileMeta {
     }
 }
 
-/// A profile: values per stack, with shared tables.
-#[derive(Debug, Clone)]
-pub struct Profile {
-    /// The tables that stack ids point into (shared by profiles of one input).
-    pub tables: Arc<Tables>,
+/// What a profile says besides its samples, the same for a [`Profile`] and a
+/// [`FlatProfile`](super::FlatProfile): where it came from, what its values measure, and which
+/// of them to show first.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileHeader {
     /// Where it came from.
     pub meta: ProfileMeta,
     /// What each value of a sample measures, in order.
     pub sample_types: Vec<ValueType>,
     /// Index into `sample_types` of the type viewers should show first.
     pub default_sample_type: usize,
+}
+
+impl ProfileHeader {
+    /// A header with these sample types, the first of them the default.
+    pub fn new(meta: ProfileMeta, sample_types: Vec<ValueType>) -> Self {
+        ProfileHeader { meta, sample_types, default_sample_type: 0 }
+    }
+}
+
+/// A profile: values per stack, with shared tables.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// The tables that stack ids point into (shared by profiles of one input).
+    pub tables: Arc<Tables>,
+    /// Where it came from and what its values measure.
+    pub header: ProfileHeader,
     stacks: Vec<StackId>,
     values: Vec<i64>,
     labels: LabelStore,
@@ -282,9 +298,7 @@ impl Profile {
     pub fn new(tables: Arc<Tables>, meta: ProfileMeta, sample_types: Vec<ValueType>) -> Self {
         Profile {
             tables,
-            meta,
-            sample_types,
-            default_sample_type: 0,
+            header: ProfileHeader::new(meta, sample_types),
             stacks: Vec::new(),
             values: Vec::new(),
             labels: LabelStore::default(),
@@ -296,7 +310,8 @@ impl Profile {
     /// profile put back together with [`Profile::from_parts`] has none.
     #[allow(clippy::type_complexity)]
     pub fn into_parts(self) -> (Arc<Tables>, ProfileMeta, Vec<ValueType>, usize, Vec<StackId>, Vec<i64>) {
-        (self.tables, self.meta, self.sample_types, self.default_sample_type, self.stacks, self.values)
+        let ProfileHeader { meta, sample_types, default_sample_type } = self.header;
+        (self.tables, meta, sample_types, default_sample_type, self.stacks, self.values)
     }
 
     /// Puts a profile together from [`Profile::into_parts`]'s pieces.
@@ -309,7 +324,13 @@ impl Profile {
         values: Vec<i64>,
     ) -> Self {
         assert_eq!(stacks.len() * sample_types.len(), values.len(), "one value per sample type per sample");
-        Profile { tables, meta, sample_types, default_sample_type, stacks, values, labels: LabelStore::default() }
+        Profile {
+            tables,
+            header: ProfileHeader { meta, sample_types, default_sample_type },
+            stacks,
+            values,
+            labels: LabelStore::default(),
+        }
     }
 
     /// Adds a sample. `values` must have one entry per sample type.
@@ -332,7 +353,7 @@ impl Profile {
         labels: &[(StringId, i64)],
         str_labels: &[(StringId, StringId)],
     ) {
-        assert_eq!(values.len(), self.sample_types.len(), "one value per sample type");
+        assert_eq!(values.len(), self.header.sample_types.len(), "one value per sample type");
         self.labels.push(self.stacks.len(), labels, str_labels);
         self.stacks.push(stack);
         self.values.extend_from_slice(values);
@@ -375,19 +396,19 @@ impl Profile {
 
     /// Sample `i`: its stack and values.
     pub fn sample(&self, i: usize) -> (StackId, &[i64]) {
-        let n = self.sample_types.len();
+        let n = self.header.sample_types.len();
         (self.stacks[i], &self.values[i * n..(i + 1) * n])
     }
 
     /// All samples in order.
     pub fn samples(&self) -> impl ExactSizeIterator<Item = (StackId, &[i64])> + '_ {
-        let n = self.sample_types.len().max(1);
+        let n = self.header.sample_types.len().max(1);
         self.stacks.iter().copied().zip(self.values.chunks_exact(n))
     }
 
     /// Index of the first sample type of `kind`.
     pub fn value_index(&self, kind: ValueKind) -> Option<usize> {
-        self.sample_types.iter().position(|t| t.kind == kind)
+        self.header.sample_types.iter().position(|t| t.kind == kind)
     }
 
     /// Sum of value `index` over all samples.

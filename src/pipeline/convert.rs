@@ -246,7 +246,7 @@ fn convert_trace(
         }
     } else {
         if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
-            let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.meta.describe())).collect();
+            let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
             return Err(Error::new(
                 ErrorKind::Usage,
                 format!(
@@ -306,12 +306,13 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
 /// `opts.format` (with its totals), or, for JSON, the top report.
 fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<ProfileTotals>)> {
-    use crate::analysis::heap::{RootedHeap, TopOptions, top_json};
+    use crate::analysis::heap::{HeapTopOptions, RootedHeap};
+    use crate::encode::heap_top::heap_top_json;
     let heap = RootedHeap::new(dump);
     if opts.format.is_report() {
         let spt = heap.shortest_path_tree();
         let dom = heap.dominators();
-        return Ok((top_json(&heap.heap_top(&spt, &dom, &TopOptions::default())).into_bytes(), None));
+        return Ok((heap_top_json(&heap.heap_top(&spt, &dom, &HeapTopOptions::default())).into_bytes(), None));
     }
     let profile = match opts.heap_tree {
         HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
@@ -399,7 +400,7 @@ fn convert_ddm(
         inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
     let profile = alloc_records_profile(&captures, &ddm);
     let mut report = TraceReport {
-        source: profile.meta.source.clone(),
+        source: profile.header.meta.source.clone(),
         bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
         ..Default::default()
     };
@@ -423,8 +424,8 @@ fn convert_ddm(
                 profile.value_index(opts.value).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
             let title = format!(
                 "{}: Java allocations (DDM allocation records), {}",
-                profile.meta.process_name.as_deref().unwrap_or(""),
-                profile.sample_types[index].name
+                profile.header.meta.process_name.as_deref().unwrap_or(""),
+                profile.header.sample_types[index].name
             );
             // The flame graph of Java frames gets a title and no ART annotations.
             let eopts = EncodeOptions { shown: Shown::Index(index), annotations: false, title: Some(title) };

@@ -184,8 +184,8 @@ pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRu
     let mut sides = merger.finish_sides()?;
     let new_p = sides.pop().expect("two sides");
     let base_p = sides.pop().expect("two sides");
-    let index = diff_value_index(&new_p.sample_types, new_p.default_sample_type);
-    let ty = new_p.sample_types[index].clone();
+    let index = diff_value_index(&new_p.header.sample_types, new_p.header.default_sample_type);
+    let ty = new_p.header.sample_types[index].clone();
     let gate = match opts.fail_if_growth {
         Some(GrowthLimit::Bytes(_)) if ty.unit != "bytes" => {
             return Err(Error::new(

@@ -83,7 +83,7 @@ pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions)
 pub fn pprof_inspect_text(p: &Profile) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(s, "{} (pprof)", p.meta.source);
+    let _ = writeln!(s, "{} (pprof)", p.header.meta.source);
     let t = &p.tables;
     let _ = writeln!(
         s,
@@ -94,24 +94,24 @@ pub fn pprof_inspect_text(p: &Profile) -> String {
         t.mappings().len(),
         t.strings.len()
     );
-    if let Some(per) = &p.meta.period {
+    if let Some(per) = &p.header.meta.period {
         let _ = writeln!(s, "  period: {} {} ({})", per.value, per.unit, per.name);
     }
-    if let Some(ns) = p.meta.time_nanos {
+    if let Some(ns) = p.header.meta.time_nanos {
         let _ = writeln!(s, "  time_nanos: {ns}");
     }
-    if let Some(ns) = p.meta.duration_nanos {
+    if let Some(ns) = p.header.meta.duration_nanos {
         let _ = writeln!(s, "  duration_nanos: {ns}");
     }
-    for c in &p.meta.comments {
+    for c in &p.header.meta.comments {
         let _ = writeln!(s, "  comment: {c}");
     }
     let _ = writeln!(s, "sample types:");
-    for (i, ty) in p.sample_types.iter().enumerate() {
+    for (i, ty) in p.header.sample_types.iter().enumerate() {
         let total = p.total(i);
         let shown =
             if ty.unit == "bytes" { format!("{} ({total} bytes)", human_bytes(total)) } else { total.to_string() };
-        let dflt = if i == p.default_sample_type { " [default]" } else { "" };
+        let dflt = if i == p.header.default_sample_type { " [default]" } else { "" };
         let _ = writeln!(s, "  {}/{}{dflt}: total {shown}", ty.name, ty.unit);
     }
     for m in t.mappings() {
@@ -125,15 +125,16 @@ pub fn pprof_inspect_text(p: &Profile) -> String {
             m.build_id_text()
         );
     }
-    let table = top_table(p, &TopOptions { value_index: p.default_sample_type, count: 10, ..TopOptions::default() });
+    let table =
+        top_table(p, &TopOptions { value_index: p.header.default_sample_type, count: 10, ..TopOptions::default() });
     s.push_str(&top_text(&table));
     s
 }
 
 /// `inspect --json` of a pprof profile: the summary `convert --to json` gives.
 pub fn pprof_inspect_json(p: &Profile) -> String {
-    let view = p.sample_types.get(p.default_sample_type).map_or(ValueKind::UnreleasedSize, |t| t.kind);
-    let report = TraceReport { source: p.meta.source.clone(), ..Default::default() };
+    let view = p.header.sample_types.get(p.header.default_sample_type).map_or(ValueKind::UnreleasedSize, |t| t.kind);
+    let report = TraceReport { source: p.header.meta.source.clone(), ..Default::default() };
     convert_json(&report, std::slice::from_ref(p), &SummaryOptions { view, annotations: false, ..Default::default() })
 }
 

@@ -73,18 +73,18 @@ pub(crate) fn select_heapprofd(
         &decode,
         &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
         &mut |mut p: Profile| {
-            if sel.heap.is_some_and(|h| h != p.meta.heap) {
+            if sel.heap.is_some_and(|h| h != p.header.meta.heap) {
                 return Ok(());
             }
             let keep = match sel.dump {
                 DumpSelect::Last | DumpSelect::All => true,
-                DumpSelect::Nth(n) => p.meta.dump_index + 1 == n,
+                DumpSelect::Nth(n) => p.header.meta.dump_index + 1 == n,
             };
             if !keep {
                 return Ok(());
             }
             p.tables = Arc::clone(&empty);
-            let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
+            let key = (p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone());
             let slot = kept.entry(key.clone()).or_default();
             if slot.is_empty() {
                 order.push(key);
@@ -103,13 +103,13 @@ pub(crate) fn select_heapprofd(
             out.push(p);
         }
     }
-    out.sort_by_key(|p| p.meta.timestamp.unwrap_or(i64::MIN));
+    out.sort_by_key(|p| p.header.meta.timestamp.unwrap_or(i64::MIN));
     let symbols = symbolizer.map(|s| {
         let mut r = s.report(&tables);
         // The last dump of each (pid, heap) that was selected.
         let mut last: BTreeMap<(u64, String), &Profile> = BTreeMap::new();
         for p in &out {
-            last.insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), p);
+            last.insert((p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()), p);
         }
         for p in last.values() {
             r.attribute(&crate::symbolize::attribute(p));

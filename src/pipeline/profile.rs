@@ -227,7 +227,8 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
             &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
             if looking_up { None } else { Some(&mut stack_hook) },
             &mut |p: Profile| {
-                if !opts.timestamps.is_empty() && !p.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
+                if !opts.timestamps.is_empty() && !p.header.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t))
+                {
                     return Ok(());
                 }
                 if !dir_ready {
@@ -238,8 +239,10 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 count += 1;
                 progress(count);
                 if symbolizing {
-                    attributions
-                        .insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
+                    attributions.insert(
+                        (p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()),
+                        crate::symbolize::attribute(&p),
+                    );
                 }
                 let delta = p.tables.delta_since(mark.get());
                 mark.set(p.tables.mark());

@@ -106,7 +106,11 @@ pub fn ddm_inspect(c: &AllocCapture, opts: &DdmOptions) -> DdmInspect {
         entries: c.records.entries.len() as u64,
         count_wrapped: c.count_wrapped(),
         entry_order: c.order.to_string(),
-        entry_order_basis: c.order_basis.to_string(),
+        entry_order_basis: match c.order_basis {
+            // The library says "as the caller chose"; on the command line that is the flag.
+            crate::decode::ddm_alloc_records::OrderBasis::Option => "as given by --entry-order".to_owned(),
+            basis => basis.to_string(),
+        },
         class_names: c.records.class_names.len() as u64,
         method_names: c.records.method_names.len() as u64,
         source_files: c.records.file_names.len() as u64,

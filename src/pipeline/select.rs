@@ -98,7 +98,7 @@ pub fn stem(input: &Path) -> String {
 
 /// The file name traceconv gives a heapprofd dump: `heap_dump.N.PID.HEAP.pb`.
 pub fn heap_dump_name(n: usize, profile: &Profile, ext: &str) -> String {
-    format!("heap_dump.{n}.{}.{}.{ext}", profile.meta.pid.unwrap_or(0), profile.meta.heap)
+    format!("heap_dump.{n}.{}.{}.{ext}", profile.header.meta.pid.unwrap_or(0), profile.header.meta.heap)
 }
 
 /// How a heap graph dump is named in messages.

@@ -38,7 +38,8 @@ pub fn run_symbolize(
     let mut symbolizer = Symbolizer::new(opts.clone());
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
     let (trace, tables) = decode_heapprofd_with(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |p| {
-        attributions.insert((p.meta.pid.unwrap_or(0), p.meta.heap.clone()), crate::symbolize::attribute(&p));
+        attributions
+            .insert((p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()), crate::symbolize::attribute(&p));
         Ok(())
     })?;
     let mut report = symbolizer.report(&tables);
@@ -78,7 +79,7 @@ pub fn addr2line_json_lines(obj: &Path, addrs: &[u64]) -> Vec<String> {
         .map(|(addr, lines)| {
             let syms: Vec<serde_json::Value> = lines
                 .iter()
-                .map(|l| serde_json::json!({"FunctionName": l.0, "FileName": l.2, "Line": l.3, "Column": l.4}))
+                .map(|l| serde_json::json!({"FunctionName": l.function, "FileName": l.file, "Line": l.line, "Column": l.column}))
                 .collect();
             let doc = serde_json::json!({"Address": format!("{addr:#x}"), "ModuleName": obj.display().to_string(), "Symbol": syms});
             doc.to_string()

@@ -25,8 +25,8 @@ pub struct HeapTopRunOptions {
     /// heap graphs are shown when it has no heapprofd dump).
     pub java_heap: bool,
     /// The report: classes listed, retainers, path lengths. Default:
-    /// [`crate::analysis::heap::TopOptions::default`].
-    pub top: crate::analysis::heap::TopOptions,
+    /// [`crate::analysis::heap::HeapTopOptions::default`].
+    pub top: crate::analysis::heap::HeapTopOptions,
 }
 
 impl Default for HeapTopRunOptions {
@@ -36,7 +36,7 @@ impl Default for HeapTopRunOptions {
             dump: DumpSelect::Last,
             decode: DecodeOptions::default(),
             java_heap: false,
-            top: crate::analysis::heap::TopOptions::default(),
+            top: crate::analysis::heap::HeapTopOptions::default(),
         }
     }
 }
@@ -193,14 +193,14 @@ fn merged_top_table(inputs: &[PathBuf], opts: &TopRunOptions) -> Result<(TopTabl
     let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
     let profile = merger.finish()?.to_profile();
     let index = match opts.sample_type.as_deref().map(TypeSelector::parse) {
-        None => profile.default_sample_type,
+        None => profile.header.default_sample_type,
         Some(sel) => {
             let found = match &sel {
-                TypeSelector::Name(n) => profile.sample_types.iter().position(|t| t.name == *n),
+                TypeSelector::Name(n) => profile.header.sample_types.iter().position(|t| t.name == *n),
                 TypeSelector::Kind(k) => profile.value_index(*k),
             };
             found.ok_or_else(|| {
-                let have: Vec<String> = profile.sample_types.iter().map(|t| t.name.clone()).collect();
+                let have: Vec<String> = profile.header.sample_types.iter().map(|t| t.name.clone()).collect();
                 Error::new(ErrorKind::Usage, format!("no sample type {sel:?}; the profile has {}", have.join(", ")))
             })?
         }
@@ -220,8 +220,8 @@ impl TopRun {
         match (self, json) {
             (TopRun::Table(t, _), true) => crate::encode::top::top_json(t),
             (TopRun::Table(t, _), false) => crate::encode::top::top_text(t),
-            (TopRun::Heap(top, _), true) => crate::analysis::heap::top_json(top),
-            (TopRun::Heap(top, _), false) => crate::analysis::heap::top_text(top),
+            (TopRun::Heap(top, _), true) => crate::encode::heap_top::heap_top_json(top),
+            (TopRun::Heap(top, _), false) => crate::encode::heap_top::heap_top_text(top),
         }
     }
 }

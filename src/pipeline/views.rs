@@ -385,9 +385,9 @@ fn delta_pair(
         let net = std::cell::Cell::new(Some(net));
         let net_pprof = || {
             let mut p = net.take().expect("encoded once");
-            p.default_sample_type = s.value_index;
-            p.meta.title = Some(format!("delta of {}: {} -> {}", s.who(), a.describe(), b.describe()));
-            p.meta.comments.push(format!(
+            p.header.default_sample_type = s.value_index;
+            p.header.meta.title = Some(format!("delta of {}: {} -> {}", s.who(), a.describe(), b.describe()));
+            p.header.meta.comments.push(format!(
                 "view delta: values are dump {} minus dump {} per stack (negative: less than before); {} {}",
                 b.dump,
                 a.dump,
@@ -477,20 +477,20 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
         &decode,
         &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
         &mut |p: Profile| {
-            if opts.heap.as_ref().is_some_and(|h| *h != p.meta.heap) {
+            if opts.heap.as_ref().is_some_and(|h| *h != p.header.meta.heap) {
                 return Ok(());
             }
-            let key = (p.meta.pid.unwrap_or(0), p.meta.heap.clone());
+            let key = (p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone());
             if symbolizing {
                 attributions.insert(key.clone(), crate::symbolize::attribute(&p));
             }
             let s = series.entry(key).or_insert_with(|| {
                 let (value_index, fallback) = view_value_index(&p, kind_value);
-                let ty = &p.sample_types[value_index];
+                let ty = &p.header.sample_types[value_index];
                 Series {
-                    pid: p.meta.pid.unwrap_or(0),
-                    process_name: p.meta.process_name.clone(),
-                    heap: p.meta.heap.clone(),
+                    pid: p.header.meta.pid.unwrap_or(0),
+                    process_name: p.header.meta.process_name.clone(),
+                    heap: p.header.meta.heap.clone(),
                     value_index,
                     value_name: ty.name.clone(),
                     value_unit: ty.unit.clone(),
@@ -506,9 +506,9 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
             let total = p.total(s.value_index);
             let pos = s.dumps.len();
             s.dumps.push(DumpRef {
-                dump: p.meta.dump_index + 1,
-                timestamp: p.meta.timestamp,
-                timestamp_converted: p.meta.timestamp_converted,
+                dump: p.header.meta.dump_index + 1,
+                timestamp: p.header.meta.timestamp,
+                timestamp_converted: p.header.meta.timestamp_converted,
                 total,
             });
             match view {
@@ -543,7 +543,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                 }
                 DumpView::Delta { from, until } => {
                     let at_or_before = |bound: Option<i64>| match bound {
-                        Some(b) => p.meta.timestamp.is_some_and(|t| t <= b),
+                        Some(b) => p.header.meta.timestamp.is_some_and(|t| t <= b),
                         None => true,
                     };
                     let take_older = at_or_before(from) && (from.is_some() || s.older.is_none());
@@ -614,7 +614,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                     s.amount(last.total)
                 );
                 notes.push(format!("peak: {}: {of}: {} {}", s.who(), s.value_name, s.amount(peak.total)));
-                p.meta.comments.push(attribution);
+                p.header.meta.comments.push(attribution);
                 if opts.format.is_report() {
                     let mut v = s.json_head();
                     v["dumps"] = serde_json::json!(s.dumps.len());
@@ -751,7 +751,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                     s.amount(total),
                     last_ref.describe()
                 ));
-                p.meta.comments.push(attribution);
+                p.header.meta.comments.push(attribution);
                 if opts.format.is_report() {
                     let mut nodes = Vec::new();
                     let list: Vec<serde_json::Value> = suspects

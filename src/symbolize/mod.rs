@@ -36,12 +36,12 @@ pub struct SymbolizeOptions {
 /// Why a mapping's frames are (or are not) symbolized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum MappingOutcome {
     /// Symbolized from DWARF.
     Symbolized,
     /// Only function names, from the symbol table (no DWARF found).
     SymbolTableOnly,
-    /// The trace records no build id for the mapping (and `--ignore-build-id` is off).
+    /// The trace records no build id for the mapping (and `ignore_build_id` is off).
     NoBuildId,
     /// No file with this build id in the symbol directories.
     NoFileFound,
@@ -69,8 +69,8 @@ pub struct MappingReport {
     pub frames: u64,
     /// Frames symbolized.
     pub symbolized: u64,
-    /// Outcome.
-    pub outcome: Outcome,
+    /// MappingOutcome.
+    pub outcome: MappingOutcome,
     /// The file whose symbols were used.
     pub file: Option<String>,
     /// Paths looked at.
@@ -114,8 +114,8 @@ fn frame_has_symbol(f: &crate::model::Frame) -> bool {
 /// Symbolization coverage of the frames the input already named, without looking anything
 /// up: every frame with a mapping (a native frame) counts, and it counts as symbolized when it
 /// has source lines or a function name from the input (interned by heapprofd, a pprof
-/// `Function`, ModuleSymbols). Mappings are reported with [`Outcome::AlreadySymbolized`]
-/// when all their frames have symbols, else [`Outcome::NoSymbolDirectory`]. This is what
+/// `Function`, ModuleSymbols). Mappings are reported with [`MappingOutcome::AlreadySymbolized`]
+/// when all their frames have symbols, else [`MappingOutcome::NoSymbolDirectory`]. This is what
 /// `--min-symbolized` gates on when no symbol directory is given, and what it gates on for
 /// pprof inputs (which are never symbolized again).
 /// `profiles` (which use `tables`) give the byte figures.
@@ -226,7 +226,7 @@ struct MappingState {
     located: Located,
     frames: u64,
     symbolized: u64,
-    outcome: Outcome,
+    outcome: MappingOutcome,
 }
 
 /// A symbolizer over a set of symbol directories; feed it the frames of one input as they
@@ -297,14 +297,14 @@ impl Symbolizer {
                 self.index.locate(&path, &mapping.build_id, self.opts.ignore_build_id, self.opts.find_only)
             };
             let outcome = if no_id && !self.opts.ignore_build_id {
-                Outcome::NoBuildId
+                MappingOutcome::NoBuildId
             } else {
                 match &located.info {
-                    Some(i) if i.has_dwarf => Outcome::Symbolized,
-                    Some(i) if i.has_symbols => Outcome::SymbolTableOnly,
-                    Some(_) => Outcome::NoDebugInfo,
-                    None if !located.mismatched.is_empty() => Outcome::BuildIdMismatch,
-                    None => Outcome::NoFileFound,
+                    Some(i) if i.has_dwarf => MappingOutcome::Symbolized,
+                    Some(i) if i.has_symbols => MappingOutcome::SymbolTableOnly,
+                    Some(_) => MappingOutcome::NoDebugInfo,
+                    None if !located.mismatched.is_empty() => MappingOutcome::BuildIdMismatch,
+                    None => MappingOutcome::NoFileFound,
                 }
             };
             self.mappings.insert(m, MappingState { located, frames: 0, symbolized: 0, outcome });
@@ -373,12 +373,12 @@ impl Symbolizer {
                 }
                 let lines: Vec<Line> = lines
                     .into_iter()
-                    .map(|(function, system, file, line, column)| Line {
-                        function: tables.strings.intern(&function),
-                        system_name: tables.strings.intern(&system),
-                        file: tables.strings.intern(&file),
-                        line,
-                        column,
+                    .map(|l| Line {
+                        function: tables.strings.intern(&l.function),
+                        system_name: tables.strings.intern(&l.system_name),
+                        file: tables.strings.intern(&l.file),
+                        line: l.line,
+                        column: l.column,
                     })
                     .collect();
                 tables.frames_mut()[fid.0 as usize].lines = lines;
@@ -389,15 +389,15 @@ impl Symbolizer {
         }
         for st in self.mappings.values_mut() {
             if st.frames > 0 && st.symbolized == st.frames && st.located.file.is_none() {
-                st.outcome = Outcome::AlreadySymbolized;
+                st.outcome = MappingOutcome::AlreadySymbolized;
             }
             if st.symbolized == 0
-                && matches!(st.outcome, Outcome::Symbolized | Outcome::SymbolTableOnly)
+                && matches!(st.outcome, MappingOutcome::Symbolized | MappingOutcome::SymbolTableOnly)
                 && st.frames > 0
             {
-                st.outcome = Outcome::AddressOutsideFunctions;
-            } else if st.symbolized > 0 && st.outcome == Outcome::AddressOutsideFunctions {
-                st.outcome = Outcome::Symbolized;
+                st.outcome = MappingOutcome::AddressOutsideFunctions;
+            } else if st.symbolized > 0 && st.outcome == MappingOutcome::AddressOutsideFunctions {
+                st.outcome = MappingOutcome::Symbolized;
             }
         }
     }
@@ -411,13 +411,13 @@ impl Symbolizer {
                     located: Located::default(),
                     frames: 0,
                     symbolized: 0,
-                    outcome: Outcome::AlreadySymbolized,
+                    outcome: MappingOutcome::AlreadySymbolized,
                 });
                 st.frames += 1;
                 if frame_has_symbol(f) {
                     st.symbolized += 1;
                 } else {
-                    st.outcome = Outcome::NoSymbolDirectory;
+                    st.outcome = MappingOutcome::NoSymbolDirectory;
                 }
             }
         }
@@ -452,9 +452,20 @@ impl Symbolizer {
     }
 }
 
-/// One source line of a symbolized address: (function for display, name as in the file,
-/// source file, line, column).
-pub type ResolvedLine = (String, String, String, u32, u32);
+/// One source line of a symbolized address.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolvedLine {
+    /// Function name for display (demangled when the name is mangled).
+    pub function: String,
+    /// Function name as the file spells it (mangled).
+    pub system_name: String,
+    /// Source file (empty when unknown).
+    pub file: String,
+    /// Line number (0 when unknown).
+    pub line: u32,
+    /// Column (0 when unknown).
+    pub column: u32,
+}
 
 /// Symbolizes `addrs` (ELF virtual addresses) in the file at `path`, as the symbolizer does for
 /// frames: for each address its lines, innermost first (empty when nothing is known). For
@@ -670,7 +681,7 @@ fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, rel_dirs: &[String]
             if function.is_empty() && file.is_empty() {
                 continue;
             }
-            out.push((function, system, file, line, column));
+            out.push(ResolvedLine { function, system_name: system, file, line, column });
         }
     }
     // As llvm-symbolizer does with DWARF: the symbol table's name for the address, when there
@@ -680,17 +691,23 @@ fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, rel_dirs: &[String]
     // DWARF gave no file.
     if let Some(last) = out.last_mut() {
         if let Some(sym) = symbols.find(addr) {
-            last.0 = crate::model::frame::demangle(sym.name).unwrap_or_else(|| sym.name.to_owned());
-            last.1 = sym.name.to_owned();
-            if last.2.is_empty() {
-                sym.file.clone_into(&mut last.2);
+            last.function = crate::model::frame::demangle(sym.name).unwrap_or_else(|| sym.name.to_owned());
+            last.system_name = sym.name.to_owned();
+            if last.file.is_empty() {
+                sym.file.clone_into(&mut last.file);
             }
         }
     }
     if out.is_empty() {
         if let Some(sym) = symbols.find(addr) {
             let dem = crate::model::frame::demangle(sym.name).unwrap_or_else(|| sym.name.to_owned());
-            out.push((dem, sym.name.to_owned(), sym.file.to_owned(), 0, 0));
+            out.push(ResolvedLine {
+                function: dem,
+                system_name: sym.name.to_owned(),
+                file: sym.file.to_owned(),
+                line: 0,
+                column: 0,
+            });
         }
     }
     out

@@ -840,7 +840,7 @@ impl Decoder {
             let sample_types = sample_types_for_heap(&h.meta.heap);
             let two = sample_types.len() == 2;
             let mut profile = Profile::new(Arc::clone(&self.tables), h.meta, sample_types);
-            profile.default_sample_type = if two { 1 } else { 3 };
+            profile.header.default_sample_type = if two { 1 } else { 3 };
             for (stack, c) in &h.rows {
                 let vals = [
                     sat(c.alloc_count),

@@ -14,6 +14,7 @@ use prost::Message;
 
 use super::reader::PacketReader;
 use crate::decode::input::Input;
+use crate::decode::wire::Wire;
 use crate::error::Result;
 use crate::model::{Line, Tables};
 use crate::proto::perfetto as pb;
@@ -98,45 +99,16 @@ impl SymbolPackets {
 }
 
 /// True when a serialized TracePacket has field 61 (module_symbols) at top level.
-fn has_module_symbols(mut b: &[u8]) -> bool {
-    fn varint(b: &mut &[u8]) -> Option<u64> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let (&c, rest) = b.split_first()?;
-            *b = rest;
-            v |= u64::from(c & 0x7f) << (7 * i);
-            if c & 0x80 == 0 {
-                return Some(v);
-            }
+fn has_module_symbols(b: &[u8]) -> bool {
+    let mut w = Wire::new(b);
+    while !w.done() {
+        let Some((field, wire)) = w.tag() else { return false };
+        if field == 61 && wire == 2 {
+            return w.varint().is_some();
         }
-        None
-    }
-    while !b.is_empty() {
-        let Some(tag) = varint(&mut b) else { return false };
-        let (field, wire) = (tag >> 3, tag & 7);
-        let skip = match wire {
-            0 => {
-                if varint(&mut b).is_none() {
-                    return false;
-                }
-                0
-            }
-            1 => 8,
-            2 => {
-                let Some(len) = varint(&mut b) else { return false };
-                if field == 61 {
-                    return true;
-                }
-                len
-            }
-            5 => 4,
-            _ => return false,
-        };
-        let Ok(skip) = usize::try_from(skip) else { return false };
-        if skip > b.len() {
+        if w.skip(u64::from(wire)).is_none() {
             return false;
         }
-        b = &b[skip..];
     }
     false
 }

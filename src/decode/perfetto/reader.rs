@@ -8,6 +8,7 @@
 
 use std::io::Read;
 
+use crate::decode::wire::StreamVarint;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One packet as found in the container.
@@ -96,25 +97,20 @@ impl<R: Read> PacketReader<R> {
 
     /// Reads a varint; `Ok(None)` at a clean end of stream before its first byte.
     fn varint(&mut self, start: u64) -> Result<Option<u64>> {
-        let mut v: u64 = 0;
-        for i in 0..10 {
+        let mut v = StreamVarint::default();
+        loop {
             match self.byte()? {
-                Byte::Eof if i == 0 => return Ok(None),
+                Byte::Eof if v.is_empty() => return Ok(None),
                 Byte::Eof => {
                     return Err(self.err(ErrorKind::Truncated, start, "stream ends inside a varint"));
                 }
-                Byte::Got(b) => {
-                    if i == 9 && b > 1 {
-                        return Err(self.err(ErrorKind::Malformed, start, "varint longer than 64 bits"));
-                    }
-                    v |= u64::from(b & 0x7f) << (7 * i);
-                    if b & 0x80 == 0 {
-                        return Ok(Some(v));
-                    }
-                }
+                Byte::Got(b) => match v.push(b) {
+                    Ok(Some(value)) => return Ok(Some(value)),
+                    Ok(None) => {}
+                    Err(_) => return Err(self.err(ErrorKind::Malformed, start, "varint longer than 64 bits")),
+                },
             }
         }
-        Err(self.err(ErrorKind::Malformed, start, "varint longer than 10 bytes"))
     }
 
     fn read_body(&mut self, len: u64, start: u64) -> Result<()> {

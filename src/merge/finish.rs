@@ -1,0 +1,377 @@
+//! Finishing a merge: everything sorted by content into the merged profile(s).
+
+use std::sync::Arc;
+
+use super::Merger;
+use super::sample_types::go_name;
+use super::tables::{MLabel, UNSET};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{FlatProfile, Frame, FrameId, Line, Mapping, MappingId, ProfileMeta, StringId, Tables, ValueType};
+
+impl Merger {
+    /// The stacks of the samples in `slots` (in that order, one after the other), with every
+    /// frame translated through `out`, and each sample's span (start, length) in them. Filled
+    /// in parallel, a chunk of samples per task, the stacks some way ahead fetched early.
+    pub(super) fn gather_stacks(&self, slots: &[u32], out: &[u32]) -> (Vec<u32>, Vec<(u32, u32)>) {
+        use rayon::prelude::*;
+        const CHUNK: usize = 4096;
+        let stack_of = |i: u32| self.stacks.spans[(self.keys[i as usize] >> 32) as usize];
+        let lens: Vec<u32> = slots.par_iter().map(|&i| stack_of(i).1).collect();
+        let mut spans = Vec::with_capacity(slots.len());
+        let mut end: usize = 0;
+        for &l in &lens {
+            spans.push((u32::try_from(end).expect("fewer than 2^32 frames in samples"), l));
+            end += l as usize;
+        }
+        assert!(u32::try_from(end).is_ok(), "fewer than 2^32 frames in samples");
+        // (Zeroed by the allocator: pages are touched first by the tasks that fill them.)
+        let mut frames = vec![0u32; end];
+        let mut pieces = Vec::with_capacity(slots.len().div_ceil(CHUNK));
+        let mut rest = frames.as_mut_slice();
+        for (c, chunk) in slots.chunks(CHUNK).enumerate() {
+            let len: usize = lens[c * CHUNK..c * CHUNK + chunk.len()].iter().map(|&l| l as usize).sum();
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            pieces.push((chunk, head));
+            rest = tail;
+        }
+        let arena = &self.stacks.arena;
+        pieces.into_par_iter().for_each(|(chunk, dst)| {
+            use crate::model::tables::prefetch;
+            let mut at = 0;
+            for (n, &i) in chunk.iter().enumerate() {
+                if let Some(&ahead) = chunk.get(n + 16) {
+                    prefetch(&self.keys[ahead as usize]);
+                }
+                if let Some(&ahead) = chunk.get(n + 8) {
+                    prefetch(&self.stacks.spans[(self.keys[ahead as usize] >> 32) as usize]);
+                }
+                if let Some(&ahead) = chunk.get(n + 4) {
+                    let (start, len) = stack_of(ahead);
+                    for line in arena[start as usize..start as usize + len as usize].chunks(16) {
+                        prefetch(&line[0]);
+                    }
+                }
+                let (start, len) = stack_of(i);
+                let src = &arena[start as usize..start as usize + len as usize];
+                for (d, &f) in dst[at..at + src.len()].iter_mut().zip(src) {
+                    *d = out[f as usize];
+                }
+                at += src.len();
+            }
+        });
+        (frames, spans)
+    }
+
+    /// The merged profile (side 0), in canonical order.
+    pub fn finish(self) -> Result<FlatProfile> {
+        Ok(self.finish_sides()?.swap_remove(0))
+    }
+
+    /// One profile per side, sharing one set of tables, everything in canonical order (see the
+    /// module docs): the same inputs give the same profiles whatever the order of merging.
+    pub fn finish_sides(self) -> Result<Vec<FlatProfile>> {
+        let Some(header) = self.header.clone() else {
+            return Err(Error::new(ErrorKind::NoData, "nothing to merge: no profile was given"));
+        };
+        let width = self.width();
+        let ncols = header.columns.len();
+        let sides = self.sides;
+        let mut clock = crate::timing::Phases::start("finish");
+        let s = |id: StringId| self.strings.get(id);
+
+        // Ranks by content: mappings, frames, then stacks (as lists of frame ranks).
+        let mut map_order: Vec<u32> = (0..self.maps.len() as u32).collect();
+        map_order.sort_by(|&a, &b| {
+            let (x, y) = (&self.maps[a as usize], &self.maps[b as usize]);
+            x.key
+                .build_id
+                .cmp(&y.key.build_id)
+                .then_with(|| s(x.key.path).cmp(s(y.key.path)))
+                .then(x.key.offset.cmp(&y.key.offset))
+                .then(x.key.size.cmp(&y.key.size))
+        });
+        let mut map_rank = vec![0u32; self.maps.len()];
+        for (r, &m) in map_order.iter().enumerate() {
+            map_rank[m as usize] = r as u32;
+        }
+        let mut frame_order: Vec<u32> = (0..self.frames.len() as u32).collect();
+        frame_order.sort_by(|&a, &b| {
+            let (x, y) = (&self.frames[a as usize], &self.frames[b as usize]);
+            x.mapping
+                .map(|m| map_rank[m as usize])
+                .cmp(&y.mapping.map(|m| map_rank[m as usize]))
+                .then(x.abs.cmp(&y.abs))
+                .then(x.addr.cmp(&y.addr))
+                .then_with(|| s(x.name).cmp(s(y.name)))
+                .then_with(|| s(x.raw).cmp(s(y.raw)))
+                .then_with(|| {
+                    let key = |l: &Line| (s(l.function), s(l.system_name), s(l.file), l.line, l.column);
+                    x.lines.iter().map(key).cmp(y.lines.iter().map(key))
+                })
+        });
+        clock.done("sort frames");
+        let mut frame_rank = vec![0u32; self.frames.len()];
+        for (r, &f) in frame_order.iter().enumerate() {
+            frame_rank[f as usize] = r as u32;
+        }
+        // Stacks are ordered by a hash of their content (frame ranks), then by the content
+        // itself: any order that depends on content alone will do, and this one sorts
+        // integers rather than lists.
+        let ranked_stack = |id: u32| self.stacks.get(id).iter().map(|&f| frame_rank[f as usize]);
+        use rayon::prelude::*;
+        let mut by_hash: Vec<(u64, u32)> = (0..self.stacks.len() as u32)
+            .into_par_iter()
+            .map(|id| {
+                let mut h: u64 = 0x243f_6a88_85a3_08d3;
+                for r in ranked_stack(id) {
+                    h = (h.rotate_left(5) ^ u64::from(r)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                }
+                (h, id)
+            })
+            .collect();
+        by_hash.par_sort_unstable();
+        // Stacks with equal hashes (rare) in the order of their contents.
+        let mut i = 0;
+        while i < by_hash.len() {
+            let j = i + by_hash[i..].iter().take_while(|x| x.0 == by_hash[i].0).count();
+            if j - i > 1 {
+                by_hash[i..j].sort_by(|a, b| ranked_stack(a.1).cmp(ranked_stack(b.1)));
+            }
+            i = j;
+        }
+        let mut stack_rank = vec![0u32; self.stacks.len()];
+        for (r, &(_, st)) in by_hash.iter().enumerate() {
+            stack_rank[st as usize] = r as u32;
+        }
+        drop(by_hash);
+        clock.done("sort stacks");
+        let label_key = |l: &MLabel| match *l {
+            MLabel::Num(k, v, u) => (s(k), 0u8, "", v, s(u)),
+            MLabel::Str(k, v) => (s(k), 1u8, s(v), 0, ""),
+        };
+        let mut set_order: Vec<u32> = (0..self.label_sets.len() as u32).collect();
+        set_order.sort_by(|&a, &b| {
+            let (x, y) = (&self.label_sets[a as usize], &self.label_sets[b as usize]);
+            let mut xs: Vec<_> = x.iter().map(label_key).collect();
+            let mut ys: Vec<_> = y.iter().map(label_key).collect();
+            xs.sort();
+            ys.sort();
+            xs.cmp(&ys)
+        });
+        let mut set_rank = vec![0u32; self.label_sets.len()];
+        for (r, &l) in set_order.iter().enumerate() {
+            set_rank[l as usize] = r as u32;
+        }
+        // Samples with a value, by (stack rank, label set rank): one key each.
+        let mut keyed: Vec<(u64, u32)> = (0..self.keys.len() as u32)
+            .into_par_iter()
+            .filter(|&i| self.values[i as usize * width..(i as usize + 1) * width].iter().any(|&v| v != 0))
+            .map(|i| {
+                let k = self.keys[i as usize];
+                let rank =
+                    (u64::from(stack_rank[(k >> 32) as usize]) << 32) | u64::from(set_rank[(k & 0xffff_ffff) as usize]);
+                (rank, i)
+            })
+            .collect();
+        keyed.par_sort_unstable();
+        let order: Vec<u32> = keyed.par_iter().map(|x| x.1).collect();
+        drop(keyed);
+
+        clock.done("sort samples");
+        // The output tables: labels first, then frames (with their mappings) in rank order.
+        let mut out = Tables::default();
+        let mut out_maps = vec![None::<MappingId>; self.maps.len()];
+        let mut out_str = vec![UNSET; self.strings.len()];
+        let mut os = |out: &mut Tables, id: StringId| -> StringId {
+            if id.is_empty() {
+                return id;
+            }
+            let slot = &mut out_str[id.0 as usize];
+            if *slot == UNSET {
+                *slot = out.strings.intern(s(id)).0;
+            }
+            StringId(*slot)
+        };
+        let columns: Vec<ValueType> = header
+            .columns
+            .iter()
+            .map(|c| {
+                let name = match (c.agreed, go_name(c.kind)) {
+                    (false, Some(g)) => g.to_owned(),
+                    _ => c.name.clone(),
+                };
+                ValueType { name, unit: c.unit.clone(), kind: c.kind }
+            })
+            .collect();
+        let meta = ProfileMeta {
+            title: Some(match header.profiles {
+                1 => header.first.clone(),
+                k => format!("merge of {k} profiles"),
+            }),
+            changed: true,
+            sampling_interval: header
+                .period
+                .as_ref()
+                .filter(|p| p.name == "space" && p.unit == "bytes")
+                .and_then(|p| u64::try_from(p.value).ok()),
+            period: header.period.clone(),
+            time_nanos: header.time_nanos,
+            duration_nanos: header.duration_nanos,
+            comments: header.comments.iter().cloned().collect(),
+            flags: header.flags.clone(),
+            ..Default::default()
+        };
+        let default = header.defaults.iter().next().copied().unwrap_or(ncols.saturating_sub(1));
+        // Labels, in the output's strings.
+        let mut units: Vec<(StringId, StringId)> = Vec::new();
+        type Labels = (Vec<(StringId, i64)>, Vec<(StringId, StringId)>);
+        let mut set_labels: Vec<Option<Labels>> = vec![None; self.label_sets.len()];
+        for &i in &order {
+            let ls = (self.keys[i as usize] & 0xffff_ffff) as usize;
+            if set_labels[ls].is_some() {
+                continue;
+            }
+            let mut sorted: Vec<&MLabel> = self.label_sets[ls].iter().collect();
+            sorted.sort_by(|a, b| label_key(a).cmp(&label_key(b)));
+            let mut num = Vec::new();
+            let mut strs = Vec::new();
+            for l in sorted {
+                match *l {
+                    MLabel::Num(k, v, u) => {
+                        let key = os(&mut out, k);
+                        if !u.is_empty() && !units.iter().any(|x| x.0 == key) {
+                            units.push((key, os(&mut out, u)));
+                        }
+                        num.push((key, v));
+                    }
+                    MLabel::Str(k, v) => strs.push((os(&mut out, k), os(&mut out, v))),
+                }
+            }
+            set_labels[ls] = Some((num, strs));
+        }
+        // Output frames are numbered in rank order (frames of live samples only), so that every
+        // stack is translated in one pass over the stacks in storage order; the sorted samples
+        // then only copy their translated stacks.
+        let mut live_stack = vec![false; self.stacks.len()];
+        for &i in &order {
+            live_stack[(self.keys[i as usize] >> 32) as usize] = true;
+        }
+        let nframes = self.frames.len();
+        let used = live_stack
+            .par_chunks(1 << 16)
+            .enumerate()
+            .fold(
+                || vec![false; nframes],
+                |mut used, (c, chunk)| {
+                    for (k, &live) in chunk.iter().enumerate() {
+                        if live {
+                            for &f in self.stacks.get((c * (1 << 16) + k) as u32) {
+                                used[f as usize] = true;
+                            }
+                        }
+                    }
+                    used
+                },
+            )
+            .reduce(
+                || vec![false; nframes],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x |= y;
+                    }
+                    a
+                },
+            );
+        let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
+        for &fi in &frame_order {
+            let fi = fi as usize;
+            if !used[fi] {
+                continue;
+            }
+            let f = &self.frames[fi];
+            let mut start = 0;
+            let mapping = f.mapping.map(|m| {
+                let mm = &self.maps[m as usize];
+                start = mm.start;
+                *out_maps[m as usize].get_or_insert_with(|| {
+                    let path = os(&mut out, mm.path);
+                    out.intern_mapping(Mapping {
+                        path,
+                        build_id: mm.key.build_id.clone(),
+                        start: mm.start,
+                        end: mm.start.saturating_add(mm.size),
+                        start_offset: 0,
+                        exact_offset: mm.key.offset,
+                        load_bias: 0,
+                    })
+                })
+            });
+            let lines = f
+                .lines
+                .iter()
+                .map(|l| Line {
+                    function: os(&mut out, l.function),
+                    system_name: os(&mut out, l.system_name),
+                    file: os(&mut out, l.file),
+                    line: l.line,
+                    column: l.column,
+                })
+                .collect();
+            let frame = Frame {
+                mapping,
+                rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
+                raw_name: os(&mut out, f.raw),
+                name: os(&mut out, f.name),
+                lines,
+            };
+            out_frames[fi] = out.intern_frame_exact(frame);
+        }
+        drop(used);
+        drop(live_stack);
+        clock.done("output frames");
+        let out_frames: Vec<u32> = out_frames.into_iter().map(|f| f.0).collect();
+        // Per side, its samples in sorted order (all of them for a merge), their stacks copied
+        // in that order and translated to the output's frames, in parallel: the one pass that
+        // reads the stacks out of storage order. Encoders then read the frames in order.
+        let has_labels = self.label_sets.len() > 1;
+        let tables = Arc::new(out);
+        let mut profiles: Vec<FlatProfile> = Vec::with_capacity(sides);
+        for side in 0..sides {
+            let row = |i: u32| &self.values[i as usize * width + side * ncols..i as usize * width + (side + 1) * ncols];
+            let picked: Vec<u32>;
+            let samples: &[u32] = if sides > 1 {
+                picked = order.iter().copied().filter(|&i| row(i).iter().any(|&x| x != 0)).collect();
+                &picked
+            } else {
+                &order
+            };
+            let (frames, spans) = self.gather_stacks(samples, &out_frames);
+            let mut values = Vec::with_capacity(samples.len() * ncols);
+            for &i in samples {
+                values.extend_from_slice(row(i));
+            }
+            let mut p = FlatProfile::from_spans(
+                Arc::clone(&tables),
+                meta.clone(),
+                columns.clone(),
+                frames.into_iter().map(FrameId).collect(),
+                spans,
+                values,
+            );
+            p.header.default_sample_type = default.min(ncols.saturating_sub(1));
+            if has_labels {
+                for (k, &i) in samples.iter().enumerate() {
+                    let (num, strs) =
+                        set_labels[(self.keys[i as usize] & 0xffff_ffff) as usize].as_ref().expect("filled above");
+                    p.push_labels(k, num, strs);
+                }
+            }
+            for &(k, u) in &units {
+                p.set_num_label_unit(k, u);
+            }
+            profiles.push(p);
+        }
+        clock.done("gather stacks");
+        Ok(profiles)
+    }
+}

@@ -1,0 +1,189 @@
+//! The merge's own interned tables: mappings, frames and labels keyed by content, and stacks
+//! as frame lists in an arena found again by their hash.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::model::annotate::{Annotation, AnnotationState, FrameClass, classify_frames};
+use crate::model::{Line, StringId, Tables};
+
+/// A mapping's identity in a merge (pprof's mapping key).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct MapKey {
+    pub(super) build_id: Box<[u8]>,
+    /// File name when there is no build id, else empty.
+    pub(super) path: StringId,
+    pub(super) offset: u64,
+    /// Size rounded up to 4 KiB.
+    pub(super) size: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct MMap {
+    pub(super) key: MapKey,
+    pub(super) path: StringId,
+    pub(super) start: u64,
+    pub(super) size: u64,
+}
+
+/// A frame's identity in a merge: the address is relative to the mapping's start when it lies
+/// inside the mapping (`abs`), as written otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct MFrame {
+    pub(super) mapping: Option<u32>,
+    pub(super) abs: bool,
+    pub(super) addr: u64,
+    pub(super) name: StringId,
+    pub(super) raw: StringId,
+    pub(super) lines: Box<[Line]>,
+}
+
+/// One label of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) enum MLabel {
+    Num(StringId, i64, StringId),
+    Str(StringId, StringId),
+}
+
+pub(super) const UNSET: u32 = u32::MAX;
+
+/// What the merge remembers of the input it is reading, so that several profiles of one input
+/// (dumps sharing their tables) map each string, mapping, frame and stack node once.
+pub(super) struct Memo {
+    pub(super) tables: Arc<Tables>,
+    pub(super) annotate: bool,
+    pub(super) strings: Vec<u32>,
+    pub(super) mappings: Vec<(u32, u64, u64)>,
+    pub(super) frames: Vec<u32>,
+    pub(super) annotated_frames: HashMap<(u32, Annotation), u32>,
+    pub(super) classes: Vec<FrameClass>,
+    /// Per stack node of a tree profile: the merged frame and the annotation state below it.
+    pub(super) nodes: Vec<u32>,
+    pub(super) states: Vec<AnnotationState>,
+}
+
+impl Memo {
+    pub(super) fn new(tables: Arc<Tables>, annotate: bool) -> Memo {
+        let classes = if annotate { classify_frames(&tables) } else { Vec::new() };
+        Memo {
+            strings: vec![UNSET; tables.strings.len()],
+            mappings: vec![(UNSET, 0, 0); tables.mappings().len()],
+            frames: vec![UNSET; tables.frames().len()],
+            annotated_frames: HashMap::default(),
+            classes,
+            nodes: Vec::new(),
+            states: Vec::new(),
+            tables,
+            annotate,
+        }
+    }
+}
+
+/// Interned frame lists: each distinct list is stored once in an arena and found again by
+/// its content (open addressing on a 64-bit hash, the content compared on a match).
+#[derive(Debug, Default)]
+pub(super) struct SeqIndex {
+    pub(super) arena: Vec<u32>,
+    pub(super) spans: Vec<(u32, u32)>,
+    pub(super) hashes: Vec<u64>,
+    /// Per slot: the upper half of the hash, then id + 1 (0: empty).
+    pub(super) slots: Vec<u64>,
+}
+
+pub(super) fn seq_hash(seq: &[u32]) -> u64 {
+    let mut h: u64 = 0x243f_6a88_85a3_08d3 ^ seq.len() as u64;
+    let mut pairs = seq.chunks_exact(2);
+    for p in &mut pairs {
+        let x = u64::from(p[0]) | (u64::from(p[1]) << 32);
+        h = (h.rotate_left(5) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    if let [x] = pairs.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(*x)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    h ^ (h >> 29)
+}
+
+impl SeqIndex {
+    pub(super) fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub(super) fn get(&self, id: u32) -> &[u32] {
+        let (start, len) = self.spans[id as usize];
+        &self.arena[start as usize..start as usize + len as usize]
+    }
+
+    /// Makes room for `stacks` more stacks of `frames` frames in all (growing the index once).
+    pub(super) fn reserve(&mut self, stacks: usize, frames: usize) {
+        self.arena.reserve(frames);
+        self.spans.reserve(stacks);
+        self.hashes.reserve(stacks);
+        while (self.spans.len() + stacks + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+    }
+
+    /// Hints the cache to fetch the slot a stack with hash `h` is looked up in.
+    pub(super) fn prefetch_slot(&self, h: u64) {
+        if !self.slots.is_empty() {
+            crate::model::tables::prefetch(&self.slots[(h as usize) & (self.slots.len() - 1)]);
+        }
+    }
+
+    /// Hints the cache to fetch the stored stack a stack with hash `h` may equal.
+    pub(super) fn prefetch_match(&self, h: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let s = self.slots[(h as usize) & (self.slots.len() - 1)];
+        if s != 0 && s & 0xffff_ffff_0000_0000 == h & 0xffff_ffff_0000_0000 {
+            let (start, _) = self.spans[(s as u32 - 1) as usize];
+            crate::model::tables::prefetch(&self.arena[start as usize]);
+        }
+    }
+
+    pub(super) fn intern_hashed(&mut self, seq: &[u32], h: u64) -> u32 {
+        if (self.spans.len() + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let tag = h & 0xffff_ffff_0000_0000;
+        let mask = self.slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        loop {
+            let s = self.slots[i];
+            if s == 0 {
+                let id = u32::try_from(self.spans.len()).expect("fewer than 2^32 stacks");
+                let start = u32::try_from(self.arena.len()).expect("fewer than 2^32 frames in stacks");
+                self.arena.extend_from_slice(seq);
+                self.spans.push((start, seq.len() as u32));
+                self.hashes.push(h);
+                self.slots[i] = tag | u64::from(id + 1);
+                return id;
+            }
+            if s & 0xffff_ffff_0000_0000 == tag {
+                let id = (s as u32) - 1;
+                if self.get(id) == seq {
+                    return id;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    pub(super) fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(1024);
+        self.slots = vec![0; cap];
+        let mask = cap - 1;
+        for (id, &h) in self.hashes.iter().enumerate() {
+            let mut i = (h as usize) & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = (h & 0xffff_ffff_0000_0000) | (id as u64 + 1);
+        }
+    }
+}
+pub(super) fn round_4k(size: u64) -> u64 {
+    size.saturating_add(0xfff) & !0xfff
+}
