@@ -6,12 +6,11 @@
 //! does), plus fixtures of
 //! `tests/data` (a DDM capture, a truncated trace, heap graph traces).
 
-mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::{data, decode_pprof, heapconv, heapconv_ok};
+use crate::common::{data, decode_pprof, heapconv, heapconv_ok};
 use serde_json::Value;
 
 /// Writes a small synthetic trace (one process, two dumps) to `path`.
@@ -543,7 +542,7 @@ fn every_converting_command_takes_many_inputs() {
 fn symbolize_batches_gate_on_coverage_per_input() {
     let tmp = tempfile::tempdir().unwrap();
     let traces = data("symbolize");
-    let syms = common::root().join("symbols");
+    let syms = crate::common::root().join("symbols");
     let out = tmp.path().join("syms");
     let sum = tmp.path().join("s.json");
     let o = heapconv(&[

@@ -5,9 +5,8 @@
 //! through `go tool pprof -raw`; the dominator profile as folded stacks and SVG; the `top`
 //! report against a golden file.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use heapconv::analysis::heap::{HeapTopOptions, RootedHeap};
 use heapconv::encode::flamegraph_svg::{SvgOptions, encode_svg};
 use heapconv::encode::folded::{FoldedOptions, encode_folded};

@@ -2,14 +2,13 @@
 //! merge, `-diff_base` and `-top`), a real Go heap profile made by `tests/data/goheap/`, the
 //! independent trace oracle (`tests/data/expected.json`) and golden files.
 
-mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 use heapconv::decode::{InputKind, sniff};
 use heapconv::merge::{MergeOptions, Merger, TypeSelector, merge_tree};
 use heapconv::pipeline::Format;

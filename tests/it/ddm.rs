@@ -7,11 +7,10 @@
 //! writer) for the edge cases, and read from `tests/data/ddm/`, which an independent Python
 //! encoder wrote (`tests/data/ddm/make_fixtures.py`; see the README there).
 
-mod common;
 
 use std::fmt::Write as _;
 
-use common::*;
+use crate::common::*;
 use heapconv::decode::ddm_alloc_records::{
     AllocCapture, AllocRecords, BlobLayout, CHUNK_FAIL, CHUNK_REAL, DdmOptions, EntryOrder, Framing, OrderBasis,
     OrderChoice, StackFrame, alloc_records_profile, decode_alloc_records,

@@ -4,11 +4,10 @@
 //! traceconv's semantics (see `tests/data/README.md`). Every value, stack, mapping, rel_pc,
 //! timestamp and flag is compared.
 
-mod common;
 
 use std::collections::BTreeSet;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn expected() -> serde_json::Map<String, Value> {

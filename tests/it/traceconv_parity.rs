@@ -4,9 +4,8 @@
 //! twice: against traceconv's own `.pb` files decoded with our pprof schema, and through
 //! `go tool pprof -raw` on both sides.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 const CASES: [&str; 10] = [
     "annotations",

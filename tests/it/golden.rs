@@ -2,9 +2,8 @@
 //! the pprof for the sample trace and a few fixtures. `HEAPCONV_BLESS=1 cargo test` rewrites
 //! them; a missing golden file fails the test.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 fn check(name: &str, got: &str) {
     check_golden(name, got);

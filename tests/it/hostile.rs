@@ -2,7 +2,7 @@
 //! missing elsewhere. Each hostile input gives a clear error naming the file, the byte offset
 //! and the packet or record, or a result flagged partial; never a panic, a hang, or memory
 //! beyond a bound (tests that run the binary under `RLIMIT_AS`/`RLIMIT_CPU` use
-//! `common::heapconv_limited`). "Nothing lost": outputs are written to a temporary file and
+//! `crate::common::heapconv_limited`). "Nothing lost": outputs are written to a temporary file and
 //! renamed, a failed run leaves nothing, an output equal to an input is refused, and what an
 //! input says it lost reaches every output and fails a run with `--strict` (exit code 6).
 //!
@@ -31,11 +31,10 @@
 //! truncations, bytes inserted and deleted, length prefixes near 4 GiB), the findings of the
 //! cargo-fuzz targets, then hostile inputs built in code.
 
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use heapconv::decode::Input;
 use heapconv::decode::perfetto::{DecodeOptions, decode_heapprofd};
 use heapconv_testdata::protowire::put_varint;

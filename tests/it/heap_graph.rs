@@ -2,7 +2,6 @@
 //! encoded by `../shared/tools/perfetto_encode.py` with Google's schema) and the real-traceconv
 //! reference case, and the hprof writer read back record by record.
 
-mod common;
 
 use heapconv::decode::Input;
 use heapconv::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs_all};
@@ -21,7 +20,7 @@ fn decode(path: &std::path::Path) -> (Vec<HeapDump>, TraceReport) {
 }
 
 fn fixture(name: &str) -> (Vec<HeapDump>, TraceReport) {
-    decode(&common::data(&format!("heapgraph/{name}.pftrace")))
+    decode(&crate::common::data(&format!("heapgraph/{name}.pftrace")))
 }
 
 fn obj(d: &HeapDump, id: u64) -> ObjIdx {
@@ -56,7 +55,7 @@ fn roots(d: &HeapDump) -> Vec<(u64, RootKind)> {
 
 #[test]
 fn reference_case_heap_graph_small() {
-    let (dumps, report) = decode(&common::data("traceconv/cases/heap_graph_small.pftrace"));
+    let (dumps, report) = decode(&crate::common::data("traceconv/cases/heap_graph_small.pftrace"));
     assert_eq!(dumps.len(), 1);
     let d = &dumps[0];
     assert_eq!(d.pid, Some(10));
@@ -238,7 +237,7 @@ fn continued_dump_with_forward_references() {
 fn gzip_and_compressed_packets_give_the_same_dumps() {
     let (plain, _) = fixture("continued");
     for variant in ["continued.pftrace.gz", "continued.zlib.pftrace"] {
-        let (dumps, report) = decode(&common::data(&format!("heapgraph/{variant}")));
+        let (dumps, report) = decode(&crate::common::data(&format!("heapgraph/{variant}")));
         assert_eq!(dumps.len(), plain.len(), "{variant}");
         for (a, b) in dumps.iter().zip(&plain) {
             assert_eq!(format!("{a:?}").replace(variant, "X"), format!("{b:?}").replace("continued.pftrace", "X"));
@@ -278,7 +277,7 @@ fn two_pids_and_two_dumps() {
     let idx: Vec<(u64, usize)> = report.heap_graphs.iter().map(|g| (g.pid, g.index)).collect();
     assert_eq!(idx, [(50, 0), (60, 0), (50, 1)]);
     // Only the pids asked for are built; all are reported.
-    let mut input = Input::open(&common::data("heapgraph/two_pids.pftrace"), u64::MAX).unwrap();
+    let mut input = Input::open(&crate::common::data("heapgraph/two_pids.pftrace"), u64::MAX).unwrap();
     let opts = HeapGraphOptions { pids: vec![60], ..Default::default() };
     let (only, report) = decode_heap_graphs_all(&mut input, &opts).unwrap();
     assert_eq!(only.len(), 1);
@@ -632,7 +631,7 @@ fn hprof(d: &HeapDump, opts: &HprofOptions) -> (Vec<u8>, HprofSummary) {
 
 #[test]
 fn hprof_of_the_reference_case() {
-    let (dumps, _) = decode(&common::data("traceconv/cases/heap_graph_small.pftrace"));
+    let (dumps, _) = decode(&crate::common::data("traceconv/cases/heap_graph_small.pftrace"));
     let d = &dumps[0];
     let (bytes, s) = hprof(d, &HprofOptions::default());
     let w = walk(&bytes);
@@ -863,7 +862,7 @@ fn android_hprof_switches_heaps_and_hprof_conv_reads_it() {
 
     // Android's hprof-conv accepts it; its 1.0.2 output walks cleanly and keeps every
     // record but the heap infos (JNI monitor roots lose their thread and depth).
-    let Some(conv) = common::hprof_conv() else { return };
+    let Some(conv) = crate::common::hprof_conv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (inp, outp, outz) = (dir.path().join("a.hprof"), dir.path().join("c.hprof"), dir.path().join("z.hprof"));
     std::fs::write(&inp, &bytes).unwrap();
@@ -927,7 +926,7 @@ fn hprof_segments_are_bounded_and_big_arrays_stand_alone() {
 
 #[test]
 fn hprof_ids_wider_than_4_bytes() {
-    let (dumps, _) = decode(&common::data("traceconv/cases/heap_graph_small.pftrace"));
+    let (dumps, _) = decode(&crate::common::data("traceconv/cases/heap_graph_small.pftrace"));
     let mut d = dumps[0].clone();
     for id in &mut d.obj_id {
         *id += 1 << 40;
@@ -982,12 +981,12 @@ fn hprof_infers_fields_of_pre_s_instances() {
 #[test]
 fn cli_hprof_selects_one_dump_or_writes_a_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = common::data("heapgraph/two_pids.pftrace");
+    let trace = crate::common::data("heapgraph/two_pids.pftrace");
     let t = trace.to_str().unwrap();
     // Three dumps match: a usage error listing them, nothing written.
     let out = dir.path().join("one.hprof");
     let o = out.to_str().unwrap();
-    let r = common::heapconv_ok(&["hprof", t, "-o", o], 2);
+    let r = crate::common::heapconv_ok(&["hprof", t, "-o", o], 2);
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("3 heap graph dumps match"), "{err}");
     assert!(
@@ -996,21 +995,21 @@ fn cli_hprof_selects_one_dump_or_writes_a_directory() {
     assert!(!out.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no staged file left behind");
     // --pid and --timestamps pick one.
-    common::heapconv_ok(&["hprof", t, "--pid", "50", "--timestamps", "2000", "-o", o], 0);
+    crate::common::heapconv_ok(&["hprof", t, "--pid", "50", "--timestamps", "2000", "-o", o], 0);
     let w = walk(&std::fs::read(&out).unwrap());
     assert_eq!(w.version, "JAVA PROFILE 1.0.2");
     assert_eq!(w.subs().filter(|s| matches!(s, Sub::Instance { .. })).count(), 3);
-    common::heapconv_ok(&["hprof", t, "--pid", "60", "--android", "-o", o], 0);
+    crate::common::heapconv_ok(&["hprof", t, "--pid", "60", "--android", "-o", o], 0);
     let w = walk(&std::fs::read(&out).unwrap());
     assert_eq!(w.version, "JAVA PROFILE 1.0.3");
     assert_eq!(w.subs().filter(|s| matches!(s, Sub::Instance { .. })).count(), 2);
     // Nothing matches: exit 1.
-    let r = common::heapconv_ok(&["hprof", t, "--pid", "51", "-o", o], 1);
+    let r = crate::common::heapconv_ok(&["hprof", t, "--pid", "51", "-o", o], 1);
     assert!(String::from_utf8_lossy(&r.stderr).contains("no heap graph dump matches"));
     // A directory: one file per dump, numbered in trace order.
     let sub = dir.path().join("all");
     let s = format!("{}/", sub.display());
-    let r = common::heapconv_ok(&["hprof", t, "-o", &s, "--json"], 0);
+    let r = crate::common::heapconv_ok(&["hprof", t, "-o", &s, "--json"], 0);
     let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(doc.as_array().unwrap().len(), 3);
     let mut names: Vec<String> =
@@ -1018,35 +1017,35 @@ fn cli_hprof_selects_one_dump_or_writes_a_directory() {
     names.sort();
     assert_eq!(names, ["java_heap_dump.1.50.hprof", "java_heap_dump.2.60.hprof", "java_heap_dump.3.50.hprof"]);
     // Standard output.
-    let r = common::heapconv_ok(&["hprof", t, "--pid", "60", "-o", "-"], 0);
+    let r = crate::common::heapconv_ok(&["hprof", t, "--pid", "60", "-o", "-"], 0);
     assert_eq!(walk(&r.stdout).subs().filter(|s| matches!(s, Sub::Instance { .. })).count(), 2);
 }
 
 #[test]
 fn cli_hprof_of_an_incomplete_dump_is_partial_and_inspect_lists_heap_graphs() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = common::data("heapgraph/incomplete.pftrace");
+    let trace = crate::common::data("heapgraph/incomplete.pftrace");
     let out = dir.path().join("gap.hprof");
-    let r = common::heapconv_ok(&["hprof", trace.to_str().unwrap(), "--pid", "41", "-o", out.to_str().unwrap()], 3);
+    let r = crate::common::heapconv_ok(&["hprof", trace.to_str().unwrap(), "--pid", "41", "-o", out.to_str().unwrap()], 3);
     assert!(String::from_utf8_lossy(&r.stderr).contains("incomplete: packets missing between index 0 and 2"));
     walk(&std::fs::read(&out).unwrap());
     // `profile --java-heap` says so too (exit code 3, partial), as `convert` and `top` do.
     let pdir = dir.path().join("profiles");
-    let r = common::heapconv_ok(&["profile", "--java-heap", trace.to_str().unwrap(), "-o", pdir.to_str().unwrap()], 3);
+    let r = crate::common::heapconv_ok(&["profile", "--java-heap", trace.to_str().unwrap(), "-o", pdir.to_str().unwrap()], 3);
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(
         err.contains("result is partial: incomplete heap graph dump(s): pid 41 at 300 ns: packets missing"),
         "{err}"
     );
     assert_eq!(std::fs::read_dir(&pdir).unwrap().count(), 2, "the profiles are still written");
-    let shapes = common::data("heapgraph/shapes.pftrace");
+    let shapes = crate::common::data("heapgraph/shapes.pftrace");
     let cdir = dir.path().join("complete");
-    common::heapconv_ok(&["profile", "--java-heap", shapes.to_str().unwrap(), "-o", cdir.to_str().unwrap()], 0);
-    let r = common::heapconv_ok(&["inspect", trace.to_str().unwrap()], 0);
+    crate::common::heapconv_ok(&["profile", "--java-heap", shapes.to_str().unwrap(), "-o", cdir.to_str().unwrap()], 0);
+    let r = crate::common::heapconv_ok(&["inspect", trace.to_str().unwrap()], 0);
     let text = String::from_utf8_lossy(&r.stdout);
     assert!(text.contains("heap graphs: 2"), "{text}");
     assert!(text.contains("yes: packets missing between index 0 and 2"));
-    let r = common::heapconv_ok(&["inspect", "--json", common::data("heapgraph/shapes.pftrace").to_str().unwrap()], 0);
+    let r = crate::common::heapconv_ok(&["inspect", "--json", crate::common::data("heapgraph/shapes.pftrace").to_str().unwrap()], 0);
     let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     let g = &doc["heap_graphs"][0];
     assert_eq!(g["pid"], 123);
@@ -1069,13 +1068,13 @@ fn damaged_heap_graphs_never_panic() {
         seed ^= seed << 17;
         seed
     };
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(common::data("heapgraph"))
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(crate::common::data("heapgraph"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "pftrace"))
         .collect();
     files.sort();
-    files.push(common::data("traceconv/cases/heap_graph_small.pftrace"));
+    files.push(crate::common::data("traceconv/cases/heap_graph_small.pftrace"));
     let mut decoded = 0;
     for f in &files {
         let bytes = std::fs::read(f).unwrap();

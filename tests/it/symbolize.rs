@@ -4,11 +4,10 @@
 //! on traces that reference those binaries (`tests/data/symbolize/`), including ModuleSymbols
 //! output read back, the symbolized pprof, and the per-mapping report.
 
-mod common;
 
 use std::collections::BTreeMap;
 
-use common::*;
+use crate::common::*;
 use heapconv::symbolize::symbolize_addresses;
 use serde_json::Value;
 

@@ -4,15 +4,14 @@
 //! drivers still compile against the library (the fuzz crate itself is detached and only
 //! built by `fuzz/run.sh`), and every past finding stays fixed without libFuzzer.
 
-mod common;
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../fuzz/src/lib.rs"]
+#[path = "../../fuzz/src/lib.rs"]
 mod drivers;
 
 use std::path::PathBuf;
 
-use common::root;
+use crate::common::root;
 
 /// A target: its name, its driver, and its seeds (named for messages).
 type Target = (&'static str, fn(&[u8]), Vec<(String, Vec<u8>)>);

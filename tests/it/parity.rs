@@ -3,9 +3,8 @@
 //! roots, an empty first sample type, invalid UTF-8 in a pprof, and HPROF files with several
 //! heap dumps. Each test asserts the files written and their totals.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 /// Files written into `dir`, sorted.
 fn written(dir: &std::path::Path) -> Vec<String> {

@@ -1,9 +1,8 @@
 //! The command line as a user meets it: filters, stdin, exit codes, damaged and hostile
 //! inputs, refusing to overwrite inputs, and data-loss flags surfacing in every output.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn files(dir: &std::path::Path) -> Vec<String> {

@@ -18,13 +18,12 @@
 //!
 //! pprof outputs are read back with `go tool pprof -raw`, SVGs parsed as XML.
 
-mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 const TRACE: &str = "tests/data/views/views.pftrace";
 

@@ -3,15 +3,14 @@
 //! made in the test run (tests/data/hprof/HeapFixture.java); `heapconv hprof-conv` against
 //! Android's `hprof-conv` (byte identity, with and without `-z`); `inspect`; hostile inputs.
 
-mod common;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use heapconv::ErrorKind;
-use heapconv::decode::hprof::hprof_conv; // not common::hprof_conv, the oracle
+use heapconv::decode::hprof::hprof_conv; // not crate::common::hprof_conv, the oracle
 use heapconv::decode::hprof::walk::{HprofStream, SubRecord};
 use heapconv::decode::hprof::*;
 use heapconv::model::heap::*;
@@ -328,7 +327,7 @@ fn both_convert(oracle: &Path, dir: &Path, input: &[u8], z: bool, tag: &str) -> 
 
 #[test]
 fn hprof_conv_is_byte_identical_to_android_hprof_conv() {
-    let Some(oracle) = common::hprof_conv() else { return };
+    let Some(oracle) = crate::common::hprof_conv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (bytes, _) = android_sample(4, false);
     for z in [false, true] {
@@ -430,7 +429,7 @@ fn nodata_arrays_differ_from_hprof_conv_only_where_it_is_wrong() {
     hprof_conv(&bytes[..], "t", &mut z, &HprofConvOptions { app_only: true, ..Default::default() }).unwrap();
     assert!(read(z.get_ref()).0.obj_id.contains(&ids.nodata));
 
-    let Some(oracle) = common::hprof_conv() else { return };
+    let Some(oracle) = crate::common::hprof_conv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (ours_cli, theirs, code) = both_convert(&oracle, dir.path(), &bytes, false, "nodata");
     assert_eq!(code, Some(0));
@@ -766,7 +765,7 @@ fn truncation_anywhere_is_an_error_or_a_partial_dump_never_a_panic() {
 
 #[test]
 fn truncations_at_record_boundaries_convert_as_hprof_conv_does() {
-    let Some(oracle) = common::hprof_conv() else { return };
+    let Some(oracle) = crate::common::hprof_conv() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (bytes, _) = android_sample(4, false);
     for (i, &cut) in record_starts(&bytes).iter().enumerate().step_by(3) {

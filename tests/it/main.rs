@@ -1,0 +1,20 @@
+//! heapconv's integration tests, built as one test binary (one link, one process start).
+//! Each module is one area; `common` holds the shared helpers and oracles.
+
+mod common;
+mod architecture;
+mod batch;
+mod cli;
+mod ddm;
+mod fixtures;
+mod fuzz_replay;
+mod golden;
+mod heap_analysis;
+mod heap_graph;
+mod hostile;
+mod hprof;
+mod merge;
+mod parity;
+mod symbolize;
+mod traceconv_parity;
+mod views;
