@@ -250,7 +250,36 @@ struct Held {
     /// Its entry in the report's `dumps`.
     report: usize,
     meta: ProfileMeta,
-    rows: Vec<(StackId, Cum)>,
+    /// The dump's rows, taken from its series when it was closed; `None` while it is open
+    /// (the series' counters are its rows until a chain at another time changes them), so an
+    /// open dump costs no memory of its own.
+    rows: Option<Vec<(StackId, Cum)>>,
+}
+
+/// A series' rows: per stack, the latest value of every entry, summed (entries of recycled
+/// callstack ids land on the same stack), in stack order.
+fn series_rows(series: &Series) -> Vec<(StackId, Cum)> {
+    let mut rows: Vec<(StackId, Cum)> = series
+        .dense
+        .values()
+        .flatten()
+        .chain(series.inline.values())
+        .filter(|e| e.stack != NO_STACK && e.cum != Cum::default())
+        .map(|e| (e.stack, e.cum))
+        .collect();
+    rows.sort_unstable_by_key(|r| r.0);
+    rows.dedup_by(|b, a| {
+        if a.0 == b.0 {
+            a.1.alloc_bytes += b.1.alloc_bytes;
+            a.1.freed_bytes += b.1.freed_bytes;
+            a.1.alloc_count += b.1.alloc_count;
+            a.1.free_count += b.1.free_count;
+            true
+        } else {
+            false
+        }
+    });
+    rows
 }
 
 fn totals_of(rows: &[(StackId, Cum)]) -> Totals {
@@ -646,8 +675,23 @@ impl Decoder {
             let mut flags = dump.flags.clone();
             flags.missing_packets = chain.missing_packets;
             flags.previous_packet_dropped = chain.dropped;
+            // Trace processor's dump time: `ProcessHeapSamples.timestamp` (0 when absent),
+            // CLOCK_MONOTONIC_COARSE converted to the trace clock; raw when no snapshot links
+            // the clocks (trace processor drops such dumps; heapconv keeps them).
+            let (timestamp, converted) = match self.trace.clocks.to_trace(MONOTONIC_COARSE, dump.timestamp) {
+                Some(v) => (Some(v), true),
+                None => (i64::try_from(dump.timestamp).ok(), false),
+            };
             let key = (dump.pid, dump.heap.clone());
             let series = self.series.entry(key).or_default();
+            // A chain of this series at another time closes its open dump: the dump's rows are
+            // the series' counters now, before this chain changes them.
+            if let Some(h) = self.held.iter_mut().find(|h| !h.done && h.key.0 == dump.pid && h.key.1 == dump.heap)
+                && h.meta.timestamp != timestamp
+            {
+                h.rows = Some(series_rows(series));
+                h.done = true;
+            }
             let frees = heap_has_frees(&dump.heap);
             let orig = dump.orig_sampling_interval.unwrap_or(0);
             let mut changed = false;
@@ -728,36 +772,8 @@ impl Decoder {
                     ),
                 );
             }
-            // Aggregate per stack: the latest value of every entry, summed (entries of recycled
-            // callstack ids land on the same stack).
-            let mut rows: Vec<(StackId, Cum)> = series
-                .dense
-                .values()
-                .flatten()
-                .chain(series.inline.values())
-                .filter(|e| e.stack != NO_STACK && e.cum != Cum::default())
-                .map(|e| (e.stack, e.cum))
-                .collect();
-            rows.sort_unstable_by_key(|r| r.0);
-            rows.dedup_by(|b, a| {
-                if a.0 == b.0 {
-                    a.1.alloc_bytes += b.1.alloc_bytes;
-                    a.1.freed_bytes += b.1.freed_bytes;
-                    a.1.alloc_count += b.1.alloc_count;
-                    a.1.free_count += b.1.free_count;
-                    true
-                } else {
-                    false
-                }
-            });
+            let rows = series_rows(series);
 
-            // Trace processor's dump time: `ProcessHeapSamples.timestamp` (0 when absent),
-            // CLOCK_MONOTONIC_COARSE converted to the trace clock; raw when no snapshot links
-            // the clocks (trace processor drops such dumps; heapconv keeps them).
-            let (timestamp, converted) = match self.trace.clocks.to_trace(MONOTONIC_COARSE, dump.timestamp) {
-                Some(v) => (Some(v), true),
-                None => (i64::try_from(dump.timestamp).ok(), false),
-            };
             let totals = totals_of(&rows);
             let samples = dump.samples.len() as u64;
 
@@ -768,12 +784,11 @@ impl Decoder {
                 if h.meta.timestamp == timestamp {
                     merge_flags(&mut h.meta.flags, &flags);
                     h.meta.changed |= changed;
-                    h.rows = rows;
                     let r = &mut self.trace.report.dumps[h.report];
                     merge_flags(&mut r.flags, &flags);
                     r.changed |= changed;
                     r.samples += samples;
-                    r.stacks = h.rows.len() as u64;
+                    r.stacks = rows.len() as u64;
                     r.totals = totals;
                     continue;
                 }
@@ -820,7 +835,7 @@ impl Decoder {
                 wanted,
                 report: self.trace.report.dumps.len() - 1,
                 meta,
-                rows,
+                rows: None,
             });
         }
         self.flush(out)
@@ -837,11 +852,16 @@ impl Decoder {
             if !h.wanted || !(h.meta.changed || self.opts.include_unchanged) {
                 continue;
             }
+            // Still open at the end of the trace: its rows are its series' final counters.
+            let rows = match h.rows {
+                Some(rows) => rows,
+                None => self.series.get(&h.key).map(series_rows).unwrap_or_default(),
+            };
             let sample_types = sample_types_for_heap(&h.meta.heap);
             let two = sample_types.len() == 2;
             let mut profile = Profile::new(Arc::clone(&self.tables), h.meta, sample_types);
             profile.header.default_sample_type = if two { 1 } else { 3 };
-            for (stack, c) in &h.rows {
+            for (stack, c) in &rows {
                 let vals = [
                     sat(c.alloc_count),
                     sat(c.alloc_bytes),
