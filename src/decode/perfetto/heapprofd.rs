@@ -772,9 +772,8 @@ impl Decoder {
                     ),
                 );
             }
-            let rows = series_rows(series);
-
-            let totals = totals_of(&rows);
+            // The dump's stacks and totals are counted when it closes (in `flush`), from the
+            // rows it has then: no rows are made or kept before.
             let samples = dump.samples.len() as u64;
 
             // A dump is one (pid, heap, dump time): a later chain of the same process and heap
@@ -788,8 +787,6 @@ impl Decoder {
                     merge_flags(&mut r.flags, &flags);
                     r.changed |= changed;
                     r.samples += samples;
-                    r.stacks = rows.len() as u64;
-                    r.totals = totals;
                     continue;
                 }
                 h.done = true;
@@ -824,9 +821,9 @@ impl Decoder {
                 sampling_interval: dump.sampling_interval,
                 orig_sampling_interval: dump.orig_sampling_interval,
                 samples,
-                stacks: rows.len() as u64,
+                stacks: 0,
                 changed,
-                totals,
+                totals: Totals::default(),
                 flags,
             });
             self.held.push_back(Held {
@@ -849,14 +846,17 @@ impl Decoder {
                 break;
             }
             let h = self.held.pop_front().expect("front exists");
-            if !h.wanted || !(h.meta.changed || self.opts.include_unchanged) {
-                continue;
-            }
             // Still open at the end of the trace: its rows are its series' final counters.
             let rows = match h.rows {
                 Some(rows) => rows,
                 None => self.series.get(&h.key).map(series_rows).unwrap_or_default(),
             };
+            let r = &mut self.trace.report.dumps[h.report];
+            r.stacks = rows.len() as u64;
+            r.totals = totals_of(&rows);
+            if !h.wanted || !(h.meta.changed || self.opts.include_unchanged) {
+                continue;
+            }
             let sample_types = sample_types_for_heap(&h.meta.heap);
             let two = sample_types.len() == 2;
             let mut profile = Profile::new(Arc::clone(&self.tables), h.meta, sample_types);
