@@ -3,7 +3,7 @@
 #   * Go (Debian golang-go) for `go tool pprof -raw`;
 #   * llvm-cxxfilt (Debian llvm) for tests/data/expected_oracle.py;
 #   * Android's hprof-conv (Debian hprof-conv, at /usr/lib/android-sdk/platform-tools/) for the
-#     hprof tests, and a JDK (javac, java: Debian openjdk-17-jdk-headless) for tests/hprof.rs;
+#     hprof tests, and a JDK (javac, java: Debian openjdk-17-jdk-headless) for tests/it/hprof.rs;
 #   * a Python venv at $REPO/target/oracle-venv with PyPI `perfetto` and
 #     `protobuf` (Google's trace schema, for ../shared/tools/perfetto_encode.py
 #     and tests/data/expected_oracle.py). Debian's python3-protobuf is too old.

@@ -5,7 +5,7 @@
 //! ```
 //!
 //! `hprof_reader` is the only target with generated seeds (there are no hprof fixtures; see
-//! `hprof_seeds` in `fuzz/src/lib.rs`, which `tests/fuzz_replay.rs` replays too).
+//! `hprof_seeds` in `fuzz/src/lib.rs`, which `tests/it/fuzz_replay.rs` replays too).
 
 #[allow(dead_code, unreachable_pub, missing_docs)]
 #[path = "../fuzz/src/lib.rs"]
