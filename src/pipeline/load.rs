@@ -667,3 +667,25 @@ pub fn merge_options(sample_types: &[String]) -> MergeOptions {
 pub fn is_ddm_capture(path: &Path) -> bool {
     path.as_os_str() == "-" || crate::decode::sniff_file(path).is_ok_and(|k| k.is_ddm())
 }
+
+/// The index of the sample type `selector` names in `header` (a type name, or a meaning such as
+/// `total-size`); `None`: the profile's default type (a pprof input's `default_sample_type`, or
+/// else its last type, as `go tool pprof` picks). A selector the profile has no type for is a
+/// usage error that lists the types it has.
+pub fn pick_sample_type(header: &crate::model::ProfileHeader, selector: Option<&str>) -> Result<usize> {
+    let Some(sel) = selector.map(TypeSelector::parse) else {
+        return Ok(header.default_sample_type.min(header.sample_types.len().saturating_sub(1)));
+    };
+    let found = match &sel {
+        TypeSelector::Name(n) => header.sample_types.iter().position(|t| t.name == *n),
+        TypeSelector::Kind(k) => header.sample_types.iter().position(|t| t.kind == *k),
+    };
+    found.ok_or_else(|| {
+        let have: Vec<String> = header.sample_types.iter().map(|t| t.name.clone()).collect();
+        let asked = match &sel {
+            TypeSelector::Name(n) => format!("{n:?}"),
+            TypeSelector::Kind(_) => selector.unwrap_or_default().to_owned(),
+        };
+        Error::new(ErrorKind::Usage, format!("no sample type {asked}; the profile has {}", have.join(", ")))
+    })
+}

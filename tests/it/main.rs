@@ -1,10 +1,10 @@
 //! heapconv's integration tests, built as one test binary (one link, one process start).
 //! Each module is one area; `common` holds the shared helpers and oracles.
 
-mod common;
 mod architecture;
 mod batch;
 mod cli;
+mod common;
 mod ddm;
 mod fixtures;
 mod fuzz_replay;
