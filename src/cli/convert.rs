@@ -264,6 +264,9 @@ pub(crate) fn run(ui: &Ui, a: ConvertArgs) -> Result<u8, Error> {
     };
     let run = run_convert_inputs(&a.inputs, &dest, &opts)?;
     ui::write_outputs(ui, &run.outputs)?;
+    for w in &run.warnings {
+        ui.warn(w);
+    }
     // Warnings and --strict judge the dumps converted, not the whole trace.
     let keep = |d: &heapconv::model::DumpReport| run.converted.keeps(d);
     let damaged = ui.problems_of(&run.report, &keep);

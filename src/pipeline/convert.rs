@@ -149,6 +149,9 @@ pub struct ConvertRun {
     /// The heapprofd dumps of the trace that were converted (what warnings and `--strict`
     /// judge).
     pub converted: DumpFilter,
+    /// What was read though not as written (a pprof input's strings that were not valid
+    /// UTF-8), for the command line to warn about.
+    pub warnings: Vec<String>,
 }
 
 /// Runs `convert`: decodes, selects, encodes (in parallel) and writes.
@@ -298,7 +301,7 @@ fn convert_trace(
     write_outputs(input, dest, &outputs)?;
     let profiles = profiles.iter().map(ProfileTotals::of).collect();
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs, report, symbols, profiles, converted })
+    Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
 }
 
 /// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
@@ -326,7 +329,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
     let outputs = vec![(path, bytes)];
     write_outputs(input, dest, &outputs)?;
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted })
+    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
@@ -401,7 +404,7 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
     }
     write_outputs(input, dest, &outputs)?;
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted })
+    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
 /// Converts DDM captures, merged into one profile.
@@ -473,13 +476,14 @@ fn convert_ddm(
     }
     let profiles = vec![ProfileTotals::of(&profile)];
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles, converted })
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
 /// Converts one pprof input (`convert` on a pprof file): decoded, then encoded in the
 /// requested format with the names it has (annotations are not added again).
 fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
     let flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
+    let warnings = super::load::pprof_warnings(&input.display().to_string(), &flat);
     // The pprof convention (`default_sample_type`, else the last type), or the type asked for.
     let index = pick_sample_type(&flat.header, opts.sample_type.as_deref())?;
     // Names are written as the input has them (annotations are not added again).
@@ -502,7 +506,7 @@ fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
     let profiles = vec![ProfileTotals::of_flat(&flat)];
     let symbols = opts.symbols.options().map(|_| pprof_coverage(&flat));
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles, converted })
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles, converted, warnings })
 }
 
 /// `convert` of one input: a Perfetto trace to `OUT/<key>/heap_dump.N.PID.HEAP.<ext>` (one

@@ -366,6 +366,9 @@ pub struct InputInfo {
     pub symbols: Option<SymbolizeReport>,
     /// The heapprofd dumps taken from the trace (traces only).
     pub converted: Option<DumpFilter>,
+    /// What was read though not as written (strings that were not valid UTF-8), for the
+    /// command line to warn about.
+    pub warnings: Vec<String>,
 }
 
 impl InputInfo {
@@ -508,7 +511,9 @@ pub fn merge_inputs(
         clock.done(&format!("add {i}"));
         added?;
         let converted = loaded.report.as_ref().map(|r| load.dump_filter(r));
+        let warnings = loaded.flat.iter().flat_map(|f| pprof_warnings(&loaded.name, f)).collect();
         let info = InputInfo {
+            warnings,
             name: loaded.name,
             kind: loaded.kind,
             converted,
@@ -688,4 +693,19 @@ pub fn pick_sample_type(header: &crate::model::ProfileHeader, selector: Option<&
         };
         Error::new(ErrorKind::Usage, format!("no sample type {asked}; the profile has {}", have.join(", ")))
     })
+}
+
+/// Warnings about how a pprof input was read: its strings that were not valid UTF-8 (the
+/// decoder replaced their bad bytes and said so in a comment), each line naming the input.
+pub fn pprof_warnings(name: &str, profile: &FlatProfile) -> Vec<String> {
+    let note = crate::decode::pprof::invalid_utf8_note(0);
+    let tail = note.trim_start_matches("heapconv: 0");
+    profile
+        .header
+        .meta
+        .comments
+        .iter()
+        .filter(|c| c.starts_with("heapconv: ") && c.ends_with(tail))
+        .map(|c| format!("{name}: {}", c.trim_start_matches("heapconv: ")))
+        .collect()
 }
