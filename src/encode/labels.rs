@@ -40,7 +40,7 @@ pub fn frame_labels(tables: &Tables, node: StackId, annotation: Annotation, out:
     let pc = match frame.mapping.map(|m| tables.mapping(m)) {
         // An absolute address (pprof): the file offset is what symbolizers and go print.
         Some(m) if m.start != 0 && frame.rel_pc >= m.start && frame.rel_pc < m.end => {
-            frame.rel_pc - m.start + m.start_offset
+            frame.rel_pc - m.start + m.exact_offset
         }
         _ => frame.rel_pc,
     };
