@@ -184,6 +184,7 @@ pub fn diff_value_index(types: &[ValueType], default: usize) -> usize {
 pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRun> {
     let mut load = opts.load.clone();
     load.ddm_lines = opts.format.keeps_lines();
+    load.drop_empty_stacks = true;
     let inputs = [base.to_path_buf(), new.to_path_buf()];
     let (merger, infos) = merge_inputs(&inputs, &load, &opts.merge, 2, &|i| i)?;
     let mut sides = merger.finish_sides()?;

@@ -306,6 +306,10 @@ pub struct LoadOptions {
     pub ddm_lines: bool,
     /// pprof decoder options. Default: [`PprofDecodeOptions::default`].
     pub pprof: PprofDecodeOptions,
+    /// Leave out the samples of pprof inputs that have no locations, as `go tool pprof -proto`
+    /// does when it merges (`merge` and `diff` set it; `top` keeps them as a `[no stack]`
+    /// row). Default: false.
+    pub drop_empty_stacks: bool,
 }
 
 impl LoadOptions {
@@ -327,6 +331,7 @@ impl Default for LoadOptions {
             ddm: DdmOptions::default(),
             ddm_lines: true,
             pprof: PprofDecodeOptions::default(),
+            drop_empty_stacks: false,
         }
     }
 }
@@ -410,7 +415,10 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
             })
         }
         Opened::Trace(mut inp, InputKind::Pprof) => {
-            let profile = read_pprof(&mut inp, &opts.pprof)?;
+            let mut profile = read_pprof(&mut inp, &opts.pprof)?;
+            if opts.drop_empty_stacks {
+                profile = without_empty_stacks(profile);
+            }
             let symbols = opts.symbols.options().map(|_| pprof_coverage(&profile));
             Ok(LoadedInput {
                 name,
@@ -708,4 +716,35 @@ pub fn pprof_warnings(name: &str, profile: &FlatProfile) -> Vec<String> {
         .filter(|c| c.starts_with("heapconv: ") && c.ends_with(tail))
         .map(|c| format!("{name}: {}", c.trim_start_matches("heapconv: ")))
         .collect()
+}
+
+/// `profile` without its samples that had no locations (the decoder gave them one frame named
+/// [`crate::decode::pprof::NO_STACK`]); the profile itself when it has none.
+fn without_empty_stacks(profile: FlatProfile) -> FlatProfile {
+    let tables = &profile.tables;
+    let is_empty_stack = |frames: &[crate::model::FrameId]| {
+        frames.len() == 1 && {
+            let f = tables.frame(frames[0]);
+            f.mapping.is_none()
+                && f.lines.is_empty()
+                && f.rel_pc == 0
+                && tables.strings.get(f.name) == crate::decode::pprof::NO_STACK
+        }
+    };
+    if !(0..profile.sample_count()).any(|i| is_empty_stack(profile.sample(i).0)) {
+        return profile;
+    }
+    let mut out =
+        FlatProfile::new(profile.tables.clone(), profile.header.meta.clone(), profile.header.sample_types.clone());
+    out.header.default_sample_type = profile.header.default_sample_type;
+    for i in 0..profile.sample_count() {
+        let (frames, values) = profile.sample(i);
+        if !is_empty_stack(frames) {
+            out.push_sample(frames, values, profile.sample_labels(i), profile.sample_str_labels(i));
+        }
+    }
+    for &(key, unit) in profile.num_label_units() {
+        out.set_num_label_unit(key, unit);
+    }
+    out
 }
