@@ -92,6 +92,12 @@ pub(crate) struct ConvertArgs {
     /// Default: unreleased-size (or the value --view names).
     #[arg(long, value_enum)]
     value: Option<ValueArg>,
+    /// A pprof input: the sample type shown (folded stacks, flame graphs, JSON) and opened first
+    /// (pprof), by name (`alloc_space`, `cpu`) or meaning (`total-size`). Default: the input's
+    /// `default_sample_type`, else its last type (as `go tool pprof`). An explicit --value on a
+    /// pprof input must also name a type the profile has.
+    #[arg(long, value_name = "NAME", conflicts_with = "value")]
+    sample_type: Option<String>,
     /// --view delta: the older dump of the pair is the last dump at or before this trace-clock
     /// time in ns (default: the first dump). Without --from and --until: every pair of
     /// consecutive dumps.
@@ -166,6 +172,24 @@ impl ConvertArgs {
         Ok((value.kind(), across))
     }
 
+    /// The sample type a pprof input is shown in: --sample-type, or the value --value or
+    /// --view names explicitly (as a meaning); `None` for the input's default type.
+    fn sample_type_asked(&self) -> Option<String> {
+        if self.sample_type.is_some() {
+            return self.sample_type.clone();
+        }
+        let named = self.value.or_else(|| self.view.value().filter(|_| self.view != ViewArg::UnreleasedSize))?;
+        Some(
+            match named {
+                ValueArg::UnreleasedSize => "unreleased-size",
+                ValueArg::UnreleasedCount => "unreleased-count",
+                ValueArg::TotalSize => "total-size",
+                ValueArg::TotalCount => "total-count",
+            }
+            .to_owned(),
+        )
+    }
+
     /// Arguments -> pipeline options, in one place.
     fn options(&self, ui: &Ui) -> Result<(Asked, SymbolSources), Error> {
         let (value, across) = self.value_and_view()?;
@@ -203,6 +227,7 @@ impl ConvertArgs {
                     ByArg::ShortestPath => HeapTree::ShortestPath,
                 },
                 java_heap: self.java_heap,
+                sample_type: self.sample_type_asked(),
             }),
         };
         Ok((asked, sources))
@@ -239,6 +264,9 @@ pub(crate) fn run(ui: &Ui, a: ConvertArgs) -> Result<u8, Error> {
     };
     let run = run_convert_inputs(&a.inputs, &dest, &opts)?;
     ui::write_outputs(ui, &run.outputs)?;
+    for w in &run.warnings {
+        ui.warn(w);
+    }
     // Warnings and --strict judge the dumps converted, not the whole trace.
     let keep = |d: &heapconv::model::DumpReport| run.converted.keeps(d);
     let damaged = ui.problems_of(&run.report, &keep);

@@ -35,6 +35,10 @@ pub(crate) struct DiffArgs {
     /// Stacks and functions listed by `--to json`.
     #[arg(long, default_value_t = 20, value_name = "N")]
     top: usize,
+    /// The sample type compared, by name (`alloc_space`) or meaning (`total-size`). Default:
+    /// the default type if it is in bytes, else the first type in bytes, else the default type.
+    #[arg(long, value_name = "NAME")]
+    sample_type: Option<String>,
     #[command(flatten)]
     select: SelectArgs,
 }
@@ -49,6 +53,7 @@ pub(crate) fn run(ui: &Ui, a: DiffArgs) -> Result<u8, Error> {
         normalize: a.normalize,
         fail_if_growth: limit,
         top: a.top,
+        sample_type: a.sample_type.clone(),
     };
     let run = run_diff(&a.base, &a.new, &opts)?;
     let inputs = [a.base.clone(), a.new.clone()];

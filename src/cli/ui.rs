@@ -138,6 +138,9 @@ impl Ui {
         let mut gate_ok = true;
         let mut damaged = false;
         for i in inputs {
+            for w in &i.warnings {
+                self.warn(w);
+            }
             if self.verbose > 0 {
                 self.info(&format!("{}: {:?}, {} profile(s)", i.name, i.kind, i.profiles));
             }

@@ -4,8 +4,13 @@
 //! * a symbolized frame expands to one label per inlined function (outermost first when going
 //!   root to leaf);
 //! * a named frame is its demangled name;
-//! * an unnamed native frame is `<mapping basename>+0x<rel_pc>` (`libfoo.so+0x1f2c`);
+//! * an unnamed native frame is `<mapping basename>+0x<rel_pc>` (`libfoo.so+0x1f2c`); when
+//!   `rel_pc` is an absolute address inside its mapping (pprof locations), the number is the
+//!   file offset instead, `address - start + offset` (`libc-2.31.so+0x23d0a`), as go's pprof
+//!   tools name it;
 //! * an unnamed frame with no mapping is `[unknown]+0x<rel_pc>`;
+//! * [`go_function_label`]: `go tool pprof -top`'s name of an unnamed frame, `[<basename>]`
+//!   (all of a mapping's unsymbolized addresses are one function), or `<unknown>`;
 //! * with annotations on, ` [jit]`, ` [aot]`… follows named frames as in pprof.
 
 use crate::model::annotate::{Annotation, AnnotationState, annotate_node};
@@ -32,7 +37,28 @@ pub fn frame_labels(tables: &Tables, node: StackId, annotation: Annotation, out:
     }
     let base = frame.mapping.map(|m| basename(tables.strings.get(tables.mapping(m).path))).unwrap_or("");
     let base = if base.is_empty() { "[unknown]" } else { base };
-    out.push(format!("{base}+{:#x}", frame.rel_pc));
+    let pc = match frame.mapping.map(|m| tables.mapping(m)) {
+        // An absolute address (pprof): the file offset is what symbolizers and go print.
+        Some(m) if m.start != 0 && frame.rel_pc >= m.start && frame.rel_pc < m.end => {
+            frame.rel_pc - m.start + m.exact_offset
+        }
+        _ => frame.rel_pc,
+    };
+    out.push(format!("{base}+{pc:#x}"));
+}
+
+/// The label of the frame at `node` as `go tool pprof -top` (function granularity) names it:
+/// [`frame_labels`] for a frame with a name or lines; else `[<mapping basename>]`, one row for
+/// all of a mapping's unsymbolized addresses (a mapping named `[vdso]` gives `[[vdso]]`, as go
+/// prints it); else `<unknown>`.
+pub fn go_function_label(tables: &Tables, node: StackId, out: &mut Vec<String>) {
+    let frame = tables.frame(tables.stack_node(node).frame);
+    if !frame.lines.is_empty() || !tables.strings.get(frame.name).is_empty() {
+        frame_labels(tables, node, Annotation::None, out);
+        return;
+    }
+    let base = frame.mapping.map(|m| basename(tables.strings.get(tables.mapping(m).path))).unwrap_or("");
+    out.push(if base.is_empty() { "<unknown>".to_owned() } else { format!("[{base}]") });
 }
 
 /// Labels of a whole stack, root first, with annotations when `annotations` is true.

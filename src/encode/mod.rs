@@ -172,7 +172,16 @@ pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result
             },
         )?,
         Format::Json => {
-            let sopts = summary::SummaryOptions { view: opts.shown.kind(profile), annotations, ..Default::default() };
+            let value_index = match opts.shown {
+                Shown::Kind(_) => None,
+                Shown::Default | Shown::Index(_) => Some(index),
+            };
+            let sopts = summary::SummaryOptions {
+                view: opts.shown.kind(profile),
+                annotations,
+                value_index,
+                ..Default::default()
+            };
             summary::convert_json(&TraceReport::default(), std::slice::from_ref(profile), &sopts).into_bytes()
         }
     })

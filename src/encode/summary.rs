@@ -17,11 +17,14 @@ pub struct SummaryOptions {
     pub view: ValueKind,
     /// Append ART annotations to frame names. Default: false.
     pub annotations: bool,
+    /// Rank by the sample type at this index rather than by `view` (a pprof input's chosen
+    /// type). Default: `None`.
+    pub value_index: Option<usize>,
 }
 
 impl Default for SummaryOptions {
     fn default() -> Self {
-        SummaryOptions { top: 20, view: ValueKind::UnreleasedSize, annotations: false }
+        SummaryOptions { top: 20, view: ValueKind::UnreleasedSize, annotations: false, value_index: None }
     }
 }
 
@@ -89,7 +92,12 @@ pub fn summarize(profile: &Profile, opts: &SummaryOptions) -> ProfileSummary {
         unreleased_count: total(ValueKind::UnreleasedCount),
         unreleased_size: total(ValueKind::UnreleasedSize),
     };
-    let index = profile.value_index(opts.view).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
+    let index = opts
+        .value_index
+        .filter(|&i| i < profile.header.sample_types.len())
+        .or_else(|| profile.value_index(opts.view))
+        .or_else(|| profile.value_index(ValueKind::TotalSize))
+        .unwrap_or(0);
     let ranked_by = profile.header.sample_types.get(index).map(|t| t.name.clone()).unwrap_or_default();
     let mut nodes = Vec::new();
     let mut stacks: Vec<(i64, Vec<String>)> = Vec::new();

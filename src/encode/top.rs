@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::labels::{frame_labels, human_bytes, stack_labels};
+use super::labels::{frame_labels, go_function_label, human_bytes, stack_labels};
 use crate::model::annotate::Annotation;
 use crate::model::{FrameId, Profile, StackId};
 
@@ -51,6 +51,9 @@ pub struct TopOptions {
     pub count: usize,
     /// Which sample value (index into the profile's sample types). Default: 0.
     pub value_index: usize,
+    /// Name unsymbolized frames as `go tool pprof -top` does (one `[binary]` row per mapping,
+    /// `<unknown>` without one) rather than one row per address. Default: false.
+    pub go_names: bool,
 }
 
 /// One row of a top table.
@@ -123,6 +126,7 @@ pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
                     if frame_ids[f.0 as usize].is_none() {
                         buf.clear();
                         match opts.by {
+                            TopBy::Function if opts.go_names => go_function_label(tables, s, &mut buf),
                             TopBy::Function => frame_labels(tables, s, Annotation::None, &mut buf),
                             _ => buf.push(match tables.frame(f).mapping {
                                 Some(m) => tables.strings.get(tables.mapping(m).path).to_owned(),

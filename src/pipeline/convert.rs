@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done, ProfileTotals, file_for};
 use super::load::{
-    HeapprofdSelection, Opened, SymbolSources, for_selected_heap_graphs, is_alloc_file, open_input, select_heapprofd,
-    select_heapprofd_dumps,
+    HeapprofdSelection, Opened, SymbolSources, for_selected_heap_graphs, is_alloc_file, open_input, pick_sample_type,
+    select_heapprofd, select_heapprofd_dumps,
 };
 use super::reports::{ddm_inspect, pprof_coverage};
 use super::select::{
@@ -20,6 +20,7 @@ use crate::decode::{Input, InputKind};
 use crate::encode::summary::{DdmInspect, SummaryOptions, convert_json};
 use crate::encode::{EncodeOptions, Format, Shown, encode, encode_flat};
 use crate::error::{Error, ErrorKind, Result};
+use crate::merge::TypeSelector;
 use crate::model::{HeapDump, Profile, TraceReport, ValueKind};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
 use crate::symbolize::SymbolizeReport;
@@ -56,6 +57,12 @@ pub struct ConvertOptions {
     /// Convert a trace's Java heap graphs rather than its heapprofd dumps. Default: false
     /// (heap graphs are converted when a trace has no heapprofd dump).
     pub java_heap: bool,
+    /// The sample type a pprof input is shown in (folded stacks, flame graphs, the JSON
+    /// summary) and opened in (pprof's `default_sample_type`): a type name or a meaning such as
+    /// `total-size`, which the profile must have. Default: `None`, the input's default type
+    /// (its `default_sample_type`, else its last type, as `go tool pprof` picks). Other inputs
+    /// show [`ConvertOptions::value`]; a type *name* given for them is a usage error.
+    pub sample_type: Option<String>,
 }
 
 impl ConvertOptions {
@@ -105,6 +112,7 @@ impl Default for ConvertOptions {
             ddm: DdmOptions::default(),
             heap_tree: HeapTree::default(),
             java_heap: false,
+            sample_type: None,
         }
     }
 }
@@ -141,6 +149,9 @@ pub struct ConvertRun {
     /// The heapprofd dumps of the trace that were converted (what warnings and `--strict`
     /// judge).
     pub converted: DumpFilter,
+    /// What was read though not as written (a pprof input's strings that were not valid
+    /// UTF-8), for the command line to warn about.
+    pub warnings: Vec<String>,
 }
 
 /// Runs `convert`: decodes, selects, encodes (in parallel) and writes.
@@ -174,6 +185,9 @@ pub(crate) fn convert_inputs_to(
             Opened::Trace(inp, InputKind::Pprof) => {
                 return convert_pprof(inp, &inputs[0], &dest_for(false), opts);
             }
+            Opened::Trace(inp, _) | Opened::Hprof(inp) if names_a_type(opts) => {
+                return Err(type_name_not_for(&inp.name));
+            }
             Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], &dest_for(true), opts),
             Opened::Hprof(inp) => {
                 if inputs.len() > 1 {
@@ -186,7 +200,22 @@ pub(crate) fn convert_inputs_to(
             }
         }
     }
+    if names_a_type(opts) {
+        return Err(type_name_not_for(&inputs[0].display().to_string()));
+    }
     convert_ddm(&ddm, inputs, &dest_for(false), opts)
+}
+
+/// True when `opts.sample_type` names a type (rather than a meaning such as `total-size`).
+fn names_a_type(opts: &ConvertOptions) -> bool {
+    opts.sample_type.as_deref().is_some_and(|s| matches!(TypeSelector::parse(s), TypeSelector::Name(_)))
+}
+
+fn type_name_not_for(input: &str) -> Error {
+    Error::new(
+        ErrorKind::Usage,
+        format!("{input}: --sample-type NAME chooses a type of a pprof input; for other inputs use --value"),
+    )
 }
 
 fn convert_trace(
@@ -272,7 +301,7 @@ fn convert_trace(
     write_outputs(input, dest, &outputs)?;
     let profiles = profiles.iter().map(ProfileTotals::of).collect();
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs, report, symbols, profiles, converted })
+    Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
 }
 
 /// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
@@ -300,7 +329,7 @@ fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
     let outputs = vec![(path, bytes)];
     write_outputs(input, dest, &outputs)?;
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted })
+    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
@@ -375,7 +404,7 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
     }
     write_outputs(input, dest, &outputs)?;
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted })
+    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
 /// Converts DDM captures, merged into one profile.
@@ -447,15 +476,18 @@ fn convert_ddm(
     }
     let profiles = vec![ProfileTotals::of(&profile)];
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles, converted })
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
 /// Converts one pprof input (`convert` on a pprof file): decoded, then encoded in the
 /// requested format with the names it has (annotations are not added again).
 fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
     let flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
+    let warnings = super::load::pprof_warnings(&input.display().to_string(), &flat);
+    // The pprof convention (`default_sample_type`, else the last type), or the type asked for.
+    let index = pick_sample_type(&flat.header, opts.sample_type.as_deref())?;
     // Names are written as the input has them (annotations are not added again).
-    let eopts = EncodeOptions { annotations: false, ..opts.encode_options() };
+    let eopts = EncodeOptions { annotations: false, shown: Shown::Index(index), ..opts.encode_options() };
     let bytes = encode_flat(&flat, opts.format, &eopts)?;
     let path = match dest {
         Destination::Stdout => None,
@@ -474,7 +506,7 @@ fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
     let profiles = vec![ProfileTotals::of_flat(&flat)];
     let symbols = opts.symbols.options().map(|_| pprof_coverage(&flat));
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles, converted })
+    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles, converted, warnings })
 }
 
 /// `convert` of one input: a Perfetto trace to `OUT/<key>/heap_dump.N.PID.HEAP.<ext>` (one

@@ -134,6 +134,10 @@ pub struct DiffRunOptions {
     pub fail_if_growth: Option<GrowthLimit>,
     /// Stacks and functions listed in JSON. Default: 20.
     pub top: usize,
+    /// The sample type compared: a type name or a meaning (`total-size`), which the profiles
+    /// must have. Default: `None`, the default type if it is in bytes, else the first type in
+    /// bytes, else the default type.
+    pub sample_type: Option<String>,
 }
 
 impl Default for DiffRunOptions {
@@ -145,6 +149,7 @@ impl Default for DiffRunOptions {
             normalize: false,
             fail_if_growth: None,
             top: 20,
+            sample_type: None,
         }
     }
 }
@@ -179,12 +184,16 @@ pub fn diff_value_index(types: &[ValueType], default: usize) -> usize {
 pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRun> {
     let mut load = opts.load.clone();
     load.ddm_lines = opts.format.keeps_lines();
+    load.drop_empty_stacks = true;
     let inputs = [base.to_path_buf(), new.to_path_buf()];
     let (merger, infos) = merge_inputs(&inputs, &load, &opts.merge, 2, &|i| i)?;
     let mut sides = merger.finish_sides()?;
     let new_p = sides.pop().expect("two sides");
     let base_p = sides.pop().expect("two sides");
-    let index = diff_value_index(&new_p.header.sample_types, new_p.header.default_sample_type);
+    let index = match opts.sample_type.as_deref() {
+        Some(sel) => super::load::pick_sample_type(&new_p.header, Some(sel))?,
+        None => diff_value_index(&new_p.header.sample_types, new_p.header.default_sample_type),
+    };
     let ty = new_p.header.sample_types[index].clone();
     let gate = match opts.fail_if_growth {
         Some(GrowthLimit::Bytes(_)) if ty.unit != "bytes" => {

@@ -306,6 +306,10 @@ pub struct LoadOptions {
     pub ddm_lines: bool,
     /// pprof decoder options. Default: [`PprofDecodeOptions::default`].
     pub pprof: PprofDecodeOptions,
+    /// Leave out the samples of pprof inputs that have no locations, as `go tool pprof -proto`
+    /// does when it merges (`merge` and `diff` set it; `top` keeps them as a `[no stack]`
+    /// row). Default: false.
+    pub drop_empty_stacks: bool,
 }
 
 impl LoadOptions {
@@ -327,6 +331,7 @@ impl Default for LoadOptions {
             ddm: DdmOptions::default(),
             ddm_lines: true,
             pprof: PprofDecodeOptions::default(),
+            drop_empty_stacks: false,
         }
     }
 }
@@ -366,6 +371,9 @@ pub struct InputInfo {
     pub symbols: Option<SymbolizeReport>,
     /// The heapprofd dumps taken from the trace (traces only).
     pub converted: Option<DumpFilter>,
+    /// What was read though not as written (strings that were not valid UTF-8), for the
+    /// command line to warn about.
+    pub warnings: Vec<String>,
 }
 
 impl InputInfo {
@@ -407,7 +415,10 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
             })
         }
         Opened::Trace(mut inp, InputKind::Pprof) => {
-            let profile = read_pprof(&mut inp, &opts.pprof)?;
+            let mut profile = read_pprof(&mut inp, &opts.pprof)?;
+            if opts.drop_empty_stacks {
+                profile = without_empty_stacks(profile);
+            }
             let symbols = opts.symbols.options().map(|_| pprof_coverage(&profile));
             Ok(LoadedInput {
                 name,
@@ -508,7 +519,9 @@ pub fn merge_inputs(
         clock.done(&format!("add {i}"));
         added?;
         let converted = loaded.report.as_ref().map(|r| load.dump_filter(r));
+        let warnings = loaded.flat.iter().flat_map(|f| pprof_warnings(&loaded.name, f)).collect();
         let info = InputInfo {
+            warnings,
             name: loaded.name,
             kind: loaded.kind,
             converted,
@@ -666,4 +679,72 @@ pub fn merge_options(sample_types: &[String]) -> MergeOptions {
 /// counts as one: it is looked at only when read).
 pub fn is_ddm_capture(path: &Path) -> bool {
     path.as_os_str() == "-" || crate::decode::sniff_file(path).is_ok_and(|k| k.is_ddm())
+}
+
+/// The index of the sample type `selector` names in `header` (a type name, or a meaning such as
+/// `total-size`); `None`: the profile's default type (a pprof input's `default_sample_type`, or
+/// else its last type, as `go tool pprof` picks). A selector the profile has no type for is a
+/// usage error that lists the types it has.
+pub fn pick_sample_type(header: &crate::model::ProfileHeader, selector: Option<&str>) -> Result<usize> {
+    let Some(sel) = selector.map(TypeSelector::parse) else {
+        return Ok(header.default_sample_type.min(header.sample_types.len().saturating_sub(1)));
+    };
+    let found = match &sel {
+        TypeSelector::Name(n) => header.sample_types.iter().position(|t| t.name == *n),
+        TypeSelector::Kind(k) => header.sample_types.iter().position(|t| t.kind == *k),
+    };
+    found.ok_or_else(|| {
+        let have: Vec<String> = header.sample_types.iter().map(|t| t.name.clone()).collect();
+        let asked = match &sel {
+            TypeSelector::Name(n) => format!("{n:?}"),
+            TypeSelector::Kind(_) => selector.unwrap_or_default().to_owned(),
+        };
+        Error::new(ErrorKind::Usage, format!("no sample type {asked}; the profile has {}", have.join(", ")))
+    })
+}
+
+/// Warnings about how a pprof input was read: its strings that were not valid UTF-8 (the
+/// decoder replaced their bad bytes and said so in a comment), each line naming the input.
+pub fn pprof_warnings(name: &str, profile: &FlatProfile) -> Vec<String> {
+    let note = crate::decode::pprof::invalid_utf8_note(0);
+    let tail = note.trim_start_matches("heapconv: 0");
+    profile
+        .header
+        .meta
+        .comments
+        .iter()
+        .filter(|c| c.starts_with("heapconv: ") && c.ends_with(tail))
+        .map(|c| format!("{name}: {}", c.trim_start_matches("heapconv: ")))
+        .collect()
+}
+
+/// `profile` without its samples that had no locations (the decoder gave them one frame named
+/// [`crate::decode::pprof::NO_STACK`]); the profile itself when it has none.
+fn without_empty_stacks(profile: FlatProfile) -> FlatProfile {
+    let tables = &profile.tables;
+    let is_empty_stack = |frames: &[crate::model::FrameId]| {
+        frames.len() == 1 && {
+            let f = tables.frame(frames[0]);
+            f.mapping.is_none()
+                && f.lines.is_empty()
+                && f.rel_pc == 0
+                && tables.strings.get(f.name) == crate::decode::pprof::NO_STACK
+        }
+    };
+    if !(0..profile.sample_count()).any(|i| is_empty_stack(profile.sample(i).0)) {
+        return profile;
+    }
+    let mut out =
+        FlatProfile::new(profile.tables.clone(), profile.header.meta.clone(), profile.header.sample_types.clone());
+    out.header.default_sample_type = profile.header.default_sample_type;
+    for i in 0..profile.sample_count() {
+        let (frames, values) = profile.sample(i);
+        if !is_empty_stack(frames) {
+            out.push_sample(frames, values, profile.sample_labels(i), profile.sample_str_labels(i));
+        }
+    }
+    for &(key, unit) in profile.num_label_units() {
+        out.set_num_label_unit(key, unit);
+    }
+    out
 }

@@ -61,6 +61,7 @@ pub fn run_merge(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<MergeRun>
 pub fn merge_to_profile(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<(FlatProfile, Vec<InputInfo>)> {
     let mut load = opts.load.clone();
     load.ddm_lines = opts.format.keeps_lines();
+    load.drop_empty_stacks = true;
     let mut clock = crate::timing::Phases::start("merge");
     let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
     clock.done("inputs");

@@ -9,7 +9,7 @@ use crate::decode::perfetto::DecodeOptions;
 use crate::decode::{Input, InputKind, sniff};
 use crate::encode::top::{TopOptions, TopTable, top_table};
 use crate::error::{Error, ErrorKind, Result};
-use crate::merge::{MergeOptions, TypeSelector};
+use crate::merge::MergeOptions;
 use crate::model::TraceReport;
 
 /// Options of `heapconv top` on a Java heap (an HPROF heap dump or a trace's heap graphs).
@@ -192,25 +192,15 @@ fn merged_top_table(inputs: &[PathBuf], opts: &TopRunOptions) -> Result<(TopTabl
     load.ddm_lines = false;
     let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
     let profile = merger.finish()?.to_profile();
-    let index = match opts.sample_type.as_deref().map(TypeSelector::parse) {
-        None => profile.header.default_sample_type,
-        Some(sel) => {
-            let found = match &sel {
-                TypeSelector::Name(n) => profile.header.sample_types.iter().position(|t| t.name == *n),
-                TypeSelector::Kind(k) => profile.value_index(*k),
-            };
-            found.ok_or_else(|| {
-                let have: Vec<String> = profile.header.sample_types.iter().map(|t| t.name.clone()).collect();
-                Error::new(ErrorKind::Usage, format!("no sample type {sel:?}; the profile has {}", have.join(", ")))
-            })?
-        }
-    };
+    let index = super::load::pick_sample_type(&profile.header, opts.sample_type.as_deref())?;
     let by = match opts.by {
         TopGroup::Function => crate::encode::top::TopBy::Function,
         TopGroup::Mapping => crate::encode::top::TopBy::Mapping,
         TopGroup::Stack => crate::encode::top::TopBy::Stack,
     };
-    let top = TopOptions { by, count: opts.count, value_index: index };
+    // pprof inputs only: their unsymbolized frames are named as `go tool pprof -top` names them.
+    let go_names = infos.iter().all(|i| i.kind == InputKind::Pprof);
+    let top = TopOptions { by, count: opts.count, value_index: index, go_names };
     Ok((top_table(&profile, &top), infos))
 }
 

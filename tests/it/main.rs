@@ -15,6 +15,7 @@ mod hostile;
 mod hprof;
 mod merge;
 mod parity;
+mod pprof_real;
 mod symbolize;
 mod traceconv_parity;
 mod views;

@@ -927,3 +927,39 @@ fn merge_memory_does_not_grow_with_the_number_of_inputs() {
         "32 inputs took {many} KiB, 4 inputs {four} KiB: memory grew with the number of inputs"
     );
 }
+
+/// A real Go heap profile (no `default_sample_type`: the last type, inuse_space), and the
+/// same profile written again by `go tool pprof -proto -sample_index=alloc_space` (go 1.19
+/// writes no default there either): `convert` and `top` show the type `go tool pprof -top`
+/// shows, with go's total.
+#[test]
+fn go_heap_profiles_show_the_type_go_tool_pprof_shows() {
+    let Some((_, rate512)) = go_heap() else { return };
+    let dir = tmp();
+    let rewritten = dir.path().join("alloc_space.pb.gz");
+    let go = |args: &[&str], path: &Path| {
+        let out = Command::new("go").args(args).arg(path).env("PPROF_TMPDIR", dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    std::fs::write(&rewritten, go(&["tool", "pprof", "-proto", "-sample_index=alloc_space"], rate512)).unwrap();
+    for path in [rate512.clone(), rewritten] {
+        let top = String::from_utf8(go(&["tool", "pprof", "-top", "-symbolize=none"], &path)).unwrap();
+        let ty = top.lines().find_map(|l| l.strip_prefix("Type: ")).expect("go names the type").to_owned();
+        let (types, samples) = parse_raw(&pprof_raw(&path));
+        let index = types.split_whitespace().position(|t| t.split('/').next() == Some(ty.as_str())).unwrap();
+        let want: i64 = samples.iter().map(|s| s.0[index]).sum();
+        assert!(want > 0);
+        let folded = heapconv_ok(&["convert", path.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+        let total: i64 = String::from_utf8(folded.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<i64>().unwrap())
+            .sum();
+        assert_eq!(total, want, "{ty}");
+        let top = heapconv_ok(&["top", "--json", path.to_str().unwrap()], 0);
+        let j: serde_json::Value = serde_json::from_slice(&top.stdout).unwrap();
+        assert_eq!(j["sample_type"], ty.as_str());
+        assert_eq!(j["total"].as_i64(), Some(want), "{ty}");
+    }
+}

@@ -1,0 +1,199 @@
+//! pprof shapes real producers write (issue 14, "Real producers' pprof files"), on the small
+//! profiles `tests/data/pprof-odd/make.py` writes by hand: the default sample type, names of
+//! unsymbolized frames, `top` rows, empty stacks, invalid UTF-8, each checked against
+//! `go tool pprof` run live.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{data, have_go, heapconv, heapconv_ok, parse_raw};
+
+const ODD: [&str; 4] = ["empty-sample-type", "empty-stack", "invalid-utf8", "unsymbolized-offsets"];
+
+fn odd(name: &str) -> std::path::PathBuf {
+    data(&format!("pprof-odd/{name}.pb.gz"))
+}
+
+/// `go tool pprof -top` rows (every node), name -> (flat, cum), in base units.
+fn go_top(path: &Path, unit: &str) -> (String, BTreeMap<String, (i64, i64)>) {
+    let mut args =
+        vec!["tool", "pprof", "-top", "-nodecount=0", "-nodefraction=0", "-edgefraction=0", "-symbolize=none"];
+    let u = format!("-unit={unit}");
+    if !unit.is_empty() {
+        args.push(&u);
+    }
+    let out = Command::new("go").args(&args).arg(path).env("PPROF_TMPDIR", std::env::temp_dir()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let num = |t: &str| -> i64 {
+        let digits: String = t.chars().take_while(|c| c.is_ascii_digit() || *c == '.' || *c == '-').collect();
+        digits.parse::<f64>().unwrap().round() as i64
+    };
+    let mut rows = BTreeMap::new();
+    let mut total = String::new();
+    let mut body = false;
+    for l in text.lines() {
+        if l.starts_with("Showing nodes") {
+            total = l.to_owned();
+        }
+        if l.contains("flat%") {
+            body = true;
+            continue;
+        }
+        let parts: Vec<&str> = l.split_whitespace().collect();
+        if body && parts.len() >= 6 {
+            rows.insert(parts[5..].join(" "), (num(parts[0]), num(parts[3])));
+        }
+    }
+    (total, rows)
+}
+
+/// `heapconv top --json -n 0` rows, name -> (flat, cum), and the total.
+fn heapconv_top(path: &Path) -> (i64, String, BTreeMap<String, (i64, i64)>) {
+    let out = heapconv_ok(&["top", "--json", "-n", "0", path.to_str().unwrap()], 0);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().to_owned(), (r["flat"].as_i64().unwrap(), r["cum"].as_i64().unwrap())))
+        .collect();
+    (j["total"].as_i64().unwrap(), j["sample_type"].as_str().unwrap_or("").to_owned(), rows)
+}
+
+/// Per sample type, the sum over samples, and the sample count, of a `-raw` text.
+fn raw_totals(path: &Path) -> (Vec<i64>, usize) {
+    // `-raw` prints strings as they are (not valid UTF-8 in invalid-utf8's input).
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-raw", "-symbolize=none"])
+        .arg(path)
+        .env("PPROF_TMPDIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_, samples) = parse_raw(&String::from_utf8_lossy(&out.stdout));
+    let n = samples.first().map_or(0, |s| s.0.len());
+    let totals = (0..n).map(|i| samples.iter().map(|s| s.0[i]).sum()).collect();
+    (totals, samples.len())
+}
+
+#[test]
+fn top_rows_and_default_types_are_go_tool_pprofs() {
+    if !have_go() {
+        return;
+    }
+    // The unit go is told to print in, per fixture (base units of its default type).
+    let units = [("empty-sample-type", ""), ("empty-stack", "ns"), ("invalid-utf8", ""), ("unsymbolized-offsets", "B")];
+    for (name, unit) in units {
+        let f = odd(name);
+        let (_, go_rows) = go_top(&f, unit);
+        let (_, ty, mut rows) = heapconv_top(&f);
+        // go's rows leave out the samples without a stack (its total counts them).
+        rows.remove("[no stack]");
+        if name == "invalid-utf8" {
+            // go prints the replacement characters; the values are what is compared.
+            assert_eq!(rows.values().collect::<Vec<_>>(), go_rows.values().collect::<Vec<_>>(), "{name}");
+            continue;
+        }
+        assert_eq!(rows, go_rows, "{name} ({ty})");
+    }
+    let (_, ty, rows) = heapconv_top(&odd("unsymbolized-offsets"));
+    assert_eq!(ty, "alloc_space");
+    let want: BTreeMap<String, (i64, i64)> = [
+        ("[libc-2.31.so]".to_owned(), (4096, 4196)),
+        ("[[vdso]]".to_owned(), (100, 100)),
+        ("<unknown>".to_owned(), (64, 64)),
+        ("[server]".to_owned(), (30, 4290)),
+    ]
+    .into();
+    assert_eq!(rows, want);
+}
+
+#[test]
+fn convert_shows_the_default_type_and_names_frames_by_file_offset() {
+    let f = odd("unsymbolized-offsets");
+    let out = heapconv_ok(&["convert", f.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let total: i64 = text.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<i64>().unwrap()).sum();
+    assert_eq!(total, 4290, "alloc_space, the default_sample_type:\n{text}");
+    // 0x7f0000001d0a in a mapping at 0x7f0000001000 with file offset 0x22000.
+    assert!(text.contains("server+0x123ab;libc-2.31.so+0x23000;libc-2.31.so+0x22d0a 4096"), "{text}");
+    assert!(text.contains("[unknown]+0x7fff12345678"), "{text}");
+    // --sample-type by name, and a meaning the profile lacks is an error that lists its types.
+    let out =
+        heapconv_ok(&["convert", f.to_str().unwrap(), "--to", "folded", "-o", "-", "--sample-type", "inuse_space"], 0);
+    let total: i64 = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(total, 164);
+    let out = heapconv(&["convert", f.to_str().unwrap(), "--to", "folded", "-o", "-", "--view", "unreleased-count"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no sample type unreleased-count; the profile has alloc_objects, alloc_space, inuse_space"),
+        "{err}"
+    );
+    // No default_sample_type: the last type (cpu), as go.
+    let e = odd("empty-stack");
+    let out = heapconv_ok(&["convert", e.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "[no stack] 50000000\nmain.main 10000000\nmain.main;main.leaf 20000000\n"
+    );
+}
+
+#[test]
+fn merges_and_diffs_have_go_tool_pprofs_totals() {
+    if !have_go() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for name in ODD {
+        let f = odd(name);
+        let fs = f.to_str().unwrap();
+        let go = dir.path().join(format!("{name}.go.pb.gz"));
+        let hc = dir.path().join(format!("{name}.hc.pb.gz"));
+        let out = Command::new("go")
+            .args(["tool", "pprof", "-proto", "-symbolize=none", fs, fs])
+            .env("PPROF_TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::write(&go, &out.stdout).unwrap();
+        heapconv_ok(&["merge", fs, fs, "-o", hc.to_str().unwrap()], 0);
+        assert_eq!(raw_totals(&hc), raw_totals(&go), "merge of {name}");
+        // diff NEW=BASE: go's -diff_base output and heapconv's both total 0 per type.
+        let gd = dir.path().join(format!("{name}.go-diff.pb.gz"));
+        let hd = dir.path().join(format!("{name}.hc-diff.pb.gz"));
+        let base = format!("-diff_base={fs}");
+        let out = Command::new("go")
+            .args(["tool", "pprof", "-proto", "-symbolize=none", &base, fs])
+            .env("PPROF_TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::write(&gd, &out.stdout).unwrap();
+        heapconv_ok(&["diff", fs, fs, "-o", hd.to_str().unwrap()], 0);
+        let (go_totals, _) = raw_totals(&gd);
+        let (hc_totals, _) = raw_totals(&hd);
+        assert!(go_totals.iter().all(|&t| t == 0) && hc_totals.iter().all(|&t| t == 0), "diff of {name}");
+    }
+    // The empty stack is left out, as go: 2 samples, [6, 60 ms].
+    let hc = dir.path().join("empty-stack.hc.pb.gz");
+    assert_eq!(raw_totals(&hc), (vec![6, 60000000], 2));
+}
+
+#[test]
+fn invalid_utf8_is_read_with_a_warning() {
+    let f = odd("invalid-utf8");
+    for cmd in [vec!["top"], vec!["convert", "--to", "folded", "-o", "-"]] {
+        let mut args = cmd.clone();
+        args.push(f.to_str().unwrap());
+        let out = heapconv_ok(&args, 0);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("warning:") && err.contains("1 string(s) were not valid UTF-8"), "{cmd:?}: {err}");
+    }
+}
