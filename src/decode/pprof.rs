@@ -490,14 +490,12 @@ impl<'a> Converter<'a> {
             if l.id == 0 {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: location #{i} has id 0")));
             }
+            // A mapping id that names no mapping leaves the location without one, as
+            // `go tool pprof` reads it (traceconv's `--java-heap` profiles refer to mapping 1
+            // and define none); a function id that names nothing is an error there and here.
             let mapping = match l.mapping_id {
                 0 => None,
-                m => Some(self.mappings.get(m).ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Malformed,
-                        format!("{name}: location {} refers to mapping {m}, which is not defined", l.id),
-                    )
-                })?),
+                m => self.mappings.get(m),
             };
             let mut lines = Vec::with_capacity(l.line.len());
             for ln in &l.line {

@@ -197,3 +197,21 @@ fn invalid_utf8_is_read_with_a_warning() {
         assert!(err.contains("warning:") && err.contains("1 string(s) were not valid UTF-8"), "{cmd:?}: {err}");
     }
 }
+
+/// traceconv's own `--java-heap` pprof refers to mapping 1 and defines none: go reads such a
+/// location as one without a mapping, and so does heapconv (it used to reject the file).
+#[test]
+fn locations_naming_an_undefined_mapping_read_as_go_reads_them() {
+    let f = data("traceconv/expected/heap_graph_small/java_heap_dump.1.10.pb");
+    let (total, ty, rows) = heapconv_top(&f);
+    assert_eq!(ty, "Total allocation size");
+    assert!(rows.len() >= 3, "{rows:?}");
+    if !have_go() {
+        return;
+    }
+    let (totals, samples) = raw_totals(&f);
+    assert_eq!(total, *totals.last().unwrap(), "the default (last) type's total is go's");
+    assert!(samples > 0);
+    let (_, go_rows) = go_top(&f, "B");
+    assert_eq!(rows, go_rows);
+}
