@@ -219,7 +219,8 @@ pub(crate) struct SelectArgs {
     /// Traces: only this heap (libc.malloc, com.android.art, …).
     #[arg(long)]
     heap: Option<String>,
-    /// Traces: which dump of each (pid, heap): `last`, `all`, or its 1-based number.
+    /// Which dump: of each (pid, heap) of a trace, or of an HPROF file holding several heap
+    /// dumps (the JVMTI hprof agent's): `last`, `all`, or its 1-based number.
     #[arg(long, default_value = "last")]
     pub(crate) dump: String,
     /// Do not annotate ART frames of traces.

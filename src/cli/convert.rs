@@ -80,7 +80,9 @@ pub(crate) struct ConvertArgs {
     /// Only this heap (libc.malloc, com.android.art, …).
     #[arg(long)]
     heap: Option<String>,
-    /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number.
+    /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number. For an HPROF file
+    /// holding several heap dumps (the JVMTI hprof agent's), which of them; `all` writes one
+    /// output per dump (`STEM.N.EXT`) and needs `-o DIR/`.
     #[arg(long, default_value = "last")]
     dump: String,
     /// What to show: a sample value (shown by folded stacks and flame graphs, opened first by
