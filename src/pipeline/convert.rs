@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done, ProfileTotals, file_for};
 use super::load::{
-    HeapprofdSelection, Opened, SymbolSources, for_selected_heap_graphs, for_selected_hprof_dumps, is_alloc_file,
-    open_input, select_heapprofd, select_heapprofd_dumps,
+    HeapprofdSelection, ObjectSize, Opened, SymbolSources, for_selected_heap_graphs, for_selected_hprof_dumps,
+    is_alloc_file, open_input, select_heapprofd, select_heapprofd_dumps,
 };
 use super::reports::{ddm_inspect, pprof_coverage};
 use super::select::{
@@ -56,6 +56,9 @@ pub struct ConvertOptions {
     /// Convert a trace's Java heap graphs rather than its heapprofd dumps. Default: false
     /// (heap graphs are converted when a trace has no heapprofd dump).
     pub java_heap: bool,
+    /// How an HPROF heap dump's shallow sizes are counted. Default: [`ObjectSize::Fields`]
+    /// (the bytes the dump holds).
+    pub object_size: ObjectSize,
 }
 
 impl ConvertOptions {
@@ -105,6 +108,7 @@ impl Default for ConvertOptions {
             ddm: DdmOptions::default(),
             heap_tree: HeapTree::default(),
             java_heap: false,
+            object_size: ObjectSize::Fields,
         }
     }
 }
@@ -293,7 +297,7 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
     let mut profiles = Vec::new();
     let mut incomplete: Vec<String> = Vec::new();
     let mut several = false;
-    let dumps = for_selected_hprof_dumps(inp, opts.dump, &mut |n, dump, stats| {
+    let dumps = for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &mut |n, dump, stats| {
         if all && stats.dumps.len() > 1 && !multi_ok {
             several = true;
             return Ok(());

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::load::{InputInfo, LoadOptions, for_selected_heap_graphs, for_selected_hprof_dumps, merge_inputs};
+use super::load::{
+    InputInfo, LoadOptions, ObjectSize, for_selected_heap_graphs, for_selected_hprof_dumps, merge_inputs,
+};
 use super::select::{DumpSelect, describe_heap_dump, describe_hprof_dump, no_heap_graph_match};
 use crate::decode::perfetto::DecodeOptions;
 use crate::decode::{Input, InputKind, sniff};
@@ -28,6 +30,9 @@ pub struct HeapTopRunOptions {
     /// The report: classes listed, retainers, path lengths. Default:
     /// [`crate::analysis::heap::HeapTopOptions::default`].
     pub top: crate::analysis::heap::HeapTopOptions,
+    /// How an HPROF heap dump's shallow sizes are counted. Default: [`ObjectSize::Fields`]
+    /// (the bytes the dump holds).
+    pub object_size: ObjectSize,
 }
 
 impl Default for HeapTopRunOptions {
@@ -38,6 +43,7 @@ impl Default for HeapTopRunOptions {
             decode: DecodeOptions::default(),
             java_heap: false,
             top: crate::analysis::heap::HeapTopOptions::default(),
+            object_size: ObjectSize::Fields,
         }
     }
 }
@@ -104,7 +110,7 @@ fn heap_top_input(
             let gzipped = inp.gzipped;
             let mut shown = None;
             let mut several = 0usize;
-            let dumps = for_selected_hprof_dumps(inp, opts.dump, &mut |n, dump, stats| {
+            let dumps = for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &mut |n, dump, stats| {
                 if opts.dump == DumpSelect::All && stats.dumps.len() > 1 {
                     several = stats.dumps.len();
                     return Ok(());

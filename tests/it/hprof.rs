@@ -1020,3 +1020,84 @@ fn duplicate_ids_within_one_heap_dump_fail_strict() {
     let o = heapconv_ok(&["convert", ps, "--to", "folded", "--strict"], 6);
     assert!(String::from_utf8_lossy(&o.stderr).contains("defined twice"));
 }
+
+/// The JVM's class histogram (`jcmd GC.class_histogram`): Java class name -> (instances, bytes).
+fn jvm_histogram(text: &str) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut m = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 || !f[0].ends_with(':') {
+            continue;
+        }
+        let (Ok(n), Ok(b)) = (f[1].parse::<u64>(), f[2].parse::<u64>()) else { continue };
+        m.insert(java_class_name(f[3]), (n, b));
+    }
+    m
+}
+
+#[test]
+fn jvm_object_sizes_equal_the_jvms_own_class_histogram() {
+    if !have_jdk() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = data("hprof/HeapFixture.java");
+    let classes = dir.path().join("classes");
+    let st = Command::new("javac").arg("-d").arg(&classes).arg(&src).status().expect("javac runs");
+    assert!(st.success(), "javac failed");
+    for (flags, layout) in [
+        (&["-XX:+UseCompressedOops"][..], "jvm64-coops"),
+        (&["-XX:-UseCompressedOops"][..], "jvm64-ccp"),
+        (&["-XX:-UseCompressedOops", "-XX:-UseCompressedClassPointers"][..], "jvm64"),
+    ] {
+        let dump = dir.path().join(format!("{layout}.hprof"));
+        let histo = dir.path().join(format!("{layout}.txt"));
+        let out = Command::new("java")
+            .args(["-XX:+UseSerialGC", "-Xmx64m", "-Xshare:off"])
+            .args(flags)
+            .arg("-cp")
+            .arg(&classes)
+            .arg("HeapFixture")
+            .arg(&dump)
+            .arg(&histo)
+            .output()
+            .expect("java runs");
+        assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
+        let jvm = jvm_histogram(&std::fs::read_to_string(&histo).unwrap());
+        let o = heapconv_ok(&["top", dump.to_str().unwrap(), "--object-size", layout, "-n", "0", "--json"], 0);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let ours: std::collections::BTreeMap<String, (u64, u64)> = v["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    (c["instances"].as_u64().unwrap(), c["shallow"].as_u64().unwrap()),
+                )
+            })
+            .collect();
+        // The program's own classes: the same instances and bytes.
+        for class in ["HeapFixture$Node", "HeapFixture$Derived"] {
+            assert_eq!(ours.get(class), jvm.get(class), "{class} with {layout}");
+        }
+        let per = |m: &std::collections::BTreeMap<String, (u64, u64)>, c: &str| {
+            let (n, b) = m[c];
+            b as f64 / n as f64
+        };
+        // Strings are all one size; arrays differ by the few the histogram call itself made.
+        assert_eq!(per(&ours, "java.lang.String"), per(&jvm, "java.lang.String"), "String with {layout}");
+        for c in ["byte[]", "java.lang.Object[]"] {
+            let (a, b) = (per(&ours, c), per(&jvm, c));
+            assert!((a - b).abs() / b < 0.01, "{c} with {layout}: {a} vs {b} bytes each");
+            let (na, nb) = (ours[c].0 as f64, jvm[c].0 as f64);
+            assert!((na - nb).abs() / nb < 0.01, "{c} with {layout}: {na} vs {nb} instances");
+        }
+        // The default stays the bytes the dump holds: a Node is its fields (8-byte reference and
+        // an int).
+        let o = heapconv_ok(&["top", dump.to_str().unwrap(), "-n", "0", "--json"], 0);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let node = v["classes"].as_array().unwrap().iter().find(|c| c["name"] == "HeapFixture$Node").unwrap();
+        assert_eq!(node["shallow"], 12 * 1000);
+    }
+}
