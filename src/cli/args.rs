@@ -192,6 +192,35 @@ impl ValueArg {
     }
 }
 
+/// `--object-size` of the commands that read HPROF heap dumps.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum ObjectSizeArg {
+    /// The bytes the dump holds (HotSpot: field values without header; arrays: elements).
+    #[default]
+    Fields,
+    /// A 32-bit JVM: 8-byte headers, 12-byte array headers, 4-byte references, 8-byte alignment.
+    Jvm32,
+    /// A 64-bit JVM with compressed oops (the default below 32 GB heaps): 12/16/4.
+    Jvm64Coops,
+    /// A 64-bit JVM with -XX:-UseCompressedOops on JDK 15+ (compressed class pointers): 12/16/8.
+    Jvm64Ccp,
+    /// A 64-bit JVM without compressed oops nor class pointers: 16/24/8.
+    Jvm64,
+}
+
+impl ObjectSizeArg {
+    pub(crate) fn size(self) -> heapconv::pipeline::load::ObjectSize {
+        use heapconv::pipeline::load::ObjectSize;
+        match self {
+            ObjectSizeArg::Fields => ObjectSize::Fields,
+            ObjectSizeArg::Jvm32 => ObjectSize::Jvm32,
+            ObjectSizeArg::Jvm64Coops => ObjectSize::Jvm64Coops,
+            ObjectSizeArg::Jvm64Ccp => ObjectSize::Jvm64CompressedClass,
+            ObjectSizeArg::Jvm64 => ObjectSize::Jvm64,
+        }
+    }
+}
+
 /// `--dump`: `last`, `all` or a 1-based number.
 pub(crate) fn parse_dump(s: &str) -> Result<DumpSelect, Error> {
     match s {
@@ -219,12 +248,18 @@ pub(crate) struct SelectArgs {
     /// Traces: only this heap (libc.malloc, com.android.art, …).
     #[arg(long)]
     heap: Option<String>,
-    /// Traces: which dump of each (pid, heap): `last`, `all`, or its 1-based number.
+    /// Which dump: of each (pid, heap) of a trace, or of an HPROF file holding several heap
+    /// dumps (the JVMTI hprof agent's): `last`, `all`, or its 1-based number.
     #[arg(long, default_value = "last")]
     pub(crate) dump: String,
     /// Do not annotate ART frames of traces.
     #[arg(long)]
     no_annotations: bool,
+    /// HPROF heap dumps: how shallow sizes are counted: the bytes the dump holds (`fields`), or
+    /// a JVM's object layout (header + fields, 8-byte aligned), as jmap -histo, MAT and
+    /// VisualVM count them. The dump does not say which layout its JVM had.
+    #[arg(long, value_enum, default_value = "fields")]
+    pub(crate) object_size: ObjectSizeArg,
     /// Keep only these sample types, in this order (comma-separated): type names
     /// (`inuse_space`) or meanings (`total-count`, `total-size`, `unreleased-count`,
     /// `unreleased-size`). Needed when inputs have different sample types.

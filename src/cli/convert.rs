@@ -13,7 +13,7 @@ use heapconv::pipeline::{Destination, Format};
 use heapconv::{Error, ErrorKind};
 
 use crate::cli::args::{
-    DdmArgs, DecodeArgs, FormatArg, StrictArgs, SymbolArgs, ValueArg, findings, is_dir_arg, parse_dump,
+    DdmArgs, DecodeArgs, FormatArg, ObjectSizeArg, StrictArgs, SymbolArgs, ValueArg, findings, is_dir_arg, parse_dump,
 };
 use crate::cli::batch::{self, BatchArgs, Plan, out_dir};
 use crate::cli::ui::{self, Ui};
@@ -80,7 +80,9 @@ pub(crate) struct ConvertArgs {
     /// Only this heap (libc.malloc, com.android.art, …).
     #[arg(long)]
     heap: Option<String>,
-    /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number.
+    /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number. For an HPROF file
+    /// holding several heap dumps (the JVMTI hprof agent's), which of them; `all` writes one
+    /// output per dump (`STEM.N.EXT`) and needs `-o DIR/`.
     #[arg(long, default_value = "last")]
     dump: String,
     /// What to show: a sample value (shown by folded stacks and flame graphs, opened first by
@@ -124,6 +126,11 @@ pub(crate) struct ConvertArgs {
     /// with no heapprofd dump has its heap graphs converted without this flag.
     #[arg(long)]
     java_heap: bool,
+    /// HPROF heap dumps: how shallow sizes are counted: the bytes the dump holds (`fields`), or
+    /// a JVM's object layout (header + fields, 8-byte aligned), as jmap -histo, MAT and
+    /// VisualVM count them. The dump does not say which layout its JVM had.
+    #[arg(long, value_enum, default_value = "fields")]
+    object_size: ObjectSizeArg,
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
@@ -228,6 +235,7 @@ impl ConvertArgs {
                 },
                 java_heap: self.java_heap,
                 sample_type: self.sample_type_asked(),
+                object_size: self.object_size.size(),
             }),
         };
         Ok((asked, sources))
@@ -357,6 +365,7 @@ mod tests {
         let Ok((Asked::Convert(got), _)) = a.options(&ui) else { panic!("a conversion") };
         assert_eq!(got.format, d.format);
         assert_eq!(got.dump, d.dump);
+        assert_eq!(got.object_size, d.object_size);
         assert_eq!(got.value, d.value);
         assert_eq!(got.annotations, d.annotations);
         assert_eq!(got.heap, d.heap);

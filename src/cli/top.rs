@@ -71,6 +71,7 @@ pub(crate) fn run(ui: &Ui, a: TopArgs) -> Result<u8, Error> {
         dump: parse_dump(&a.select.dump)?,
         decode: decode_options(a.select.decode.max_bundle_bytes()),
         java_heap: a.java_heap,
+        object_size: a.select.object_size.size(),
         ..HeapTopRunOptions::default()
     };
     heap_opts.top.classes = if a.count == 0 { usize::MAX } else { a.count };
@@ -118,6 +119,7 @@ mod tests {
         assert_eq!(a.java_heap, h.java_heap);
         assert_eq!(a.count, h.top.classes);
         assert_eq!(parse_dump(&a.select.dump).unwrap(), h.dump);
+        assert_eq!(a.select.object_size.size(), h.object_size);
         assert_eq!(a.sample_type.is_some(), d.sample_type.is_some());
         assert_eq!(a.count, 20, "like the top lists of convert --to json");
     }

@@ -556,6 +556,21 @@ pub struct HprofRootTally {
     pub count: u64,
 }
 
+/// One heap dump of an hprof file that holds several (the JVMTI hprof agent's files).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HprofDumpTally {
+    /// 1-based number, as `--dump N` counts.
+    pub number: usize,
+    /// Byte offset of its first record.
+    pub offset: u64,
+    /// Microseconds from the header's time to its first record.
+    pub time_us: u32,
+    /// Its heap-dump records (`HEAP_DUMP`, or `HEAP_DUMP_SEGMENT`s).
+    pub records: u64,
+    /// Their bytes, headers included.
+    pub bytes: u64,
+}
+
 /// What `inspect` shows about an hprof heap dump (filled in by the pipeline).
 #[derive(Debug, Clone, Serialize, Default, PartialEq, Eq)]
 pub struct HprofInspect {
@@ -569,6 +584,13 @@ pub struct HprofInspect {
     pub timestamp_ms: u64,
     /// Bytes read (after gzip): the whole file, or up to the damage.
     pub bytes: u64,
+    /// The file's heap dumps, when it holds several (absent with one): the sub-record, heap,
+    /// object and root counts below are of the one numbered `dump`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dumps: Vec<HprofDumpTally>,
+    /// The 1-based number of the heap dump described, when the file holds several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dump: Option<usize>,
     /// Top-level records by tag.
     pub records: Vec<HprofTagTally>,
     /// Heap-dump sub-records by tag.
@@ -650,6 +672,19 @@ pub fn hprof_inspect_text(r: &HprofInspect) -> String {
         r.timestamp_ms
     );
     let _ = writeln!(s, "  {} bytes read", r.bytes);
+    if !r.dumps.is_empty() {
+        let _ = writeln!(
+            s,
+            "heap dumps: {} (the counts below are of dump {})",
+            r.dumps.len(),
+            r.dump.map_or_else(|| "-".to_owned(), |n| n.to_string())
+        );
+        let _ = writeln!(s, "  {:>4} {:>12} {:>12} {:>8} {:>14}", "dump", "offset", "time", "records", "bytes");
+        for d in &r.dumps {
+            let time = format!("{:.3} s", f64::from(d.time_us) / 1e6);
+            let _ = writeln!(s, "  {:>4} {:>12} {:>12} {:>8} {:>14}", d.number, d.offset, time, d.records, d.bytes);
+        }
+    }
     for (title, list) in [("records", &r.records), ("heap-dump sub-records", &r.sub_records)] {
         let _ = writeln!(s, "{title}:");
         let _ = writeln!(s, "  {:<5} {:<28} {:>10} {:>14}", "tag", "name", "count", "bytes");

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done, ProfileTotals, file_for};
 use super::load::{
-    HeapprofdSelection, Opened, SymbolSources, for_selected_heap_graphs, is_alloc_file, open_input, pick_sample_type,
-    select_heapprofd, select_heapprofd_dumps,
+    HeapprofdSelection, ObjectSize, Opened, SymbolSources, for_selected_heap_graphs, for_selected_hprof_dumps,
+    is_alloc_file, open_input, pick_sample_type, select_heapprofd, select_heapprofd_dumps,
 };
 use super::reports::{ddm_inspect, pprof_coverage};
 use super::select::{
-    Destination, DumpFilter, DumpSelect, describe_heap_dump, heap_dump_name, no_heap_graph_match, no_heapprofd,
-    several_heap_graphs, stem, write_outputs,
+    Destination, DumpFilter, DumpSelect, describe_heap_dump, describe_hprof_dump, heap_dump_name, no_heap_graph_match,
+    no_heapprofd, several_heap_graphs, stem, write_outputs,
 };
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
 use crate::decode::perfetto::DecodeOptions;
@@ -63,6 +63,9 @@ pub struct ConvertOptions {
     /// (its `default_sample_type`, else its last type, as `go tool pprof` picks). Other inputs
     /// show [`ConvertOptions::value`]; a type *name* given for them is a usage error.
     pub sample_type: Option<String>,
+    /// How an HPROF heap dump's shallow sizes are counted. Default: [`ObjectSize::Fields`]
+    /// (the bytes the dump holds).
+    pub object_size: ObjectSize,
 }
 
 impl ConvertOptions {
@@ -113,6 +116,7 @@ impl Default for ConvertOptions {
             heap_tree: HeapTree::default(),
             java_heap: false,
             sample_type: None,
+            object_size: ObjectSize::Fields,
         }
     }
 }
@@ -167,8 +171,9 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
 }
 
 /// [`run_convert_inputs`] with the destination chosen once the kind of input is known:
-/// `dest_for(true)` for a Perfetto trace, `dest_for(false)` for anything else (a DDM capture,
-/// an HPROF heap dump, a pprof profile).
+/// `dest_for(true)` when the input's outputs are one file per dump (a Perfetto trace in a
+/// profile format, an HPROF heap dump with `--dump all`), `dest_for(false)` when they are one
+/// file (a trace's JSON report, a DDM capture, one HPROF heap dump, a pprof profile).
 pub(crate) fn convert_inputs_to(
     inputs: &[PathBuf],
     dest_for: &dyn Fn(bool) -> Destination,
@@ -188,7 +193,9 @@ pub(crate) fn convert_inputs_to(
             Opened::Trace(inp, _) | Opened::Hprof(inp) if names_a_type(opts) => {
                 return Err(type_name_not_for(&inp.name));
             }
-            Opened::Trace(inp, kind) => return convert_trace(inp, kind, &inputs[0], &dest_for(true), opts),
+            Opened::Trace(inp, kind) => {
+                return convert_trace(inp, kind, &inputs[0], &dest_for(!opts.format.is_report()), opts);
+            }
             Opened::Hprof(inp) => {
                 if inputs.len() > 1 {
                     return Err(Error::new(
@@ -196,7 +203,7 @@ pub(crate) fn convert_inputs_to(
                         format!("{}: `convert` takes one HPROF heap dump at a time", inp.name),
                     ));
                 }
-                return convert_hprof(inp, &inputs[0], &dest_for(false), opts);
+                return convert_hprof(inp, &inputs[0], &dest_for(opts.dump == DumpSelect::All), opts);
             }
         }
     }
@@ -307,26 +314,53 @@ fn convert_trace(
 /// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
 /// folded stacks or a flame graph, or the `top` report (classes by retained size, the largest
 /// retainers and their paths from GC roots) as JSON. A damaged dump converts what was
-/// complete and says so in the report.
-fn convert_hprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
-    use crate::decode::hprof::{HprofReadOptions, read_hprof};
+/// complete and says so in the report. `opts.dump` picks the file's heap dump (the last by
+/// default); `All` writes one output per dump, which needs a directory when the file holds
+/// several, where they are named `STEM.N.EXT` (N the dump's 1-based number).
+fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
     let name = inp.name.clone();
-    let dump = read_hprof(inp.reader(), &name, &HprofReadOptions::default())?;
-    let mut report = TraceReport { source: name.clone(), gzipped: inp.gzipped, ..Default::default() };
-    if !dump.incomplete.is_empty() {
-        report.damage = Some(dump.incomplete.join("; "));
-    }
-    let (bytes, totals) = heap_output(&dump, opts)?;
-    let profiles = totals.into_iter().collect();
-    let path = match dest {
-        Destination::Stdout => None,
-        Destination::File(f) => Some(f.clone()),
-        Destination::Dir(d) => {
-            ensure_dir(d)?;
-            Some(d.join(format!("{}.{}", stem(input), opts.format.extension())))
+    let gzipped = inp.gzipped;
+    let all = opts.dump == DumpSelect::All;
+    let multi_ok = matches!(dest, Destination::Dir(_));
+    let mut outputs = Vec::new();
+    let mut profiles = Vec::new();
+    let mut incomplete: Vec<String> = Vec::new();
+    let mut several = false;
+    let dumps = for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &mut |n, dump, stats| {
+        if all && stats.dumps.len() > 1 && !multi_ok {
+            several = true;
+            return Ok(());
         }
-    };
-    let outputs = vec![(path, bytes)];
+        if !dump.incomplete.is_empty() {
+            let text = dump.incomplete.join("; ");
+            incomplete.push(if stats.dumps.len() > 1 { format!("heap dump {n}: {text}") } else { text });
+        }
+        let (bytes, totals) = heap_output(&dump, opts)?;
+        profiles.extend(totals);
+        let path = match dest {
+            Destination::Stdout => None,
+            Destination::File(f) => Some(f.clone()),
+            Destination::Dir(d) if all => Some(d.join(format!("{}.{n}.{}", stem(input), opts.format.extension()))),
+            Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(input), opts.format.extension()))),
+        };
+        outputs.push((path, bytes));
+        Ok(())
+    })?;
+    if several {
+        let list: Vec<String> = dumps.iter().map(|d| format!("  {}", describe_hprof_dump(d))).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!(
+                "{name}: {} heap dumps; choose one with --dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+                dumps.len(),
+                list.join("\n")
+            ),
+        ));
+    }
+    let mut report = TraceReport { source: name.clone(), gzipped, ..Default::default() };
+    if !incomplete.is_empty() {
+        report.damage = Some(incomplete.join("; "));
+    }
     write_outputs(input, dest, &outputs)?;
     let converted = opts.dump_filter(&report);
     Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
@@ -511,14 +545,14 @@ fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
 
 /// `convert` of one input: a Perfetto trace to `OUT/<key>/heap_dump.N.PID.HEAP.<ext>` (one
 /// file per selected dump, as `convert -o DIR/` names them), or to `OUT/<key>.json` with
-/// `--to json`; a DDM capture, an HPROF heap dump or a pprof profile to `OUT/<key>.<ext>`.
+/// `--to json`; a DDM capture, an HPROF heap dump or a pprof profile to `OUT/<key>.<ext>`
+/// (an HPROF heap dump with `--dump all`: `OUT/<key>/<stem>.N.<ext>`, one per dump).
 pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) -> Result<Done> {
     let format = opts.format;
     let file = file_for(out_dir, &input.key, format.extension())?;
     let dir = out_dir.join(&input.key);
-    let dest_for = |trace: bool| {
-        if trace && !format.is_report() { Destination::Dir(dir.clone()) } else { Destination::File(file.clone()) }
-    };
+    let dest_for =
+        |per_dump: bool| if per_dump { Destination::Dir(dir.clone()) } else { Destination::File(file.clone()) };
     let run = convert_inputs_to(std::slice::from_ref(&input.path), &dest_for, opts)?;
     Ok(Done {
         outputs: run.outputs.into_iter().filter_map(|o| o.0).collect(),

@@ -12,6 +12,10 @@ use rayon::prelude::*;
 use super::reports::pprof_coverage;
 use super::select::{DumpFilter, DumpSelect, no_heapprofd};
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
+pub use crate::decode::hprof::ObjectSize;
+use crate::decode::hprof::{
+    HprofDumpInfo, HprofDumpSelect, HprofReadOptions, HprofStats, apply_object_size, read_hprof_dump,
+};
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
@@ -160,6 +164,52 @@ pub(crate) fn for_selected_heap_graphs(
         each(d)?;
     }
     Ok(report)
+}
+
+/// Reads the heap dumps `dump` selects of an HPROF input (the JVMTI hprof agent writes several
+/// per file; HotSpot and Android one) and hands each to `each` with its 1-based number and what
+/// the reader counted, in file order. Returns every dump the file holds. `Last` and `Nth` read
+/// the file once; `All` reads it once per dump (each pass keeps one dump in memory). A number
+/// past the file's dumps is a usage error that says how many it has. Shallow sizes are counted
+/// as `size` says.
+pub(crate) fn for_selected_hprof_dumps(
+    mut inp: Input,
+    dump: DumpSelect,
+    size: ObjectSize,
+    each: &mut dyn FnMut(usize, HeapDump, HprofStats) -> Result<()>,
+) -> Result<Vec<HprofDumpInfo>> {
+    let name = inp.name.clone();
+    let opts = HprofReadOptions::default();
+    let which = match dump {
+        DumpSelect::Nth(n) => HprofDumpSelect::Index(n - 1),
+        DumpSelect::Last | DumpSelect::All => HprofDumpSelect::Last,
+    };
+    let (d, stats) = match read_hprof_dump(inp.reader(), &name, &opts, which) {
+        Err(e) if e.kind() == ErrorKind::NoData && matches!(dump, DumpSelect::Nth(_)) => {
+            return Err(Error::new(ErrorKind::Usage, format!("{} (see `heapconv inspect`)", e.context())));
+        }
+        r => r?,
+    };
+    let mut d = d;
+    apply_object_size(&mut d, size);
+    let dumps = stats.dumps.clone();
+    let number = stats.dump.map_or(1, |i| i + 1);
+    if dump != DumpSelect::All || dumps.len() <= 1 {
+        each(number, d, stats)?;
+        return Ok(dumps);
+    }
+    // Every dump but the last is read again from the start; the last is the one in hand.
+    for i in 0..dumps.len() - 1 {
+        let mut inp = match inp.reopen() {
+            Some(r) => r?,
+            None => return Err(Error::new(ErrorKind::Io, format!("{name}: cannot be read twice"))),
+        };
+        let (mut di, si) = read_hprof_dump(inp.reader(), &name, &opts, HprofDumpSelect::Index(i))?;
+        apply_object_size(&mut di, size);
+        each(i + 1, di, si)?;
+    }
+    each(number, d, stats)?;
+    Ok(dumps)
 }
 
 /// True for a path named `*.alloc` (or `*.alloc.gz`): it must be a DDM capture.

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions};
 use crate::decode::hprof::HprofStats;
 use crate::encode::summary::{
-    DdmDepth, DdmInspect, DdmTally, DdmThread, HprofHeapTally, HprofInspect, HprofRootTally, HprofTagTally,
+    DdmDepth, DdmInspect, DdmTally, DdmThread, HprofDumpTally, HprofHeapTally, HprofInspect, HprofRootTally,
+    HprofTagTally,
 };
 use crate::model::{FlatProfile, HeapDump};
 use crate::symbolize::input_coverage;
@@ -37,6 +38,20 @@ pub fn hprof_inspect(source: &str, d: &HeapDump, st: &HprofStats) -> HprofInspec
         incomplete: d.incomplete.clone(),
         ..Default::default()
     };
+    if st.dumps.len() > 1 {
+        r.dumps = st
+            .dumps
+            .iter()
+            .map(|d| HprofDumpTally {
+                number: d.index + 1,
+                offset: d.offset,
+                time_us: d.time_us,
+                records: d.records,
+                bytes: d.bytes,
+            })
+            .collect();
+        r.dump = st.dump.map(|i| i + 1);
+    }
     if let Some(h) = &st.header {
         r.format = h.format.clone();
         r.id_size = h.id_size;

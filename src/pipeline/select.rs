@@ -115,6 +115,20 @@ pub fn describe_heap_dump(pid: Option<u32>, name: Option<&str>, timestamp: Optio
     s
 }
 
+/// How one heap dump of an HPROF file is named in messages and listings:
+/// `heap dump 2 at byte 281734, 9.649 s after the header's time (1 record, 245801 bytes)`.
+pub fn describe_hprof_dump(d: &crate::decode::hprof::HprofDumpInfo) -> String {
+    format!(
+        "heap dump {} at byte {}, {:.3} s after the header's time ({} record{}, {} bytes)",
+        d.index + 1,
+        d.offset,
+        f64::from(d.time_us) / 1e6,
+        d.records,
+        if d.records == 1 { "" } else { "s" },
+        d.bytes
+    )
+}
+
 /// The usage error when several heap graph dumps match and one output file was asked for:
 /// it lists them and names the options (`choose`) that pick one.
 pub(crate) fn several_heap_graphs(matched: &[String], choose: &str) -> Error {

@@ -3,8 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::load::{InputInfo, LoadOptions, for_selected_heap_graphs, merge_inputs};
-use super::select::{DumpSelect, describe_heap_dump, no_heap_graph_match};
+use super::load::{
+    InputInfo, LoadOptions, ObjectSize, for_selected_heap_graphs, for_selected_hprof_dumps, merge_inputs,
+};
+use super::select::{DumpSelect, describe_heap_dump, describe_hprof_dump, no_heap_graph_match};
 use crate::decode::perfetto::DecodeOptions;
 use crate::decode::{Input, InputKind, sniff};
 use crate::encode::top::{TopOptions, TopTable, top_table};
@@ -17,7 +19,8 @@ use crate::model::TraceReport;
 pub struct HeapTopRunOptions {
     /// Traces: only these pids (empty: all). Default: empty.
     pub pids: Vec<u64>,
-    /// Traces: which heap graph dump of each process. Default: the last.
+    /// Which heap dump: of an HPROF file (the JVMTI hprof agent writes several), or of each
+    /// process's heap graphs in a trace. Default: the last.
     pub dump: DumpSelect,
     /// How traces are read. Default: [`DecodeOptions::default`].
     pub decode: DecodeOptions,
@@ -27,6 +30,9 @@ pub struct HeapTopRunOptions {
     /// The report: classes listed, retainers, path lengths. Default:
     /// [`crate::analysis::heap::HeapTopOptions::default`].
     pub top: crate::analysis::heap::HeapTopOptions,
+    /// How an HPROF heap dump's shallow sizes are counted. Default: [`ObjectSize::Fields`]
+    /// (the bytes the dump holds).
+    pub object_size: ObjectSize,
 }
 
 impl Default for HeapTopRunOptions {
@@ -37,6 +43,7 @@ impl Default for HeapTopRunOptions {
             decode: DecodeOptions::default(),
             java_heap: false,
             top: crate::analysis::heap::HeapTopOptions::default(),
+            object_size: ObjectSize::Fields,
         }
     }
 }
@@ -99,16 +106,33 @@ fn heap_top_input(
     match kind {
         InputKind::Hprof => {
             use crate::analysis::heap::RootedHeap;
-            use crate::decode::hprof::{HprofReadOptions, read_hprof};
-            let mut inp = again()?;
-            let dump = read_hprof(inp.reader(), &name, &HprofReadOptions::default())?;
-            let mut report = TraceReport { source: name.clone(), gzipped: inp.gzipped, ..Default::default() };
-            if !dump.incomplete.is_empty() {
-                report.damage = Some(dump.incomplete.join("; "));
+            let inp = again()?;
+            let gzipped = inp.gzipped;
+            let mut shown = None;
+            let mut several = 0usize;
+            let dumps = for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &mut |n, dump, stats| {
+                if opts.dump == DumpSelect::All && stats.dumps.len() > 1 {
+                    several = stats.dumps.len();
+                    return Ok(());
+                }
+                let mut report = TraceReport { source: name.clone(), gzipped, ..Default::default() };
+                if !dump.incomplete.is_empty() {
+                    let text = dump.incomplete.join("; ");
+                    report.damage = Some(if stats.dumps.len() > 1 { format!("heap dump {n}: {text}") } else { text });
+                }
+                let heap = RootedHeap::new(&dump);
+                let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+                shown = Some((heap.heap_top(&spt, &dom, &opts.top), report));
+                Ok(())
+            })?;
+            if several > 1 {
+                let list: Vec<String> = dumps.iter().map(|d| format!("  {}", describe_hprof_dump(d))).collect();
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    format!("{name}: {several} heap dumps; choose one with --dump:\n{}", list.join("\n")),
+                ));
             }
-            let heap = RootedHeap::new(&dump);
-            let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
-            Ok(Some((heap.heap_top(&spt, &dom, &opts.top), report)))
+            Ok(shown)
         }
         InputKind::PerfettoTrace | InputKind::Unknown if opts.java_heap => {
             let inp = again()?;

@@ -246,6 +246,14 @@ impl HprofWriter {
         }
     }
 
+    /// Sets the time field (microseconds after the header's time) of the open heap-dump
+    /// record.
+    pub fn set_open_time(&mut self, time: u32) {
+        if let Some(at) = self.open {
+            self.buf[at + 1..at + 5].copy_from_slice(&time.to_be_bytes());
+        }
+    }
+
     /// Bytes of the open heap-dump record's body so far.
     pub fn heap_dump_len(&self) -> usize {
         self.open.map(|at| self.buf.len() - at - 9).unwrap_or(0)
@@ -924,4 +932,114 @@ mod tests {
         assert_eq!(&b[31..40], &[0x1C, 0, 0, 0, 0, 0, 0, 0, 5]);
         assert_eq!(&b[45..], &[0x2C, 0, 0, 0, 0, 0, 0, 0, 0]);
     }
+}
+
+/// What [`jvmti_agent_dumps`] wrote in each of its heap dumps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentDump {
+    /// Microseconds after the header's time (the record header's time field).
+    pub time_us: u32,
+    /// `java.lang.String` instances.
+    pub strings: u64,
+    /// `com.example.Thing` instances.
+    pub things: u64,
+    /// Objects in all: instances, `char[]`s and the class objects of the dumped classes.
+    pub objects: u64,
+}
+
+/// A file laid out as the JVMTI hprof agent (`-agentlib:hprof=heap=dump`) writes one where
+/// heap dumps were asked for twice: 4-byte ids (the agent's, even on 64-bit JVMs), `STRING` and
+/// `LOAD_CLASS` records shared by both dumps, `START_THREAD` and `CONTROL_SETTINGS` records,
+/// and two dumps at 2.813 s and 9.649 s that each dump every class again. Without `segmented`:
+/// `JAVA PROFILE 1.0.1` and one `HEAP_DUMP` record per dump (JDK 7's agent); with it:
+/// `JAVA PROFILE 1.0.2` and `HEAP_DUMP_SEGMENT` + `HEAP_DUMP_END` per dump (JDK 6u31's). The
+/// objects of the first dump are still alive, with the same ids, in the second, which adds
+/// more. With `duplicate`, the second dump defines one `String` id twice (damage).
+pub fn jvmti_agent_dumps(segmented: bool, duplicate: bool) -> (Vec<u8>, Vec<AgentDump>) {
+    let format = if segmented { "JAVA PROFILE 1.0.2" } else { "JAVA PROFILE 1.0.1" };
+    let mut w = HprofWriter::new(format, 4, 1_367_925_771_204);
+    let (object, string, thing, chars) = (0x1000u64, 0x1008u64, 0x1010u64, 0x1018u64);
+    let names = [
+        (1u64, "java/lang/Object"),
+        (2, "java/lang/String"),
+        (3, "com/example/Thing"),
+        (4, "[C"),
+        (5, "value"),
+        (6, "count"),
+        (7, "next"),
+        (8, "label"),
+        (9, "main"),
+    ];
+    for (id, s) in names {
+        w.string(id, s);
+    }
+    for (serial, (class_id, name)) in [(object, 1u64), (string, 2), (thing, 3), (chars, 4)].into_iter().enumerate() {
+        w.load_class(serial as u32 + 1, class_id, 0, name);
+    }
+    // START_THREAD: thread serial, thread object id, stack-trace serial, name, group, parent.
+    let mut start = Vec::new();
+    start.extend_from_slice(&1u32.to_be_bytes());
+    put_id(&mut start, 0x5000, 4);
+    start.extend_from_slice(&1u32.to_be_bytes());
+    for id in [9u64, 0, 0] {
+        put_id(&mut start, id, 4);
+    }
+    w.record(0x0A, 1_000, &start);
+    let mut summaries = Vec::new();
+    for (n, (time, strings, things)) in [(2_813_000u32, 3u64, 2u64), (9_649_000, 5, 4)].into_iter().enumerate() {
+        if segmented {
+            w.begin_heap_dump(0x1C);
+        } else {
+            w.begin_heap_dump(0x0C);
+        }
+        w.set_open_time(time);
+        for c in [object, string, thing] {
+            w.root(0x05, c);
+        }
+        w.class_dump(&ClassSpec { id: object, ..Default::default() });
+        w.class_dump(&ClassSpec {
+            id: string,
+            super_id: object,
+            instance_size: 8,
+            fields: vec![(5, BasicType::Object), (6, BasicType::Int)],
+            ..Default::default()
+        });
+        w.class_dump(&ClassSpec {
+            id: thing,
+            super_id: object,
+            instance_size: 8,
+            fields: vec![(7, BasicType::Object), (8, BasicType::Object)],
+            ..Default::default()
+        });
+        let mut ids = Vec::new();
+        for i in 0..strings {
+            let (s, a) = (0x2000 + i * 0x20, 0x2010 + i * 0x20);
+            let text: Vec<u8> = format!("s{i}").encode_utf16().flat_map(|u| u.to_be_bytes()).collect();
+            w.primitive_array(a, 0, BasicType::Char, text.len() as u32 / 2, &text);
+            let data = field_bytes(&[Value::Object(a), Value::Int(text.len() as i32 / 2)], 4);
+            w.instance(s, 0, string, &data);
+            if duplicate && n == 1 && i == 0 {
+                w.instance(s, 0, string, &data);
+            }
+            ids.push(s);
+        }
+        for i in 0..things {
+            let t = 0x3000 + i * 0x10;
+            let next = if i + 1 < things { 0x3000 + (i + 1) * 0x10 } else { 0 };
+            let data = field_bytes(&[Value::Object(next), Value::Object(ids[i as usize % ids.len()])], 4);
+            w.instance(t, 0, thing, &data);
+        }
+        w.root_jni_global(0x3000, 0x9000);
+        for &s in &ids {
+            w.root(0xFF, s);
+        }
+        if segmented {
+            w.heap_dump_end();
+        } else {
+            w.end_heap_dump();
+        }
+        summaries.push(AgentDump { time_us: time, strings, things, objects: 3 + 2 * strings + things });
+    }
+    w.record(0x0E, 0, &[0, 0, 0, 2, 0, 4]);
+    (w.finish(), summaries)
 }

@@ -893,3 +893,211 @@ fn mutated_dumps_never_panic_or_hang() {
     }
     eprintln!("3000 mutated dumps in {:?}", start.elapsed());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Files with several heap dumps (the JVMTI hprof agent's).
+
+/// `top --json` of one heap dump of `p`: (objects, String instances).
+fn top_counts(p: &Path, dump: &str) -> (u64, u64) {
+    let o = heapconv_ok(&["top", p.to_str().unwrap(), "--dump", dump, "-n", "0", "--json"], 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let strings = v["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "java.lang.String")
+        .map_or(0, |c| c["instances"].as_u64().unwrap());
+    (v["objects"].as_u64().unwrap(), strings)
+}
+
+#[test]
+fn several_heap_dumps_are_selected_listed_and_written_one_per_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    for segmented in [false, true] {
+        let (bytes, dumps) = jvmti_agent_dumps(segmented, false);
+        let p = dir.path().join(if segmented { "seg.hprof" } else { "agent.hprof" });
+        std::fs::write(&p, &bytes).unwrap();
+        let ps = p.to_str().unwrap();
+
+        // inspect lists the dumps; its counts are of the last.
+        let text = String::from_utf8(heapconv_ok(&["inspect", ps], 0).stdout).unwrap();
+        assert!(text.contains("heap dumps: 2 (the counts below are of dump 2)"), "{text}");
+        assert!(text.contains("     1 "), "{text}");
+        assert!(text.contains("2.813 s") && text.contains("9.649 s"), "{text}");
+        let v: serde_json::Value = serde_json::from_slice(&heapconv_ok(&["inspect", ps, "--json"], 0).stdout).unwrap();
+        let listed = v["dumps"].as_array().unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0]["number"], 1);
+        assert_eq!(listed[0]["time_us"], 2_813_000);
+        assert_eq!(listed[1]["time_us"], 9_649_000);
+        assert_eq!(listed[1]["records"], 1, "one HEAP_DUMP, or one segment (the end is not counted)");
+        assert_eq!(v["dump"], 2);
+        assert_eq!(v["objects"], dumps[1].objects);
+        assert!(v["problems"].as_array().unwrap().is_empty(), "{v}");
+
+        // top: each dump alone (no doubled counts, no duplicate ids); the last by default.
+        assert_eq!(top_counts(&p, "1"), (dumps[0].objects, dumps[0].strings));
+        assert_eq!(top_counts(&p, "2"), (dumps[1].objects, dumps[1].strings));
+        assert_eq!(top_counts(&p, "last"), (dumps[1].objects, dumps[1].strings));
+        assert_eq!((dumps[0].objects, dumps[1].objects), (11, 17));
+        let o = heapconv_ok(&["top", ps, "--dump", "3"], 2);
+        assert!(String::from_utf8_lossy(&o.stderr).contains("no heap dump number 3 (the file holds 2)"));
+        let o = heapconv_ok(&["top", ps, "--dump", "all"], 2);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(err.contains("2 heap dumps; choose one with --dump"), "{err}");
+        assert!(err.contains("heap dump 2 at byte"), "{err}");
+        heapconv_ok(&["top", ps, "--strict"], 0);
+
+        // convert: one dump to a file; all of them into a directory, numbered.
+        let one = heapconv_ok(&["convert", ps, "--to", "folded", "--dump", "1"], 0).stdout;
+        let last = heapconv_ok(&["convert", ps, "--to", "folded"], 0).stdout;
+        assert_ne!(one, last);
+        let total = |b: &[u8]| -> u64 {
+            String::from_utf8_lossy(b).lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum()
+        };
+        assert!(total(&one) < total(&last), "the first dump holds less");
+        let o = heapconv_ok(&["convert", ps, "--to", "folded", "--dump", "all"], 2);
+        assert!(String::from_utf8_lossy(&o.stderr).contains("give -o an existing directory"));
+        let out = dir.path().join(format!("out-{segmented}/"));
+        heapconv_ok(&["convert", ps, "--to", "folded", "--dump", "all", "-o", out.to_str().unwrap()], 0);
+        let stem = if segmented { "seg" } else { "agent" };
+        assert_eq!(std::fs::read(out.join(format!("{stem}.1.folded"))).unwrap(), one);
+        assert_eq!(std::fs::read(out.join(format!("{stem}.2.folded"))).unwrap(), last);
+        let o = heapconv_ok(&["convert", ps, "--dump", "5", "-o", dir.path().join("x.pb").to_str().unwrap()], 2);
+        assert!(String::from_utf8_lossy(&o.stderr).contains("the file holds 2"));
+    }
+
+    // Batches: `--dump all` writes OUT/<key>/<stem>.N.<ext>.
+    let batch_out = dir.path().join("batch");
+    let input_dir = dir.path().join("in");
+    std::fs::create_dir(&input_dir).unwrap();
+    std::fs::write(input_dir.join("agent.hprof"), jvmti_agent_dumps(false, false).0).unwrap();
+    heapconv_ok(
+        &[
+            "convert",
+            input_dir.to_str().unwrap(),
+            "--to",
+            "folded",
+            "--dump",
+            "all",
+            "-o",
+            &format!("{}/", batch_out.display()),
+        ],
+        0,
+    );
+    for n in [1, 2] {
+        assert!(batch_out.join("agent").join(format!("agent.{n}.folded")).is_file(), "dump {n} in the batch");
+    }
+
+    // A single-dump file: `--dump 1` and `--dump last` are the same bytes, inspect lists no
+    // dumps, `--dump 2` is a usage error.
+    let (bytes, _) = android_sample(4, false);
+    let p = dir.path().join("one.hprof");
+    std::fs::write(&p, &bytes).unwrap();
+    let ps = p.to_str().unwrap();
+    let a = heapconv_ok(&["convert", ps, "--to", "folded"], 0).stdout;
+    assert_eq!(heapconv_ok(&["convert", ps, "--to", "folded", "--dump", "1"], 0).stdout, a);
+    assert_eq!(heapconv_ok(&["convert", ps, "--to", "folded", "--dump", "all"], 0).stdout, a);
+    let o = heapconv_ok(&["convert", ps, "--dump", "2", "--to", "folded"], 2);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no heap dump number 2 (the file holds 1)"));
+    let v: serde_json::Value = serde_json::from_slice(&heapconv_ok(&["inspect", ps, "--json"], 0).stdout).unwrap();
+    assert!(v.get("dumps").is_none() && v.get("dump").is_none());
+}
+
+#[test]
+fn duplicate_ids_within_one_heap_dump_fail_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, dumps) = jvmti_agent_dumps(true, true);
+    let p = dir.path().join("dup.hprof");
+    std::fs::write(&p, &bytes).unwrap();
+    let ps = p.to_str().unwrap();
+    // The first dump is sound; the second defines a String id twice.
+    assert_eq!(top_counts(&p, "1"), (dumps[0].objects, dumps[0].strings));
+    heapconv_ok(&["top", ps, "--dump", "1", "--strict"], 0);
+    let o = heapconv_ok(&["top", ps, "--strict"], 6);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.contains("1 object id(s) defined twice within one heap dump"), "{err}");
+    let o = heapconv_ok(&["convert", ps, "--to", "folded", "--strict"], 6);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("defined twice"));
+}
+
+/// The JVM's class histogram (`jcmd GC.class_histogram`): Java class name -> (instances, bytes).
+fn jvm_histogram(text: &str) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut m = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 || !f[0].ends_with(':') {
+            continue;
+        }
+        let (Ok(n), Ok(b)) = (f[1].parse::<u64>(), f[2].parse::<u64>()) else { continue };
+        m.insert(java_class_name(f[3]), (n, b));
+    }
+    m
+}
+
+#[test]
+fn jvm_object_sizes_equal_the_jvms_own_class_histogram() {
+    if !have_jdk() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = data("hprof/HeapFixture.java");
+    let classes = dir.path().join("classes");
+    let st = Command::new("javac").arg("-d").arg(&classes).arg(&src).status().expect("javac runs");
+    assert!(st.success(), "javac failed");
+    for (flags, layout) in [
+        (&["-XX:+UseCompressedOops"][..], "jvm64-coops"),
+        (&["-XX:-UseCompressedOops"][..], "jvm64-ccp"),
+        (&["-XX:-UseCompressedOops", "-XX:-UseCompressedClassPointers"][..], "jvm64"),
+    ] {
+        let dump = dir.path().join(format!("{layout}.hprof"));
+        let histo = dir.path().join(format!("{layout}.txt"));
+        let out = Command::new("java")
+            .args(["-XX:+UseSerialGC", "-Xmx64m", "-Xshare:off"])
+            .args(flags)
+            .arg("-cp")
+            .arg(&classes)
+            .arg("HeapFixture")
+            .arg(&dump)
+            .arg(&histo)
+            .output()
+            .expect("java runs");
+        assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
+        let jvm = jvm_histogram(&std::fs::read_to_string(&histo).unwrap());
+        let o = heapconv_ok(&["top", dump.to_str().unwrap(), "--object-size", layout, "-n", "0", "--json"], 0);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let ours: std::collections::BTreeMap<String, (u64, u64)> = v["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_owned(),
+                    (c["instances"].as_u64().unwrap(), c["shallow"].as_u64().unwrap()),
+                )
+            })
+            .collect();
+        // The program's own classes: the same instances and bytes.
+        for class in ["HeapFixture$Node", "HeapFixture$Derived"] {
+            assert_eq!(ours.get(class), jvm.get(class), "{class} with {layout}");
+        }
+        let per = |m: &std::collections::BTreeMap<String, (u64, u64)>, c: &str| {
+            let (n, b) = m[c];
+            b as f64 / n as f64
+        };
+        // Strings are all one size; arrays differ by the few the histogram call itself made.
+        assert_eq!(per(&ours, "java.lang.String"), per(&jvm, "java.lang.String"), "String with {layout}");
+        for c in ["byte[]", "java.lang.Object[]"] {
+            let (a, b) = (per(&ours, c), per(&jvm, c));
+            assert!((a - b).abs() / b < 0.01, "{c} with {layout}: {a} vs {b} bytes each");
+            let (na, nb) = (ours[c].0 as f64, jvm[c].0 as f64);
+            assert!((na - nb).abs() / nb < 0.01, "{c} with {layout}: {na} vs {nb} instances");
+        }
+        // The default stays the bytes the dump holds: a Node is its fields (8-byte reference and
+        // an int).
+        let o = heapconv_ok(&["top", dump.to_str().unwrap(), "-n", "0", "--json"], 0);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let node = v["classes"].as_array().unwrap().iter().find(|c| c["name"] == "HeapFixture$Node").unwrap();
+        assert_eq!(node["shallow"], 12 * 1000);
+    }
+}

@@ -90,6 +90,7 @@
 //!   record; without it, the error is returned.
 
 pub mod conv;
+pub mod layout;
 pub mod walk;
 
 use std::io::Read;
@@ -102,6 +103,7 @@ use crate::model::heap::{
     REF_NULL, Root, RootKind,
 };
 pub use conv::{HprofConvOptions, HprofConvReport, NoSeek, hprof_conv};
+pub use layout::{ObjectSize, apply_object_size};
 pub use walk::{FileHeader, HprofStream, RecordHeader, Sub, SubRecord};
 use walk::{be_uint, decode_mutf8, tag};
 

@@ -1,7 +1,8 @@
 // A small Java program whose heap is known, for tests/hprof.rs: compiled and run by the test
 // (OpenJDK's javac and java), it builds the objects below and dumps its heap to args[0] with
 // HotSpotDiagnosticMXBean.dumpHeap(path, live = true), which writes JAVA PROFILE 1.0.2 with
-// 8-byte identifiers on a 64-bit JVM.
+// 8-byte identifiers on a 64-bit JVM; with a second argument, it first writes the JVM's class
+// histogram (jcmd GC.class_histogram) there.
 
 import com.sun.management.HotSpotDiagnosticMXBean;
 import java.lang.management.ManagementFactory;
@@ -55,6 +56,16 @@ public class HeapFixture {
         derived.derivedRef = numbers;
         weak = new WeakReference<>(head.next);
         HotSpotDiagnosticMXBean bean = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
+        if (args.length > 1) {
+            // The JVM's own class histogram (what `jcmd PID GC.class_histogram` prints: instances
+            // and bytes per class, in this JVM's object layout), for the object-size oracle.
+            Object histogram = ManagementFactory.getPlatformMBeanServer().invoke(
+                    new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+                    "gcClassHistogram",
+                    new Object[] {new String[0]},
+                    new String[] {String[].class.getName()});
+            java.nio.file.Files.writeString(java.nio.file.Path.of(args[1]), (String) histogram);
+        }
         bean.dumpHeap(args[0], true);
         // Keep everything reachable until the dump is written.
         if (head.value != 0 || numbers.length != NUMBERS || derived == null || weak.get() == null) {
