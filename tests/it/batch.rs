@@ -6,7 +6,6 @@
 //! does), plus fixtures of
 //! `tests/data` (a DDM capture, a truncated trace, heap graph traces).
 
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

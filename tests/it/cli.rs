@@ -1,7 +1,6 @@
 //! The command line as a user meets it: filters, stdin, exit codes, damaged and hostile
 //! inputs, refusing to overwrite inputs, and data-loss flags surfacing in every output.
 
-
 use crate::common::*;
 use serde_json::Value;
 

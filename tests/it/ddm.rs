@@ -7,7 +7,6 @@
 //! writer) for the edge cases, and read from `tests/data/ddm/`, which an independent Python
 //! encoder wrote (`tests/data/ddm/make_fixtures.py`; see the README there).
 
-
 use std::fmt::Write as _;
 
 use crate::common::*;

@@ -4,7 +4,6 @@
 //! traceconv's semantics (see `tests/data/README.md`). Every value, stack, mapping, rel_pc,
 //! timestamp and flag is compared.
 
-
 use std::collections::BTreeSet;
 
 use crate::common::*;

@@ -4,7 +4,6 @@
 //! drivers still compile against the library (the fuzz crate itself is detached and only
 //! built by `fuzz/run.sh`), and every past finding stays fixed without libFuzzer.
 
-
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../fuzz/src/lib.rs"]
 mod drivers;

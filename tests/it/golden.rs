@@ -2,7 +2,6 @@
 //! the pprof for the sample trace and a few fixtures. `HEAPCONV_BLESS=1 cargo test` rewrites
 //! them; a missing golden file fails the test.
 
-
 use crate::common::*;
 
 fn check(name: &str, got: &str) {

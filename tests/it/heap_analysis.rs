@@ -5,7 +5,6 @@
 //! through `go tool pprof -raw`; the dominator profile as folded stacks and SVG; the `top`
 //! report against a golden file.
 
-
 use crate::common::*;
 use heapconv::analysis::heap::{HeapTopOptions, RootedHeap};
 use heapconv::encode::flamegraph_svg::{SvgOptions, encode_svg};

@@ -2,7 +2,6 @@
 //! encoded by `../shared/tools/perfetto_encode.py` with Google's schema) and the real-traceconv
 //! reference case, and the hprof writer read back record by record.
 
-
 use heapconv::decode::Input;
 use heapconv::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs_all};
 use heapconv::model::TraceReport;
@@ -1026,12 +1025,16 @@ fn cli_hprof_of_an_incomplete_dump_is_partial_and_inspect_lists_heap_graphs() {
     let dir = tempfile::tempdir().unwrap();
     let trace = crate::common::data("heapgraph/incomplete.pftrace");
     let out = dir.path().join("gap.hprof");
-    let r = crate::common::heapconv_ok(&["hprof", trace.to_str().unwrap(), "--pid", "41", "-o", out.to_str().unwrap()], 3);
+    let r =
+        crate::common::heapconv_ok(&["hprof", trace.to_str().unwrap(), "--pid", "41", "-o", out.to_str().unwrap()], 3);
     assert!(String::from_utf8_lossy(&r.stderr).contains("incomplete: packets missing between index 0 and 2"));
     walk(&std::fs::read(&out).unwrap());
     // `profile --java-heap` says so too (exit code 3, partial), as `convert` and `top` do.
     let pdir = dir.path().join("profiles");
-    let r = crate::common::heapconv_ok(&["profile", "--java-heap", trace.to_str().unwrap(), "-o", pdir.to_str().unwrap()], 3);
+    let r = crate::common::heapconv_ok(
+        &["profile", "--java-heap", trace.to_str().unwrap(), "-o", pdir.to_str().unwrap()],
+        3,
+    );
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(
         err.contains("result is partial: incomplete heap graph dump(s): pid 41 at 300 ns: packets missing"),
@@ -1045,7 +1048,10 @@ fn cli_hprof_of_an_incomplete_dump_is_partial_and_inspect_lists_heap_graphs() {
     let text = String::from_utf8_lossy(&r.stdout);
     assert!(text.contains("heap graphs: 2"), "{text}");
     assert!(text.contains("yes: packets missing between index 0 and 2"));
-    let r = crate::common::heapconv_ok(&["inspect", "--json", crate::common::data("heapgraph/shapes.pftrace").to_str().unwrap()], 0);
+    let r = crate::common::heapconv_ok(
+        &["inspect", "--json", crate::common::data("heapgraph/shapes.pftrace").to_str().unwrap()],
+        0,
+    );
     let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     let g = &doc["heap_graphs"][0];
     assert_eq!(g["pid"], 123);

@@ -31,7 +31,6 @@
 //! truncations, bytes inserted and deleted, length prefixes near 4 GiB), the findings of the
 //! cargo-fuzz targets, then hostile inputs built in code.
 
-
 use std::time::{Duration, Instant};
 
 use crate::common::*;

@@ -3,7 +3,6 @@
 //! made in the test run (tests/data/hprof/HeapFixture.java); `heapconv hprof-conv` against
 //! Android's `hprof-conv` (byte identity, with and without `-z`); `inspect`; hostile inputs.
 
-
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

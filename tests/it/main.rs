@@ -1,10 +1,10 @@
 //! heapconv's integration tests, built as one test binary (one link, one process start).
 //! Each module is one area; `common` holds the shared helpers and oracles.
 
-mod common;
 mod architecture;
 mod batch;
 mod cli;
+mod common;
 mod ddm;
 mod fixtures;
 mod fuzz_replay;
@@ -15,6 +15,7 @@ mod hostile;
 mod hprof;
 mod merge;
 mod parity;
+mod small;
 mod symbolize;
 mod traceconv_parity;
 mod views;

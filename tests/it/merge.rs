@@ -2,7 +2,6 @@
 //! merge, `-diff_base` and `-top`), a real Go heap profile made by `tests/data/goheap/`, the
 //! independent trace oracle (`tests/data/expected.json`) and golden files.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

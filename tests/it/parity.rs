@@ -3,7 +3,6 @@
 //! roots, an empty first sample type, invalid UTF-8 in a pprof, and HPROF files with several
 //! heap dumps. Each test asserts the files written and their totals.
 
-
 use crate::common::*;
 
 /// Files written into `dir`, sorted.

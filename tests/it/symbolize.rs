@@ -4,7 +4,6 @@
 //! on traces that reference those binaries (`tests/data/symbolize/`), including ModuleSymbols
 //! output read back, the symbolized pprof, and the per-mapping report.
 
-
 use std::collections::BTreeMap;
 
 use crate::common::*;

@@ -4,7 +4,6 @@
 //! twice: against traceconv's own `.pb` files decoded with our pprof schema, and through
 //! `go tool pprof -raw` on both sides.
 
-
 use crate::common::*;
 
 const CASES: [&str; 10] = [

@@ -18,7 +18,6 @@
 //!
 //! pprof outputs are read back with `go tool pprof -raw`, SVGs parsed as XML.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
