@@ -72,3 +72,26 @@ fn semicolons_in_function_names_stay_semicolons_in_the_flame_graph() {
     let o = heapconv_ok(&["convert", f.to_str().unwrap(), "--to", "folded"], 0);
     assert_eq!(String::from_utf8(o.stdout).unwrap(), "main;main.Map[go.shape.int\\;go.shape.string] 7\n");
 }
+
+#[test]
+fn a_failed_merge_names_the_same_inputs_on_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (file, ty, unit) in
+        [("a.pb", "cpu", "nanoseconds"), ("b.pb", "alloc_space", "bytes"), ("c.pb", "contentions", "count")]
+    {
+        let p = dir.path().join(file);
+        std::fs::write(&p, small_pprof(&[(ty, unit)], "f")).unwrap();
+        paths.push(p.to_str().unwrap().to_owned());
+    }
+    let out = dir.path().join("m.pb.gz");
+    let want = format!(
+        "heapconv: error: invalid request: cannot merge {}: its sample types [alloc_space/bytes] differ from [cpu/nanoseconds] (of {})",
+        paths[1], paths[0]
+    );
+    for _ in 0..5 {
+        let o = heapconv_ok(&["merge", &paths[0], &paths[1], &paths[2], "-o", out.to_str().unwrap()], 2);
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert!(err.starts_with(&want), "{err}");
+    }
+}
