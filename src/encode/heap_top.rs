@@ -17,8 +17,14 @@ pub fn heap_top_text(top: &HeapTop) -> String {
         (None, None) => "unknown process".to_owned(),
     };
     let _ = write!(s, "{who}, {}", top.source);
-    if let Some(t) = top.timestamp {
-        let _ = write!(s, ", dump at {t}");
+    match top.timestamp {
+        Some(t) if top.timestamp_is_epoch_ms => {
+            let _ = write!(s, ", dumped {}", super::summary::utc_text(u64::try_from(t).unwrap_or(0)));
+        }
+        Some(t) => {
+            let _ = write!(s, ", dump at {t} ns");
+        }
+        None => {}
     }
     s.push('\n');
     for why in &top.incomplete {
@@ -102,6 +108,7 @@ mod tests {
             pid: Some(7),
             process_name: Some("app".to_owned()),
             timestamp: Some(42),
+            timestamp_is_epoch_ms: false,
             incomplete: vec![],
             objects: 8,
             reachable_objects: 7,

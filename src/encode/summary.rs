@@ -607,7 +607,7 @@ pub fn hprof_inspect_json(report: &HprofInspect) -> String {
 }
 
 /// `2023-11-14 22:13:20.123 UTC` for milliseconds since the epoch.
-fn utc_text(ms: u64) -> String {
+pub(crate) fn utc_text(ms: u64) -> String {
     let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
     // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
     let z = days + 719_468;

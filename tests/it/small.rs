@@ -95,3 +95,23 @@ fn a_failed_merge_names_the_same_inputs_on_every_run() {
         assert!(err.starts_with(&want), "{err}");
     }
 }
+
+#[test]
+fn top_says_the_unit_of_the_dump_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = android_sample(4, true);
+    let p = dir.path().join("a.hprof");
+    std::fs::write(&p, &bytes).unwrap();
+    let o = heapconv_ok(&["top", p.to_str().unwrap()], 0);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.lines().next().unwrap(), "a, JAVA PROFILE 1.0.3, dumped 2023-11-14 22:13:20.123 UTC");
+    // The JSON keeps the number the file holds (ms since the epoch).
+    let o = heapconv_ok(&["top", p.to_str().unwrap(), "--json"], 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["timestamp"], 1_700_000_000_123_i64);
+    // Heap graphs: trace-clock nanoseconds.
+    let trace = data("traceconv/cases/heap_graph_small.pftrace");
+    let o = heapconv_ok(&["top", trace.to_str().unwrap()], 0);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.lines().next().unwrap().ends_with(", dump at 500 ns"), "{text}");
+}
