@@ -115,3 +115,26 @@ fn top_says_the_unit_of_the_dump_time() {
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(text.lines().next().unwrap().ends_with(", dump at 500 ns"), "{text}");
 }
+
+#[test]
+fn help_lists_every_input_heapconv_reads() {
+    let o = heapconv_ok(&["--help"], 0);
+    let text = String::from_utf8(o.stdout).unwrap();
+    let about = text.lines().next().unwrap();
+    for want in ["Perfetto traces", "heapprofd", "Java heap graphs", "DDM allocation records", "HPROF", "pprof"] {
+        assert!(about.contains(want), "{want:?} missing in {about}");
+    }
+    for want in [
+        "HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert and top",
+        "pprof (gzip'd or not): convert, merge, diff, top, inspect",
+        "DDM allocation records (.alloc): convert, merge, diff, top, inspect",
+        "Perfetto trace, Java heap graphs: convert and top",
+    ] {
+        assert!(text.contains(want), "{want:?} missing in\n{text}");
+    }
+    let o = heapconv_ok(&["convert", "--help"], 0);
+    let text = String::from_utf8(o.stdout).unwrap();
+    for want in ["an HPROF heap dump", "a pprof profile", "Java heap graphs", "DDM allocation records"] {
+        assert!(text.contains(want), "{want:?} missing in\n{text}");
+    }
+}
