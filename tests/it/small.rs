@@ -138,3 +138,23 @@ fn help_lists_every_input_heapconv_reads() {
         assert!(text.contains(want), "{want:?} missing in\n{text}");
     }
 }
+
+#[test]
+fn inspect_of_no_known_format_says_so_with_the_file_size() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("text.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(b"hello world, this is no profile\n").unwrap();
+    let bytes = e.finish().unwrap();
+    std::fs::write(&gz, &bytes).unwrap();
+    let o = heapconv_ok(&["inspect", gz.to_str().unwrap()], 1);
+    let err = String::from_utf8(o.stderr).unwrap();
+    let want = format!(
+        "heapconv: error: malformed input: {}: not a format heapconv reads ({} bytes, gzip; not a Perfetto trace, DDM allocation records, an HPROF heap dump or a pprof profile)",
+        gz.display(),
+        bytes.len()
+    );
+    assert!(err.starts_with(&want), "{err}");
+    assert!(o.stdout.is_empty());
+}
