@@ -158,3 +158,36 @@ fn inspect_of_no_known_format_says_so_with_the_file_size() {
     assert!(err.starts_with(&want), "{err}");
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn go_shows_the_thread_table_of_a_ddm_capture_alone_with_tagshow() {
+    if !have_go() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("art.pb.gz");
+    heapconv_ok(&["convert", data("ddm/art.alloc").to_str().unwrap(), "-o", out.to_str().unwrap()], 0);
+    let tags = |extra: &[&str]| {
+        let o = std::process::Command::new("go")
+            .args(["tool", "pprof", "-tags"])
+            .args(extra)
+            .arg(&out)
+            .output()
+            .expect("go runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    // Without -tagshow: one line per allocation number (7 records), before the threads.
+    let all = tags(&[]);
+    let lines: Vec<&str> = all.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines[0], "allocation: Total 5.2kB", "{all}");
+    assert_eq!(lines.iter().position(|l| l.starts_with("thread:")), Some(8), "{all}");
+    // The README's command: the thread table alone.
+    let threads = tags(&["-tagshow=thread"]);
+    let lines: Vec<&str> = threads.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    assert_eq!(
+        lines,
+        ["thread: Total 5.2kB", "4.1kB (78.55%): 12401", "1.0kB (20.24%): 12345", "64.0B ( 1.21%): 12367"],
+        "{threads}"
+    );
+}
