@@ -152,7 +152,7 @@ mod tests {
     #[test]
     fn text_has_totals_classes_and_paths() {
         let text = heap_top_text(&top());
-        assert!(text.starts_with("app (pid 7), test, dump at 42\n"), "{text}");
+        assert!(text.starts_with("app (pid 7), test, dump at 42 ns\n"), "{text}");
         assert!(
             text.contains("8 objects, 7 reachable from 2 roots, 1 unreachable; shallow 1.32 KiB (350 B reachable)"),
             "{text}"
