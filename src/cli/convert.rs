@@ -61,9 +61,10 @@ impl ViewArg {
 
 #[derive(Args, Debug)]
 pub(crate) struct ConvertArgs {
-    /// The trace, or one or more DDM allocation-record captures (`.alloc`, a REAL chunk or
-    /// JDWP packets; several are merged into one profile). `-` for standard input; gzip is
-    /// detected. Directories, patterns, or several inputs that are not all DDM captures with
+    /// A Perfetto trace (heapprofd dumps, or Java heap graphs: their dominator tree), an HPROF
+    /// heap dump (JAVA PROFILE 1.0.1, 1.0.2 or 1.0.3: its dominator tree), a pprof profile, or
+    /// one or more DDM allocation-record captures (`.alloc`, a REAL chunk or JDWP packets;
+    /// several are merged into one profile). `-` for standard input; gzip is detected. Directories, patterns, or several inputs that are not all DDM captures with
     /// `-o DIR/`: a batch, each input converted on its own.
     #[arg(required_unless_present = "inputs_from", value_name = "INPUT")]
     inputs: Vec<PathBuf>,

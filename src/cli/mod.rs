@@ -37,7 +37,15 @@ const EXIT_USAGE: u8 = 2;
 #[command(
     name = "heapconv",
     version,
-    about = "Convert memory profiles (Perfetto heapprofd traces, Android DDM allocation records) to pprof, folded stacks, flame graphs and JSON"
+    about = "Convert memory profiles (Perfetto traces with heapprofd dumps or Java heap graphs, Android DDM allocation records, HPROF heap dumps 1.0.1/1.0.2/1.0.3, pprof) to pprof, folded stacks, flame graphs and JSON",
+    long_about = None,
+    after_help = "Inputs (gzip is detected):\n  \
+        Perfetto trace, heapprofd dumps: profile, convert, merge, diff, top, timeline, inspect, symbolize\n  \
+        Perfetto trace, Java heap graphs: convert and top (the dominator or shortest-path tree), hprof, inspect\n  \
+        DDM allocation records (.alloc): convert, merge, diff, top, inspect\n  \
+        HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert and top (the dominator or shortest-path tree), \
+        inspect; hprof-conv (1.0.3 only)\n  \
+        pprof (gzip'd or not): convert, merge, diff, top, inspect"
 )]
 pub(crate) struct Cli {
     /// Print more (-v) or nothing but errors (-q).
@@ -54,8 +62,9 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Write one pprof per (pid, dump, heap), as `traceconv profile --alloc` does.
     Profile(profile::ProfileArgs),
-    /// Convert dumps, or DDM allocation records (several captures are merged), to pprof,
-    /// folded stacks, a flame graph SVG or a JSON summary.
+    /// Convert a trace's heapprofd dumps or Java heap graphs, DDM allocation records (several
+    /// captures are merged), an HPROF heap dump or a pprof profile to pprof, folded stacks, a
+    /// flame graph SVG or a JSON summary.
     Convert(convert::ConvertArgs),
     /// Show what a trace holds (sequences, processes, heaps, dumps, flags and problems), a
     /// DDM capture (entries, threads, top classes and methods, stack depths), or an HPROF heap

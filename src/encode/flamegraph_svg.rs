@@ -3,8 +3,9 @@
 //! The graph labels itself: the title names the process, pid, heap, dump and the value shown;
 //! the subtitle gives dump time, sampling interval, total and any data-loss flags; tooltips show
 //! byte values in B/KiB/MiB/GiB next to the exact count, not "samples". Search (Ctrl-F) is
-//! inferno's. Frame labels follow [`super::labels`]; a `;` inside a label is drawn as `:`
-//! because the flame graph input has no escape for it.
+//! inferno's. Frame labels follow [`super::labels`]; a `;` inside a label (Go generics:
+//! `main.Map[go.shape.int;go.shape.string]`) is passed to inferno, whose input has no escape
+//! for it, as a private-use character and put back in the SVG it draws.
 
 use super::folded::{FoldedOptions, folded_lines};
 use super::labels::{human_bytes, human_value};
@@ -34,8 +35,12 @@ impl Default for SvgOptions {
     }
 }
 
+/// Stands for `;` in inferno's input (which splits frames at `;`), and is turned back into `;`
+/// in the SVG inferno draws: a private-use character, which no function name holds.
+const SEMICOLON: char = '\u{E03B}';
+
 fn sanitize(label: &str) -> String {
-    label.replace(';', ":").replace(['\n', '\r'], " ")
+    label.replace(';', &SEMICOLON.to_string()).replace(['\n', '\r'], " ")
 }
 
 /// Renders a profile as a flame graph SVG.
@@ -94,6 +99,9 @@ pub fn encode_svg(profile: &Profile, opts: &SvgOptions) -> Result<Vec<u8>> {
         inferno::flamegraph::from_lines(&mut fo, text.iter().map(|s| s.as_str()), &mut out)
     }
     .map_err(|e| Error::new(ErrorKind::Io, "drawing the flame graph").with_source(e))?;
+    if lines.keys().any(|k| k.contains(SEMICOLON)) {
+        out = String::from_utf8_lossy(&out).replace(SEMICOLON, ";").into_bytes();
+    }
     if bytes {
         out = humanize_titles(&out);
     }

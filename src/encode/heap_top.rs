@@ -17,8 +17,14 @@ pub fn heap_top_text(top: &HeapTop) -> String {
         (None, None) => "unknown process".to_owned(),
     };
     let _ = write!(s, "{who}, {}", top.source);
-    if let Some(t) = top.timestamp {
-        let _ = write!(s, ", dump at {t}");
+    match top.timestamp {
+        Some(t) if top.timestamp_is_epoch_ms => {
+            let _ = write!(s, ", dumped {}", super::summary::utc_text(u64::try_from(t).unwrap_or(0)));
+        }
+        Some(t) => {
+            let _ = write!(s, ", dump at {t} ns");
+        }
+        None => {}
     }
     s.push('\n');
     for why in &top.incomplete {
@@ -102,6 +108,7 @@ mod tests {
             pid: Some(7),
             process_name: Some("app".to_owned()),
             timestamp: Some(42),
+            timestamp_is_epoch_ms: false,
             incomplete: vec![],
             objects: 8,
             reachable_objects: 7,
@@ -145,7 +152,7 @@ mod tests {
     #[test]
     fn text_has_totals_classes_and_paths() {
         let text = heap_top_text(&top());
-        assert!(text.starts_with("app (pid 7), test, dump at 42\n"), "{text}");
+        assert!(text.starts_with("app (pid 7), test, dump at 42 ns\n"), "{text}");
         assert!(
             text.contains("8 objects, 7 reachable from 2 roots, 1 unreachable; shallow 1.32 KiB (350 B reachable)"),
             "{text}"

@@ -246,20 +246,26 @@ pub fn inspect_text(report: &TraceReport) -> String {
         );
     }
     let _ = writeln!(s, "dumps: {}", report.dumps.len());
+    let dump_ts = |d: &crate::model::DumpReport| match d.timestamp {
+        Some(t) if d.timestamp_converted => t.to_string(),
+        Some(t) => format!("{t}(raw)"),
+        None => "-".to_owned(),
+    };
+    // Columns as wide as their widest cell, and at least as wide as they always were.
+    let width = |min: usize, cells: &mut dyn Iterator<Item = usize>| cells.fold(min, usize::max);
+    let wp = width(20, &mut report.dumps.iter().map(|d| d.process_name.as_deref().map_or(1, |n| n.chars().count())));
+    let wh = width(16, &mut report.dumps.iter().map(|d| d.heap.chars().count()));
+    let wt = width(14, &mut report.dumps.iter().map(|d| dump_ts(d).len()));
     let _ = writeln!(
         s,
-        "  {:>7} {:<20} {:<16} {:>4} {:>14} {:>9} {:>8} {:>12} {:>12} {:>8}  flags",
+        "  {:>7} {:<wp$} {:<wh$} {:>4} {:>wt$} {:>9} {:>8} {:>12} {:>12} {:>8}  flags",
         "pid", "process", "heap", "#", "timestamp", "interval", "stacks", "total", "unreleased", "changed"
     );
     for d in &report.dumps {
-        let ts = match d.timestamp {
-            Some(t) if d.timestamp_converted => t.to_string(),
-            Some(t) => format!("{t}(raw)"),
-            None => "-".to_owned(),
-        };
+        let ts = dump_ts(d);
         let _ = writeln!(
             s,
-            "  {:>7} {:<20} {:<16} {:>4} {:>14} {:>9} {:>8} {:>12} {:>12} {:>8}  {}",
+            "  {:>7} {:<wp$} {:<wh$} {:>4} {:>wt$} {:>9} {:>8} {:>12} {:>12} {:>8}  {}",
             d.pid,
             d.process_name.as_deref().unwrap_or("-"),
             d.heap,
@@ -275,9 +281,13 @@ pub fn inspect_text(report: &TraceReport) -> String {
     }
     if !report.heap_graphs.is_empty() {
         let _ = writeln!(s, "heap graphs: {}", report.heap_graphs.len());
+        let wp = width(
+            20,
+            &mut report.heap_graphs.iter().map(|g| g.process_name.as_deref().map_or(1, |n| n.chars().count())),
+        );
         let _ = writeln!(
             s,
-            "  {:>7} {:<20} {:>4} {:>14} {:>10} {:>8} {:>10} {:>8} {:>10}  incomplete",
+            "  {:>7} {:<wp$} {:>4} {:>14} {:>10} {:>8} {:>10} {:>8} {:>10}  incomplete",
             "pid", "process", "#", "timestamp", "objects", "classes", "refs", "roots", "native"
         );
         for g in &report.heap_graphs {
@@ -288,7 +298,7 @@ pub fn inspect_text(report: &TraceReport) -> String {
             };
             let _ = writeln!(
                 s,
-                "  {:>7} {:<20} {:>4} {:>14} {:>10} {:>8} {:>10} {:>8} {:>10}  {}",
+                "  {:>7} {:<wp$} {:>4} {:>14} {:>10} {:>8} {:>10} {:>8} {:>10}  {}",
                 g.pid,
                 g.process_name.as_deref().unwrap_or("-"),
                 g.index + 1,
@@ -637,7 +647,7 @@ pub fn hprof_inspect_json(report: &HprofInspect) -> String {
 }
 
 /// `2023-11-14 22:13:20.123 UTC` for milliseconds since the epoch.
-fn utc_text(ms: u64) -> String {
+pub(crate) fn utc_text(ms: u64) -> String {
     let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
     // Civil date from days since 1970-01-01 (proleptic Gregorian calendar).
     let z = days + 719_468;
@@ -745,5 +755,41 @@ mod hprof_tests {
         assert_eq!(utc_text(0), "1970-01-01 00:00:00.000 UTC");
         assert_eq!(utc_text(1_700_000_000_123), "2023-11-14 22:13:20.123 UTC");
         assert_eq!(utc_text(951_782_400_000), "2000-02-29 00:00:00.000 UTC");
+    }
+
+    #[test]
+    fn the_dump_table_is_as_wide_as_its_widest_process_name() {
+        let dump = |pid: u64, name: &str| crate::model::DumpReport {
+            pid,
+            process_name: Some(name.to_owned()),
+            heap: "libc.malloc".to_owned(),
+            index: 0,
+            timestamp: Some(500),
+            raw_timestamp: None,
+            timestamp_converted: true,
+            sampling_interval: Some(4096),
+            orig_sampling_interval: None,
+            samples: 1,
+            stacks: 1,
+            changed: true,
+            totals: Default::default(),
+            flags: Default::default(),
+        };
+        let long = "com.example.a.very.long.process.name.xyz";
+        assert_eq!(long.len(), 40);
+        let report = TraceReport { dumps: vec![dump(10, long), dump(7, "app")], ..Default::default() };
+        let text = inspect_text(&report);
+        let rows: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("dumps:")).skip(1).take(3).collect();
+        // Every row has its heap column where the header has it.
+        let col = rows[0].find("heap").unwrap();
+        assert_eq!(col, 2 + 7 + 1 + 40 + 1);
+        assert_eq!(rows[1].find("libc.malloc"), Some(col), "{text}");
+        assert_eq!(rows[2].find("libc.malloc"), Some(col), "{text}");
+        assert!(rows[2].starts_with("        7 app "), "{text}");
+        // Short names keep the old widths (20 for the process).
+        let short = TraceReport { dumps: vec![dump(7, "app")], ..Default::default() };
+        let text = inspect_text(&short);
+        let header = text.lines().find(|l| l.trim_start().starts_with("pid process")).unwrap();
+        assert_eq!(header.find("heap"), Some(2 + 7 + 1 + 20 + 1));
     }
 }

@@ -119,6 +119,10 @@ pub struct HeapTop {
     pub process_name: Option<String>,
     /// Dump time, as the producer gave it.
     pub timestamp: Option<i64>,
+    /// True when [`HeapTop::timestamp`] is milliseconds since the epoch (hprof), false when it
+    /// is trace-clock nanoseconds (heap graphs). Not in the JSON, which keeps the number.
+    #[serde(skip)]
+    pub timestamp_is_epoch_ms: bool,
     /// Why the dump is incomplete, if it is.
     pub incomplete: Vec<String>,
     /// Objects in the dump.

@@ -335,7 +335,7 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
             let text = dump.incomplete.join("; ");
             incomplete.push(if stats.dumps.len() > 1 { format!("heap dump {n}: {text}") } else { text });
         }
-        let (bytes, totals) = heap_output(&dump, opts)?;
+        let (bytes, totals) = heap_output(&dump, input, opts)?;
         profiles.extend(totals);
         let path = match dest {
             Destination::Stdout => None,
@@ -368,7 +368,7 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
 /// `opts.format` (with its totals), or, for JSON, the top report.
-fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<ProfileTotals>)> {
+fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<ProfileTotals>)> {
     use crate::analysis::heap::{HeapTopOptions, RootedHeap};
     use crate::encode::heap_top::heap_top_json;
     let heap = RootedHeap::new(dump);
@@ -377,10 +377,15 @@ fn heap_output(dump: &HeapDump, opts: &ConvertOptions) -> Result<(Vec<u8>, Optio
         let dom = heap.dominators();
         return Ok((heap_top_json(&heap.heap_top(&spt, &dom, &HeapTopOptions::default())).into_bytes(), None));
     }
-    let profile = match opts.heap_tree {
+    let mut profile = match opts.heap_tree {
         HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
         HeapTree::ShortestPath => heap.spt_profile(&heap.shortest_path_tree()),
     };
+    // A heap dump without process name or pid (HPROF) is called by its file's name.
+    let meta = &mut profile.header.meta;
+    if meta.process_name.is_none() && meta.pid.is_none() {
+        meta.process_name = Some(stem(input));
+    }
     Ok((encode_one(&profile, opts)?, Some(ProfileTotals::of(&profile))))
 }
 
@@ -412,7 +417,7 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
         if !dump.incomplete.is_empty() {
             incomplete.push(format!("{describe}: {}", dump.incomplete.join("; ")));
         }
-        let (bytes, totals) = heap_output(&dump, opts)?;
+        let (bytes, totals) = heap_output(&dump, input, opts)?;
         profiles.extend(totals);
         let path = match dest {
             Destination::Stdout => None,

@@ -13,7 +13,7 @@ use crate::decode::{Input, InputKind};
 use crate::encode::labels::human_bytes;
 use crate::encode::summary::{DdmInspect, HprofInspect, SummaryOptions, convert_json};
 use crate::encode::top::{TopOptions, top_table, top_text};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, TraceReport, ValueKind};
 
 /// Runs `inspect`: decodes everything and returns the report.
@@ -65,6 +65,26 @@ pub enum Inspection {
 pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions) -> Result<Inspection> {
     match open_input(input, decode.max_gzip_bytes, ddm.max_bytes, is_alloc_file(input))? {
         Opened::Trace(inp, InputKind::Pprof) => Ok(Inspection::Pprof(Box::new(inspect_pprof(inp)?))),
+        Opened::Trace(inp, InputKind::Unknown) => {
+            // Sniffing did not know it: the trace decoder tries. If it reads not one packet,
+            // the input is no format heapconv reads, which is said with the file's real size.
+            let (name, gzipped, file_size) = (inp.name.clone(), inp.gzipped, inp.file_size);
+            let report = inspect_trace(inp, decode)?;
+            match &report.damage {
+                Some(why) if report.packets == 0 => {
+                    let size = file_size.unwrap_or(report.bytes);
+                    Err(Error::new(
+                        ErrorKind::Malformed,
+                        format!(
+                            "{name}: not a format heapconv reads ({size} bytes{}; not a Perfetto trace, DDM allocation records, an HPROF heap dump or a pprof profile): {}",
+                            if gzipped { ", gzip" } else { "" },
+                            why.strip_prefix("malformed input: ").unwrap_or(why)
+                        ),
+                    ))
+                }
+                _ => Ok(Inspection::Trace(report)),
+            }
+        }
         Opened::Trace(inp, _) => Ok(Inspection::Trace(inspect_trace(inp, decode)?)),
         Opened::Ddm { name, bytes } => {
             let capture = decode_alloc_records(&bytes, &name, ddm)?;

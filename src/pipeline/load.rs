@@ -550,7 +550,7 @@ pub fn merge_inputs(
     // copies of one 40 MB profile took four times the memory of one.)
     let pool: Mutex<Vec<Merger>> = Mutex::new(Vec::new());
     let infos: Mutex<Vec<(usize, InputInfo)>> = Mutex::new(Vec::new());
-    inputs.par_iter().enumerate().try_for_each(|(i, path)| {
+    let parallel = inputs.par_iter().enumerate().try_for_each(|(i, path)| {
         let mut clock = crate::timing::Phases::start("input");
         let loaded = load_input(path, load)?;
         clock.done(&format!("load {i}"));
@@ -581,14 +581,46 @@ pub fn merge_inputs(
         };
         infos.lock().unwrap_or_else(|e| e.into_inner()).push((i, info));
         Ok::<_, Error>(())
-    })?;
+    });
     let mut clock = crate::timing::Phases::start("inputs");
-    let merger = merge_tree(pool.into_inner().unwrap_or_else(|e| e.into_inner()))?
-        .unwrap_or_else(|| Merger::new(merge.clone(), sides));
+    let merged = parallel.and_then(|()| merge_tree(pool.into_inner().unwrap_or_else(|e| e.into_inner())));
+    let merger = match merged {
+        Ok(m) => m.unwrap_or_else(|| Merger::new(merge.clone(), sides)),
+        // Which error the parallel run met first, and which inputs it names, depends on the
+        // threads: say the one a merge in input order meets.
+        Err(e) => return Err(first_error_in_order(inputs, load, merge, sides, side_of).unwrap_or(e)),
+    };
     clock.done("merge accumulators");
     let mut infos = infos.into_inner().unwrap_or_else(|e| e.into_inner());
     infos.sort_by_key(|x| x.0);
     Ok((merger, infos.into_iter().map(|x| x.1).collect()))
+}
+
+/// The first error that merging `inputs` one by one, in order, into one accumulator meets
+/// (`None` if it meets none): the error a failed parallel merge reports, the same on every run.
+fn first_error_in_order(
+    inputs: &[PathBuf],
+    load: &LoadOptions,
+    merge: &MergeOptions,
+    sides: usize,
+    side_of: &(dyn Fn(usize) -> usize + Sync),
+) -> Option<Error> {
+    let mut m = Merger::new(merge.clone(), sides);
+    for (i, path) in inputs.iter().enumerate() {
+        let added = load_input(path, load).and_then(|loaded| {
+            for p in &loaded.profiles {
+                m.add_any(AnyProfile::Tree(p), side_of(i), loaded.annotate)?;
+            }
+            for p in &loaded.flat {
+                m.add_any(AnyProfile::Flat(p), side_of(i), false)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = added {
+            return Some(e);
+        }
+    }
+    None
 }
 
 /// Refuses a pprof input where a command needs a Perfetto trace, with an error that says

@@ -235,7 +235,17 @@ impl TopRun {
             (TopRun::Table(t, _), true) => crate::encode::top::top_json(t),
             (TopRun::Table(t, _), false) => crate::encode::top::top_text(t),
             (TopRun::Heap(top, _), true) => crate::encode::heap_top::heap_top_json(top),
-            (TopRun::Heap(top, _), false) => crate::encode::heap_top::heap_top_text(top),
+            (TopRun::Heap(top, report), false) => {
+                if top.process_name.is_none() && top.pid.is_none() {
+                    // A heap dump without process name or pid (HPROF) is called by its file's
+                    // name; the JSON keeps `process_name` null.
+                    let mut named = (**top).clone();
+                    named.process_name = Some(super::select::stem(Path::new(&report.source)));
+                    crate::encode::heap_top::heap_top_text(&named)
+                } else {
+                    crate::encode::heap_top::heap_top_text(top)
+                }
+            }
         }
     }
 }

@@ -452,7 +452,7 @@ fn top_of_heap_graphs_and_hprof_lists_classes_by_retained_size() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "com.example.app (pid 10), perfetto heap graph (traceconv/cases/heap_graph_small.pftrace), dump at 500"
+        "com.example.app (pid 10), perfetto heap graph (traceconv/cases/heap_graph_small.pftrace), dump at 500 ns"
             .replace("traceconv/cases/heap_graph_small.pftrace", t)
     );
     assert_eq!(lines[3], "Classes by retained size (3 of 5):");

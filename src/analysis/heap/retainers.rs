@@ -142,6 +142,7 @@ impl RootedHeap<'_> {
             pid: d.pid,
             process_name: d.process_name.clone(),
             timestamp: d.timestamp,
+            timestamp_is_epoch_ms: d.timestamp_is_epoch_ms,
             incomplete: d.incomplete.clone(),
             objects: self.n as u64,
             reachable_objects: dom.order.len() as u64,
