@@ -115,9 +115,10 @@ fn bad_inputs_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "this is not a trace\n").unwrap();
+    // inspect: no format heapconv reads is an error (exit 1), not a trace report.
     let o = heapconv(&["inspect", text.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("not a Perfetto trace"));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not a format heapconv reads (20 bytes; not a Perfetto trace"), "{}", stderr(&o));
     let o = heapconv(&["profile", text.to_str().unwrap(), "-o", dir.path().join("o").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(!dir.path().join("o").exists());
