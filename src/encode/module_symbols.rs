@@ -17,7 +17,7 @@
 //! message back by 3 bytes and writes a 1-byte length. So short `Line`s and `AddressSymbols`
 //! usually get 1-byte lengths, long ones and those that cross a 4 KiB slice boundary get 4
 //! bytes; the same rule holds for the packet and `module_symbols` (4 bytes unless the whole
-//! module's symbols are that short). [`ZeroWriter`] follows the
+//! module's symbols are that short). `ZeroWriter` follows the
 //! same slices and rules, so the output is byte-identical to traceconv's (ordinary protobuf
 //! readers see the same messages either way).
 //!

@@ -2,7 +2,7 @@
 //!
 //! * **Listing** ([`list_inputs`]): inputs are paths, directories (walked recursively; a file
 //!   is taken when its *content* is a kind the command reads, see [`Wanted`] and
-//!   [`sniff_file`](crate::decode::sniff_file)), glob patterns expanded here (`*`, `?`, `[a-z]`, `[!a]`, and `**` for any
+//!   [`crate::decode::sniff_file`]), glob patterns expanded here (`*`, `?`, `[a-z]`, `[!a]`, and `**` for any
 //!   number of directories), and lists of those read from files (`--inputs-from`). Every input
 //!   gets a path relative to its *root* (the directory given, a pattern's leading directories
 //!   without wildcards, or a plain file's own directory). The list is deduplicated (the same
