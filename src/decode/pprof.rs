@@ -220,6 +220,14 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
     let mut clock = crate::timing::Phases::start("decode pprof");
     let (rest, samples, strings, invalid) = split_samples(bytes, name)?;
     clock.done("split");
+    // Every profile's string table starts with "" (go tool pprof rejects one that does not):
+    // bytes that merely parse as protobuf fields (a text file of `x`s does) are no profile.
+    if strings.first().is_none_or(|s| !s.is_empty()) {
+        return Err(Error::new(
+            ErrorKind::Malformed,
+            format!("{name}: not a pprof profile: its string table does not start with the empty string"),
+        ));
+    }
     let mut msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
         let text = e.to_string();
         let kind = if text.contains("underflow") || text.contains("unexpected end") || text.contains("truncated") {

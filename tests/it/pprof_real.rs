@@ -215,3 +215,17 @@ fn locations_naming_an_undefined_mapping_read_as_go_reads_them() {
     let (_, go_rows) = go_top(&f, "B");
     assert_eq!(rows, go_rows);
 }
+
+/// Bytes that only parse as protobuf fields (a text file of `x`s: field 15, varint 0x78, again
+/// and again) are not a profile: a profile's string table starts with "", and go rejects
+/// them too.
+#[test]
+fn protobuf_shaped_text_is_no_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x100");
+    std::fs::write(&f, [b'x'; 100]).unwrap();
+    let r = heapconv_ok(&["inspect", f.to_str().unwrap()], 1);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("string table does not start with the empty string"), "{err}");
+    assert!(err.contains("x100"), "names the file: {err}");
+}
