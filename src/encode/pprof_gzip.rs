@@ -22,7 +22,7 @@ pub fn encode_pprof_gzip(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
             }
             gz.finish().expect("writing to memory")
         });
-        let mut w = MegabyteSender { tx: &tx, buf: Vec::with_capacity(1 << 20) };
+        let mut w = MegabyteSender::new(&tx, |chunk| chunk);
         PprofEncoder::new(opts.clone())
             .encode_to(profile, &mut w)
             .and_then(|_| w.flush())
@@ -70,13 +70,23 @@ pub fn encode_flat_pprof_gzip_to(
     });
     out.finish()
 }
-/// A `Write` that hands bytes to the compressor thread a megabyte at a time.
-struct MegabyteSender<'a> {
-    tx: &'a mpsc::SyncSender<Vec<u8>>,
+/// A `Write` that hands bytes to another thread a megabyte at a time, each chunk wrapped by
+/// `wrap` into the channel's message type (the compressor here; the profile writer of
+/// `heapconv profile` too).
+pub struct MegabyteSender<'a, T> {
+    tx: &'a mpsc::SyncSender<T>,
+    wrap: fn(Vec<u8>) -> T,
     buf: Vec<u8>,
 }
 
-impl Write for MegabyteSender<'_> {
+impl<'a, T> MegabyteSender<'a, T> {
+    /// A writer sending to `tx`, each megabyte as `wrap(bytes)`.
+    pub fn new(tx: &'a mpsc::SyncSender<T>, wrap: fn(Vec<u8>) -> T) -> Self {
+        MegabyteSender { tx, wrap, buf: Vec::with_capacity(1 << 20) }
+    }
+}
+
+impl<T> Write for MegabyteSender<'_, T> {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         self.buf.extend_from_slice(b);
         if self.buf.len() >= 1 << 20 {
@@ -88,7 +98,7 @@ impl Write for MegabyteSender<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         if !self.buf.is_empty() {
             let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(1 << 20));
-            self.tx.send(chunk).map_err(|_| std::io::Error::other("the compressor stopped"))?;
+            self.tx.send((self.wrap)(chunk)).map_err(|_| std::io::Error::other("the receiving thread stopped"))?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use crate::decode::Input;
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_observed};
 use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
+use crate::encode::pprof_gzip::MegabyteSender;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport};
 use crate::output::{commit_staged, discard_staged, ensure_dir, stage_file};
@@ -204,7 +205,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 if chunk_tx.send(Chunk::Start(job.order, ts, key)).is_err() {
                     return;
                 }
-                let mut w = ChunkWriter { tx: &chunk_tx, buf: Vec::with_capacity(1 << 20) };
+                let mut w = MegabyteSender::new(&chunk_tx, Chunk::Data);
                 let _ = encoder.encode_to(&p, &mut w).and_then(|_| std::io::Write::flush(&mut w));
                 if chunk_tx.send(Chunk::End).is_err() {
                     return;
@@ -336,30 +337,6 @@ impl Sink {
             Sink::Gzip(w) => w.finish()?,
         };
         buf.into_inner().map_err(|e| e.into_error())
-    }
-}
-
-/// A `Write` that hands bytes to the writer thread a megabyte at a time.
-struct ChunkWriter<'a> {
-    tx: &'a mpsc::SyncSender<Chunk>,
-    buf: Vec<u8>,
-}
-
-impl std::io::Write for ChunkWriter<'_> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(b);
-        if self.buf.len() >= 1 << 20 {
-            self.flush()?;
-        }
-        Ok(b.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        if !self.buf.is_empty() {
-            let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(1 << 20));
-            self.tx.send(Chunk::Data(chunk)).map_err(|_| std::io::Error::other("the writer thread stopped"))?;
-        }
-        Ok(())
     }
 }
 
