@@ -71,6 +71,10 @@ pub(crate) struct ConvertArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "pprof")]
     to: FormatArg,
+    /// `--to html`: frames below this percentage of the total (in every sample type) are merged
+    /// into one `[other]` frame per parent; 0 keeps every frame.
+    #[arg(long, value_name = "PCT", default_value_t = 0.01)]
+    prune_below: f64,
     /// Output file, `-` for standard output, or a directory (existing, or ending in `/`) for
     /// one file per dump. Default: standard output.
     #[arg(short, long)]
@@ -237,6 +241,7 @@ impl ConvertArgs {
                 java_heap: self.java_heap,
                 sample_type: self.sample_type_asked(),
                 object_size: self.object_size.size(),
+                prune_below: self.prune_below,
             }),
         };
         Ok((asked, sources))

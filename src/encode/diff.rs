@@ -43,6 +43,9 @@ pub struct DiffOptions {
     pub top: usize,
     /// Image width in pixels. Default: 1200.
     pub width: usize,
+    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
+    /// Default: [`super::html::DEFAULT_PRUNE_BELOW`].
+    pub prune_below: f64,
 }
 
 impl Default for DiffOptions {
@@ -54,6 +57,7 @@ impl Default for DiffOptions {
             new_name: "NEW".to_owned(),
             top: 20,
             width: 1200,
+            prune_below: super::html::DEFAULT_PRUNE_BELOW,
         }
     }
 }

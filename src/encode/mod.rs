@@ -16,6 +16,7 @@ pub mod flamegraph_svg;
 pub mod folded;
 pub mod heap_top;
 pub mod hprof;
+pub mod html;
 pub mod labels;
 pub mod module_symbols;
 pub mod pprof;
@@ -35,11 +36,13 @@ pub enum Format {
     Svg,
     /// JSON summary.
     Json,
+    /// Self-contained interactive HTML report (flame graph, tables).
+    Html,
 }
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 4] = [Format::Pprof, Format::Folded, Format::Svg, Format::Json];
+    pub const ALL: [Format; 5] = [Format::Pprof, Format::Folded, Format::Svg, Format::Json, Format::Html];
 
     /// The name the command line gives the format (`--to NAME`).
     pub fn name(self) -> &'static str {
@@ -48,6 +51,7 @@ impl Format {
             Format::Folded => "folded",
             Format::Svg => "svg",
             Format::Json => "json",
+            Format::Html => "html",
         }
     }
 
@@ -63,6 +67,7 @@ impl Format {
             Format::Folded => "folded",
             Format::Svg => "svg",
             Format::Json => "json",
+            Format::Html => "html",
         }
     }
 
@@ -71,7 +76,7 @@ impl Format {
     pub fn is_report(self) -> bool {
         match self {
             Format::Json => true,
-            Format::Pprof | Format::Folded | Format::Svg => false,
+            Format::Pprof | Format::Folded | Format::Svg | Format::Html => false,
         }
     }
 
@@ -80,7 +85,7 @@ impl Format {
     pub fn keeps_lines(self) -> bool {
         match self {
             Format::Pprof => true,
-            Format::Folded | Format::Svg | Format::Json => false,
+            Format::Folded | Format::Svg | Format::Json | Format::Html => false,
         }
     }
 
@@ -88,7 +93,7 @@ impl Format {
     pub fn is_binary(self) -> bool {
         match self {
             Format::Pprof => true,
-            Format::Folded | Format::Svg | Format::Json => false,
+            Format::Folded | Format::Svg | Format::Json | Format::Html => false,
         }
     }
 }
@@ -136,11 +141,14 @@ pub struct EncodeOptions {
     pub annotations: bool,
     /// The flame graph's title. Default: none (the encoder's own).
     pub title: Option<String>,
+    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
+    /// Default: [`html::DEFAULT_PRUNE_BELOW`].
+    pub prune_below: f64,
 }
 
 impl Default for EncodeOptions {
     fn default() -> Self {
-        EncodeOptions { shown: Shown::Default, annotations: false, title: None }
+        EncodeOptions { shown: Shown::Default, annotations: false, title: None, prune_below: html::DEFAULT_PRUNE_BELOW }
     }
 }
 
@@ -184,6 +192,10 @@ pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result
             };
             summary::convert_json(&TraceReport::default(), std::slice::from_ref(profile), &sopts).into_bytes()
         }
+        Format::Html => html::encode_html(
+            profile,
+            &html::HtmlOptions { value_index: index, annotations, title: opts.title.clone(), prune_below: opts.prune_below },
+        )?,
     })
 }
 
@@ -207,7 +219,7 @@ pub fn encode_flat(profile: &FlatProfile, format: Format, opts: &EncodeOptions) 
                 _ => pprof_gzip::encode_flat_pprof_gzip(profile, &popts),
             })
         }
-        Format::Folded | Format::Svg | Format::Json => encode(&profile.to_profile(), format, opts),
+        Format::Folded | Format::Svg | Format::Json | Format::Html => encode(&profile.to_profile(), format, opts),
     }
 }
 
@@ -261,6 +273,20 @@ pub fn encode_diff(format: Format, sides: &DiffSides<'_>, opts: &diff::DiffOptio
             let mut s = serde_json::to_vec_pretty(&v).expect("serializes");
             s.push(b'\n');
             s
+        }
+        Format::Html => {
+            let [base, new] = (sides.trees)();
+            let hopts = html::HtmlDiffOptions {
+                html: html::HtmlOptions {
+                    value_index: opts.value_index,
+                    prune_below: opts.prune_below,
+                    ..Default::default()
+                },
+                normalize: opts.normalize,
+                base_name: opts.base_name.clone(),
+                new_name: opts.new_name.clone(),
+            };
+            html::encode_diff_html(&base, &new, &hopts)?
         }
     })
 }

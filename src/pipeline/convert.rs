@@ -66,6 +66,9 @@ pub struct ConvertOptions {
     /// How an HPROF heap dump's shallow sizes are counted. Default: [`ObjectSize::Fields`]
     /// (the bytes the dump holds).
     pub object_size: ObjectSize,
+    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
+    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
+    pub prune_below: f64,
 }
 
 impl ConvertOptions {
@@ -82,7 +85,12 @@ impl ConvertOptions {
 
     /// How a profile is encoded.
     pub fn encode_options(&self) -> EncodeOptions {
-        EncodeOptions { shown: Shown::Kind(self.value), annotations: self.annotations, title: None }
+        EncodeOptions {
+            shown: Shown::Kind(self.value),
+            annotations: self.annotations,
+            title: None,
+            prune_below: self.prune_below,
+        }
     }
 
     /// The dumps of a trace these options convert.
@@ -117,6 +125,7 @@ impl Default for ConvertOptions {
             java_heap: false,
             sample_type: None,
             object_size: ObjectSize::Fields,
+            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
         }
     }
 }
@@ -496,7 +505,12 @@ fn convert_ddm(
                 profile.header.sample_types[index].name
             );
             // The flame graph of Java frames gets a title and no ART annotations.
-            let eopts = EncodeOptions { shown: Shown::Index(index), annotations: false, title: Some(title) };
+            let eopts = EncodeOptions {
+                shown: Shown::Index(index),
+                annotations: false,
+                title: Some(title),
+                ..Default::default()
+            };
             encode(&profile, Format::Svg, &eopts)?
         }
         _ => encode_one(&profile, opts)?,

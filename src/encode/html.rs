@@ -1,0 +1,541 @@
+//! A self-contained HTML report: one file with its data, script and styles inline (no network,
+//! opens from `file://`), drawing an interactive flame graph of a profile or of two profiles
+//! compared.
+//!
+//! **What the page holds.** A header (input, process, pid, heap, dump and time, sampling
+//! interval, the total of every sample type, data-loss flags, symbolization coverage with the
+//! mappings left unsymbolized, how much was pruned); a flame graph (or icicle) drawn on a
+//! canvas, with click to zoom, reset, search with the matched share and tooltips giving exact
+//! values and percentages; a selector of the sample type shown; a sortable table of functions
+//! (self and cumulative, counted once per stack) and of mappings, whose rows highlight their
+//! frames in the graph. A diff (`BASE` and `NEW`) colours frames by their inclusive change
+//! (growth red, shrinkage blue), shows before/after/delta/% in tooltips and sorts its table by
+//! what grew most.
+//!
+//! **Why a renderer of our own.** The graph is drawn by ~600 lines of plain JavaScript on one
+//! `<canvas>` (`html/report.js`): a frame is a rectangle filled in one pass over the nodes in
+//! pre-order, skipping whole subtrees narrower than half a pixel, so a redraw costs what is
+//! visible, not what the profile holds. An SVG or DOM renderer (d3-flame-graph and the like)
+//! creates one element per frame: at the 300 000-callstack size of the benchmark that is
+//! hundreds of thousands of elements, seconds of layout and hundreds of megabytes in the
+//! browser, plus a vendored library several times the size of this script.
+//!
+//! **Data encoding.** Frames are merged by label into one tree (as folded stacks name them,
+//! see [`super::labels`]), written in pre-order with children sorted by name, as parallel
+//! arrays in a JSON document: `parent` as the distance back to the parent, `name` and `map` as
+//! indexes into one string table, and the node's **self** value per series (the page adds them
+//! up). Nodes whose cumulative value is below `prune_below` percent of the total in every
+//! series are merged, with their subtrees, into one `[other]` node per parent; the header
+//! says how many nodes and how much value that merged. The JSON is placed in a
+//! `<script type="application/json">` with every `<` escaped, so no label can end it.
+
+use std::fmt::Write as _;
+
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::{Value, json};
+
+use super::labels::frame_labels;
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::annotate::{Annotation, AnnotationState, annotate_node};
+use crate::model::mapping::basename;
+use crate::model::{Profile, ProfileMeta, StackId};
+
+const SCRIPT: &str = include_str!("html/report.js");
+const STYLE: &str = include_str!("html/report.css");
+const BODY: &str = include_str!("html/body.html");
+
+/// The label of the node that stands for the pruned children of a parent.
+pub const OTHER: &str = "[other]";
+
+/// Options of the HTML report.
+#[derive(Debug, Clone)]
+pub struct HtmlOptions {
+    /// The sample type shown first (index into the sample types). Default: 0.
+    pub value_index: usize,
+    /// Append ART annotations to frame names. Default: false.
+    pub annotations: bool,
+    /// Title; `None` derives one from the profile. Default: `None`.
+    pub title: Option<String>,
+    /// Nodes below this percentage of the total (in every sample type) are merged into an
+    /// `[other]` node per parent. Default: 0.01 (%).
+    pub prune_below: f64,
+}
+
+/// The default of [`HtmlOptions::prune_below`], in percent.
+pub const DEFAULT_PRUNE_BELOW: f64 = 0.01;
+
+impl Default for HtmlOptions {
+    fn default() -> Self {
+        HtmlOptions { value_index: 0, annotations: false, title: None, prune_below: DEFAULT_PRUNE_BELOW }
+    }
+}
+
+/// Frames merged by label into one tree; node 0 is the root (`all`), and a node's parent has a
+/// smaller index.
+struct LabelTree {
+    parent: Vec<u32>,
+    name: Vec<u32>,
+    map: Vec<u32>,
+    /// Self values, `series` per node.
+    values: Vec<i64>,
+    series: usize,
+    index: HashMap<(u32, u32), u32>,
+    strings: Vec<String>,
+    string_index: HashMap<String, u32>,
+    /// Native frames seen, and of them those with neither name nor lines, per mapping name.
+    native_frames: u64,
+    unsymbolized: HashMap<u32, u64>,
+}
+
+impl LabelTree {
+    fn new(series: usize) -> Self {
+        let mut t = LabelTree {
+            parent: Vec::new(),
+            name: Vec::new(),
+            map: Vec::new(),
+            values: Vec::new(),
+            series,
+            index: HashMap::default(),
+            strings: Vec::new(),
+            string_index: HashMap::default(),
+            native_frames: 0,
+            unsymbolized: HashMap::default(),
+        };
+        t.intern("");
+        let all = t.intern("all");
+        t.push(0, all, 0);
+        t
+    }
+
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.string_index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.strings.push(s.to_owned());
+        self.string_index.insert(s.to_owned(), i);
+        i
+    }
+
+    fn push(&mut self, parent: u32, name: u32, map: u32) -> u32 {
+        let id = self.parent.len() as u32;
+        self.parent.push(parent);
+        self.name.push(name);
+        self.map.push(map);
+        self.values.extend(std::iter::repeat_n(0, self.series));
+        id
+    }
+
+    fn child(&mut self, parent: u32, name: u32, map: u32) -> u32 {
+        if let Some(&c) = self.index.get(&(parent, name)) {
+            return c;
+        }
+        let c = self.push(parent, name, map);
+        self.index.insert((parent, name), c);
+        c
+    }
+
+    /// Adds the samples of `profile` as series `first..first + types`, with BASE values scaled
+    /// by `scale[type]` (1 but for normalized diffs).
+    fn add(&mut self, profile: &Profile, first: usize, scale: &[f64], annotations: bool) {
+        let tables = &profile.tables;
+        const UNSET: u32 = u32::MAX;
+        // Per stack node: the tree node it ends at, and the annotation state below it.
+        let mut memo: Vec<u32> = vec![UNSET; tables.stack_count()];
+        let mut states: Vec<AnnotationState> = vec![AnnotationState::Initial; tables.stack_count()];
+        let mut seen_frame = vec![false; tables.frames().len()];
+        let mut chain: Vec<StackId> = Vec::new();
+        let mut labels: Vec<String> = Vec::new();
+        let types = profile.header.sample_types.len();
+        for (stack, values) in profile.samples() {
+            if values.iter().all(|&v| v == 0) {
+                continue;
+            }
+            chain.clear();
+            let mut cur = Some(stack);
+            while let Some(s) = cur {
+                if memo[s.0 as usize] != UNSET {
+                    break;
+                }
+                chain.push(s);
+                cur = tables.stack_node(s).parent;
+            }
+            let (mut node, mut state) = match cur {
+                Some(s) => (memo[s.0 as usize], states[s.0 as usize]),
+                None => (0, AnnotationState::Initial),
+            };
+            for &s in chain.iter().rev() {
+                let (next, a) = annotate_node(tables, state, s);
+                state = next;
+                labels.clear();
+                frame_labels(tables, s, if annotations { a } else { Annotation::None }, &mut labels);
+                let fid = tables.stack_node(s).frame;
+                let frame = tables.frame(fid);
+                let map_name = frame.mapping.map(|m| basename(tables.strings.get(tables.mapping(m).path))).unwrap_or("");
+                let map = self.intern(map_name);
+                if !seen_frame[fid.0 as usize] {
+                    seen_frame[fid.0 as usize] = true;
+                    if frame.mapping.is_some() {
+                        self.native_frames += 1;
+                        if frame.lines.is_empty() && tables.strings.get(frame.name).is_empty() {
+                            *self.unsymbolized.entry(map).or_default() += 1;
+                        }
+                    }
+                }
+                for l in &labels {
+                    let name = self.intern(l);
+                    node = self.child(node, name, map);
+                }
+                memo[s.0 as usize] = node;
+                states[s.0 as usize] = state;
+            }
+            let base = node as usize * self.series + first;
+            for t in 0..types {
+                let v = values[t];
+                self.values[base + t] += if scale[t] == 1.0 { v } else { (v as f64 * scale[t]).round() as i64 };
+            }
+        }
+    }
+}
+
+/// What the walk of [`emit`] has still to write: a tree node below an output parent, or the
+/// `[other]` node of an output parent with its values.
+enum Pending {
+    Node(u32, u32),
+    Other(u32, Vec<i64>),
+}
+
+/// The tree as the page reads it (see the module docs): pruned, in pre-order, with a string
+/// table of the names it uses.
+fn emit(tree: &LabelTree, prune_below: f64) -> Value {
+    let n = tree.parent.len();
+    let s = tree.series;
+    let mut cum = tree.values.clone();
+    for i in (1..n).rev() {
+        let p = tree.parent[i] as usize;
+        for k in 0..s {
+            cum[p * s + k] += cum[i * s + k];
+        }
+    }
+    let thresholds: Vec<f64> = (0..s).map(|k| cum[k].unsigned_abs() as f64 * prune_below / 100.0).collect();
+    let keep = |i: usize| {
+        (0..s).any(|k| {
+            let v = cum[i * s + k].unsigned_abs() as f64;
+            v > 0.0 && v >= thresholds[k]
+        })
+    };
+    let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for i in 1..n {
+        children[tree.parent[i] as usize].push(i as u32);
+    }
+    let label = |i: u32| tree.strings[tree.name[i as usize] as usize].as_str();
+    for c in &mut children {
+        c.sort_by(|&a, &b| label(a).cmp(label(b)));
+    }
+    let mut size = vec![1u64; n];
+    for i in (1..n).rev() {
+        size[tree.parent[i] as usize] += size[i];
+    }
+
+    let mut strings: Vec<&str> = vec!["", OTHER];
+    let mut string_index: HashMap<&str, u32> = HashMap::default();
+    string_index.insert("", 0);
+    string_index.insert(OTHER, 1);
+    let mut out_parent: Vec<u32> = Vec::new();
+    let mut out_name: Vec<u32> = Vec::new();
+    let mut out_map: Vec<u32> = Vec::new();
+    let mut out_self: Vec<Vec<i64>> = vec![Vec::new(); s];
+    let mut pruned_nodes = 0u64;
+    let mut pruned_values = vec![0i64; s];
+    let mut todo: Vec<Pending> = vec![Pending::Node(0, 0)];
+    while let Some(item) = todo.pop() {
+        let me = out_parent.len() as u32;
+        match item {
+            Pending::Other(p, vals) => {
+                out_parent.push(me - p);
+                out_name.push(1);
+                out_map.push(0);
+                for (k, v) in vals.into_iter().enumerate() {
+                    out_self[k].push(v);
+                }
+            }
+            Pending::Node(node, p) => {
+                let i = node as usize;
+                out_parent.push(me - p);
+                for (field, out) in [(tree.name[i], &mut out_name), (tree.map[i], &mut out_map)] {
+                    let text = tree.strings[field as usize].as_str();
+                    let next = strings.len() as u32;
+                    let id = *string_index.entry(text).or_insert(next);
+                    if id == next {
+                        strings.push(text);
+                    }
+                    out.push(id);
+                }
+                for k in 0..s {
+                    out_self[k].push(tree.values[i * s + k]);
+                }
+                let (kept, pruned): (Vec<u32>, Vec<u32>) = children[i].iter().partition(|&&c| keep(c as usize));
+                if !pruned.is_empty() {
+                    let mut vals = vec![0i64; s];
+                    for &c in &pruned {
+                        pruned_nodes += size[c as usize];
+                        for k in 0..s {
+                            vals[k] += cum[c as usize * s + k];
+                        }
+                    }
+                    for k in 0..s {
+                        pruned_values[k] += vals[k];
+                    }
+                    // Written after the kept children: pushed first, popped last.
+                    todo.push(Pending::Other(me, vals));
+                }
+                for &c in kept.iter().rev() {
+                    todo.push(Pending::Node(c, me));
+                }
+            }
+        }
+    }
+    let mut unsym: Vec<(&str, u64)> =
+        tree.unsymbolized.iter().map(|(&m, &c)| (tree.strings[m as usize].as_str(), c)).collect();
+    unsym.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let unsym_frames: u64 = unsym.iter().map(|x| x.1).sum();
+    json!({
+        "strings": strings,
+        "nodes": { "parent": out_parent, "name": out_name, "map": out_map, "self": out_self },
+        "totals": (0..s).map(|k| cum[k]).collect::<Vec<_>>(),
+        "pruned": { "below_percent": prune_below, "nodes": pruned_nodes, "values": pruned_values },
+        "symbols": {
+            "native_frames": tree.native_frames,
+            "unsymbolized_frames": unsym_frames,
+            "unsymbolized_mappings": unsym.iter().map(|(m, c)| json!({
+                "mapping": if m.is_empty() { "[unnamed mapping]" } else { m },
+                "frames": c,
+            })).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// The header's facts about where a profile came from.
+fn meta_json(meta: &ProfileMeta) -> Value {
+    json!({
+        "source": meta.source,
+        "process": meta.process_name,
+        "pid": meta.pid,
+        "heap": if meta.heap.is_empty() { None } else { Some(&meta.heap) },
+        "dump": meta.dump_index + 1,
+        "timestamp_ns": meta.timestamp,
+        "timestamp_converted": meta.timestamp_converted,
+        "sampling_interval": meta.sampling_interval,
+        "dump_at_max": meta.flags.dump_at_max,
+        "data_loss": meta.flags.data_loss(),
+        "title": meta.title,
+        "describe": meta.describe(),
+    })
+}
+
+fn types_json(profile: &Profile) -> Vec<Value> {
+    profile
+        .header
+        .sample_types
+        .iter()
+        .map(|t| json!({"name": t.name, "unit": if t.kind.is_bytes() { "bytes" } else { t.unit.as_str() }}))
+        .collect()
+}
+
+/// Renders a profile as an HTML report (see the module docs).
+pub fn encode_html(profile: &Profile, opts: &HtmlOptions) -> Result<Vec<u8>> {
+    let types = profile.header.sample_types.len();
+    check_index(opts.value_index, types)?;
+    let mut tree = LabelTree::new(types);
+    tree.add(profile, 0, &vec![1.0; types], opts.annotations);
+    let mut doc = emit(&tree, opts.prune_below);
+    let title = opts.title.clone().unwrap_or_else(|| profile.header.meta.describe());
+    doc["kind"] = json!("profile");
+    doc["title"] = json!(title);
+    doc["meta"] = meta_json(&profile.header.meta);
+    doc["types"] = json!(types_json(profile));
+    doc["shown"] = json!(opts.value_index);
+    Ok(page(&title, &doc))
+}
+
+/// Names and scaling of a comparison in the HTML report.
+#[derive(Debug, Clone)]
+pub struct HtmlDiffOptions {
+    /// What the report draws first and how it prunes.
+    pub html: HtmlOptions,
+    /// Scale BASE's values of each type to NEW's total before comparing. Default: false.
+    pub normalize: bool,
+    /// Name of BASE. Default: `BASE`.
+    pub base_name: String,
+    /// Name of NEW. Default: `NEW`.
+    pub new_name: String,
+}
+
+impl Default for HtmlDiffOptions {
+    fn default() -> Self {
+        HtmlDiffOptions {
+            html: HtmlOptions::default(),
+            normalize: false,
+            base_name: "BASE".to_owned(),
+            new_name: "NEW".to_owned(),
+        }
+    }
+}
+
+/// Renders two profiles with the same sample types compared (NEW against BASE) as an HTML
+/// report: frame widths are NEW's values (BASE's at the press of a button), colours the
+/// inclusive change.
+pub fn encode_diff_html(base: &Profile, new: &Profile, opts: &HtmlDiffOptions) -> Result<Vec<u8>> {
+    let types = new.header.sample_types.len();
+    check_index(opts.html.value_index, types)?;
+    if base.header.sample_types.len() != types {
+        return Err(Error::new(ErrorKind::Usage, "the two profiles compared have different sample types"));
+    }
+    let scale: Vec<f64> = (0..types)
+        .map(|t| {
+            let (b, n) = (base.total(t), new.total(t));
+            if opts.normalize && b != 0 { n as f64 / b as f64 } else { 1.0 }
+        })
+        .collect();
+    let mut tree = LabelTree::new(2 * types);
+    tree.add(base, 0, &scale, opts.html.annotations);
+    tree.add(new, types, &vec![1.0; types], opts.html.annotations);
+    let mut doc = emit(&tree, opts.html.prune_below);
+    let title = opts.html.title.clone().unwrap_or_else(|| format!("{} \u{2192} {}", opts.base_name, opts.new_name));
+    doc["kind"] = json!("diff");
+    doc["title"] = json!(title);
+    doc["meta"] = meta_json(&new.header.meta);
+    doc["base_meta"] = meta_json(&base.header.meta);
+    doc["base_name"] = json!(opts.base_name);
+    doc["new_name"] = json!(opts.new_name);
+    doc["normalized"] = json!(opts.normalize);
+    doc["types"] = json!(types_json(new));
+    doc["shown"] = json!(opts.html.value_index);
+    Ok(page(&title, &doc))
+}
+
+fn check_index(index: usize, types: usize) -> Result<()> {
+    if index >= types {
+        return Err(Error::new(ErrorKind::Usage, format!("value index {index} out of range")));
+    }
+    Ok(())
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The whole page: styles, the body's skeleton, the data and the script.
+fn page(title: &str, doc: &Value) -> Vec<u8> {
+    let data = serde_json::to_string(doc).expect("a report serializes").replace('<', "\\u003c");
+    let mut out = String::with_capacity(data.len() + SCRIPT.len() + STYLE.len() + BODY.len() + 512);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    // Nothing is fetched: no network, no other file.
+    out.push_str(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n",
+    );
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.push_str("<meta name=\"generator\" content=\"heapconv\">\n");
+    let _ = writeln!(out, "<title>{}</title>", html_escape(title));
+    let _ = write!(out, "<style>\n{STYLE}</style>\n</head>\n<body>\n{BODY}");
+    let _ = write!(out, "<script type=\"application/json\" id=\"heapconv-data\">{data}</script>\n");
+    let _ = write!(out, "<script>\n{SCRIPT}</script>\n</body>\n</html>\n");
+    out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::{Tables, ValueKind, ValueType};
+
+    fn profile(stacks: &[(&[&str], i64)]) -> Profile {
+        let mut t = Tables::default();
+        let mut ids = Vec::new();
+        for (names, v) in stacks {
+            let frames: Vec<_> = names
+                .iter()
+                .map(|n| {
+                    let s = t.strings.intern(n);
+                    t.intern_frame(None, 0, s)
+                })
+                .collect();
+            ids.push((t.intern_stack(&frames).unwrap(), *v));
+        }
+        let types = vec![
+            ValueType::new("space", "bytes", ValueKind::UnreleasedSize),
+            ValueType::new("objects", "count", ValueKind::UnreleasedCount),
+        ];
+        let mut p = Profile::new(Arc::new(t), ProfileMeta::default(), types);
+        for (s, v) in ids {
+            p.push_sample(s, &[v, 1]);
+        }
+        p
+    }
+
+    fn data(html: &[u8]) -> Value {
+        let s = std::str::from_utf8(html).unwrap();
+        let start = s.find("id=\"heapconv-data\">").unwrap() + "id=\"heapconv-data\">".len();
+        let end = start + s[start..].find("</script>").unwrap();
+        serde_json::from_str(&s[start..end]).unwrap()
+    }
+
+    fn names(d: &Value) -> Vec<String> {
+        let strings = d["strings"].as_array().unwrap();
+        d["nodes"]["name"].as_array().unwrap().iter().map(|i| strings[i.as_u64().unwrap() as usize].as_str().unwrap().to_owned()).collect()
+    }
+
+    #[test]
+    fn tree_in_preorder_with_self_values_and_parent_distances() {
+        let p = profile(&[(&["main", "b"], 30), (&["main", "a"], 10), (&["main"], 5), (&["other"], 1)]);
+        let d = data(&encode_html(&p, &HtmlOptions { prune_below: 0.0, ..Default::default() }).unwrap());
+        assert_eq!(names(&d), ["all", "main", "a", "b", "other"]);
+        assert_eq!(d["nodes"]["parent"], json!([0, 1, 1, 2, 4]));
+        assert_eq!(d["nodes"]["self"][0], json!([0, 5, 10, 30, 1]));
+        assert_eq!(d["nodes"]["self"][1], json!([0, 1, 1, 1, 1]));
+        assert_eq!(d["totals"], json!([46, 4]));
+        assert_eq!(d["pruned"]["nodes"], json!(0));
+    }
+
+    #[test]
+    fn small_nodes_merge_into_other_per_parent() {
+        // 1 of 10 000 is 0.01 %: kept at the default; 1 of 100 000 is not.
+        let p = profile(&[(&["main", "big"], 99_990), (&["main", "tiny1"], 4), (&["main", "tiny2"], 5), (&["main", "x", "y"], 1)]);
+        let mut p = p;
+        // Make the count series small too, so that only values decide.
+        let (t, m, ty, d, s, mut v) = p.clone().into_parts();
+        for c in v.chunks_mut(2) {
+            c[1] = 0;
+        }
+        v[1] = 1;
+        p = Profile::from_parts(t, m, ty, d, s, v);
+        let d = data(&encode_html(&p, &HtmlOptions::default()).unwrap());
+        assert_eq!(names(&d), ["all", "main", "big", "[other]"]);
+        assert_eq!(d["nodes"]["self"][0], json!([0, 0, 99_990, 10]));
+        assert_eq!(d["pruned"]["nodes"], json!(4));
+        assert_eq!(d["pruned"]["values"], json!([10, 0]));
+    }
+
+    #[test]
+    fn diff_has_base_then_new_series_and_escapes_script_ends() {
+        let base = profile(&[(&["main", "</script><b>"], 10)]);
+        let new = profile(&[(&["main", "</script><b>"], 25), (&["main", "fresh"], 5)]);
+        let html = encode_diff_html(&base, &new, &HtmlDiffOptions::default()).unwrap();
+        let text = String::from_utf8(html.clone()).unwrap();
+        assert_eq!(text.matches("</script>").count(), 2, "only the two script elements end");
+        let d = data(&html);
+        assert_eq!(d["kind"], "diff");
+        assert_eq!(names(&d), ["all", "main", "</script><b>", "fresh"]);
+        assert_eq!(d["nodes"]["self"][0], json!([0, 0, 10, 0]));
+        assert_eq!(d["nodes"]["self"][2], json!([0, 0, 25, 5]));
+        assert_eq!(d["totals"], json!([10, 1, 30, 2]));
+    }
+
+    #[test]
+    fn deterministic() {
+        let p = profile(&[(&["z"], 1), (&["a", "b"], 2), (&["m"], 3)]);
+        assert_eq!(encode_html(&p, &HtmlOptions::default()).unwrap(), encode_html(&p, &HtmlOptions::default()).unwrap());
+    }
+}
