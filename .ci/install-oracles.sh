@@ -57,6 +57,22 @@ if ! venv_ok; then
   venv_ok || { echo "install-oracles: perfetto/protobuf not importable in $VENV" >&2; exit 1; }
 fi
 
+# --- A browser for the HTML report's tests (tests/it/html.rs) -------------------
+# Debian's chromium, driven by the npm package playwright-core (pinned; it uses the installed
+# browser through executablePath and downloads none) from tests/browser/check_report.mjs.
+PLAYWRIGHT_CORE_VERSION=1.65.1
+BROWSER_DIR="$REPO/target/browser"
+browser_pkgs=()
+command -v chromium >/dev/null 2>&1 || browser_pkgs+=(chromium)
+{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || browser_pkgs+=(nodejs npm)
+if [ "${#browser_pkgs[@]}" -gt 0 ]; then
+  apt_install "${browser_pkgs[@]}"
+fi
+if [ "$(node -p "try { require('$BROWSER_DIR/node_modules/playwright-core/package.json').version } catch (e) { '' }" 2>/dev/null)" != "$PLAYWRIGHT_CORE_VERSION" ]; then
+  mkdir -p "$BROWSER_DIR"
+  npm install --prefix "$BROWSER_DIR" --no-audit --no-fund --silent "playwright-core@$PLAYWRIGHT_CORE_VERSION" >/dev/null
+fi
+
 # --- Versions ------------------------------------------------------------------
 go version
 llvm-cxxfilt --version | head -n 2 | tail -n 1 | sed 's/^ */llvm-cxxfilt: /'
@@ -64,3 +80,4 @@ echo "hprof-conv: $(dpkg-query -W -f '${Version}' hprof-conv 2>/dev/null || echo
 javac -version 2>&1
 echo "venv: $VENV ($("$VENV/bin/python" --version 2>&1))"
 "$VENV/bin/python" -m pip list --disable-pip-version-check 2>/dev/null | grep -Ei '^(perfetto|protobuf) '
+echo "chromium: $(chromium --version 2>/dev/null || echo missing); node $(node --version); playwright-core $PLAYWRIGHT_CORE_VERSION"

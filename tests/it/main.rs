@@ -13,6 +13,7 @@ mod heap_analysis;
 mod heap_graph;
 mod hostile;
 mod hprof;
+mod html;
 mod merge;
 mod parity;
 mod pprof_real;

@@ -103,7 +103,7 @@
     var loss = (m.data_loss || []).concat(DIFF ? D.base_meta.data_loss || [] : []);
     if (loss.length) warn.appendChild(el('p', { 'class': 'loss', id: 'hc-loss' }, 'Data loss: ' + loss.join(', ')));
     if (sy.unsymbolized_mappings.length) {
-      warn.appendChild(el('p', { 'class': 'note', id: 'hc-unsymbolized' }, 'Unsymbolized: ' + sy.unsymbolized_mappings.slice(0, 12).map(function (x) { return x.mapping + ' (' + x.frames + ' frames)'; }).join(', ') + (sy.unsymbolized_mappings.length > 12 ? ', \u2026' : '')));
+      warn.appendChild(el('p', { 'class': 'note', id: 'hc-unsymbolized' }, 'Unsymbolized: ' + sy.unsymbolized_mappings.slice(0, 12).map(function (x) { return x.mapping + ' (' + x.frames + (x.frames === 1 ? ' frame)' : ' frames)'); }).join(', ') + (sy.unsymbolized_mappings.length > 12 ? ', \u2026' : '')));
     }
     var pr = D.pruned, prunedText = 'Pruned: frames below ' + pr.below_percent + '% of the total are merged into [other] per parent';
     if (pr.nodes > 0) {

@@ -1,0 +1,206 @@
+//! `--to html`: the report opened in a real browser (Debian's `chromium`, headless, driven by
+//! `tests/browser/check_report.mjs` with the npm package `playwright-core`, both installed by
+//! `.ci/install-oracles.sh`). The page is acted on as a person would (search, click, sort) and
+//! what it shows is compared with values heapconv's other outputs give for the same input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::common::{data, heapconv_ok, root};
+
+/// Node, playwright-core and chromium, or `None` (a panic when oracles are required).
+fn browser() -> Option<(PathBuf, PathBuf)> {
+    let core = std::env::var_os("PLAYWRIGHT_CORE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/browser/node_modules/playwright-core"));
+    let chromium = std::env::var_os("CHROMIUM").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let node = Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+    if node && core.join("package.json").is_file() && chromium.is_file() {
+        return Some((core, chromium));
+    }
+    let what = format!("node ({node}), playwright-core at {} and chromium at {}", core.display(), chromium.display());
+    if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
+        panic!("{what} are required (HEAPCONV_REQUIRE_ORACLES=1): run .ci/install-oracles.sh");
+    }
+    eprintln!("SKIPPED browser check: {what} (run .ci/install-oracles.sh)");
+    None
+}
+
+/// Opens `report` in chromium, plays `scenario` (see check_report.mjs) and returns what the
+/// page showed.
+fn open(report: &Path, scenario: Value) -> Option<Value> {
+    let (core, chromium) = browser()?;
+    let out = Command::new("node")
+        .arg(root().join("tests/browser/check_report.mjs"))
+        .arg(report)
+        .arg(scenario.to_string())
+        .env("PLAYWRIGHT_CORE", core)
+        .env("CHROMIUM", chromium)
+        .output()
+        .expect("node runs");
+    assert!(out.status.success(), "check_report.mjs failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let page: Value = serde_json::from_slice(&out.stdout).expect("check_report.mjs prints JSON");
+    assert_eq!(page["errors"], json!([]), "console errors");
+    assert_eq!(page["requests"], json!([]), "the report fetched something");
+    Some(page)
+}
+
+/// Sum of the folded stacks (unreleased size, with annotations as `convert` names frames) whose
+/// frames include one matching `pred`: each stack counted once, as the page's matched share.
+fn folded_sum(input: &Path, extra: &[&str], pred: impl Fn(&str) -> bool) -> (i64, i64) {
+    let mut args = vec!["convert", "--to", "folded", input.to_str().unwrap(), "-o", "-"];
+    args.extend_from_slice(extra);
+    let out = heapconv_ok(&args, 0);
+    let (mut hit, mut total) = (0, 0);
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let (frames, v) = heapconv::encode::folded::parse_folded_line(line).unwrap();
+        total += v;
+        if frames.iter().any(|f| pred(f)) {
+            hit += v;
+        }
+    }
+    (hit, total)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = root().join("target/tmp-html");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn profile_report_searches_zooms_and_sorts_in_chromium() {
+    let input = data("art_frames.pftrace");
+    let report = tmp("art_frames.html");
+    heapconv_ok(&["convert", "--to", "html", input.to_str().unwrap(), "-o", report.to_str().unwrap()], 0);
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(!html.contains("http://") && !html.contains("https://"), "no address in a self-contained report");
+    // The README's picture is made here (HEAPCONV_SCREENSHOT=path writes it).
+    let shot = std::env::var("HEAPCONV_SCREENSHOT").ok();
+    let Some(page) = open(
+        &report,
+        json!({"search": "Feed\\.(parse|refresh)", "click": "com.example.feed.Feed.refresh [aot]", "sort": "self", "row": 0,
+               "screenshot": shot}),
+    ) else {
+        return;
+    };
+    let title = "com.example.feed (pid 10), heap libc.malloc, dump 1 at 100 ns";
+    assert_eq!(page["title"], title);
+    assert_eq!(page["heading"], title);
+    assert_eq!(
+        page["totals"],
+        "Total malloc count 11 · Total malloc size 2.60 KiB (2,660 bytes) · Unreleased malloc count 5 · \
+         Unreleased malloc size 2.08 KiB (2,128 bytes)"
+    );
+    assert_eq!(page["symbols"], "94.74% of 19 native frames");
+    assert_eq!(page["initial"]["type"], "Unreleased malloc size");
+    assert_eq!(page["types"].as_array().unwrap().len(), 4);
+    assert!(page["readyMs"].as_f64().unwrap() < 2000.0, "{}", page["readyMs"]);
+
+    // Search: the frames named so are highlighted (drawn in the highlight colour), and the
+    // share is that of the folded stacks through them.
+    let re = |f: &str| f.contains("Feed.parse") || f.contains("Feed.refresh");
+    let (hit, total) = folded_sum(&input, &[], re);
+    assert_eq!(total, 2128);
+    let search = &page["search"];
+    assert_eq!(search["highlighted"], json!(["com.example.feed.Feed.parse [interp]", "com.example.feed.Feed.refresh [aot]"]));
+    assert_eq!(search["state"]["matchedValue"], json!(hit));
+    let share = format!("Matched: {:.2}% ", hit as f64 * 100.0 / total as f64);
+    assert!(search["state"]["match"].as_str().unwrap().starts_with(&share), "{} vs {share}", search["state"]["match"]);
+    assert_eq!(search["pixel"], json!([208, 0, 208]));
+
+    // Hover shows exact values; a click zooms: the frame then spans the whole width.
+    let tip = page["tooltip"].as_str().unwrap();
+    assert!(tip.contains("com.example.feed.Feed.refresh [aot]") && tip.contains("2,048 bytes"), "{tip}");
+    let before = page["clickBefore"]["w"].as_f64().unwrap();
+    let after = &page["clickAfter"];
+    assert_eq!(after["state"]["focus"], "com.example.feed.Feed.refresh [aot]");
+    assert!(before < after["rect"]["w"].as_f64().unwrap());
+    assert!((after["rect"]["w"].as_f64().unwrap() - after["rect"]["canvasWidth"].as_f64().unwrap()).abs() < 1.0);
+
+    // The table: by cumulative value at first; sorted by self (largest first), then reversed.
+    let table = &page["table"];
+    assert_eq!(table["headers"], json!(["name", "self", "selfPct", "cum", "cumPct"]));
+    assert_eq!(table["initial"][0][3], "2.08 KiB");
+    assert_eq!(table["sorted"][0], json!(["malloc", "2.08 KiB", "100.00%", "2.08 KiB", "100.00%"]));
+    assert_eq!(table["sortedClass"], "sorted");
+    assert_eq!(table["reversed"][0][1], "0 B");
+    // Clicking a row highlights that function's frames.
+    let row_name = table["reversed"][0][0].as_str().unwrap();
+    assert_eq!(page["row"]["highlighted"], json!([row_name]));
+}
+
+#[test]
+fn diff_report_colours_and_ranks_growth_in_chromium() {
+    let base = tmp("recycle.2.pb.gz");
+    let new = tmp("recycle.5.pb.gz");
+    let input = data("continuous_recycle.pftrace");
+    for (dump, out) in [("2", &base), ("5", &new)] {
+        heapconv_ok(&["convert", input.to_str().unwrap(), "--dump", dump, "-o", out.to_str().unwrap()], 0);
+    }
+    let report = tmp("recycle.diff.html");
+    heapconv_ok(
+        &["diff", "--to", "html", base.to_str().unwrap(), new.to_str().unwrap(), "-o", report.to_str().unwrap()],
+        0,
+    );
+    let Some(page) = open(&report, json!({"search": "recv", "sort": "name"})) else {
+        return;
+    };
+    assert!(page["title"].as_str().unwrap().ends_with("recycle.2.pb.gz \u{2192} ") || page["title"].as_str().unwrap().contains("\u{2192}"));
+    assert_eq!(
+        page["totals"],
+        "Total malloc count 23 → 27 (+4) · Total malloc size 92.0 KiB → 108 KiB (+16.0 KiB) · Unreleased malloc count \
+         17 → 4 (-13) · Unreleased malloc size 68.0 KiB → 16.0 KiB (-52.0 KiB)"
+    );
+    // What grew most comes first: the folded diff says Net::recv went 4096 -> 8192.
+    assert_eq!(page["table"]["headers"], json!(["name", "before", "after", "delta", "deltaPct", "selfDelta"]));
+    assert_eq!(page["table"]["initial"][0], json!(["news::Net::recv()", "4.00 KiB", "8.00 KiB", "+4.00 KiB", "+100.00%", "0 B"]));
+    assert_eq!(page["table"]["initial"][4][0], "__start_thread");
+    assert_eq!(page["search"]["highlighted"], json!(["news::Net::recv()"]));
+    assert_eq!(page["search"]["state"]["matchedValue"], json!(8192));
+    assert!(page["search"]["state"]["match"].as_str().unwrap().starts_with("Matched: 50.00% "));
+    assert_eq!(page["table"]["sorted"][0][0], "__start_thread");
+}
+
+#[test]
+fn heap_dump_report_shows_the_dominator_tree() {
+    // A trace's Java heap graph: its dominator tree (widths are retained sizes).
+    let input = data("heapgraph/cleaner.pftrace");
+    let report = tmp("cleaner.html");
+    heapconv_ok(&["convert", "--to", "html", input.to_str().unwrap(), "-o", report.to_str().unwrap()], 0);
+    let (bitmap, total) = folded_sum(&input, &[], |f| f.starts_with("android.graphics.Bitmap"));
+    let Some(page) = open(&report, json!({"search": "^android\\.graphics\\.Bitmap", "click": "sun.misc.Cleaner [ROOT_JAVA_FRAME]"})) else {
+        return;
+    };
+    assert_eq!(page["initial"]["total"], json!(total));
+    assert_eq!(page["search"]["state"]["matchedValue"], json!(bitmap));
+    assert_eq!(page["clickAfter"]["state"]["focus"], "sun.misc.Cleaner [ROOT_JAVA_FRAME]");
+    // Classes by retained size (cumulative, counted once per path): the largest first.
+    assert_eq!(page["table"]["initial"][0][0], "android.graphics.Bitmap [ROOT_JAVA_FRAME]");
+}
+
+#[test]
+fn prune_below_merges_small_frames_and_says_so() {
+    let input = data("art_frames.pftrace");
+    let report = tmp("art_frames.pruned.html");
+    // A frame is kept while it holds the share in any sample type: at 30%, only the stack of
+    // one allocation of 16 bytes (1 of 11, 16 of 2660, 1 of 5, 16 of 2128) is below it in all.
+    heapconv_ok(
+        &["convert", "--to", "html", "--prune-below", "30", input.to_str().unwrap(), "-o", report.to_str().unwrap()],
+        0,
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("\"[other]\""));
+    let Some(page) = open(&report, json!({})) else {
+        return;
+    };
+    let pruned = page["pruned"].as_str().unwrap();
+    assert_eq!(
+        pruned,
+        "Pruned: frames below 30% of the total are merged into [other] per parent: 2 nodes, Total malloc count 1 (9.09%), \
+         Total malloc size 16 B (0.60%), Unreleased malloc count 1 (20.00%), Unreleased malloc size 16 B (0.75%)"
+    );
+    assert_eq!(page["initial"]["total"], json!(2128));
+}
