@@ -146,6 +146,8 @@ impl LabelTree {
         let mut seen_frame = vec![false; tables.frames().len()];
         let mut chain: Vec<StackId> = Vec::new();
         let mut labels: Vec<String> = Vec::new();
+        let mut label_cache: HashMap<(u32, Annotation), (usize, usize, u32)> = HashMap::default();
+        let mut label_ids: Vec<u32> = Vec::new();
         let types = profile.header.sample_types.len();
         for (stack, values) in profile.samples() {
             if values.iter().all(|&v| v == 0) {
@@ -167,14 +169,31 @@ impl LabelTree {
             for &s in chain.iter().rev() {
                 let (next, a) = annotate_node(tables, state, s);
                 state = next;
-                labels.clear();
-                frame_labels(tables, s, if annotations { a } else { Annotation::None }, &mut labels);
+                let a = if annotations { a } else { Annotation::None };
                 let fid = tables.stack_node(s).frame;
-                let frame = tables.frame(fid);
-                let map_name = frame.mapping.map(|m| basename(tables.strings.get(tables.mapping(m).path))).unwrap_or("");
-                let map = self.intern(map_name);
+                // A frame's labels (and mapping) are made once per annotation it shows with.
+                let (start, end, map) = match label_cache.get(&(fid.0, a)) {
+                    Some(&x) => x,
+                    None => {
+                        labels.clear();
+                        frame_labels(tables, s, a, &mut labels);
+                        let frame = tables.frame(fid);
+                        let map_name =
+                            frame.mapping.map(|m| basename(tables.strings.get(tables.mapping(m).path))).unwrap_or("");
+                        let map = self.intern(map_name);
+                        let start = label_ids.len();
+                        for l in &labels {
+                            let id = self.intern(l);
+                            label_ids.push(id);
+                        }
+                        let x = (start, label_ids.len(), map);
+                        label_cache.insert((fid.0, a), x);
+                        x
+                    }
+                };
                 if !seen_frame[fid.0 as usize] {
                     seen_frame[fid.0 as usize] = true;
+                    let frame = tables.frame(fid);
                     if frame.mapping.is_some() {
                         self.native_frames += 1;
                         if frame.lines.is_empty() && tables.strings.get(frame.name).is_empty() {
@@ -182,8 +201,7 @@ impl LabelTree {
                         }
                     }
                 }
-                for l in &labels {
-                    let name = self.intern(l);
+                for &name in &label_ids[start..end] {
                     node = self.child(node, name, map);
                 }
                 memo[s.0 as usize] = node;
