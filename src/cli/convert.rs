@@ -373,6 +373,7 @@ mod tests {
         assert_eq!(got.dump, d.dump);
         assert_eq!(got.object_size, d.object_size);
         assert_eq!(got.value, d.value);
+        assert_eq!(got.prune_below, d.prune_below);
         assert_eq!(got.annotations, d.annotations);
         assert_eq!(got.heap, d.heap);
         assert_eq!(got.java_heap, d.java_heap);

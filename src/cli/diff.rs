@@ -23,6 +23,10 @@ pub(crate) struct DiffArgs {
     /// AFTER`), svg (differential flame graph) or json (what grew most).
     #[arg(long, value_enum, default_value = "pprof")]
     to: FormatArg,
+    /// `--to html`: frames below this percentage of the total (in every sample type, BASE or
+    /// NEW) are merged into one `[other]` frame per parent; 0 keeps every frame.
+    #[arg(long, value_name = "PCT", default_value_t = 0.01)]
+    prune_below: f64,
     /// Scale BASE to NEW's total before comparing (outputs only; the gate compares totals as
     /// they are).
     #[arg(long)]
@@ -54,6 +58,7 @@ pub(crate) fn run(ui: &Ui, a: DiffArgs) -> Result<u8, Error> {
         fail_if_growth: limit,
         top: a.top,
         sample_type: a.sample_type.clone(),
+        prune_below: a.prune_below,
     };
     let run = run_diff(&a.base, &a.new, &opts)?;
     let inputs = [a.base.clone(), a.new.clone()];
@@ -90,6 +95,7 @@ mod tests {
         assert_eq!(a.normalize, d.normalize);
         assert_eq!(a.fail_if_growth.is_some(), d.fail_if_growth.is_some());
         assert_eq!(a.top, d.top);
+        assert_eq!(a.prune_below, d.prune_below);
     }
 
     #[test]

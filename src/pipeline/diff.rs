@@ -138,6 +138,9 @@ pub struct DiffRunOptions {
     /// must have. Default: `None`, the default type if it is in bytes, else the first type in
     /// bytes, else the default type.
     pub sample_type: Option<String>,
+    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
+    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
+    pub prune_below: f64,
 }
 
 impl Default for DiffRunOptions {
@@ -150,6 +153,7 @@ impl Default for DiffRunOptions {
             fail_if_growth: None,
             top: 20,
             sample_type: None,
+            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
         }
     }
 }
@@ -214,6 +218,7 @@ pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRu
         base_name: base.display().to_string(),
         new_name: new.display().to_string(),
         top: opts.top,
+        prune_below: opts.prune_below,
         ..DiffOptions::default()
     };
     let sides = DiffSides {
