@@ -44,6 +44,27 @@ try {
   out.symbols = await page.$eval('#hc-symbols', (e) => e.textContent).catch(() => null);
   out.types = await page.$$eval('#hc-type option', (os) => os.map((o) => o.textContent));
   out.initial = await page.evaluate(() => window.heapconvReport.state());
+  if (scenario.timings) {
+    // In-page milliseconds of a search (with redraw), a zoom, a reset and a sample-type switch.
+    out.timings = await page.evaluate(() => {
+      const t = {}, c = document.getElementById('hc-canvas'), s = document.getElementById('hc-search');
+      let t0 = performance.now();
+      s.value = 'malloc'; s.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' }));
+      t.search = performance.now() - t0;
+      const b = c.getBoundingClientRect();
+      t0 = performance.now();
+      c.dispatchEvent(new MouseEvent('click', { clientX: b.left + b.width / 2, clientY: b.bottom - 30 }));
+      t.zoom = performance.now() - t0;
+      t0 = performance.now();
+      document.getElementById('hc-reset').click();
+      t.reset = performance.now() - t0;
+      const sel = document.getElementById('hc-type');
+      t0 = performance.now();
+      sel.value = '0'; sel.dispatchEvent(new Event('change'));
+      t.switchType = performance.now() - t0;
+      return t;
+    });
+  }
   if (scenario.search !== undefined) {
     await page.fill('#hc-search', scenario.search);
     await page.press('#hc-search', 'Enter');
