@@ -502,7 +502,12 @@ mod tests {
 
     fn names(d: &Value) -> Vec<String> {
         let strings = d["strings"].as_array().unwrap();
-        d["nodes"]["name"].as_array().unwrap().iter().map(|i| strings[i.as_u64().unwrap() as usize].as_str().unwrap().to_owned()).collect()
+        d["nodes"]["name"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| strings[i.as_u64().unwrap() as usize].as_str().unwrap().to_owned())
+            .collect()
     }
 
     #[test]
@@ -520,7 +525,12 @@ mod tests {
     #[test]
     fn small_nodes_merge_into_other_per_parent() {
         // 1 of 10 000 is 0.01 %: kept at the default; 1 of 100 000 is not.
-        let p = profile(&[(&["main", "big"], 99_990), (&["main", "tiny1"], 4), (&["main", "tiny2"], 5), (&["main", "x", "y"], 1)]);
+        let p = profile(&[
+            (&["main", "big"], 99_990),
+            (&["main", "tiny1"], 4),
+            (&["main", "tiny2"], 5),
+            (&["main", "x", "y"], 1),
+        ]);
         let mut p = p;
         // Make the count series small too, so that only values decide.
         let (t, m, ty, d, s, mut v) = p.clone().into_parts();
@@ -554,6 +564,9 @@ mod tests {
     #[test]
     fn deterministic() {
         let p = profile(&[(&["z"], 1), (&["a", "b"], 2), (&["m"], 3)]);
-        assert_eq!(encode_html(&p, &HtmlOptions::default()).unwrap(), encode_html(&p, &HtmlOptions::default()).unwrap());
+        assert_eq!(
+            encode_html(&p, &HtmlOptions::default()).unwrap(),
+            encode_html(&p, &HtmlOptions::default()).unwrap()
+        );
     }
 }

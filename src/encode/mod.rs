@@ -194,7 +194,12 @@ pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result
         }
         Format::Html => html::encode_html(
             profile,
-            &html::HtmlOptions { value_index: index, annotations, title: opts.title.clone(), prune_below: opts.prune_below },
+            &html::HtmlOptions {
+                value_index: index,
+                annotations,
+                title: opts.title.clone(),
+                prune_below: opts.prune_below,
+            },
         )?,
     })
 }

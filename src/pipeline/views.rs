@@ -340,7 +340,12 @@ fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ViewOpti
     encode(
         p,
         opts.format,
-        &EncodeOptions { shown: Shown::Index(index), annotations: opts.annotations, title: Some(title), ..Default::default() },
+        &EncodeOptions {
+            shown: Shown::Index(index),
+            annotations: opts.annotations,
+            title: Some(title),
+            ..Default::default()
+        },
     )
 }
 

@@ -15,7 +15,8 @@ fn browser() -> Option<(PathBuf, PathBuf)> {
     let core = std::env::var_os("PLAYWRIGHT_CORE")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("target/browser/node_modules/playwright-core"));
-    let chromium = std::env::var_os("CHROMIUM").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let chromium =
+        std::env::var_os("CHROMIUM").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
     let node = Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
     if node && core.join("package.json").is_file() && chromium.is_file() {
         return Some((core, chromium));
@@ -105,7 +106,10 @@ fn profile_report_searches_zooms_and_sorts_in_chromium() {
     let (hit, total) = folded_sum(&input, &[], re);
     assert_eq!(total, 2128);
     let search = &page["search"];
-    assert_eq!(search["highlighted"], json!(["com.example.feed.Feed.parse [interp]", "com.example.feed.Feed.refresh [aot]"]));
+    assert_eq!(
+        search["highlighted"],
+        json!(["com.example.feed.Feed.parse [interp]", "com.example.feed.Feed.refresh [aot]"])
+    );
     assert_eq!(search["state"]["matchedValue"], json!(hit));
     let share = format!("Matched: {:.2}% ", hit as f64 * 100.0 / total as f64);
     assert!(search["state"]["match"].as_str().unwrap().starts_with(&share), "{} vs {share}", search["state"]["match"]);
@@ -148,7 +152,10 @@ fn diff_report_colours_and_ranks_growth_in_chromium() {
     let Some(page) = open(&report, json!({"search": "recv", "sort": "name"})) else {
         return;
     };
-    assert!(page["title"].as_str().unwrap().ends_with("recycle.2.pb.gz \u{2192} ") || page["title"].as_str().unwrap().contains("\u{2192}"));
+    assert!(
+        page["title"].as_str().unwrap().ends_with("recycle.2.pb.gz \u{2192} ")
+            || page["title"].as_str().unwrap().contains("\u{2192}")
+    );
     assert_eq!(
         page["totals"],
         "Total malloc count 23 → 27 (+4) · Total malloc size 92.0 KiB → 108 KiB (+16.0 KiB) · Unreleased malloc count \
@@ -156,7 +163,10 @@ fn diff_report_colours_and_ranks_growth_in_chromium() {
     );
     // What grew most comes first: the folded diff says Net::recv went 4096 -> 8192.
     assert_eq!(page["table"]["headers"], json!(["name", "before", "after", "delta", "deltaPct", "selfDelta"]));
-    assert_eq!(page["table"]["initial"][0], json!(["news::Net::recv()", "4.00 KiB", "8.00 KiB", "+4.00 KiB", "+100.00%", "0 B"]));
+    assert_eq!(
+        page["table"]["initial"][0],
+        json!(["news::Net::recv()", "4.00 KiB", "8.00 KiB", "+4.00 KiB", "+100.00%", "0 B"])
+    );
     assert_eq!(page["table"]["initial"][4][0], "__start_thread");
     assert_eq!(page["search"]["highlighted"], json!(["news::Net::recv()"]));
     assert_eq!(page["search"]["state"]["matchedValue"], json!(8192));
@@ -171,7 +181,9 @@ fn heap_dump_report_shows_the_dominator_tree() {
     let report = tmp("cleaner.html");
     heapconv_ok(&["convert", "--to", "html", input.to_str().unwrap(), "-o", report.to_str().unwrap()], 0);
     let (bitmap, total) = folded_sum(&input, &[], |f| f.starts_with("android.graphics.Bitmap"));
-    let Some(page) = open(&report, json!({"search": "^android\\.graphics\\.Bitmap", "click": "sun.misc.Cleaner [ROOT_JAVA_FRAME]"})) else {
+    let Some(page) =
+        open(&report, json!({"search": "^android\\.graphics\\.Bitmap", "click": "sun.misc.Cleaner [ROOT_JAVA_FRAME]"}))
+    else {
         return;
     };
     assert_eq!(page["initial"]["total"], json!(total));
