@@ -289,8 +289,8 @@ fn emit(tree: &LabelTree, prune_below: f64) -> Value {
                     }
                     out.push(id);
                 }
-                for k in 0..s {
-                    out_self[k].push(tree.values[i * s + k]);
+                for (col, &v) in out_self.iter_mut().zip(&tree.values[i * s..(i + 1) * s]) {
+                    col.push(v);
                 }
                 let (kept, pruned): (Vec<u32>, Vec<u32>) = children[i].iter().partition(|&&c| keep(c as usize));
                 if !pruned.is_empty() {
@@ -457,7 +457,7 @@ fn page(title: &str, doc: &Value) -> Vec<u8> {
     out.push_str("<meta name=\"generator\" content=\"heapconv\">\n");
     let _ = writeln!(out, "<title>{}</title>", html_escape(title));
     let _ = write!(out, "<style>\n{STYLE}</style>\n</head>\n<body>\n{BODY}");
-    let _ = write!(out, "<script type=\"application/json\" id=\"heapconv-data\">{data}</script>\n");
+    let _ = writeln!(out, "<script type=\"application/json\" id=\"heapconv-data\">{data}</script>");
     let _ = write!(out, "<script>\n{SCRIPT}</script>\n</body>\n</html>\n");
     out.into_bytes()
 }
