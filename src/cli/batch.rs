@@ -221,6 +221,14 @@ pub(crate) fn run(
             plan.out.display()
         );
     }
+    if plan.file_exts == ["html"] {
+        // Batches of HTML reports get an index linking them (beside them, unless an input's
+        // report is called so).
+        let taken = summary.results.iter().any(|r| r.outputs.iter().any(|o| o.path == "index.html"));
+        let index = plan.out.join(if taken { "index.heapconv.html" } else { "index.html" });
+        let inputs: Vec<PathBuf> = summary.results.iter().map(|r| PathBuf::from(&r.input)).collect();
+        write_file(&index, &summary.html_index(), &inputs)?;
+    }
     if let Some(path) = &plan.args.summary_json {
         let inputs: Vec<PathBuf> = summary.results.iter().map(|r| PathBuf::from(&r.input)).collect();
         write_file(path, summary.to_json().as_bytes(), &inputs)?;

@@ -462,6 +462,81 @@ fn page(title: &str, doc: &Value) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// One input of a batch, as the batch's `index.html` lists it.
+#[derive(Debug, Clone, Default)]
+pub struct IndexRow {
+    /// The input's path.
+    pub input: String,
+    /// `ok`, `partial` or `failed`.
+    pub status: String,
+    /// Its reports, relative to the index.
+    pub links: Vec<String>,
+    /// Per profile converted: its description and totals by meaning (`unreleased-size`, …).
+    pub profiles: Vec<(String, Vec<(String, i64)>)>,
+    /// Why it failed, or what it warned about.
+    pub note: Option<String>,
+}
+
+/// The `index.html` of a batch of reports: a table linking each input's reports with their
+/// totals (no script; self-contained).
+pub fn encode_index(title: &str, rows: &[IndexRow]) -> Vec<u8> {
+    let mut body = String::new();
+    let _ = writeln!(body, "<h1>{}</h1>\n<table id=\"hc-index\">", html_escape(title));
+    body.push_str("<thead><tr><th>Input</th><th>Status</th><th>Profile</th><th>Totals</th></tr></thead>\n<tbody>\n");
+    for r in rows {
+        let n = r.profiles.len().max(r.links.len()).max(1);
+        for k in 0..n {
+            body.push_str("<tr>");
+            if k == 0 {
+                let _ = write!(
+                    body,
+                    "<td rowspan=\"{n}\">{}</td><td rowspan=\"{n}\" class=\"st-{}\">{}{}</td>",
+                    html_escape(&r.input),
+                    html_escape(&r.status),
+                    html_escape(&r.status),
+                    r.note
+                        .as_deref()
+                        .map(|x| format!("<div class=\"note\">{}</div>", html_escape(x)))
+                        .unwrap_or_default()
+                );
+            }
+            let name = r.profiles.get(k).map(|p| p.0.as_str()).unwrap_or("");
+            match r.links.get(k) {
+                Some(href) => {
+                    let label = if name.is_empty() { href.as_str() } else { name };
+                    let _ = write!(body, "<td><a href=\"{}\">{}</a></td>", html_escape(href), html_escape(label));
+                }
+                None => {
+                    let _ = write!(body, "<td>{}</td>", html_escape(name));
+                }
+            }
+            let totals: Vec<String> = r
+                .profiles
+                .get(k)
+                .map(|p| {
+                    p.1.iter()
+                        .map(|(key, v)| {
+                            let shown =
+                                if key.ends_with("-size") { super::labels::human_bytes(*v) } else { v.to_string() };
+                            format!("{} {}", html_escape(key), shown)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let _ = writeln!(body, "<td>{}</td></tr>", totals.join(" &middot; "));
+        }
+    }
+    body.push_str("</tbody>\n</table>\n");
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n",
+    );
+    let _ = writeln!(out, "<title>{}</title>", html_escape(title));
+    let _ = write!(out, "<style>\n{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n");
+    out.into_bytes()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -559,6 +634,37 @@ mod tests {
         assert_eq!(d["nodes"]["self"][0], json!([0, 0, 10, 0]));
         assert_eq!(d["nodes"]["self"][2], json!([0, 0, 25, 5]));
         assert_eq!(d["totals"], json!([10, 1, 30, 2]));
+    }
+
+    #[test]
+    fn index_links_reports_with_totals() {
+        let rows = [
+            IndexRow {
+                input: "a<b>.pftrace".into(),
+                status: "ok".into(),
+                links: vec!["a.html".into()],
+                profiles: vec![(
+                    "app (pid 1)".into(),
+                    vec![("unreleased-size".into(), 2048), ("total-count".into(), 3)],
+                )],
+                note: None,
+            },
+            IndexRow {
+                input: "bad.pftrace".into(),
+                status: "failed".into(),
+                note: Some("truncated".into()),
+                ..Default::default()
+            },
+        ];
+        let html = String::from_utf8(encode_index("heapconv convert: 2 inputs", &rows)).unwrap();
+        assert!(
+            html.contains(
+                "<td><a href=\"a.html\">app (pid 1)</a></td><td>unreleased-size 2.00 KiB &middot; total-count 3</td>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("a&lt;b&gt;.pftrace"));
+        assert!(html.contains("class=\"st-failed\">failed<div class=\"note\">truncated</div>"));
     }
 
     #[test]

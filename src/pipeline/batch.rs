@@ -1086,6 +1086,33 @@ impl BatchSummary {
         }
     }
 
+    /// The `index.html` of a batch of HTML reports: each input with its reports and totals.
+    pub fn html_index(&self) -> Vec<u8> {
+        let rows: Vec<crate::encode::html::IndexRow> = self
+            .results
+            .iter()
+            .map(|r| crate::encode::html::IndexRow {
+                input: r.input.clone(),
+                status: serde_json::to_value(r.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                links: r.outputs.iter().filter(|o| o.path.ends_with(".html")).map(|o| o.path.clone()).collect(),
+                profiles: r
+                    .profiles
+                    .iter()
+                    .map(|p| (p.profile.clone(), p.totals.iter().map(|(k, v)| (k.clone(), *v)).collect()))
+                    .collect(),
+                note: r.error.clone().or_else(|| (!r.warnings.is_empty()).then(|| r.warnings.join("; "))),
+            })
+            .collect();
+        let title = format!(
+            "heapconv {}: {} input(s), {} ok, {} partial, {} failed",
+            self.command, self.inputs, self.ok, self.partial, self.failed
+        );
+        crate::encode::html::encode_index(&title, &rows)
+    }
+
     /// The summary as pretty JSON, ending with a newline.
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).expect("the summary serializes");

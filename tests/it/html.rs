@@ -216,3 +216,30 @@ fn prune_below_merges_small_frames_and_says_so() {
     );
     assert_eq!(page["initial"]["total"], json!(2128));
 }
+
+#[test]
+fn batch_of_reports_gets_an_index_linking_them_with_totals() {
+    let out = tmp("batch");
+    let _ = std::fs::remove_dir_all(&out);
+    let dir = format!("{}/", out.display());
+    let (a, b) = (data("art_frames.pftrace"), data("continuous_recycle.pftrace"));
+    heapconv_ok(&["convert", "--to", "html", a.to_str().unwrap(), b.to_str().unwrap(), "-o", &dir], 0);
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("<h1>heapconv convert: 2 input(s), 2 ok, 0 partial, 0 failed</h1>"), "{index}");
+    for (href, name, totals) in [
+        (
+            "art_frames/heap_dump.1.10.libc.malloc.html",
+            "com.example.feed (pid 10), heap libc.malloc, dump 1 at 100 ns",
+            "total-count 11 &middot; total-size 2.60 KiB &middot; unreleased-count 5 &middot; unreleased-size 2.08 KiB",
+        ),
+        (
+            "continuous_recycle/heap_dump.1.10.libc.malloc.html",
+            "com.example.news (pid 10), heap libc.malloc, dump 5 at 5000 ns",
+            "total-count 27 &middot; total-size 108 KiB &middot; unreleased-count 4 &middot; unreleased-size 16.0 KiB",
+        ),
+    ] {
+        assert!(index.contains(&format!("<td><a href=\"{href}\">{name}</a></td><td>{totals}</td>")), "{index}");
+        let report = std::fs::read_to_string(out.join(href)).unwrap();
+        assert!(report.contains(&format!("<title>{name}</title>")));
+    }
+}
