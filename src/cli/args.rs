@@ -315,7 +315,7 @@ mod tests {
         use clap::ValueEnum;
         let names: Vec<String> =
             FormatArg::value_variants().iter().map(|v| v.to_possible_value().unwrap().get_name().to_owned()).collect();
-        assert_eq!(names, ["pprof", "folded", "svg", "json"]);
+        assert_eq!(names, ["pprof", "folded", "svg", "json", "html"]);
         assert_eq!(FormatArg::from_str("svg", false).unwrap(), FormatArg(Format::Svg));
     }
 }
