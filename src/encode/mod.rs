@@ -8,9 +8,11 @@
 
 use std::borrow::Cow;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind};
 
+pub mod chrome_heap;
+pub mod dhat;
 pub mod diff;
 pub mod flamegraph_svg;
 pub mod folded;
@@ -20,9 +22,11 @@ pub mod labels;
 pub mod module_symbols;
 pub mod pprof;
 pub mod pprof_gzip;
+pub mod speedscope;
 pub mod summary;
 pub mod timeline;
 pub mod top;
+pub mod viewer_frames;
 
 /// The output formats of a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,11 +39,25 @@ pub enum Format {
     Svg,
     /// JSON summary.
     Json,
+    /// speedscope's file format (one profile per sample type).
+    Speedscope,
+    /// DHAT's JSON (`dhatFileVersion` 2), which the Firefox Profiler imports.
+    Dhat,
+    /// Chrome DevTools' sampling heap profile (`.heapprofile`).
+    ChromeHeap,
 }
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 4] = [Format::Pprof, Format::Folded, Format::Svg, Format::Json];
+    pub const ALL: [Format; 7] = [
+        Format::Pprof,
+        Format::Folded,
+        Format::Svg,
+        Format::Json,
+        Format::Speedscope,
+        Format::Dhat,
+        Format::ChromeHeap,
+    ];
 
     /// The name the command line gives the format (`--to NAME`).
     pub fn name(self) -> &'static str {
@@ -48,6 +66,9 @@ impl Format {
             Format::Folded => "folded",
             Format::Svg => "svg",
             Format::Json => "json",
+            Format::Speedscope => "speedscope",
+            Format::Dhat => "dhat",
+            Format::ChromeHeap => "chrome-heap",
         }
     }
 
@@ -63,6 +84,9 @@ impl Format {
             Format::Folded => "folded",
             Format::Svg => "svg",
             Format::Json => "json",
+            Format::Speedscope => "speedscope.json",
+            Format::Dhat => "dhat.json",
+            Format::ChromeHeap => "heapprofile",
         }
     }
 
@@ -72,6 +96,7 @@ impl Format {
         match self {
             Format::Json => true,
             Format::Pprof | Format::Folded | Format::Svg => false,
+            Format::Speedscope | Format::Dhat | Format::ChromeHeap => false,
         }
     }
 
@@ -81,6 +106,7 @@ impl Format {
         match self {
             Format::Pprof => true,
             Format::Folded | Format::Svg | Format::Json => false,
+            Format::Speedscope | Format::Dhat | Format::ChromeHeap => false,
         }
     }
 
@@ -89,6 +115,7 @@ impl Format {
         match self {
             Format::Pprof => true,
             Format::Folded | Format::Svg | Format::Json => false,
+            Format::Speedscope | Format::Dhat | Format::ChromeHeap => false,
         }
     }
 }
@@ -184,6 +211,14 @@ pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result
             };
             summary::convert_json(&TraceReport::default(), std::slice::from_ref(profile), &sopts).into_bytes()
         }
+        Format::Speedscope => {
+            speedscope::encode_speedscope(profile, &speedscope::SpeedscopeOptions { active: index, annotations })?
+        }
+        Format::Dhat => dhat::encode_dhat(profile, &dhat::DhatOptions { annotations })?,
+        Format::ChromeHeap => chrome_heap::encode_chrome_heap(
+            profile,
+            &chrome_heap::ChromeHeapOptions { value_index: index, annotations },
+        )?,
     })
 }
 
@@ -207,7 +242,9 @@ pub fn encode_flat(profile: &FlatProfile, format: Format, opts: &EncodeOptions) 
                 _ => pprof_gzip::encode_flat_pprof_gzip(profile, &popts),
             })
         }
-        Format::Folded | Format::Svg | Format::Json => encode(&profile.to_profile(), format, opts),
+        Format::Folded | Format::Svg | Format::Json | Format::Speedscope | Format::Dhat | Format::ChromeHeap => {
+            encode(&profile.to_profile(), format, opts)
+        }
     }
 }
 
@@ -261,6 +298,20 @@ pub fn encode_diff(format: Format, sides: &DiffSides<'_>, opts: &diff::DiffOptio
             let mut s = serde_json::to_vec_pretty(&v).expect("serializes");
             s.push(b'\n');
             s
+        }
+        Format::Speedscope => {
+            let [base, new] = (sides.trees)();
+            let sopts = speedscope::SpeedscopeOptions { active: opts.value_index, annotations: sides.annotations };
+            speedscope::encode_diff(&base, &new, &sopts)?
+        }
+        Format::Dhat | Format::ChromeHeap => {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{} has no form for a comparison (its values cannot be negative); write pprof, folded, svg, json or speedscope",
+                    format.name()
+                ),
+            ));
         }
     })
 }

@@ -19,4 +19,5 @@ mod pprof_real;
 mod small;
 mod symbolize;
 mod traceconv_parity;
+mod viewer_formats;
 mod views;
