@@ -13,7 +13,8 @@ use heapconv::pipeline::{Destination, Format};
 use heapconv::{Error, ErrorKind};
 
 use crate::cli::args::{
-    DdmArgs, DecodeArgs, FormatArg, ObjectSizeArg, StrictArgs, SymbolArgs, ValueArg, findings, is_dir_arg, parse_dump,
+    DdmArgs, DecodeArgs, FilterArgs, FormatArg, ObjectSizeArg, StrictArgs, SymbolArgs, ValueArg, findings, is_dir_arg,
+    parse_dump,
 };
 use crate::cli::batch::{self, BatchArgs, Plan, out_dir};
 use crate::cli::ui::{self, Ui};
@@ -142,6 +143,8 @@ pub(crate) struct ConvertArgs {
     pub(crate) batch: BatchArgs,
     #[command(flatten)]
     strict: StrictArgs,
+    #[command(flatten)]
+    filter: FilterArgs,
 }
 
 /// What `convert` was asked: a conversion, or a view across dumps.
@@ -206,6 +209,7 @@ impl ConvertArgs {
         let format = self.to.0;
         let pids: Vec<u64> = self.pid.into_iter().collect();
         let decode = decode_options(self.decode.max_bundle_bytes());
+        let filter = self.filter.options()?;
         let asked = match across {
             Some(view) => Asked::View(
                 ViewOptions {
@@ -217,6 +221,7 @@ impl ConvertArgs {
                     annotations: !self.no_annotations,
                     decode,
                     symbols: sources.clone(),
+                    filter,
                 },
                 view,
             ),
@@ -237,6 +242,7 @@ impl ConvertArgs {
                 java_heap: self.java_heap,
                 sample_type: self.sample_type_asked(),
                 object_size: self.object_size.size(),
+                filter,
             }),
         };
         Ok((asked, sources))
