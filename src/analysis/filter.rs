@@ -361,9 +361,9 @@ impl<'a> Filterer<'a> {
         let o = self.opts;
         let no_stack =
             f.mapping.is_none() && f.lines.is_empty() && f.rel_pc == 0 && src.strings.get(f.name) == NO_STACK;
-        let focus = if o.ignore.as_ref().is_some_and(|r| matches(r)) {
+        let focus = if o.ignore.as_ref().is_some_and(&matches) {
             Some(false)
-        } else if o.focus.as_ref().is_none_or(|r| matches(r)) {
+        } else if o.focus.as_ref().is_none_or(&matches) {
             Some(true)
         } else {
             None
@@ -748,7 +748,10 @@ mod tests {
         let t = TagFilter::parse("bytes=1kb:8kb").unwrap();
         assert!(t.matches(&[("bytes", 4096, "")], &[]));
         assert!(!t.matches(&[("bytes", 65536, "")], &[]));
+        // A number without a unit is not a byte count, as in go (which then matches nothing).
         let t = TagFilter::parse("bytes=4096").unwrap();
+        assert!(!t.matches(&[("bytes", 4096, "bytes")], &[]));
+        let t = TagFilter::parse("bytes=4kb").unwrap();
         assert!(t.matches(&[("bytes", 4096, "bytes")], &[]));
         let t = TagFilter::parse(":64").unwrap();
         assert!(t.matches(&[("n", 3, "")], &[]));
