@@ -7,6 +7,9 @@
 #   * a Python venv at $REPO/target/oracle-venv with PyPI `perfetto` and
 #     `protobuf` (Google's trace schema, for ../shared/tools/perfetto_encode.py
 #     and tests/data/expected_oracle.py). Debian's python3-protobuf is too old.
+#   * speedscope's file-format schema (npm package `speedscope`, pinned, unpacked in
+#     $REPO/target/oracle-npm/) and Python `jsonschema` (in $REPO/target/oracle-py, on
+#     PYTHONPATH beside the venv) for tests/it/viewer_formats.rs.
 # Idempotent. Runs as root on a fresh Debian 12 machine (no sudo).
 set -euo pipefail
 
@@ -72,6 +75,21 @@ if [ "$(node -p "try { require('$BROWSER_DIR/node_modules/playwright-core/packag
   mkdir -p "$BROWSER_DIR"
   npm install --prefix "$BROWSER_DIR" --no-audit --no-fund --silent "playwright-core@$PLAYWRIGHT_CORE_VERSION" >/dev/null
 fi
+# --- speedscope's file-format schema and a JSON-schema validator (--to speedscope) --------
+# The npm package `speedscope`, pinned, unpacked (not installed: only its schema file is used)
+# into target/oracle-npm/speedscope-VERSION/; Python `jsonschema` validates against it.
+SPEEDSCOPE_VERSION=1.25.0
+SPEEDSCOPE_DIR="$REPO/target/oracle-npm/speedscope-$SPEEDSCOPE_VERSION"
+if [ ! -f "$SPEEDSCOPE_DIR/package/dist/release/file-format-schema.json" ]; then
+  command -v npm >/dev/null 2>&1 || apt_install npm
+  mkdir -p "$SPEEDSCOPE_DIR"
+  (cd "$SPEEDSCOPE_DIR" && npm pack --silent "speedscope@$SPEEDSCOPE_VERSION" >/dev/null &&
+    tar xzf "speedscope-$SPEEDSCOPE_VERSION.tgz" package/dist/release/file-format-schema.json package/LICENSE)
+fi
+# jsonschema goes to its own directory (PYTHONPATH=target/oracle-py), beside the venv.
+PYLIB="$REPO/target/oracle-py"
+PYTHONPATH="$PYLIB" "$VENV/bin/python" -c 'import jsonschema' >/dev/null 2>&1 ||
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --target "$PYLIB" 'jsonschema==4.23.0'
 
 # --- Versions ------------------------------------------------------------------
 go version
@@ -81,3 +99,4 @@ javac -version 2>&1
 echo "venv: $VENV ($("$VENV/bin/python" --version 2>&1))"
 "$VENV/bin/python" -m pip list --disable-pip-version-check 2>/dev/null | grep -Ei '^(perfetto|protobuf) '
 echo "chromium: $(chromium --version 2>/dev/null || echo missing); node $(node --version); playwright-core $PLAYWRIGHT_CORE_VERSION"
+echo "speedscope schema: $SPEEDSCOPE_DIR (jsonschema $(PYTHONPATH="$PYLIB" "$VENV/bin/python" -c 'import jsonschema.validators, importlib.metadata as m; print(m.version("jsonschema"))'))"

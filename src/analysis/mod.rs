@@ -7,9 +7,12 @@
 //!   largest retainers.
 //! * [`dumps`]: continuous heapprofd dumps of one process and heap: the peak dump, the
 //!   delta between two dumps and the stacks that kept growing (leak suspects).
+//! * [`filter`]: pprof-style filters (`focus`, `ignore`, `hide`, `show`, `show_from`,
+//!   `prune_from`, tag filters) with `go tool pprof`'s meaning, allocator frames, inversion.
 //!
 //! Like the stages, an analysis imports only `model` (and `error`); the pipeline calls it
 //! between decoding and encoding.
 
 pub mod dumps;
+pub mod filter;
 pub mod heap;

@@ -8,7 +8,7 @@ use clap::builder::PossibleValue;
 use heapconv::model::ValueKind;
 use heapconv::pipeline::load::{DdmChoices, EntryOrder, SymbolSources};
 use heapconv::pipeline::outcome::{Findings, RunOutcome};
-use heapconv::pipeline::{DumpSelect, Format};
+use heapconv::pipeline::{DumpSelect, FilterOptions, Format, TagFilter};
 use heapconv::{Error, ErrorKind};
 
 use crate::cli::ui::Ui;
@@ -276,6 +276,8 @@ pub(crate) struct SelectArgs {
     ddm: DdmArgs,
     #[command(flatten)]
     pub(crate) strict: StrictArgs,
+    #[command(flatten)]
+    pub(crate) filter: FilterArgs,
 }
 
 impl SelectArgs {
@@ -290,10 +292,86 @@ impl SelectArgs {
             decode: heapconv::pipeline::load::decode_options(self.decode.max_bundle_bytes()),
             symbols: sources.clone(),
             ddm: self.ddm.choices().options(),
+            filter: self.filter.options()?,
             ..Default::default()
         };
         load.pprof.max_bytes = self.max_pprof_mib << 20;
         Ok((load, sources))
+    }
+}
+
+/// pprof-style filters, with `go tool pprof`'s meaning (the `-focus`, `-ignore`, … of go).
+#[derive(Args, Debug, Default)]
+pub(crate) struct FilterArgs {
+    /// Keep only samples with a frame matching RE (function name, file or mapping path; an
+    /// unanchored regular expression), as `go tool pprof -focus`.
+    #[arg(long, value_name = "RE", help_heading = "Filters")]
+    focus: Option<String>,
+    /// Drop samples with a frame matching RE, as `go tool pprof -ignore`.
+    #[arg(long, value_name = "RE", help_heading = "Filters")]
+    ignore: Option<String>,
+    /// Remove frames (and inlined functions) matching RE from stacks, as `go tool pprof -hide`.
+    #[arg(long, value_name = "RE", help_heading = "Filters")]
+    hide: Option<String>,
+    /// Keep only frames (and inlined functions) matching RE in stacks, as `go tool pprof -show`.
+    #[arg(long, value_name = "RE", help_heading = "Filters")]
+    show: Option<String>,
+    /// Remove the frames above (rootward of) the first frame matching RE, as `go tool pprof
+    /// -show_from`; samples without a match are dropped.
+    #[arg(long, value_name = "RE", help_heading = "Filters")]
+    show_from: Option<String>,
+    /// Remove the frames below (leafward of) the frame matching RE, as `go tool pprof
+    /// -prune_from`.
+    #[arg(long, value_name = "RE", help_heading = "Filters")]
+    prune_from: Option<String>,
+    /// Keep only samples whose labels match, as `go tool pprof -tagfocus`: `KEY=REGEX`,
+    /// `REGEX` (against `key:value`), or a numeric range (`[KEY=]32kb`, `:64kb`, `4mb:`,
+    /// `12kb:64mb`).
+    #[arg(long, value_name = "TAG", help_heading = "Filters")]
+    tag_focus: Option<String>,
+    /// Drop samples whose labels match, as `go tool pprof -tagignore` (syntax of --tag-focus).
+    #[arg(long, value_name = "TAG", help_heading = "Filters")]
+    tag_ignore: Option<String>,
+    /// Reverse every stack: a callers view, rooted at the functions that allocated.
+    #[arg(long, help_heading = "Filters")]
+    invert: bool,
+    /// Remove the allocator's own frames at the leaf of each stack (malloc, calloc, realloc,
+    /// free, memalign and friends, operator new/delete, ART's allocation entry points), so
+    /// that leaves are the code that asked for memory.
+    #[arg(long, help_heading = "Filters")]
+    drop_allocator_frames: bool,
+}
+
+impl FilterArgs {
+    /// The filters asked for.
+    pub(crate) fn options(&self) -> Result<FilterOptions, Error> {
+        let re = |flag: &str, v: &Option<String>| -> Result<_, Error> {
+            v.as_deref()
+                .map(|r| {
+                    FilterOptions::regex(flag, r)
+                        .map_err(|e| Error::new(ErrorKind::Usage, format!("--{flag}: {}", e.context())))
+                })
+                .transpose()
+        };
+        let tag = |flag: &str, v: &Option<String>| -> Result<_, Error> {
+            v.as_deref()
+                .map(|t| {
+                    TagFilter::parse(t).map_err(|e| Error::new(ErrorKind::Usage, format!("--{flag}: {}", e.context())))
+                })
+                .transpose()
+        };
+        Ok(FilterOptions {
+            focus: re("focus", &self.focus)?,
+            ignore: re("ignore", &self.ignore)?,
+            hide: re("hide", &self.hide)?,
+            show: re("show", &self.show)?,
+            show_from: re("show-from", &self.show_from)?,
+            prune_from: re("prune-from", &self.prune_from)?,
+            tag_focus: tag("tag-focus", &self.tag_focus)?,
+            tag_ignore: tag("tag-ignore", &self.tag_ignore)?,
+            invert: self.invert,
+            drop_allocator_frames: self.drop_allocator_frames,
+        })
     }
 }
 
@@ -315,7 +393,7 @@ mod tests {
         use clap::ValueEnum;
         let names: Vec<String> =
             FormatArg::value_variants().iter().map(|v| v.to_possible_value().unwrap().get_name().to_owned()).collect();
-        assert_eq!(names, ["pprof", "folded", "svg", "json", "html"]);
+        assert_eq!(names, ["pprof", "folded", "svg", "json", "html", "speedscope", "dhat", "chrome-heap"]);
         assert_eq!(FormatArg::from_str("svg", false).unwrap(), FormatArg(Format::Svg));
     }
 }

@@ -13,7 +13,8 @@ use heapconv::pipeline::{Destination, Format};
 use heapconv::{Error, ErrorKind};
 
 use crate::cli::args::{
-    DdmArgs, DecodeArgs, FormatArg, ObjectSizeArg, StrictArgs, SymbolArgs, ValueArg, findings, is_dir_arg, parse_dump,
+    DdmArgs, DecodeArgs, FilterArgs, FormatArg, ObjectSizeArg, StrictArgs, SymbolArgs, ValueArg, findings, is_dir_arg,
+    parse_dump,
 };
 use crate::cli::batch::{self, BatchArgs, Plan, out_dir};
 use crate::cli::ui::{self, Ui};
@@ -146,6 +147,8 @@ pub(crate) struct ConvertArgs {
     pub(crate) batch: BatchArgs,
     #[command(flatten)]
     strict: StrictArgs,
+    #[command(flatten)]
+    filter: FilterArgs,
 }
 
 /// What `convert` was asked: a conversion, or a view across dumps.
@@ -210,6 +213,7 @@ impl ConvertArgs {
         let format = self.to.0;
         let pids: Vec<u64> = self.pid.into_iter().collect();
         let decode = decode_options(self.decode.max_bundle_bytes());
+        let filter = self.filter.options()?;
         let asked = match across {
             Some(view) => Asked::View(
                 ViewOptions {
@@ -221,6 +225,7 @@ impl ConvertArgs {
                     annotations: !self.no_annotations,
                     decode,
                     symbols: sources.clone(),
+                    filter,
                 },
                 view,
             ),
@@ -242,6 +247,7 @@ impl ConvertArgs {
                 sample_type: self.sample_type_asked(),
                 object_size: self.object_size.size(),
                 prune_below: self.prune_below,
+                filter,
             }),
         };
         Ok((asked, sources))

@@ -8,9 +8,11 @@
 
 use std::borrow::Cow;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind};
 
+pub mod chrome_heap;
+pub mod dhat;
 pub mod diff;
 pub mod flamegraph_svg;
 pub mod folded;
@@ -21,9 +23,11 @@ pub mod labels;
 pub mod module_symbols;
 pub mod pprof;
 pub mod pprof_gzip;
+pub mod speedscope;
 pub mod summary;
 pub mod timeline;
 pub mod top;
+pub mod viewer_frames;
 
 /// The output formats of a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,11 +42,26 @@ pub enum Format {
     Json,
     /// Self-contained interactive HTML report (flame graph, tables).
     Html,
+    /// speedscope's file format (one profile per sample type).
+    Speedscope,
+    /// DHAT's JSON (`dhatFileVersion` 2), which the Firefox Profiler imports.
+    Dhat,
+    /// Chrome DevTools' sampling heap profile (`.heapprofile`).
+    ChromeHeap,
 }
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 5] = [Format::Pprof, Format::Folded, Format::Svg, Format::Json, Format::Html];
+    pub const ALL: [Format; 8] = [
+        Format::Pprof,
+        Format::Folded,
+        Format::Svg,
+        Format::Json,
+        Format::Html,
+        Format::Speedscope,
+        Format::Dhat,
+        Format::ChromeHeap,
+    ];
 
     /// The name the command line gives the format (`--to NAME`).
     pub fn name(self) -> &'static str {
@@ -52,6 +71,9 @@ impl Format {
             Format::Svg => "svg",
             Format::Json => "json",
             Format::Html => "html",
+            Format::Speedscope => "speedscope",
+            Format::Dhat => "dhat",
+            Format::ChromeHeap => "chrome-heap",
         }
     }
 
@@ -68,6 +90,9 @@ impl Format {
             Format::Svg => "svg",
             Format::Json => "json",
             Format::Html => "html",
+            Format::Speedscope => "speedscope.json",
+            Format::Dhat => "dhat.json",
+            Format::ChromeHeap => "heapprofile",
         }
     }
 
@@ -77,6 +102,7 @@ impl Format {
         match self {
             Format::Json => true,
             Format::Pprof | Format::Folded | Format::Svg | Format::Html => false,
+            Format::Speedscope | Format::Dhat | Format::ChromeHeap => false,
         }
     }
 
@@ -86,6 +112,7 @@ impl Format {
         match self {
             Format::Pprof => true,
             Format::Folded | Format::Svg | Format::Json | Format::Html => false,
+            Format::Speedscope | Format::Dhat | Format::ChromeHeap => false,
         }
     }
 
@@ -94,6 +121,7 @@ impl Format {
         match self {
             Format::Pprof => true,
             Format::Folded | Format::Svg | Format::Json | Format::Html => false,
+            Format::Speedscope | Format::Dhat | Format::ChromeHeap => false,
         }
     }
 }
@@ -201,6 +229,14 @@ pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result
                 prune_below: opts.prune_below,
             },
         )?,
+        Format::Speedscope => {
+            speedscope::encode_speedscope(profile, &speedscope::SpeedscopeOptions { active: index, annotations })?
+        }
+        Format::Dhat => dhat::encode_dhat(profile, &dhat::DhatOptions { annotations })?,
+        Format::ChromeHeap => chrome_heap::encode_chrome_heap(
+            profile,
+            &chrome_heap::ChromeHeapOptions { value_index: index, annotations },
+        )?,
     })
 }
 
@@ -224,7 +260,13 @@ pub fn encode_flat(profile: &FlatProfile, format: Format, opts: &EncodeOptions) 
                 _ => pprof_gzip::encode_flat_pprof_gzip(profile, &popts),
             })
         }
-        Format::Folded | Format::Svg | Format::Json | Format::Html => encode(&profile.to_profile(), format, opts),
+        Format::Folded
+        | Format::Svg
+        | Format::Json
+        | Format::Html
+        | Format::Speedscope
+        | Format::Dhat
+        | Format::ChromeHeap => encode(&profile.to_profile(), format, opts),
     }
 }
 
@@ -292,6 +334,20 @@ pub fn encode_diff(format: Format, sides: &DiffSides<'_>, opts: &diff::DiffOptio
                 new_name: opts.new_name.clone(),
             };
             html::encode_diff_html(&base, &new, &hopts)?
+        }
+        Format::Speedscope => {
+            let [base, new] = (sides.trees)();
+            let sopts = speedscope::SpeedscopeOptions { active: opts.value_index, annotations: sides.annotations };
+            speedscope::encode_diff(&base, &new, &sopts)?
+        }
+        Format::Dhat | Format::ChromeHeap => {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{} has no form for a comparison (its values cannot be negative); write pprof, folded, svg, json, html or speedscope",
+                    format.name()
+                ),
+            ));
         }
     })
 }

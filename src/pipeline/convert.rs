@@ -13,6 +13,7 @@ use super::select::{
     Destination, DumpFilter, DumpSelect, describe_heap_dump, describe_hprof_dump, heap_dump_name, no_heap_graph_match,
     no_heapprofd, several_heap_graphs, stem, write_outputs,
 };
+use crate::analysis::filter::{FilterOptions, filter_flat, filter_profile};
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
 use crate::decode::perfetto::DecodeOptions;
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
@@ -69,6 +70,9 @@ pub struct ConvertOptions {
     /// HTML report: nodes below this percentage of the total are merged into `[other]`.
     /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
     pub prune_below: f64,
+    /// pprof-style filters applied to every profile converted (not to a Java heap's JSON
+    /// report). Default: none.
+    pub filter: FilterOptions,
 }
 
 impl ConvertOptions {
@@ -126,6 +130,7 @@ impl Default for ConvertOptions {
             sample_type: None,
             object_size: ObjectSize::Fields,
             prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
+            filter: FilterOptions::default(),
         }
     }
 }
@@ -275,6 +280,11 @@ fn convert_trace(
             ),
         ));
     }
+    let profiles: Vec<Profile> = if opts.filter.is_empty() {
+        profiles
+    } else {
+        profiles.into_iter().map(|p| filter_profile(p, &opts.filter)).collect()
+    };
     let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format.is_report() {
         let mut doc = convert_json(&report, &profiles, &summary_options(opts)).into_bytes();
         if let Some(sym) = &symbols {
@@ -395,6 +405,7 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
     if meta.process_name.is_none() && meta.pid.is_none() {
         meta.process_name = Some(stem(input));
     }
+    let profile = filter_profile(profile, &opts.filter);
     Ok((encode_one(&profile, opts)?, Some(ProfileTotals::of(&profile))))
 }
 
@@ -475,7 +486,7 @@ fn convert_ddm(
     ddm.per_allocation = opts.format.keeps_lines();
     let captures =
         inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
-    let profile = alloc_records_profile(&captures, &ddm);
+    let profile = filter_profile(alloc_records_profile(&captures, &ddm), &opts.filter);
     let mut report = TraceReport {
         source: profile.header.meta.source.clone(),
         bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
@@ -537,6 +548,7 @@ fn convert_ddm(
 fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
     let flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
     let warnings = super::load::pprof_warnings(&input.display().to_string(), &flat);
+    let flat = filter_flat(flat, &opts.filter);
     // The pprof convention (`default_sample_type`, else the last type), or the type asked for.
     let index = pick_sample_type(&flat.header, opts.sample_type.as_deref())?;
     // Names are written as the input has them (annotations are not added again).

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use super::reports::pprof_coverage;
 use super::select::{DumpFilter, DumpSelect, no_heapprofd};
+use crate::analysis::filter::FilterOptions;
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
 pub use crate::decode::hprof::ObjectSize;
 use crate::decode::hprof::{
@@ -360,6 +361,8 @@ pub struct LoadOptions {
     /// does when it merges (`merge` and `diff` set it; `top` keeps them as a `[no stack]`
     /// row). Default: false.
     pub drop_empty_stacks: bool,
+    /// pprof-style filters applied to every profile loaded. Default: none.
+    pub filter: FilterOptions,
 }
 
 impl LoadOptions {
@@ -382,6 +385,7 @@ impl Default for LoadOptions {
             ddm_lines: true,
             pprof: PprofDecodeOptions::default(),
             drop_empty_stacks: false,
+            filter: FilterOptions::default(),
         }
     }
 }
@@ -443,8 +447,24 @@ impl InputInfo {
     }
 }
 
-/// Opens and decodes one input of any kind heapconv reads.
+/// Opens and decodes one input of any kind heapconv reads, and filters its profiles
+/// ([`LoadOptions::filter`]).
 pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
+    let mut loaded = load_input_unfiltered(path, opts)?;
+    if !opts.filter.is_empty() {
+        loaded.profiles = std::mem::take(&mut loaded.profiles)
+            .into_iter()
+            .map(|p| crate::analysis::filter::filter_profile(p, &opts.filter))
+            .collect();
+        loaded.flat = std::mem::take(&mut loaded.flat)
+            .into_iter()
+            .map(|p| crate::analysis::filter::filter_flat(p, &opts.filter))
+            .collect();
+    }
+    Ok(loaded)
+}
+
+fn load_input_unfiltered(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
     let name = path.display().to_string();
     match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)? {
         Opened::Ddm { name, bytes } => {

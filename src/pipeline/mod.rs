@@ -37,6 +37,7 @@ pub mod views;
 
 /// The output formats of profiles: the encode stage's one list, which every command that
 /// writes profiles takes as it is (a new format there is a new format here).
+pub use crate::analysis::filter::{FilterOptions, TagFilter};
 pub use crate::encode::Format;
 pub use outcome::RunOutcome;
 pub use select::{Destination, DumpFilter, DumpSelect};

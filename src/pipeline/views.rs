@@ -21,6 +21,7 @@ use super::batch::{BatchInput, Done, file_for};
 use super::load::{Opened, SymbolSources, not_a_trace, open_input, symbolize_hook};
 use super::select::{Destination, DumpSelect, stem};
 use crate::analysis::dumps::{delta_profile, keep_stacks, leak_suspects, view_value_index};
+use crate::analysis::filter::{FilterOptions, filter_profile};
 use crate::decode::InputKind;
 use crate::decode::ddm_alloc_records::DdmOptions;
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
@@ -112,6 +113,9 @@ pub struct ViewOptions {
     /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
     /// symbolization; symbols already in the input are still used).
     pub symbols: SymbolSources,
+    /// pprof-style filters applied to what the view writes (the peak dump, the leak suspects,
+    /// both sides of each delta), not to the choice of dumps or suspects. Default: none.
+    pub filter: FilterOptions,
 }
 
 impl Default for ViewOptions {
@@ -125,6 +129,7 @@ impl Default for ViewOptions {
             annotations: true,
             decode: DecodeOptions::default(),
             symbols: SymbolSources::default(),
+            filter: FilterOptions::default(),
         }
     }
 }
@@ -337,6 +342,13 @@ fn file_key(s: &Series) -> String {
 /// Encodes one profile of a view (peak, leaks) in `format`.
 fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ViewOptions) -> Result<Vec<u8>> {
     // (JSON documents are made per run, not per profile.)
+    let filtered;
+    let p = if opts.filter.is_empty() {
+        p
+    } else {
+        filtered = filter_profile(p.clone(), &opts.filter);
+        &filtered
+    };
     encode(
         p,
         opts.format,
@@ -373,7 +385,13 @@ fn delta_pair(
     keep: bool,
     skip_unchanged: bool,
 ) -> Result<PairOut> {
-    let net = delta_profile(old, new);
+    let net = filter_profile(delta_profile(old, new), &opts.filter);
+    let (old, new) = if opts.filter.is_empty() {
+        (Cow::Borrowed(old), Cow::Borrowed(new))
+    } else {
+        (Cow::Owned(filter_profile(old.clone(), &opts.filter)), Cow::Owned(filter_profile(new.clone(), &opts.filter)))
+    };
+    let (old, new) = (old.as_ref(), new.as_ref());
     let changed = net.sample_count() > 0;
     let change = net.total(s.value_index);
     let dopts = DiffOptions {
@@ -626,7 +644,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                     v["peak"] = serde_json::to_value(peak).expect("serializes");
                     v["last"] = serde_json::to_value(last).expect("serializes");
                     json_entries.push(v);
-                    json_profiles.push(p);
+                    json_profiles.push(filter_profile(p, &opts.filter));
                     continue;
                 }
                 let title = format!(
@@ -776,7 +794,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                     v["total"] = serde_json::json!(total);
                     v["suspects"] = serde_json::Value::Array(list);
                     json_entries.push(v);
-                    json_profiles.push(p);
+                    json_profiles.push(filter_profile(p, &opts.filter));
                     continue;
                 }
                 let title = format!(

@@ -57,7 +57,7 @@ fn go_pprof(args: &[&str]) -> Vec<u8> {
 
 /// Two heap profiles of the Go program in `tests/data/goheap/` (MemProfileRate 1 and 512),
 /// built and run once per test process; `None` when Go is missing (and oracles are optional).
-fn go_heap() -> Option<&'static (PathBuf, PathBuf)> {
+pub(crate) fn go_heap() -> Option<&'static (PathBuf, PathBuf)> {
     static CELL: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
     CELL.get_or_init(|| {
         if !have_go() {
