@@ -565,6 +565,7 @@ pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) ->
         dumps: Some(run.converted),
         report: Some(run.report),
         symbols: run.symbols,
+        warnings: run.warnings,
         ..Done::default()
     })
 }

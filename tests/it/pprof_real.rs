@@ -229,3 +229,50 @@ fn protobuf_shaped_text_is_no_profile() {
     assert!(err.contains("string table does not start with the empty string"), "{err}");
     assert!(err.contains("x100"), "names the file: {err}");
 }
+
+#[test]
+fn invalid_utf8_warnings_are_in_batch_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = dir.path().join("in");
+    std::fs::create_dir(&inputs).unwrap();
+    std::fs::copy(odd("invalid-utf8"), inputs.join("bad.pb.gz")).unwrap();
+    std::fs::copy(odd("empty-stack"), inputs.join("good.pb.gz")).unwrap();
+    let out = dir.path().join("out");
+    let sum = dir.path().join("sum.json");
+    let pattern = format!("{}/*.pb.gz", inputs.display());
+    let o = heapconv_ok(
+        &[
+            "convert",
+            &pattern,
+            "--to",
+            "folded",
+            "-o",
+            out.to_str().unwrap(),
+            "--summary-json",
+            sum.to_str().unwrap(),
+            "-vv",
+        ],
+        0,
+    );
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&sum).unwrap()).unwrap();
+    let by_key: BTreeMap<String, Vec<String>> = j["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let w = r["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_owned()).collect();
+            (r["key"].as_str().unwrap().to_owned(), w)
+        })
+        .collect();
+    let bad = &by_key[by_key.keys().find(|k| k.starts_with("bad")).unwrap()];
+    assert_eq!(bad.len(), 1, "{by_key:?}");
+    assert!(
+        bad[0].ends_with("bad.pb.gz: 1 string(s) were not valid UTF-8; their invalid bytes were replaced with U+FFFD"),
+        "{bad:?}"
+    );
+    let good = &by_key[by_key.keys().find(|k| k.starts_with("good")).unwrap()];
+    assert!(good.is_empty(), "{good:?}");
+    // The text summary (-vv) lists it too.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("warning: ") && err.contains("1 string(s) were not valid UTF-8"), "{err}");
+}
