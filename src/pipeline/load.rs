@@ -686,6 +686,8 @@ pub struct DdmChoices {
     pub no_truncation_marks: bool,
     /// Leave out the leaf frame naming the allocated class.
     pub no_alloc_class_frame: bool,
+    /// Label each sample with its allocation number (`allocation`).
+    pub allocation_label: bool,
 }
 
 impl DdmChoices {
@@ -702,6 +704,7 @@ impl DdmChoices {
             max_depth: self.max_depth,
             truncation_marks: !self.no_truncation_marks,
             alloc_class_frame: !self.no_alloc_class_frame,
+            allocation_label: self.allocation_label,
             ..DdmOptions::default()
         }
     }
