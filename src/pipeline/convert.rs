@@ -187,7 +187,7 @@ pub(crate) fn convert_inputs_to(
     for path in inputs {
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
-            Opened::Trace(inp, InputKind::Pprof) => {
+            Opened::Trace(inp, kind) if kind.is_pprof() => {
                 return convert_pprof(inp, &inputs[0], &dest_for(false), opts);
             }
             Opened::Trace(inp, _) | Opened::Hprof(inp) if names_a_type(opts) => {

@@ -316,7 +316,7 @@ pub(crate) fn not_ddm(name: &str, kind: InputKind, head: &[u8], want_ddm: bool) 
     }
     let what = match kind {
         InputKind::PerfettoTrace => "a Perfetto trace".to_owned(),
-        InputKind::Pprof => "a pprof profile (`heapconv merge` combines several)".to_owned(),
+        InputKind::Pprof | InputKind::LegacyHeap => "a pprof profile (`heapconv merge` combines several)".to_owned(),
         InputKind::Empty => "empty".to_owned(),
         InputKind::Zstd => "zstd-compressed".to_owned(),
         _ => format!(
@@ -464,7 +464,7 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
                 symbols: None,
             })
         }
-        Opened::Trace(mut inp, InputKind::Pprof) => {
+        Opened::Trace(mut inp, kind) if kind.is_pprof() => {
             let mut profile = read_pprof(&mut inp, &opts.pprof)?;
             if opts.drop_empty_stacks {
                 profile = without_empty_stacks(profile);
@@ -472,7 +472,7 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
             let symbols = opts.symbols.options().map(|_| pprof_coverage(&profile));
             Ok(LoadedInput {
                 name,
-                kind: InputKind::Pprof,
+                kind,
                 profiles: Vec::new(),
                 flat: vec![profile],
                 annotate: false,
@@ -634,7 +634,7 @@ pub fn refuse_pprof(path: &Path, command: &str) -> Result<()> {
     let Ok(mut input) = Input::open(path, 1 << 20) else { return Ok(()) };
     let mut head = Vec::new();
     let _ = input.reader().take(64).read_to_end(&mut head);
-    if crate::decode::sniff(&head) == InputKind::Pprof {
+    if crate::decode::sniff(&head).is_pprof() {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
