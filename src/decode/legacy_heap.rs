@@ -79,7 +79,7 @@ enum Sampling {
 /// A header: (sampling, period, has allocation values).
 fn parse_header(line: &str) -> Option<(Sampling, i64, bool)> {
     let at = line.find(MARK)?;
-    let mut c = Cursor { s: line[at + MARK.len()..].as_bytes(), pos: 0 };
+    let mut c = Cursor { s: &line.as_bytes()[at + MARK.len()..], pos: 0 };
     c.spaces();
     let n1 = c.digits()?;
     c.byte(b':')?;
@@ -112,7 +112,7 @@ fn parse_header(line: &str) -> Option<(Sampling, i64, bool)> {
         };
     }
     // growthz / fragmentationz: `] @ growth` with single spaces, as go's expressions say.
-    let rest = &line[at + MARK.len()..].as_bytes()[after_bracket..];
+    let rest = &line.as_bytes()[at + MARK.len() + after_bracket..];
     if rest.starts_with(b" @ growth") || rest.starts_with(b" @ fragmentation") {
         return Some((Sampling::None, 1, false));
     }
