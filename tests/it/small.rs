@@ -127,6 +127,7 @@ fn help_lists_every_input_heapconv_reads() {
     for want in [
         "HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert and top",
         "pprof (gzip'd or not): convert, merge, diff, top, inspect",
+        "legacy text heap profile (gperftools, old Go: `heap profile: …`): convert, merge, diff, top, inspect",
         "DDM allocation records (.alloc): convert, merge, diff, top, inspect",
         "Perfetto trace, Java heap graphs: convert and top",
     ] {
