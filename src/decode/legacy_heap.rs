@@ -33,11 +33,13 @@
 //!   mapping without a file covering all addresses (go's rules, `massageMappings` and
 //!   `remapMappingIDs`).
 //!
-//! Not read (refused as not a heap profile, or ignored): go's `brief` mapping form
-//! (`start-end file (@offset) buildid`) and `attr=value` substitutions in the map section
-//! (lines ignored), and the other legacy text profiles go reads (CPU, `--- contention`,
-//! `--- threadz`, Go's `goroutine profile: total N` count profiles, Java `--- heapz`): those
-//! are no heap profiles and heapconv does not take them. go also marks legacy heap profiles
+//!   Lines in go's brief form (`start-end: file (@offset) buildid`, as gperftools' own
+//!   `--- Memory map: ---` sections have them) and `attr=value` lines (`$attr` then stands
+//!   for value) are read as go reads them; glog prefixes on map lines are not removed.
+//!
+//! Not read (refused as inputs of no known format): the other legacy text profiles go reads
+//! (CPU, `--- contention`, `--- threadz`, Go's `goroutine profile: total N` count profiles,
+//! Java `--- heapz`): those are no heap profiles and heapconv does not take them. go also marks legacy heap profiles
 //! with `drop_frames` (the allocator's own functions, hidden once symbolized); the profile
 //! read here has no function names, so nothing would be dropped, and it is not set.
 
@@ -269,6 +271,99 @@ fn parse_map_line(line: &str) -> Option<Option<Map>> {
     Some(Some(Map { start, limit, offset, file }))
 }
 
+/// `line` with every `$attr` replaced by its value (at each place, the first attribute that
+/// matches, in the order they were defined, as go's `strings.NewReplacer`).
+fn replace_attrs(line: &str, attrs: &[(String, String)]) -> String {
+    if attrs.is_empty() {
+        return line.to_owned();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    'outer: while !rest.is_empty() {
+        for (k, v) in attrs {
+            if let Some(r) = rest.strip_prefix(k.as_str()) {
+                out.push_str(v);
+                rest = r;
+                continue 'outer;
+            }
+        }
+        let c = rest.chars().next().expect("not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// go's brief mapping form, `start-end[:] [perms] [file] [(@offset)] [buildid]` (the pprof
+/// tools' own `--- Memory map: ---` sections), read as go's expression for it reads it (every
+/// part after the range optional, the range's end possibly the start's last digit);
+/// `Some(None)` for a line that is not executable.
+fn parse_brief_map_line(line: &str) -> Option<Option<Map>> {
+    let b = line.as_bytes();
+    let hex_run = |from: usize| b[from..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
+    let ws_run = |from: usize| b[from..].iter().take_while(|c| c.is_ascii_whitespace()).count();
+    let skip_0x = |from: usize| if b[from..].starts_with(b"0x") && hex_run(from + 2) > 0 { from + 2 } else { from };
+    let i0 = skip_0x(ws_run(0));
+    let n1 = hex_run(i0);
+    if n1 == 0 {
+        return None;
+    }
+    // `[\s-]?\s*(?:0x)?` then the end's digits; else the start's last digit is the end.
+    let mut k = i0 + n1;
+    if b.get(k).is_some_and(|&c| c == b'-' || c.is_ascii_whitespace()) {
+        k += 1;
+    }
+    k += ws_run(k);
+    k = skip_0x(k);
+    let (start, end, mut i) = if hex_run(k) > 0 {
+        let n2 = hex_run(k);
+        (&line[i0..i0 + n1], &line[k..k + n2], k + n2)
+    } else if n1 >= 2 {
+        (&line[i0..i0 + n1 - 1], &line[i0 + n1 - 1..i0 + n1], i0 + n1)
+    } else {
+        return None;
+    };
+    if b.get(i) == Some(&b':') {
+        i += 1;
+    }
+    let token = |from: usize, ok: &dyn Fn(u8) -> bool| -> Option<(usize, usize)> {
+        let w = ws_run(from);
+        if w == 0 {
+            return None;
+        }
+        let n = b[from + w..].iter().take_while(|&&c| ok(c)).count();
+        (n > 0).then_some((from + w, from + w + n))
+    };
+    let mut perm = "";
+    if let Some((a, z)) = token(i, &|c| b"-rwxp".contains(&c)) {
+        perm = &line[a..z];
+        i = z;
+    }
+    let mut file = "";
+    if let Some((a, z)) = token(i, &|c| !c.is_ascii_whitespace()) {
+        file = &line[a..z];
+        i = z;
+    }
+    let mut offset = "";
+    let w = ws_run(i);
+    if w > 0 && b[i + w..].starts_with(b"(@") {
+        let n = hex_run(i + w + 2);
+        if n > 0 && b.get(i + w + 2 + n) == Some(&b')') {
+            offset = &line[i + w + 2..i + w + 2 + n];
+        }
+    }
+    if !perm.is_empty() && !perm.contains('x') {
+        return Some(None);
+    }
+    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+    Some(Some(Map {
+        start: hex(start)?,
+        limit: hex(end)?,
+        offset: if offset.is_empty() { 0 } else { hex(offset)? },
+        file: file.to_owned(),
+    }))
+}
+
 fn adjacent(m1: &Map, m2: &Map) -> bool {
     if !m1.file.is_empty() && !m2.file.is_empty() && m1.file != m2.file {
         return false;
@@ -302,12 +397,17 @@ fn legacy_heap_message(bytes: &[u8], name: &str) -> Result<pp::Profile> {
     // (values, block size, addresses) per sample.
     let mut samples: Vec<(Vec<i64>, i64, Vec<u64>)> = Vec::new();
     let mut in_maps = false;
+    let mut attrs: Vec<(String, String)> = Vec::new();
     let mut maps: Vec<Map> = Vec::new();
     for (i, raw) in lines {
         let n = i + 1;
         if in_maps {
-            if let Some(m) = parse_map_line(raw) {
+            let line = replace_attrs(raw, &attrs);
+            if let Some(m) = parse_map_line(&line).or_else(|| parse_brief_map_line(&line)) {
                 maps.extend(m);
+            } else if let Some((k, v)) = line.split_once('=') {
+                // `attr=value`: `$attr` stands for value in the lines after it.
+                attrs.push((format!("${}", k.trim()), v.trim().to_owned()));
             }
             continue;
         }
@@ -523,6 +623,9 @@ mod tests {
         let m = parse_map_line("00400000-00401000 r-xp 00000000 08:01 1234 /usr/bin/app").unwrap().unwrap();
         assert_eq!((m.start, m.limit, m.file.as_str()), (0x400000, 0x401000, "/usr/bin/app"));
         assert!(parse_map_line("00600000-00601000 rw-p 00000000 08:01 1234 /usr/bin/app").unwrap().is_none());
+        let m = parse_brief_map_line("  00400000-00fcb000: /home/server (@1000)").unwrap().unwrap();
+        assert_eq!((m.start, m.limit, m.offset, m.file.as_str()), (0x400000, 0xfcb000, 0x1000, "/home/server"));
+        assert_eq!(replace_attrs("a $source/x", &[("$source".to_owned(), "/home".to_owned())]), "a /home/x");
         assert!(
             is_library("/lib/x86_64-linux-gnu/libc.so.6") && is_library("libfoo.so") && !is_library("/usr/bin/app")
         );

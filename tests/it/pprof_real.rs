@@ -473,7 +473,7 @@ fn every_pprof_fixture_tops_as_go_tool_pprof() {
 }
 
 /// The legacy text heap profiles `tests/data/legacy-heap/make.py` writes.
-const LEGACY: [&str; 4] = ["gperftools", "heap_v2", "go_heap", "inuse_only"];
+const LEGACY: [&str; 5] = ["gperftools", "heap_v2", "go_heap", "inuse_only", "brief_maps"];
 
 /// Legacy text heap profiles (gperftools, old Go) read as `go tool pprof` reads them: every
 /// sample type's total and the sample count (`-raw`, of the text itself and of heapconv's
@@ -490,7 +490,7 @@ fn legacy_heap_profiles_read_as_go_tool_pprof() {
         heapconv_ok(&["convert", fs, "--to", "pprof", "-o", conv.to_str().unwrap()], 0);
         let p = crate::common::read_pprof(&conv);
         let types: Vec<&str> = p.sample_type.iter().map(|t| p.string_table[t.r#type as usize].as_str()).collect();
-        let want_types: &[&str] = if name == "inuse_only" {
+        let want_types: &[&str] = if name == "inuse_only" || name == "brief_maps" {
             &["objects", "space"]
         } else {
             &["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"]
@@ -532,6 +532,9 @@ fn legacy_heap_profiles_read_as_go_tool_pprof() {
     assert_eq!(top("heap_v2", "inuse_space"), 4195711 + 5275716 + 1049600);
     assert_eq!(top("go_heap", "alloc_objects"), 24 + 2052 + 650);
     assert_eq!(top("inuse_only", "space"), 3072);
+    // The brief map section names the mappings (with `$source` replaced), as go names them.
+    let (_, _, rows) = heapconv_top(&data("legacy-heap/brief_maps.heap"));
+    assert!(rows.contains_key("[server_main]") && rows.contains_key("[libpthread-2.15.so]"), "{rows:?}");
 }
 
 /// The other legacy text profiles go reads are refused, with an error naming no format.

@@ -16,6 +16,9 @@ Each file holds a shape go's legacy_profile.go reads by its own rule:
                    with the symbolized stack after each sample, no mappings at all.
   inuse_only.heap  `@ heapprofile` whose allocation totals equal the in-use ones: the two
                    types objects/space.
+  brief_maps.heap  `@ heapz_v2/524288` with a `--- Memory map: ---` section in the pprof
+                   tools' brief form (`start-end: file`), an `attr=value` line whose `$attr`
+                   the later lines use, a `(@offset)`, [vdso] and [vsyscall].
 """
 import os
 
@@ -76,3 +79,16 @@ heap profile:    3:     3072 [     3:     3072] @ heapprofile
      1:     1024 [     1:     1024] @ 0x00000000004005d1 0x0000000000400612
      2:     2048 [     2:     2048] @ 0x00000000004005e9 0x0000000000400612
 """ + MAPS)
+
+write("brief_maps.heap", """\
+heap profile:    4:   12288 [     4:   12288] @ heapz_v2/524288
+     1:     9216 [     1:     9216] @ 0xc635c8 0x42ecc3 0x7f47a4b80123
+     3:     3072 [     3:     3072] @ 0x7f47a5430010 0x42ecc3 0xc635c8
+--- Memory map: ---
+\tsource=/home
+  00400000-00fcb000: $source/server_main
+  7f47a4b73000-7f47a4d21000: /lib/libc-2.15.so (@1000)
+  7f47a542f000-7f47a5447000: /lib/libpthread-2.15.so
+  7fff63dfe000-7fff63e00000: [vdso]
+  ffffffffff600000-ffffffffff601000: [vsyscall]
+""")
