@@ -26,8 +26,10 @@ sources() {
       echo tests/data/heapgraph/*.pftrace tests/data/heapgraph/*.pftrace.gz \
         tests/data/traceconv/cases/heap_graph_small.pftrace ;;
     pprof_reader)
-      # traceconv's and heapconv's pprof files, raw; gzip copies are made below.
-      echo tests/data/traceconv/expected/**/*.pb tests/data/traceconv/symbolize/*.pb ;;
+      # traceconv's and heapconv's pprof files, raw, and legacy text heap profiles; gzip
+      # copies are made below.
+      echo tests/data/traceconv/expected/**/*.pb tests/data/traceconv/symbolize/*.pb \
+        tests/data/legacy-heap/*.heap ;;
     hprof_reader)
       # No hprof fixtures: generated below (heapconv_testdata::hprof, and the heap-graph fixtures
       # as hprof).

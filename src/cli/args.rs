@@ -125,6 +125,10 @@ pub(crate) struct DdmArgs {
     /// DDM allocation records: do not add a leaf frame naming the allocated class.
     #[arg(long)]
     no_alloc_class_frame: bool,
+    /// DDM allocation records: label each sample with its allocation number (`allocation`, 1
+    /// for the oldest of its capture), for `go tool pprof -tagfocus=allocation=1:1000`.
+    #[arg(long)]
+    allocation_label: bool,
 }
 
 impl DdmArgs {
@@ -139,6 +143,7 @@ impl DdmArgs {
             max_depth: self.max_depth,
             no_truncation_marks: self.no_truncation_marks,
             no_alloc_class_frame: self.no_alloc_class_frame,
+            allocation_label: self.allocation_label,
         }
     }
 }

@@ -25,6 +25,10 @@ pub(crate) struct MergeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "pprof")]
     to: FormatArg,
+    /// The sample type the output shows (pprof: its default type), by name (`alloc_space`) or
+    /// meaning (`total-size`). Default: the inputs' default type.
+    #[arg(long, value_name = "NAME")]
+    sample_type: Option<String>,
     #[command(flatten)]
     select: SelectArgs,
     #[command(flatten)]
@@ -43,7 +47,12 @@ pub(crate) fn expand_inputs(inputs: &[PathBuf], list: &InputListArgs) -> Result<
 
 pub(crate) fn run(ui: &Ui, a: MergeArgs) -> Result<u8, Error> {
     let (load, sources) = a.select.load(ui)?;
-    let opts = MergeRunOptions { load, merge: merge_options(&a.select.sample_types), format: a.to.0 };
+    let opts = MergeRunOptions {
+        load,
+        merge: merge_options(&a.select.sample_types),
+        format: a.to.0,
+        sample_type: a.sample_type.clone(),
+    };
     let inputs = expand_inputs(&a.inputs, &a.list)?;
     let (profile, infos) = if opts.format == Format::Pprof && a.output.as_os_str() != "-" {
         // Written as it is encoded.
@@ -88,6 +97,7 @@ mod tests {
         assert_eq!(got.pprof.max_bytes, want.pprof.max_bytes);
         assert_eq!(got.decode.max_bundle_bytes, want.decode.max_bundle_bytes);
         assert_eq!(merge_options(&a.select.sample_types).sample_types, d.merge.sample_types);
+        assert_eq!(a.sample_type, d.sample_type);
         assert!(Cli::try_parse_from(["heapconv", "merge", "a.pb"]).is_err(), "-o is required");
     }
 }

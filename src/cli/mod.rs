@@ -45,7 +45,8 @@ const EXIT_USAGE: u8 = 2;
         DDM allocation records (.alloc): convert, merge, diff, top, inspect\n  \
         HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert and top (the dominator or shortest-path tree), \
         inspect; hprof-conv (1.0.3 only)\n  \
-        pprof (gzip'd or not): convert, merge, diff, top, inspect"
+        pprof (gzip'd or not): convert, merge, diff, top, inspect\n  \
+        legacy text heap profile (gperftools, old Go: `heap profile: …`): convert, merge, diff, top, inspect"
 )]
 pub(crate) struct Cli {
     /// Print more (-v) or nothing but errors (-q).

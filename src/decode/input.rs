@@ -232,7 +232,8 @@ impl Read for PeekReader {
 /// byte (`0x0a`, packet field 1), so the head must also be shaped like a run of packets
 /// (every top-level field inside the head is field 1, length-delimited); a text file starting
 /// with a newline is then almost always `Unknown`. A head that is all printable text is
-/// `Unknown` (every format heapconv reads is binary), and so is a DDM blob recognised by its
+/// `Unknown` (every other format heapconv reads is binary) unless it is a legacy text heap
+/// profile, and so is a DDM blob recognised by its
 /// loose header shape whose string-table offset lies past the end of the file.
 pub fn sniff_file(path: &Path) -> std::io::Result<super::InputKind> {
     const HEAD: u64 = 4096;
@@ -253,7 +254,7 @@ pub fn sniff_file(path: &Path) -> std::io::Result<super::InputKind> {
     // Every format heapconv reads is binary; the looser signatures (a DDM blob's header is
     // three small lengths) would otherwise take scripts and notes.
     let text = head.iter().all(|&b| matches!(b, b'\t' | b'\n' | b'\r' | 0x20..=0x7e));
-    if !head.is_empty() && text {
+    if !head.is_empty() && text && kind != super::InputKind::LegacyHeap {
         return Ok(super::InputKind::Unknown);
     }
     if kind == super::InputKind::PerfettoTrace && !packets_shaped(&head) {

@@ -3,6 +3,7 @@
 pub mod ddm_alloc_records;
 pub mod hprof;
 pub mod input;
+pub mod legacy_heap;
 pub mod perfetto;
 pub mod pprof;
 pub mod wire;
@@ -30,6 +31,9 @@ pub enum InputKind {
     Hprof,
     /// A pprof profile (`profile.proto`).
     Pprof,
+    /// A legacy text heap profile (gperftools, old Go: `heap profile: …`), read as the pprof
+    /// profile `go tool pprof` makes of it.
+    LegacyHeap,
     /// None of these.
     Unknown,
 }
@@ -44,11 +48,17 @@ impl InputKind {
             InputKind::Jdwp => "ddm-jdwp",
             InputKind::Hprof => "hprof",
             InputKind::Pprof => "pprof",
+            InputKind::LegacyHeap => "legacy-heap-profile",
             InputKind::Gzip => "gzip",
             InputKind::Zstd => "zstd",
             InputKind::Empty => "empty",
             _ => "unknown",
         }
+    }
+
+    /// True for the inputs read as pprof profiles: pprof, and legacy text heap profiles.
+    pub fn is_pprof(self) -> bool {
+        matches!(self, InputKind::Pprof | InputKind::LegacyHeap)
     }
 
     /// True for the framings of DDM allocation records.
@@ -71,6 +81,9 @@ pub fn sniff(head: &[u8]) -> InputKind {
     }
     if head.starts_with(b"JAVA PROFILE 1.0") {
         return InputKind::Hprof;
+    }
+    if legacy_heap::looks_like_legacy_heap(head) {
+        return InputKind::LegacyHeap;
     }
     // A pprof profile's fields are numbered 1 to 15; a trace holds only field 1. So: a valid
     // run of Profile fields with one other than 1 is a profile, whatever its first field holds;

@@ -177,21 +177,32 @@ pub fn read_pprof(input: &mut Input, opts: &PprofDecodeOptions) -> Result<FlatPr
     if bytes.len() as u64 > opts.max_bytes {
         return Err(too_big(&name, opts.max_bytes));
     }
+    if super::legacy_heap::looks_like_legacy_heap(&bytes) {
+        return super::legacy_heap::decode_legacy_heap(&bytes, &name);
+    }
     decode_pprof(&bytes, &name)
 }
 
-/// Decodes pprof bytes that may be gzip-compressed (decompressing at most `opts.max_bytes`).
+/// Decodes pprof bytes that may be gzip-compressed (decompressing at most `opts.max_bytes`);
+/// a legacy text heap profile is read as go reads it ([`super::legacy_heap`]).
 pub fn decode_pprof_maybe_gzip(bytes: &[u8], name: &str, opts: &PprofDecodeOptions) -> Result<FlatProfile> {
+    let decode = |b: &[u8]| {
+        if super::legacy_heap::looks_like_legacy_heap(b) {
+            super::legacy_heap::decode_legacy_heap(b, name)
+        } else {
+            decode_pprof(b, name)
+        }
+    };
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         if bytes.len() as u64 > opts.max_bytes {
             return Err(too_big(name, opts.max_bytes));
         }
-        return decode_pprof(bytes, name);
+        return decode(bytes);
     }
     let gz = flate2::read::MultiGzDecoder::new(bytes);
     let mut raw = Vec::new();
     CappedReader::new(gz, opts.max_bytes).read_to_end(&mut raw).map_err(|e| read_error(name, e))?;
-    decode_pprof(&raw, name)
+    decode(&raw)
 }
 
 fn read_error(name: &str, e: std::io::Error) -> Error {

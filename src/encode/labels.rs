@@ -47,12 +47,26 @@ pub fn frame_labels(tables: &Tables, node: StackId, annotation: Annotation, out:
     out.push(format!("{base}+{pc:#x}"));
 }
 
+/// The name the pprof decoder gives the one frame of a sample without locations
+/// (`decode::pprof::NO_STACK`).
+const PPROF_NO_STACK: &str = "[no stack]";
+
 /// The label of the frame at `node` as `go tool pprof -top` (function granularity) names it:
 /// [`frame_labels`] for a frame with a name or lines; else `[<mapping basename>]`, one row for
 /// all of a mapping's unsymbolized addresses (a mapping named `[vdso]` gives `[[vdso]]`, as go
-/// prints it); else `<unknown>`.
+/// prints it); else `<unknown>`. Nothing for the lone frame the pprof decoder gives a sample
+/// without locations (`[no stack]`, without mapping, address or lines): go shows no row for
+/// such samples (its total counts them).
 pub fn go_function_label(tables: &Tables, node: StackId, out: &mut Vec<String>) {
     let frame = tables.frame(tables.stack_node(node).frame);
+    if frame.mapping.is_none()
+        && frame.lines.is_empty()
+        && frame.rel_pc == 0
+        && tables.stack_node(node).parent.is_none()
+        && tables.strings.get(frame.name) == PPROF_NO_STACK
+    {
+        return;
+    }
     if !frame.lines.is_empty() || !tables.strings.get(frame.name).is_empty() {
         frame_labels(tables, node, Annotation::None, out);
         return;

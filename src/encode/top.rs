@@ -9,6 +9,13 @@
 //! * **By stack**: one row per distinct stack (frames as the other outputs label them);
 //!   flat = cumulative = its value.
 //!
+//! A function row is marked as `go tool pprof -top` marks it: `(inline)` when every call into
+//! it (from another function, in some sample) was inlined into its caller (the caller is an
+//! outer line of the same location), `(partial-inline)` when some were; as in go, a call seen
+//! twice in one sample counts as its outermost occurrence. go computes the marks on the graph
+//! it shows, so they equal ours with `-nodefraction=0 -edgefraction=0` (its default cuts can
+//! drop a caller, and with it a mark).
+//!
 //! Rows are sorted as `go tool pprof -top` sorts them: by |flat| (largest first), then by
 //! name, then by |cumulative|. Percentages are of the sum of |values| (pprof's total).
 
@@ -64,6 +71,10 @@ pub struct TopRow {
     /// The stack's frames, leaf first (rows by stack only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frames: Option<Vec<String>>,
+    /// `inline` when every call into the function was inlined, `partial-inline` when some
+    /// were (rows by function only; absent otherwise), as `go tool pprof -top` marks rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inline: Option<&'static str>,
     /// Value where it is the leaf.
     pub flat: i64,
     /// `flat` as % of the total.
@@ -113,6 +124,12 @@ pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
             let mut cum: Vec<i64> = Vec::new();
             let mut stamp: Vec<usize> = Vec::new();
             let mut buf = Vec::new();
+            // Calls between functions: (caller, callee) -> inlined in every sample it was seen in
+            // (by function only); `path`: a sample's (label, inlined into its caller) leaf first.
+            let mut calls: HashMap<(u32, u32), bool> = HashMap::new();
+            let mut path: Vec<(u32, bool)> = Vec::new();
+            let mut seen_calls: std::collections::HashSet<(u32, u32)> = std::collections::HashSet::new();
+            let track_calls = opts.by == TopBy::Function;
             for (i, (stack, values)) in profile.samples().enumerate() {
                 let v = values.get(idx).copied().unwrap_or(0);
                 if v == 0 {
@@ -160,12 +177,48 @@ pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
                             cum[id as usize] += v;
                         }
                     }
+                    if track_calls {
+                        // Innermost first: every label but the outermost was inlined into the
+                        // next one out.
+                        let n = ids.len();
+                        path.extend(ids.iter().rev().enumerate().map(|(j, &id)| (id, j + 1 < n)));
+                    }
                     cur = node.parent;
+                }
+                if track_calls {
+                    // go walks a sample from the root; a call seen again in it is not counted.
+                    seen_calls.clear();
+                    let mut caller: Option<u32> = None;
+                    for &(id, inlined) in path.iter().rev() {
+                        if let Some(c) = caller.filter(|&c| c != id)
+                            && seen_calls.insert((c, id))
+                        {
+                            calls.entry((c, id)).and_modify(|e| *e &= inlined).or_insert(inlined);
+                        }
+                        caller = Some(id);
+                    }
+                    path.clear();
+                }
+            }
+            // Per callee: (some call inlined, some call not).
+            let mut marks: Vec<(bool, bool)> = vec![(false, false); names.len()];
+            for (&(_, callee), &inlined) in &calls {
+                let m = &mut marks[callee as usize];
+                if inlined {
+                    m.0 = true;
+                } else {
+                    m.1 = true;
                 }
             }
             for (k, name) in names.into_iter().enumerate() {
                 if flat[k] != 0 || cum[k] != 0 {
-                    rows.push(row(name, None, flat[k], cum[k]));
+                    let mut r = row(name, None, flat[k], cum[k]);
+                    r.inline = match marks[k] {
+                        (true, true) => Some("partial-inline"),
+                        (true, false) => Some("inline"),
+                        _ => None,
+                    };
+                    rows.push(r);
                 }
             }
         }
@@ -228,7 +281,7 @@ fn round2(x: f64) -> f64 {
 }
 
 fn row(name: String, frames: Option<Vec<String>>, flat: i64, cum: i64) -> TopRow {
-    TopRow { name, frames, flat, flat_percent: 0.0, sum_percent: 0.0, cum, cum_percent: 0.0 }
+    TopRow { name, frames, inline: None, flat, flat_percent: 0.0, sum_percent: 0.0, cum, cum_percent: 0.0 }
 }
 
 /// The table as text, in `go tool pprof -top`'s columns (values in B/KiB/MiB/GiB for bytes).
@@ -251,13 +304,14 @@ pub fn top_text(t: &TopTable) -> String {
     out.push_str(&format!("{:>10} {:>6} {:>6} {:>10} {:>6}\n", "flat", "flat%", "sum%", "cum", "cum%"));
     for r in &t.rows {
         out.push_str(&format!(
-            "{:>10} {:>5.2}% {:>5.2}% {:>10} {:>5.2}%  {}\n",
+            "{:>10} {:>5.2}% {:>5.2}% {:>10} {:>5.2}%  {}{}\n",
             fmt(r.flat),
             r.flat_percent,
             r.sum_percent,
             fmt(r.cum),
             r.cum_percent,
-            r.name
+            r.name,
+            r.inline.map(|m| format!(" ({m})")).unwrap_or_default()
         ));
     }
     out

@@ -63,10 +63,10 @@ impl Wanted {
     pub fn accepts(self, kind: InputKind) -> bool {
         let trace = kind == InputKind::PerfettoTrace;
         match self {
-            Wanted::Convertible => trace || kind.is_ddm() || kind == InputKind::Hprof || kind == InputKind::Pprof,
+            Wanted::Convertible => trace || kind.is_ddm() || kind == InputKind::Hprof || kind.is_pprof(),
             Wanted::Traces => trace,
             Wanted::HeapDumps => kind == InputKind::Hprof,
-            Wanted::Mergeable => trace || kind.is_ddm() || kind == InputKind::Pprof,
+            Wanted::Mergeable => trace || kind.is_ddm() || kind.is_pprof(),
         }
     }
 }

@@ -201,7 +201,7 @@ pub(crate) fn convert_inputs_to(
     for path in inputs {
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
-            Opened::Trace(inp, InputKind::Pprof) => {
+            Opened::Trace(inp, kind) if kind.is_pprof() => {
                 return convert_pprof(inp, &inputs[0], &dest_for(false), opts);
             }
             Opened::Trace(inp, _) | Opened::Hprof(inp) if names_a_type(opts) => {
@@ -591,6 +591,7 @@ pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) ->
         dumps: Some(run.converted),
         report: Some(run.report),
         symbols: run.symbols,
+        warnings: run.warnings,
         ..Done::default()
     })
 }

@@ -64,7 +64,7 @@ pub enum Inspection {
 /// (told apart by their first bytes).
 pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions) -> Result<Inspection> {
     match open_input(input, decode.max_gzip_bytes, ddm.max_bytes, is_alloc_file(input))? {
-        Opened::Trace(inp, InputKind::Pprof) => Ok(Inspection::Pprof(Box::new(inspect_pprof(inp)?))),
+        Opened::Trace(inp, kind) if kind.is_pprof() => Ok(Inspection::Pprof(Box::new(inspect_pprof(inp)?))),
         Opened::Trace(inp, InputKind::Unknown) => {
             // Sniffing did not know it: the trace decoder tries. If it reads not one packet,
             // the input is no format heapconv reads, which is said with the file's real size.

@@ -317,7 +317,7 @@ pub(crate) fn not_ddm(name: &str, kind: InputKind, head: &[u8], want_ddm: bool) 
     }
     let what = match kind {
         InputKind::PerfettoTrace => "a Perfetto trace".to_owned(),
-        InputKind::Pprof => "a pprof profile (`heapconv merge` combines several)".to_owned(),
+        InputKind::Pprof | InputKind::LegacyHeap => "a pprof profile (`heapconv merge` combines several)".to_owned(),
         InputKind::Empty => "empty".to_owned(),
         InputKind::Zstd => "zstd-compressed".to_owned(),
         _ => format!(
@@ -484,7 +484,7 @@ fn load_input_unfiltered(path: &Path, opts: &LoadOptions) -> Result<LoadedInput>
                 symbols: None,
             })
         }
-        Opened::Trace(mut inp, InputKind::Pprof) => {
+        Opened::Trace(mut inp, kind) if kind.is_pprof() => {
             let mut profile = read_pprof(&mut inp, &opts.pprof)?;
             if opts.drop_empty_stacks {
                 profile = without_empty_stacks(profile);
@@ -492,7 +492,7 @@ fn load_input_unfiltered(path: &Path, opts: &LoadOptions) -> Result<LoadedInput>
             let symbols = opts.symbols.options().map(|_| pprof_coverage(&profile));
             Ok(LoadedInput {
                 name,
-                kind: InputKind::Pprof,
+                kind,
                 profiles: Vec::new(),
                 flat: vec![profile],
                 annotate: false,
@@ -654,7 +654,7 @@ pub fn refuse_pprof(path: &Path, command: &str) -> Result<()> {
     let Ok(mut input) = Input::open(path, 1 << 20) else { return Ok(()) };
     let mut head = Vec::new();
     let _ = input.reader().take(64).read_to_end(&mut head);
-    if crate::decode::sniff(&head) == InputKind::Pprof {
+    if crate::decode::sniff(&head).is_pprof() {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
@@ -706,6 +706,8 @@ pub struct DdmChoices {
     pub no_truncation_marks: bool,
     /// Leave out the leaf frame naming the allocated class.
     pub no_alloc_class_frame: bool,
+    /// Label each sample with its allocation number (`allocation`).
+    pub allocation_label: bool,
 }
 
 impl DdmChoices {
@@ -722,6 +724,7 @@ impl DdmChoices {
             max_depth: self.max_depth,
             truncation_marks: !self.no_truncation_marks,
             alloc_class_frame: !self.no_alloc_class_frame,
+            allocation_label: self.allocation_label,
             ..DdmOptions::default()
         }
     }

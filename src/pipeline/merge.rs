@@ -22,11 +22,20 @@ pub struct MergeRunOptions {
     pub merge: MergeOptions,
     /// Output format. Default: pprof.
     pub format: Format,
+    /// The sample type the output shows (its `default_sample_type` in pprof), by name
+    /// (`alloc_space`) or meaning (`total-size`); a type the merged profile lacks is an error
+    /// listing its types. Default: none (the merged inputs' default type).
+    pub sample_type: Option<String>,
 }
 
 impl Default for MergeRunOptions {
     fn default() -> Self {
-        MergeRunOptions { load: LoadOptions::default(), merge: MergeOptions::default(), format: Format::Pprof }
+        MergeRunOptions {
+            load: LoadOptions::default(),
+            merge: MergeOptions::default(),
+            format: Format::Pprof,
+            sample_type: None,
+        }
     }
 }
 
@@ -65,8 +74,11 @@ pub fn merge_to_profile(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<(F
     let mut clock = crate::timing::Phases::start("merge");
     let (merger, infos) = merge_inputs(inputs, &load, &opts.merge, 1, &|_| 0)?;
     clock.done("inputs");
-    let profile = merger.finish()?;
+    let mut profile = merger.finish()?;
     clock.done("finish");
+    if let Some(sel) = opts.sample_type.as_deref() {
+        profile.header.default_sample_type = super::load::pick_sample_type(&profile.header, Some(sel))?;
+    }
     if profile.sample_count() == 0 {
         return Err(Error::new(ErrorKind::NoData, "the merged profile is empty: every input's values are zero"));
     }

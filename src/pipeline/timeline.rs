@@ -75,7 +75,7 @@ pub struct TimelineRun {
 pub fn run_timeline(input: &Path, opts: &TimelineOptions) -> Result<TimelineRun> {
     let default_ddm = crate::decode::ddm_alloc_records::DdmOptions::default();
     let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, default_ddm.max_bytes, false)? {
-        Opened::Trace(inp, kind) if kind != InputKind::Pprof => (inp, kind),
+        Opened::Trace(inp, kind) if !kind.is_pprof() => (inp, kind),
         Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", "`heapconv timeline`")),
         Opened::Ddm { .. } => return Err(not_a_trace(input, "a DDM allocation-record capture", "`heapconv timeline`")),
         Opened::Hprof(_) => return Err(not_a_trace(input, "an HPROF heap dump", "`heapconv timeline`")),

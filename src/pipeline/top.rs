@@ -223,7 +223,7 @@ fn merged_top_table(inputs: &[PathBuf], opts: &TopRunOptions) -> Result<(TopTabl
         TopGroup::Stack => crate::encode::top::TopBy::Stack,
     };
     // pprof inputs only: their unsymbolized frames are named as `go tool pprof -top` names them.
-    let go_names = infos.iter().all(|i| i.kind == InputKind::Pprof);
+    let go_names = infos.iter().all(|i| i.kind.is_pprof());
     let top = TopOptions { by, count: opts.count, value_index: index, go_names };
     Ok((top_table(&profile, &top), infos))
 }

@@ -475,7 +475,7 @@ pub fn check_view(opts: &ViewOptions, view: DumpView) -> Result<()> {
 /// or a directory (one file per output, named as the README says).
 fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: DumpView) -> Result<ViewRun> {
     let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, DdmOptions::default().max_bytes, false)? {
-        Opened::Trace(inp, kind) if kind != InputKind::Pprof => (inp, kind),
+        Opened::Trace(inp, kind) if !kind.is_pprof() => (inp, kind),
         Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", &format!("--view {}", view.name()))),
         Opened::Ddm { .. } => {
             return Err(not_a_trace(input, "a DDM allocation-record capture", &format!("--view {}", view.name())));

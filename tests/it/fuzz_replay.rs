@@ -52,6 +52,7 @@ fn targets() -> Vec<Target> {
         ));
     }
     pprofs.extend(files("tests/data/traceconv/symbolize", &[".pb"]));
+    pprofs.extend(files("tests/data/legacy-heap", &[".heap"]));
     pprofs.sort();
     let mut pprofs = load(pprofs);
     let gzipped: Vec<(String, Vec<u8>)> = pprofs.iter().map(|(n, b)| (format!("{n}.gz"), gzip(b))).collect();

@@ -127,6 +127,7 @@ fn help_lists_every_input_heapconv_reads() {
     for want in [
         "HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert and top",
         "pprof (gzip'd or not): convert, merge, diff, top, inspect",
+        "legacy text heap profile (gperftools, old Go: `heap profile: …`): convert, merge, diff, top, inspect",
         "DDM allocation records (.alloc): convert, merge, diff, top, inspect",
         "Perfetto trace, Java heap graphs: convert and top",
     ] {
@@ -160,34 +161,39 @@ fn inspect_of_no_known_format_says_so_with_the_file_size() {
 }
 
 #[test]
-fn go_shows_the_thread_table_of_a_ddm_capture_alone_with_tagshow() {
+fn go_tags_of_a_ddm_capture_is_the_thread_table() {
     if !have_go() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("art.pb.gz");
-    heapconv_ok(&["convert", data("ddm/art.alloc").to_str().unwrap(), "-o", out.to_str().unwrap()], 0);
-    let tags = |extra: &[&str]| {
+    let numbered = dir.path().join("art-numbered.pb.gz");
+    let art = data("ddm/art.alloc");
+    heapconv_ok(&["convert", art.to_str().unwrap(), "-o", out.to_str().unwrap()], 0);
+    heapconv_ok(&["convert", art.to_str().unwrap(), "-o", numbered.to_str().unwrap(), "--allocation-label"], 0);
+    let tags = |extra: &[&str], path: &std::path::Path| {
         let o = std::process::Command::new("go")
             .args(["tool", "pprof", "-tags"])
             .args(extra)
-            .arg(&out)
+            .arg(path)
             .output()
             .expect("go runs");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8(o.stdout).unwrap()
     };
-    // Without -tagshow: one line per allocation number (7 records), before the threads.
-    let all = tags(&[]);
+    // By default the only label is the thread: -tags is the thread table alone (the README's
+    // command), however many records the capture holds.
+    let threads = ["thread: Total 5.2kB", "4.1kB (78.55%): 12401", "1.0kB (20.24%): 12345", "64.0B ( 1.21%): 12367"];
+    let all = tags(&[], &out);
+    let lines: Vec<&str> = all.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines, threads, "{all}");
+    // --allocation-label adds the allocation numbers: one line per record (7), before the
+    // threads; -tagshow=thread shows the thread table alone again.
+    let all = tags(&[], &numbered);
     let lines: Vec<&str> = all.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     assert_eq!(lines[0], "allocation: Total 5.2kB", "{all}");
     assert_eq!(lines.iter().position(|l| l.starts_with("thread:")), Some(8), "{all}");
-    // The README's command: the thread table alone.
-    let threads = tags(&["-tagshow=thread"]);
-    let lines: Vec<&str> = threads.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    assert_eq!(
-        lines,
-        ["thread: Total 5.2kB", "4.1kB (78.55%): 12401", "1.0kB (20.24%): 12345", "64.0B ( 1.21%): 12367"],
-        "{threads}"
-    );
+    let shown = tags(&["-tagshow=thread"], &numbered);
+    let lines: Vec<&str> = shown.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines, threads, "{shown}");
 }

@@ -496,11 +496,17 @@ pub struct DdmOptions {
     /// function alone, so without lines they show the whole `class.method(File.java:12)`.
     /// Default: true.
     pub lines: bool,
-    /// One sample per allocation, with its `thread` and `allocation` labels. When false,
+    /// One sample per allocation, with its `thread` label (and `allocation`, with
+    /// [`DdmOptions::allocation_label`]). When false,
     /// allocations with the same stack are summed into one sample without labels: what folded
     /// stacks, flame graphs and summaries show is the same, made from far fewer samples.
     /// Default: true.
     pub per_allocation: bool,
+    /// Label each sample with its allocation number (`allocation`, 1 for the oldest of its
+    /// capture), for filters such as `go tool pprof -tagfocus=allocation=1:1000`. Off by
+    /// default: `go tool pprof -tags` lists every value of a numeric label on its own line, one
+    /// per record, before the thread table. Default: false.
+    pub allocation_label: bool,
     /// Largest input accepted, in bytes (after gzip). Default: 1 GiB.
     pub max_bytes: u64,
 }
@@ -515,6 +521,7 @@ impl Default for DdmOptions {
             truncation_marks: true,
             lines: true,
             per_allocation: true,
+            allocation_label: false,
             max_bytes: 1 << 30,
         }
     }

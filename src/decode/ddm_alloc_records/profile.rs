@@ -92,14 +92,16 @@ pub fn sample_types() -> Vec<ValueType> {
 
 /// Makes one profile of one or more captures (merged: one set of tables, samples appended in
 /// the order of the captures). Each sample is one allocation: stack root (outermost method)
-/// first, then the allocated class as leaf frame; values 1 and the size; labels `thread` and
-/// `allocation` (1 for the oldest allocation of its capture). Samples of a capture are in the
+/// first, then the allocated class as leaf frame; values 1 and the size; label `thread` (and
+/// `allocation`, 1 for the oldest allocation of its capture, with
+/// [`DdmOptions::allocation_label`]). Samples of a capture are in the
 /// order the allocations happened. (With [`DdmOptions::per_allocation`] off, one sample per
 /// stack instead.)
 pub fn alloc_records_profile(captures: &[AllocCapture], opts: &DdmOptions) -> Profile {
     let mut tables = Tables::default();
     let thread_key = tables.strings.intern(THREAD_LABEL);
-    let alloc_key = tables.strings.intern(ALLOCATION_LABEL);
+    let alloc_key = if opts.allocation_label { tables.strings.intern(ALLOCATION_LABEL) } else { thread_key };
+    let label_count = if opts.allocation_label { 2 } else { 1 };
     let mut special: HashMap<&'static str, FrameId> = HashMap::default();
     let mut special_frame = |tables: &mut Tables, label: &'static str| -> FrameId {
         *special.entry(label).or_insert_with(|| {
@@ -176,7 +178,7 @@ pub fn alloc_records_profile(captures: &[AllocCapture], opts: &DdmOptions) -> Pr
     p.header.default_sample_type = 1;
     if opts.per_allocation {
         for (stack, values, labels) in &samples {
-            p.push_sample_with_labels(*stack, values, labels);
+            p.push_sample_with_labels(*stack, values, &labels[..label_count]);
         }
     } else {
         // Summed per stack, in the order each stack first allocated.

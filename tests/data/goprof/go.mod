@@ -1,0 +1,3 @@
+module heapconv.test/goprof
+
+go 1.19
