@@ -1,0 +1,466 @@
+//! Java deobfuscation with ProGuard and R8 mapping files (`mapping.txt`), the managed-code
+//! counterpart of native symbolization.
+//!
+//! # The format
+//!
+//! A mapping file is text, one record a line. A line that starts at column 0 opens a class:
+//! `original.Name -> obfuscated.Name:`. Indented lines below it are its members: fields
+//! (`type originalName -> obfuscatedName`) and methods
+//! (`[a:b:]returnType [OriginalClass.]originalName(args)[:c[:d]] -> obfuscatedName`), where
+//! `a:b` is the obfuscated line range and `c:d` the original one; several method lines sharing
+//! one obfuscated range are an inline chain, innermost first, the enclosing method last. Lines
+//! starting with `#` are comments; R8 writes JSON metadata in them (`{"id":"sourceFile",…}`,
+//! `com.android.tools.r8.synthesized`, `…outline`, `…outlineCallsite`, `…rewriteFrame`,
+//! `…residualsignature`) after the record they describe.
+//!
+//! # How it is read
+//!
+//! The member rules (line ranges, inline chains, outlines, synthesized members, ambiguous
+//! members) are Sentry's [`proguard`] crate's, which follows R8's `retrace`: this module adds
+//! laziness, fields, and heapconv's errors and report. Opening a map memory-maps it and scans
+//! it once for class lines only, building an index from each obfuscated class name to its
+//! section of the file; a class's members are parsed the first time a name of that class is
+//! asked for ([`Retracer`]), so a large map costs its index, not its members.
+//!
+//! # Bad lines
+//!
+//! A class line that does not read as `original -> obfuscated:` (or is not UTF-8), an indented
+//! line before the first class, and a second section for the same obfuscated class are errors
+//! naming the file and line. A member line that does not parse is skipped and counted
+//! ([`RetraceReport::skipped_lines`], with the first such line's number), as `retrace` skips
+//! it: one odd line should not cost a whole map.
+//!
+//! # Limits
+//!
+//! Each class is materialized on its own, so two things that need two classes at once are not
+//! done: the source file of a method inlined from another class is derived from that class's
+//! name (`Foo.java`) rather than read from its `sourceFile` record, and an outline frame is
+//! dropped without moving its caller's line to the outline's call site.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use proguard::{ProguardMapper, ProguardMapping, ProguardRecord, StackFrame, StackTrace};
+use serde::Serialize;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The bytes of a mapping file: memory-mapped, or owned (tests, stdin).
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// One class of the index: where its original name and its section are in the file.
+struct ClassEntry {
+    /// The original (deobfuscated) name, a byte range of the file.
+    original: Range<usize>,
+    /// The class line and the member and comment lines below it.
+    section: Range<usize>,
+    /// 1-based line number of the class line.
+    line: u32,
+}
+
+/// A ProGuard/R8 mapping file, indexed by obfuscated class name; members are read lazily by a
+/// [`Retracer`].
+pub struct ProguardMap {
+    name: String,
+    package: Option<String>,
+    bytes: Bytes,
+    classes: HashMap<Box<str>, u32>,
+    entries: Vec<ClassEntry>,
+}
+
+impl std::fmt::Debug for ProguardMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProguardMap")
+            .field("name", &self.name)
+            .field("package", &self.package)
+            .field("classes", &self.entries.len())
+            .finish()
+    }
+}
+
+impl ProguardMap {
+    /// Opens and indexes the mapping file at `path` (memory-mapped), for the Android package
+    /// `package` (`None`: the map applies to any input that names no package).
+    pub fn open(path: &Path, package: Option<String>) -> Result<Self> {
+        let name = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|e| Error::io(format!("opening mapping file {name}"), e))?;
+        let len = file.metadata().map_err(|e| Error::io(format!("reading mapping file {name}"), e))?.len();
+        let bytes = if len == 0 {
+            Bytes::Owned(Vec::new())
+        } else {
+            // SAFETY: the map is only read; a file truncated under us would fault, as with
+            // every memory-mapped input of heapconv (symbol files, traces).
+            let mmap = unsafe { memmap2::Mmap::map(&file) }
+                .map_err(|e| Error::io(format!("mapping mapping file {name} into memory"), e))?;
+            Bytes::Mapped(mmap)
+        };
+        Self::index(name, package, bytes)
+    }
+
+    /// Indexes a mapping file already in memory; `name` names it in errors and reports.
+    pub fn from_bytes(name: impl Into<String>, package: Option<String>, bytes: Vec<u8>) -> Result<Self> {
+        Self::index(name.into(), package, Bytes::Owned(bytes))
+    }
+
+    fn index(name: String, package: Option<String>, bytes: Bytes) -> Result<Self> {
+        let data = bytes.as_slice();
+        let mut classes: HashMap<Box<str>, u32> = HashMap::new();
+        let mut entries: Vec<ClassEntry> = Vec::new();
+        let mut pos = 0usize;
+        let mut line_no = 0u32;
+        while pos < data.len() {
+            let end = memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+            line_no = line_no.saturating_add(1);
+            let line = &data[pos..end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            match line.first() {
+                None | Some(b'#') => {}
+                Some(b' ' | b'\t') => {
+                    if entries.is_empty() && !line.iter().all(|b| b.is_ascii_whitespace()) {
+                        return Err(Error::new(
+                            ErrorKind::Malformed,
+                            format!("{name}:{line_no}: a member line before the first class line"),
+                        ));
+                    }
+                }
+                Some(_) => {
+                    let (original, obfuscated) = parse_class_line(line).ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::Malformed,
+                            format!(
+                                "{name}:{line_no}: not a class line (`original.Name -> obfuscated.Name:`): {}",
+                                String::from_utf8_lossy(&line[..line.len().min(200)])
+                            ),
+                        )
+                    })?;
+                    if let Some(last) = entries.last_mut() {
+                        last.section.end = pos;
+                    }
+                    let idx = u32::try_from(entries.len())
+                        .map_err(|_| Error::new(ErrorKind::LimitExceeded, format!("{name}: more than 2^32 classes")))?;
+                    let obfuscated_str = std::str::from_utf8(&line[obfuscated.clone()]).unwrap_or_default();
+                    if let Some(&prev) = classes.get(obfuscated_str) {
+                        return Err(Error::new(
+                            ErrorKind::Malformed,
+                            format!(
+                                "{name}:{line_no}: class {obfuscated_str} is mapped a second time (first at line {})",
+                                entries[prev as usize].line
+                            ),
+                        ));
+                    }
+                    classes.insert(obfuscated_str.into(), idx);
+                    entries.push(ClassEntry {
+                        original: pos + original.start..pos + original.end,
+                        section: pos..data.len(),
+                        line: line_no,
+                    });
+                }
+            }
+            pos = end + 1;
+        }
+        if let Some(last) = entries.last_mut() {
+            last.section.end = data.len();
+        }
+        Ok(ProguardMap { name, package, bytes, classes, entries })
+    }
+
+    /// The file's name as given (for reports).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The Android package this map is for; `None` when it was given without one.
+    pub fn package(&self) -> Option<&str> {
+        self.package.as_deref()
+    }
+
+    /// Number of classes the map names.
+    pub fn class_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Every class of the map, `(obfuscated, original)`, in file order.
+    pub fn classes(&self) -> impl Iterator<Item = (&str, &str)> {
+        let mut by_index: Vec<(&str, u32)> = self.classes.iter().map(|(k, &v)| (&**k, v)).collect();
+        by_index.sort_unstable_by_key(|&(_, i)| i);
+        by_index.into_iter().map(move |(obf, i)| (obf, self.original(i)))
+    }
+
+    fn original(&self, idx: u32) -> &str {
+        let e = &self.entries[idx as usize];
+        std::str::from_utf8(&self.bytes.as_slice()[e.original.clone()]).unwrap_or_default()
+    }
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// Parses `original -> obfuscated:` (spaces around `->`, a colon at the end, nothing after);
+/// returns the two names' byte ranges within `line`.
+fn parse_class_line(line: &[u8]) -> Option<(Range<usize>, Range<usize>)> {
+    let text = std::str::from_utf8(line).ok()?;
+    let trimmed = text.trim_end();
+    let body = trimmed.strip_suffix(':')?;
+    let arrow = body.find(" -> ")?;
+    let original = body[..arrow].trim();
+    let obfuscated = body[arrow + 4..].trim();
+    if original.is_empty() || obfuscated.is_empty() || original.contains(' ') || obfuscated.contains(' ') {
+        return None;
+    }
+    let o_start = original.as_ptr() as usize - text.as_ptr() as usize;
+    let b_start = obfuscated.as_ptr() as usize - text.as_ptr() as usize;
+    Some((o_start..o_start + original.len(), b_start..b_start + obfuscated.len()))
+}
+
+/// One original frame: what an obfuscated frame stands for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct OriginalFrame {
+    /// Original class name, fully qualified.
+    pub class: String,
+    /// Original method name.
+    pub method: String,
+    /// Source file, when the map says (or, as retrace does, derived from the class name).
+    pub file: Option<String>,
+    /// Original line; 0 when unknown.
+    pub line: u32,
+}
+
+/// What an obfuscated frame deobfuscates to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retraced {
+    /// The original frames. When `ambiguous` is false they are one call chain, innermost
+    /// (inlined) first; when true they are alternatives, each a candidate for the whole frame.
+    pub frames: Vec<OriginalFrame>,
+    /// Whether the map could not tell which of several methods the frame is (no line, or a
+    /// map without line ranges, and several original methods share the obfuscated name).
+    pub ambiguous: bool,
+    /// Whether only the class was found: the method kept its obfuscated name.
+    pub class_only: bool,
+}
+
+/// Counts of what a [`Retracer`] did, for the run's report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RetraceReport {
+    /// The mapping file.
+    pub map: String,
+    /// The package it was given for, if any.
+    pub package: Option<String>,
+    /// Classes in the map.
+    pub classes_in_map: u64,
+    /// Classes whose members were read (the input named them).
+    pub classes_read: u64,
+    /// Names looked up (class, field and frame lookups).
+    pub lookups: u64,
+    /// Lookups the map answered.
+    pub deobfuscated: u64,
+    /// Member lines skipped because they do not parse.
+    pub skipped_lines: u64,
+    /// The first skipped line, `file:line`.
+    pub first_skipped: Option<String>,
+}
+
+/// A class's members, parsed on first use.
+struct Members<'m> {
+    mapper: ProguardMapper<'m>,
+    /// Obfuscated field name -> original names (R8 may give fields of different types one name).
+    fields: HashMap<&'m str, Vec<&'m str>>,
+    /// Obfuscated method names, and whether they have line ranges (then their frames with a
+    /// line are inline chains, not alternatives).
+    methods: HashMap<&'m str, bool>,
+}
+
+/// Deobfuscates names with one [`ProguardMap`], reading each class's members the first time
+/// the class is asked about. Shareable across threads.
+pub struct Retracer<'m> {
+    map: &'m ProguardMap,
+    members: Vec<OnceLock<Members<'m>>>,
+    lookups: AtomicU64,
+    deobfuscated: AtomicU64,
+    classes_read: AtomicU64,
+    skipped: AtomicU64,
+    first_skipped: OnceLock<u32>,
+}
+
+impl<'m> Retracer<'m> {
+    /// A retracer over `map`; nothing is read yet.
+    pub fn new(map: &'m ProguardMap) -> Self {
+        Retracer {
+            map,
+            members: (0..map.entries.len()).map(|_| OnceLock::new()).collect(),
+            lookups: AtomicU64::new(0),
+            deobfuscated: AtomicU64::new(0),
+            classes_read: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            first_skipped: OnceLock::new(),
+        }
+    }
+
+    /// The map this retracer reads.
+    pub fn map(&self) -> &'m ProguardMap {
+        self.map
+    }
+
+    fn count(&self, hit: bool) {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        if hit {
+            self.deobfuscated.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn members(&self, idx: u32) -> &Members<'m> {
+        self.members[idx as usize].get_or_init(|| {
+            self.classes_read.fetch_add(1, Ordering::Relaxed);
+            let entry = &self.map.entries[idx as usize];
+            let section: &'m [u8] = &self.map.bytes.as_slice()[entry.section.clone()];
+            let mut fields: HashMap<&'m str, Vec<&'m str>> = HashMap::new();
+            let mut methods: HashMap<&'m str, bool> = HashMap::new();
+            let mut line_no = entry.line;
+            for (i, line) in section.split(|&b| b == b'\n').enumerate() {
+                let line_here = line_no;
+                line_no = line_no.saturating_add(1);
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if i == 0 || line.iter().all(|b| b.is_ascii_whitespace()) {
+                    continue;
+                }
+                let trimmed = line.trim_ascii_start();
+                if trimmed.first() == Some(&b'#') {
+                    continue;
+                }
+                match ProguardRecord::try_parse(line) {
+                    Ok(ProguardRecord::Field { original, obfuscated, .. }) => {
+                        let names = fields.entry(obfuscated).or_default();
+                        if !names.contains(&original) {
+                            names.push(original);
+                        }
+                    }
+                    Ok(ProguardRecord::Method { obfuscated, line_mapping, .. }) => {
+                        let lined = line_mapping.is_some_and(|lm| lm.endline.unwrap_or(0) > 0);
+                        *methods.entry(obfuscated).or_default() |= lined;
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        self.skipped.fetch_add(1, Ordering::Relaxed);
+                        let _ = self.first_skipped.set(line_here);
+                    }
+                }
+            }
+            let mapper = ProguardMapper::new(ProguardMapping::new(section));
+            Members { mapper, fields, methods }
+        })
+    }
+
+    fn lookup_class(&self, obfuscated: &str) -> Option<u32> {
+        self.map.classes.get(obfuscated).copied()
+    }
+
+    /// The original name of an obfuscated class name as a heap dump or frame spells it: a
+    /// plain name (`a.b`), an array of one (`a.b[]`, `a.b[][]`), or `java.lang.Class<a.b>` (heap
+    /// graphs' class objects). `None` when the map does not name the class.
+    pub fn class_name(&self, obfuscated: &str) -> Option<String> {
+        let hit = self.class_name_uncounted(obfuscated);
+        self.count(hit.is_some());
+        hit
+    }
+
+    fn class_name_uncounted(&self, obfuscated: &str) -> Option<String> {
+        if let Some(inner) = obfuscated.strip_prefix("java.lang.Class<").and_then(|s| s.strip_suffix('>')) {
+            return self.class_name_uncounted(inner).map(|c| format!("java.lang.Class<{c}>"));
+        }
+        let base = obfuscated.trim_end_matches("[]");
+        let dims = &obfuscated[base.len()..];
+        let idx = self.lookup_class(base)?;
+        Some(format!("{}{dims}", self.map.original(idx)))
+    }
+
+    /// The original name(s) of field `field` of obfuscated class `class`: one name, or every
+    /// candidate when the map gives the obfuscated name to several fields. `None` when the map
+    /// names neither the class nor the field.
+    pub fn field_names(&self, class: &str, field: &str) -> Option<Vec<String>> {
+        let hit = self.lookup_class(class).and_then(|idx| {
+            let m = self.members(idx);
+            m.fields.get(field).map(|names| names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        });
+        self.count(hit.is_some());
+        hit
+    }
+
+    /// Deobfuscates the frame `class.method` at obfuscated line `line` (`None` or 0: no line).
+    /// `None` when the map does not name the class.
+    pub fn frame(&self, class: &str, method: &str, line: Option<u32>) -> Option<Retraced> {
+        let hit = self.frame_uncounted(class, method, line);
+        self.count(hit.as_ref().is_some_and(|r| !r.class_only));
+        hit
+    }
+
+    fn frame_uncounted(&self, class: &str, method: &str, line: Option<u32>) -> Option<Retraced> {
+        let idx = self.lookup_class(class)?;
+        let members = self.members(idx);
+        let line = line.unwrap_or(0) as usize;
+        let input = StackTrace::new(None, vec![StackFrame::new(class, method, line)]);
+        let out = members.mapper.remap_stacktrace_typed(&input);
+        let original_class = self.map.original(idx);
+        let mut frames: Vec<OriginalFrame> = out
+            .frames()
+            .iter()
+            .map(|f| OriginalFrame {
+                class: f.class().to_string(),
+                method: f.method().to_string(),
+                file: f.file().map(str::to_string),
+                line: f.line().and_then(|l| u32::try_from(l).ok()).unwrap_or(0),
+            })
+            .collect();
+        let class_only = !members.methods.contains_key(method);
+        if frames.is_empty() {
+            frames.push(OriginalFrame {
+                class: original_class.to_string(),
+                method: method.to_string(),
+                file: None,
+                line: line as u32,
+            });
+        }
+        let chain = line > 0 && members.methods.get(method).copied().unwrap_or(false);
+        let ambiguous = !chain && frames.len() > 1;
+        Some(Retraced { frames, ambiguous, class_only })
+    }
+
+    /// What this retracer did so far.
+    pub fn report(&self) -> RetraceReport {
+        RetraceReport {
+            map: self.map.name.clone(),
+            package: self.map.package.clone(),
+            classes_in_map: self.map.entries.len() as u64,
+            classes_read: self.classes_read.load(Ordering::Relaxed),
+            lookups: self.lookups.load(Ordering::Relaxed),
+            deobfuscated: self.deobfuscated.load(Ordering::Relaxed),
+            skipped_lines: self.skipped.load(Ordering::Relaxed),
+            first_skipped: self.first_skipped.get().map(|l| format!("{}:{l}", self.map.name)),
+        }
+    }
+}
+
+/// Splits a Java frame name `package.Class.method` into class and method at the last `.`
+/// (heapprofd and DDM name Java frames so); `None` when there is no `.`.
+pub fn split_java_frame(name: &str) -> Option<(&str, &str)> {
+    let dot = name.rfind('.')?;
+    let (class, method) = (&name[..dot], &name[dot + 1..]);
+    (!class.is_empty() && !method.is_empty()).then_some((class, method))
+}
+
+#[cfg(test)]
+mod tests;
