@@ -77,6 +77,7 @@ impl ConvertOptions {
             heap: self.heap.as_deref(),
             dump: self.dump,
             symbolize: self.symbols.options(),
+            proguard: &self.symbols.proguard,
         }
     }
 

@@ -23,9 +23,18 @@ use crate::decode::{Input, InputKind, sniff};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, merge_tree};
 use crate::model::{FlatProfile, HeapDump, Profile, Tables, TraceReport};
+use crate::symbolize::proguard::{DeobfuscationReport, Deobfuscator, MapSpec, Session, deobfuscate_frames};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
-pub(crate) fn symbolize_hook(s: &mut Option<Symbolizer>, tables: &mut Tables, range: std::ops::Range<usize>) {
+pub(crate) fn symbolize_hook(
+    s: &mut Option<Symbolizer>,
+    deob: &mut Option<Session<'_>>,
+    tables: &mut Tables,
+    range: std::ops::Range<usize>,
+) {
+    if let Some(d) = deob {
+        deobfuscate_frames(tables, range.clone(), d);
+    }
     if let Some(s) = s {
         s.symbolize(tables, range);
     }
@@ -44,6 +53,8 @@ pub(crate) struct HeapprofdSelection<'a> {
     pub(crate) dump: DumpSelect,
     /// Symbolize native frames (or count their symbols).
     pub(crate) symbolize: Option<SymbolizeOptions>,
+    /// Deobfuscate Java frames with these maps.
+    pub(crate) proguard: &'a ProguardMaps,
 }
 
 /// The profiles `sel` keeps of a trace, in trace order, with the trace's report and the
@@ -72,10 +83,12 @@ pub(crate) fn select_heapprofd(
     let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
     let mut symbolizer = sel.symbolize.clone().map(Symbolizer::new);
+    let deob = sel.proguard.open()?;
+    let mut session = deob.as_deref().map(Deobfuscator::session);
     let (report, tables) = decode_heapprofd_with(
         &mut inp,
         &decode,
-        &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+        &mut |t, r| symbolize_hook(&mut symbolizer, &mut session, t, r),
         &mut |mut p: Profile| {
             if sel.heap.is_some_and(|h| h != p.header.meta.heap) {
                 return Ok(());
@@ -498,6 +511,7 @@ pub(crate) fn load_trace(inp: Input, kind: InputKind, name: &str, opts: &LoadOpt
         heap: opts.heap.as_deref(),
         dump: opts.dump,
         symbolize: opts.symbols.options(),
+        proguard: &opts.symbols.proguard,
     };
     let (profiles, report, symbols) = match select_heapprofd_dumps(inp, &sel) {
         Ok(r) => r,
@@ -723,6 +737,62 @@ pub struct SymbolSources {
     /// Report the symbol coverage even without directories or a gate (of the symbols the
     /// inputs have), as batch summaries do.
     pub always_report: bool,
+    /// ProGuard/R8 mapping files for Java names. Default: none.
+    pub proguard: ProguardMaps,
+}
+
+/// The ProGuard/R8 mapping files of a run: opened (indexed) once, on first use, and shared by
+/// every copy of the options, so that the report covers the whole run.
+#[derive(Clone, Default)]
+pub struct ProguardMaps {
+    specs: Vec<MapSpec>,
+    opened: Arc<Mutex<Option<Arc<Deobfuscator>>>>,
+}
+
+impl std::fmt::Debug for ProguardMaps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.specs).finish()
+    }
+}
+
+impl PartialEq for ProguardMaps {
+    fn eq(&self, other: &Self) -> bool {
+        self.specs == other.specs
+    }
+}
+
+impl ProguardMaps {
+    /// Maps given as `[PACKAGE=]FILE` arguments, then as `PERFETTO_PROGUARD_MAP`'s value
+    /// (traceconv's syntax: `package=file[:package=file…]`).
+    pub fn new(args: &[String], env: Option<&str>) -> Result<Self> {
+        let mut specs: Vec<MapSpec> = args.iter().map(|a| MapSpec::parse(a)).collect();
+        if let Some(env) = env {
+            specs.extend(MapSpec::parse_env(env)?);
+        }
+        Ok(ProguardMaps { specs, opened: Arc::default() })
+    }
+
+    /// Whether no map was given.
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// The maps, opened on first call; `None` when none was given.
+    pub fn open(&self) -> Result<Option<Arc<Deobfuscator>>> {
+        if self.specs.is_empty() {
+            return Ok(None);
+        }
+        let mut slot = self.opened.lock().map_err(|_| Error::new(ErrorKind::Io, "mapping files: a thread panicked"))?;
+        if slot.is_none() {
+            *slot = Some(Arc::new(Deobfuscator::open(&self.specs)?));
+        }
+        Ok(slot.clone())
+    }
+
+    /// What deobfuscation did so far; `None` when no map was given or none was opened.
+    pub fn report(&self) -> Option<DeobfuscationReport> {
+        self.opened.lock().ok()?.as_ref().map(|d| d.report())
+    }
 }
 
 impl SymbolSources {

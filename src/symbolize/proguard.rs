@@ -464,3 +464,306 @@ pub fn split_java_frame(name: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests;
+
+/// A mapping file to use and the Android package it is for (`--proguard-map [PACKAGE=]FILE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapSpec {
+    /// The package whose processes the map applies to; `None`: inputs that name no package
+    /// (HPROF files, DDM captures) and frames whose package cannot be told.
+    pub package: Option<String>,
+    /// The mapping file.
+    pub path: std::path::PathBuf,
+}
+
+impl MapSpec {
+    /// Reads `[PACKAGE=]FILE`: a package before the first `=`, when there is one.
+    pub fn parse(arg: &str) -> MapSpec {
+        match arg.split_once('=') {
+            Some((pkg, path)) if !pkg.is_empty() => MapSpec { package: Some(pkg.to_owned()), path: path.into() },
+            Some((_, path)) => MapSpec { package: None, path: path.into() },
+            None => MapSpec { package: None, path: arg.into() },
+        }
+    }
+
+    /// Reads `PERFETTO_PROGUARD_MAP` as traceconv does: `package=path` entries separated by
+    /// `:`, the `=` mandatory (an empty package, `=path`, is heapconv's spelling of a map for
+    /// inputs without one). Empty entries are skipped.
+    pub fn parse_env(value: &str) -> Result<Vec<MapSpec>> {
+        value
+            .split(':')
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                if t.contains('=') {
+                    Ok(MapSpec::parse(t))
+                } else {
+                    Err(Error::new(
+                        ErrorKind::Usage,
+                        format!(
+                            "PERFETTO_PROGUARD_MAP: {t:?} is not package=filename (expected \
+                             package=filename[:package=filename...])"
+                        ),
+                    ))
+                }
+            })
+            .collect()
+    }
+}
+
+/// The Android package a Java frame's mapping path belongs to, by trace processor's rules:
+/// `/data/app/<pkg>-<suffix>/…`, `/data/app/~~<suffix>/<pkg>-<suffix>/…`, and a path that
+/// ends `… dex extracted in memory from /data/app/…`.
+pub fn package_of_mapping_path(path: &str) -> Option<&str> {
+    let at = path.find("/data/app/")?;
+    let rest = &path[at + "/data/app/".len()..];
+    let rest = if let Some(r) = rest.strip_prefix("~~") { &r[r.find('/')? + 1..] } else { rest };
+    let dir = &rest[..rest.find('/').unwrap_or(rest.len())];
+    let pkg = dir.rfind('-').map_or(dir, |i| &dir[..i]);
+    (!pkg.is_empty()).then_some(pkg)
+}
+
+/// What one map did over a run, for the report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MapUse {
+    /// The counts of its retracers, summed.
+    #[serde(flatten)]
+    pub counts: RetraceReport,
+    /// What it was applied to (frames of a package, a heap dump's classes…), deduplicated.
+    pub used_for: Vec<String>,
+}
+
+/// What deobfuscation did over a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DeobfuscationReport {
+    /// Per map, in the order given.
+    pub maps: Vec<MapUse>,
+    /// Java names no map deobfuscated (their class is in no map that applied).
+    pub left_obfuscated: u64,
+    /// A few of them, as examples.
+    pub left_examples: Vec<String>,
+}
+
+impl DeobfuscationReport {
+    /// The maps that deobfuscated nothing (each deserves a warning).
+    pub fn unmatched_maps(&self) -> impl Iterator<Item = &MapUse> {
+        self.maps.iter().filter(|m| m.counts.deobfuscated == 0)
+    }
+}
+
+/// Several mapping files, each for a package or for inputs without one: the one object a run
+/// deobfuscates with. Maps are indexed once; members are read per [`Session`].
+pub struct Deobfuscator {
+    maps: Vec<ProguardMap>,
+    uses: std::sync::Mutex<Vec<MapUse>>,
+    left: std::sync::Mutex<(u64, Vec<String>)>,
+}
+
+impl std::fmt::Debug for Deobfuscator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deobfuscator").field("maps", &self.maps).finish()
+    }
+}
+
+impl Deobfuscator {
+    /// Opens and indexes every map.
+    pub fn open(specs: &[MapSpec]) -> Result<Self> {
+        let maps = specs.iter().map(|s| ProguardMap::open(&s.path, s.package.clone())).collect::<Result<Vec<_>>>()?;
+        Ok(Self::from_maps(maps))
+    }
+
+    /// A deobfuscator over maps already open.
+    pub fn from_maps(maps: Vec<ProguardMap>) -> Self {
+        let uses = maps
+            .iter()
+            .map(|m| MapUse {
+                counts: RetraceReport {
+                    map: m.name.clone(),
+                    package: m.package.clone(),
+                    classes_in_map: m.entries.len() as u64,
+                    ..Default::default()
+                },
+                used_for: Vec::new(),
+            })
+            .collect();
+        Deobfuscator { maps, uses: std::sync::Mutex::new(uses), left: std::sync::Mutex::new((0, Vec::new())) }
+    }
+
+    /// The maps, in the order given.
+    pub fn maps(&self) -> &[ProguardMap] {
+        &self.maps
+    }
+
+    /// The map for `package`: the map given for it; else (or without a package) the map given
+    /// without a package; else, when exactly one map was given, that one for names whose
+    /// package cannot be told (`package` is `None`).
+    pub fn pick(&self, package: Option<&str>) -> Option<usize> {
+        if let Some(p) = package {
+            if let Some(i) = self.maps.iter().position(|m| m.package() == Some(p)) {
+                return Some(i);
+            }
+        }
+        if let Some(i) = self.maps.iter().position(|m| m.package().is_none()) {
+            return Some(i);
+        }
+        (package.is_none() && self.maps.len() == 1).then_some(0)
+    }
+
+    /// A session: retracers over every map, reading classes as they are asked for; its counts
+    /// join the report when it is dropped.
+    pub fn session(&self) -> Session<'_> {
+        Session {
+            deob: self,
+            retracers: self.maps.iter().map(|_| OnceLock::new()).collect(),
+            used_for: Vec::new(),
+            left: (0, Vec::new()),
+        }
+    }
+
+    /// What deobfuscation did so far.
+    pub fn report(&self) -> DeobfuscationReport {
+        let maps = self.uses.lock().map(|u| u.clone()).unwrap_or_default();
+        let (left_obfuscated, left_examples) = self.left.lock().map(|l| l.clone()).unwrap_or_default();
+        DeobfuscationReport { maps, left_obfuscated, left_examples }
+    }
+}
+
+/// Retracers over a [`Deobfuscator`]'s maps for one pass over an input.
+pub struct Session<'d> {
+    deob: &'d Deobfuscator,
+    retracers: Vec<OnceLock<Retracer<'d>>>,
+    used_for: Vec<(usize, String)>,
+    left: (u64, Vec<String>),
+}
+
+impl<'d> Session<'d> {
+    /// The retracer of map `i` (see [`Deobfuscator::pick`]).
+    pub fn retracer(&self, i: usize) -> &Retracer<'d> {
+        self.retracers[i].get_or_init(|| Retracer::new(&self.deob.maps[i]))
+    }
+
+    /// The retracer for `package` ([`Deobfuscator::pick`]), noting `what` it was used for.
+    pub fn for_package(&mut self, package: Option<&str>, what: &str) -> Option<usize> {
+        let i = self.deob.pick(package)?;
+        if !self.used_for.iter().any(|(j, w)| *j == i && w == what) {
+            self.used_for.push((i, what.to_owned()));
+        }
+        Some(i)
+    }
+
+    /// Notes a Java name no map deobfuscated.
+    pub fn left_obfuscated(&mut self, name: &str) {
+        self.left.0 += 1;
+        if self.left.1.len() < 5 && !self.left.1.iter().any(|n| n == name) {
+            self.left.1.push(name.to_owned());
+        }
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut uses) = self.deob.uses.lock() {
+            for (i, cell) in self.retracers.iter().enumerate() {
+                if let Some(r) = cell.get() {
+                    let n = r.report();
+                    let c = &mut uses[i].counts;
+                    c.classes_read += n.classes_read;
+                    c.lookups += n.lookups;
+                    c.deobfuscated += n.deobfuscated;
+                    c.skipped_lines = c.skipped_lines.max(n.skipped_lines);
+                    if c.first_skipped.is_none() {
+                        c.first_skipped = n.first_skipped;
+                    }
+                }
+            }
+            for (i, w) in self.used_for.drain(..) {
+                if !uses[i].used_for.contains(&w) {
+                    uses[i].used_for.push(w);
+                }
+            }
+        }
+        if let Ok(mut left) = self.deob.left.lock() {
+            left.0 += self.left.0;
+            for n in self.left.1.drain(..) {
+                if left.1.len() < 5 && !left.1.contains(&n) {
+                    left.1.push(n);
+                }
+            }
+        }
+    }
+}
+
+/// Deobfuscates the Java frames among `range` of `tables` (frames named `package.Class.method`
+/// whose class a map names), the package of each told by its mapping's path
+/// ([`package_of_mapping_path`]). A frame that stands for an inline chain gets one line per
+/// original frame, innermost first; a frame with several candidate methods is named
+/// `Class.a | Class.b`; otherwise its name becomes `Class.method`. Frames that already have
+/// lines (native frames, symbolized) are left alone.
+pub fn deobfuscate_frames(tables: &mut crate::model::Tables, range: Range<usize>, session: &mut Session<'_>) {
+    use crate::model::Line;
+    for i in range {
+        let f = &tables.frames()[i];
+        if !f.lines.is_empty() {
+            continue;
+        }
+        let name = tables.strings.get(f.name).to_owned();
+        let Some((class, method)) = split_java_frame(&name) else { continue };
+        if class.contains(['(', ' ', ':', '<']) || method.contains(['(', ' ', ':']) {
+            continue;
+        }
+        let path = f.mapping.map(|m| tables.strings.get(tables.mapping(m).path).to_owned()).unwrap_or_default();
+        let pkg = package_of_mapping_path(&path);
+        let what = match pkg {
+            Some(p) => format!("Java frames of {p}"),
+            None => "Java frames".to_owned(),
+        };
+        let Some(mi) = session.for_package(pkg, &what) else { continue };
+        let Some(r) = session.retracer(mi).frame(class, method, None) else {
+            session.left_obfuscated(&name);
+            continue;
+        };
+        if r.class_only && r.frames.len() == 1 {
+            // The class is known, the method not: the class is still worth showing.
+            let n = format!("{}.{}", r.frames[0].class, r.frames[0].method);
+            let id = tables.strings.intern(&n);
+            tables.frames_mut()[i].name = id;
+            continue;
+        }
+        if r.ambiguous {
+            let mut n = String::new();
+            for (k, o) in r.frames.iter().enumerate() {
+                if k > 0 {
+                    n.push_str(" | ");
+                }
+                n.push_str(&o.class);
+                n.push('.');
+                n.push_str(&o.method);
+            }
+            let id = tables.strings.intern(&n);
+            tables.frames_mut()[i].name = id;
+        } else if r.frames.len() == 1 {
+            let o = &r.frames[0];
+            let id = tables.strings.intern(&format!("{}.{}", o.class, o.method));
+            tables.frames_mut()[i].name = id;
+        } else {
+            let raw = tables.frames()[i].raw_name;
+            let lines: Vec<Line> = r
+                .frames
+                .iter()
+                .map(|o| Line {
+                    function: tables.strings.intern(&format!("{}.{}", o.class, o.method)),
+                    system_name: raw,
+                    file: o.file.as_deref().map_or(crate::model::StringId(0), |s| tables.strings.intern(s)),
+                    line: o.line,
+                    column: 0,
+                })
+                .collect();
+            let outer = tables.strings.intern(&format!(
+                "{}.{}",
+                r.frames[r.frames.len() - 1].class,
+                r.frames[r.frames.len() - 1].method
+            ));
+            let fr = &mut tables.frames_mut()[i];
+            fr.name = outer;
+            fr.lines = lines;
+        }
+    }
+}
