@@ -23,7 +23,9 @@ use crate::decode::{Input, InputKind, sniff};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, merge_tree};
 use crate::model::{FlatProfile, HeapDump, Profile, Tables, TraceReport};
-use crate::symbolize::proguard::{DeobfuscationReport, Deobfuscator, MapSpec, Session, deobfuscate_frames};
+use crate::symbolize::proguard::{
+    DeobfuscationReport, Deobfuscator, MapSpec, Session, deobfuscate_frames, deobfuscate_heap_dump,
+};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
 pub(crate) fn symbolize_hook(
@@ -146,8 +148,14 @@ pub(crate) fn for_selected_heap_graphs(
     decode: &DecodeOptions,
     pids: &[u64],
     dump: DumpSelect,
+    maps: &ProguardMaps,
     each: &mut dyn FnMut(HeapDump) -> Result<()>,
 ) -> Result<TraceReport> {
+    let deob = maps.open()?;
+    let each = &mut |mut d: HeapDump| {
+        deobfuscate_dump(deob.as_deref(), &mut d);
+        each(d)
+    };
     let graph = HeapGraphOptions {
         max_packet_bytes: decode.max_packet_bytes,
         max_bundle_bytes: decode.max_bundle_bytes,
@@ -189,8 +197,14 @@ pub(crate) fn for_selected_hprof_dumps(
     mut inp: Input,
     dump: DumpSelect,
     size: ObjectSize,
+    maps: &ProguardMaps,
     each: &mut dyn FnMut(usize, HeapDump, HprofStats) -> Result<()>,
 ) -> Result<Vec<HprofDumpInfo>> {
+    let deob = maps.open()?;
+    let each = &mut |n: usize, mut d: HeapDump, s: HprofStats| {
+        deobfuscate_dump(deob.as_deref(), &mut d);
+        each(n, d, s)
+    };
     let name = inp.name.clone();
     let opts = HprofReadOptions::default();
     let which = match dump {
@@ -223,6 +237,21 @@ pub(crate) fn for_selected_hprof_dumps(
     }
     each(number, d, stats)?;
     Ok(dumps)
+}
+
+/// Deobfuscates a Java heap dump's class and field names with the map for its process's package
+/// (a heap graph's process name up to any `:`), or the map given without a package (HPROF).
+pub(crate) fn deobfuscate_dump(deob: Option<&Deobfuscator>, dump: &mut HeapDump) {
+    let Some(d) = deob else { return };
+    let pkg = dump.process_name.as_deref().map(|n| n.split(':').next().unwrap_or(n).to_owned());
+    let mut s = d.session();
+    let what = match &pkg {
+        Some(p) => format!("heap dump classes and fields of {p}"),
+        None => "heap dump classes and fields".to_owned(),
+    };
+    if let Some(i) = s.for_package(pkg.as_deref(), &what) {
+        deobfuscate_heap_dump(dump, &mut s, i);
+    }
 }
 
 /// True for a path named `*.alloc` (or `*.alloc.gz`): it must be a DDM capture.

@@ -767,3 +767,105 @@ pub fn deobfuscate_frames(tables: &mut crate::model::Tables, range: Range<usize>
         }
     }
 }
+
+/// Deobfuscates a Java heap dump with map `map` of `session`: class names (arrays and
+/// `java.lang.Class<…>` too), instance and static field names. A heap graph names a field
+/// `Class.field` (optionally after its type), so the class in the name says which map entry
+/// applies; an HPROF file names it `field` alone, so the class that declares it does (each
+/// reference's field is looked up from the object's class up its superclasses). Field names are
+/// interned again, since one obfuscated name stands for different fields in different classes.
+pub fn deobfuscate_heap_dump(dump: &mut crate::model::HeapDump, session: &mut Session<'_>, map: usize) {
+    use crate::model::heap::{FieldIdx, NO_FIELD};
+    let r = session.retracer(map);
+    let obf_names: Vec<String> = dump.classes.iter().map(|c| c.name.clone()).collect();
+    let old_fields = std::mem::take(&mut dump.field_names);
+    let mut new_fields: Vec<String> = Vec::new();
+    let mut interned: HashMap<String, FieldIdx> = HashMap::new();
+    let mut intern = |s: String, new_fields: &mut Vec<String>| -> FieldIdx {
+        *interned.entry(s.clone()).or_insert_with(|| {
+            new_fields.push(s);
+            (new_fields.len() - 1) as FieldIdx
+        })
+    };
+    let mut left: Vec<String> = Vec::new();
+    // The new name of field `f` declared by class `ci`.
+    let mut rename = |ci: usize, f: FieldIdx, new_fields: &mut Vec<String>| -> FieldIdx {
+        if f == NO_FIELD || f as usize >= old_fields.len() {
+            return f;
+        }
+        let old = &old_fields[f as usize];
+        let (ty, qualified) = match old.rfind(' ') {
+            Some(i) => (Some(&old[..i]), &old[i + 1..]),
+            None => (None, &old[..]),
+        };
+        let ty = ty.map(|t| r.class_name(t).unwrap_or_else(|| t.to_owned()));
+        let name = match split_java_frame(qualified) {
+            Some((class, field)) => {
+                let c = r.class_name(class).unwrap_or_else(|| class.to_owned());
+                let fld = r.field_names(class, field).map_or_else(|| field.to_owned(), |v| v.join(" | "));
+                format!("{c}.{fld}")
+            }
+            None => match r.field_names(obf_names[ci].trim_end_matches("[]"), qualified) {
+                Some(v) => v.join(" | "),
+                None => qualified.to_owned(),
+            },
+        };
+        let full = match ty {
+            Some(t) => format!("{t} {name}"),
+            None => name,
+        };
+        intern(full, new_fields)
+    };
+    let mut declared: HashMap<(usize, FieldIdx), FieldIdx> = HashMap::new();
+    for ci in 0..dump.classes.len() {
+        for k in 0..dump.classes[ci].fields.len() {
+            let f = dump.classes[ci].fields[k].name;
+            let n = rename(ci, f, &mut new_fields);
+            declared.insert((ci, f), n);
+            dump.classes[ci].fields[k].name = n;
+        }
+        for k in 0..dump.classes[ci].static_refs.len() {
+            let f = dump.classes[ci].static_refs[k].0;
+            dump.classes[ci].static_refs[k].0 = rename(ci, f, &mut new_fields);
+        }
+    }
+    // References: the class that declares the field, from the object's class upwards.
+    let mut memo: HashMap<(u32, FieldIdx), FieldIdx> = HashMap::new();
+    for o in 0..dump.obj_class.len() {
+        let start = dump.ref_start[o] as usize;
+        let end = dump.ref_start.get(o + 1).map_or(dump.ref_field.len(), |&e| e as usize);
+        let oc = dump.obj_class[o];
+        for k in start..end.min(dump.ref_field.len()) {
+            let f = dump.ref_field[k];
+            if f == NO_FIELD || f as usize >= old_fields.len() {
+                continue;
+            }
+            let n = *memo.entry((oc, f)).or_insert_with(|| {
+                let mut c = Some(oc);
+                let mut hops = 0;
+                while let Some(ci) = c {
+                    if let Some(&n) = declared.get(&(ci as usize, f)) {
+                        return n;
+                    }
+                    c = dump.classes.get(ci as usize).and_then(|cl| cl.superclass);
+                    hops += 1;
+                    if hops > 1000 {
+                        break;
+                    }
+                }
+                rename(oc as usize, f, &mut new_fields)
+            });
+            dump.ref_field[k] = n;
+        }
+    }
+    for (ci, c) in dump.classes.iter_mut().enumerate() {
+        match r.class_name(&obf_names[ci]) {
+            Some(n) => c.name = n,
+            None => left.push(obf_names[ci].clone()),
+        }
+    }
+    dump.field_names = new_fields;
+    for n in left {
+        session.left_obfuscated(&n);
+    }
+}
