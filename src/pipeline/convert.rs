@@ -467,8 +467,12 @@ fn convert_ddm(
     let mut ddm = opts.ddm.clone();
     ddm.lines = opts.format.keeps_lines();
     ddm.per_allocation = opts.format.keeps_lines();
-    let captures =
+    let mut captures =
         inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
+    let deob = opts.symbols.proguard.open()?;
+    for c in &mut captures {
+        super::load::deobfuscate_capture(deob.as_deref(), &mut c.records);
+    }
     let profile = alloc_records_profile(&captures, &ddm);
     let mut report = TraceReport {
         source: profile.header.meta.source.clone(),

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::reports::pprof_coverage;
 use super::select::{DumpFilter, DumpSelect, no_heapprofd};
-use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
+use crate::decode::ddm_alloc_records::{AllocRecords, DdmOptions, alloc_records_profile, decode_alloc_records};
 pub use crate::decode::hprof::ObjectSize;
 use crate::decode::hprof::{
     HprofDumpInfo, HprofDumpSelect, HprofReadOptions, HprofStats, apply_object_size, read_hprof_dump,
@@ -254,6 +254,92 @@ pub(crate) fn deobfuscate_dump(deob: Option<&Deobfuscator>, dump: &mut HeapDump)
     }
 }
 
+/// Deobfuscates a DDM capture with the map given without a package (or the only map): the
+/// allocated classes and every frame's class, method, file and line; a frame that stands for
+/// an inline chain becomes the chain's frames, innermost first (a stack is cut at 255 frames,
+/// the format's limit). Names past the format's 65,535 strings per table stay as they were.
+pub(crate) fn deobfuscate_capture(deob: Option<&Deobfuscator>, r: &mut AllocRecords) {
+    use crate::decode::ddm_alloc_records::{StackFrame, java_name};
+    let Some(d) = deob else { return };
+    let mut s = d.session();
+    let Some(mi) = s.for_package(None, "DDM allocated classes and frames") else { return };
+    let rt = s.retracer(mi);
+    fn descriptor(java: &str) -> String {
+        let base = java.trim_end_matches("[]");
+        let dims = (java.len() - base.len()) / 2;
+        format!("{}L{};", "[".repeat(dims), base.replace('.', "/"))
+    }
+    fn intern(table: &mut Vec<String>, index: &mut HashMap<String, u16>, name: String) -> Option<u16> {
+        if let Some(&i) = index.get(&name) {
+            return Some(i);
+        }
+        let i = u16::try_from(table.len()).ok()?;
+        table.push(name.clone());
+        index.insert(name, i);
+        Some(i)
+    }
+    use std::collections::HashMap;
+    let old_classes: Vec<String> = r.class_names.iter().map(|c| java_name(c)).collect();
+    let mut class_ix: HashMap<String, u16> = HashMap::new();
+    let mut method_ix: HashMap<String, u16> = HashMap::new();
+    let mut file_ix: HashMap<String, u16> = HashMap::new();
+    let mut left = Vec::new();
+    for (i, java) in old_classes.iter().enumerate() {
+        match rt.class_name(java) {
+            Some(n) => r.class_names[i] = descriptor(&n),
+            None => left.push(java.clone()),
+        }
+    }
+    let mut memo: HashMap<StackFrame, Vec<StackFrame>> = HashMap::new();
+    let mut frames: Vec<StackFrame> = Vec::with_capacity(r.frames.len());
+    for e in &mut r.entries {
+        let start = e.first_frame as usize;
+        let end = (start + usize::from(e.depth)).min(r.frames.len());
+        let first = frames.len();
+        for f in &r.frames[start..end] {
+            let expanded = memo.entry(*f).or_insert_with(|| {
+                let class = &old_classes[usize::from(f.class)];
+                let method = &r.method_names[usize::from(f.method)];
+                let line = (f.line > 0).then_some(f.line as u32);
+                let Some(t) = rt.frame(class, method, line) else { return vec![*f] };
+                let mut out = Vec::new();
+                for o in t.frames.iter().take(if t.ambiguous { 1 } else { usize::MAX }) {
+                    let c = intern(&mut r.class_names, &mut class_ix, descriptor(&o.class));
+                    let m = if t.ambiguous {
+                        let all: Vec<&str> = t.frames.iter().map(|o| o.method.as_str()).collect();
+                        intern(&mut r.method_names, &mut method_ix, all.join(" | "))
+                    } else {
+                        intern(&mut r.method_names, &mut method_ix, o.method.clone())
+                    };
+                    let fi = match &o.file {
+                        Some(file) => intern(&mut r.file_names, &mut file_ix, file.clone()),
+                        None => Some(f.file),
+                    };
+                    let (Some(c), Some(m), Some(fi)) = (c, m, fi) else { return vec![*f] };
+                    let l = if o.line > 0 {
+                        o.line as u16 as i16
+                    } else if f.line < 0 {
+                        f.line
+                    } else {
+                        -1
+                    };
+                    out.push(StackFrame { class: c, method: m, file: fi, line: l });
+                }
+                out
+            });
+            frames.extend_from_slice(expanded);
+        }
+        let depth = (frames.len() - first).min(255);
+        frames.truncate(first + depth);
+        e.first_frame = first as u32;
+        e.depth = depth as u8;
+    }
+    r.frames = frames;
+    for n in left {
+        s.left_obfuscated(&n);
+    }
+}
+
 /// True for a path named `*.alloc` (or `*.alloc.gz`): it must be a DDM capture.
 pub(crate) fn is_alloc_file(path: &Path) -> bool {
     let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
@@ -493,7 +579,8 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
             let mut ddm = opts.ddm.clone();
             ddm.per_allocation = false;
             ddm.lines = opts.ddm_lines;
-            let capture = decode_alloc_records(&bytes, &name, &ddm)?;
+            let mut capture = decode_alloc_records(&bytes, &name, &ddm)?;
+            deobfuscate_capture(opts.symbols.proguard.open()?.as_deref(), &mut capture.records);
             let kind = crate::decode::sniff(&bytes[..bytes.len().min(64)]);
             let profile = alloc_records_profile(std::slice::from_ref(&capture), &ddm);
             Ok(LoadedInput {

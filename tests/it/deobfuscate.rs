@@ -294,3 +294,41 @@ fn heapprofd_java_frames_in_every_output() {
     let folded = String::from_utf8_lossy(&out.stdout);
     assert!(folded.contains("com.example.feed.Feed.refresh [aot]"), "{folded}");
 }
+
+/// DDM allocation records: allocated classes and every frame (class, method, file, line), an
+/// inline chain expanded into its frames, in folded text and in pprof lines.
+#[test]
+fn ddm_capture_frames_and_classes() {
+    let alloc = data("ddm/art.alloc");
+    let map = data("proguard/ddm_art.map");
+    let (a, m) = (alloc.to_str().unwrap(), map.to_str().unwrap());
+    let out = heapconv_ok(&["convert", a, "--to", "folded", "-o", "-", "--proguard-map", m], 0);
+    let folded = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        folded.contains(
+            ";com.real.app.HomeActivity.onCreate(HomeActivity.java:120);com.real.app.Views.inflate(Views.java:7);int[] 1024"
+        ),
+        "{folded}"
+    );
+    assert!(
+        folded.contains(";com.real.app.ImageCache.store(ImageCache.java:52);com.example.app.Cache$Node 16"),
+        "{folded}"
+    );
+    assert!(!folded.contains("com.example.app.MainActivity"), "{folded}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ddm.pb.gz");
+    heapconv_ok(&["convert", a, "-o", path.to_str().unwrap(), "--proguard-map", m], 0);
+    let p = read_pprof(&path);
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    let lines: Vec<(String, i64)> = p
+        .location
+        .iter()
+        .flat_map(|l| &l.line)
+        .map(|l| {
+            let f = p.function.iter().find(|f| f.id == l.function_id).unwrap();
+            (format!("{} {}", s(f.name), s(f.filename)), l.line)
+        })
+        .collect();
+    assert!(lines.contains(&("com.real.app.Views.inflate Views.java".to_owned(), 7)), "{lines:?}");
+    assert!(lines.contains(&("com.real.app.HomeActivity.title HomeActivity.java".to_owned(), 14)), "{lines:?}");
+}
