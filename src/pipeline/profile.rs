@@ -360,7 +360,9 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
     let mut staged: Vec<(PathBuf, u32)> = Vec::new();
     let mut dir_ready = false;
     let mut incomplete = Vec::new();
-    let result = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+    let deob = opts.symbols.proguard.open()?;
+    let result = decode_heap_graphs(&mut inp, &graph, &mut |mut dump| {
+        super::load::deobfuscate_dump(deob.as_deref(), &mut dump);
         if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
             return Ok(());
         }

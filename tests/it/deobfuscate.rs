@@ -332,3 +332,33 @@ fn ddm_capture_frames_and_classes() {
     assert!(lines.contains(&("com.real.app.Views.inflate Views.java".to_owned(), 7)), "{lines:?}");
     assert!(lines.contains(&("com.real.app.HomeActivity.title HomeActivity.java".to_owned(), 14)), "{lines:?}");
 }
+
+/// Heap graphs: `heapconv hprof --proguard-map PACKAGE=FILE` writes a dump with the source's
+/// class and field names (the process's package picks the map); `convert` shows them; a map
+/// for another package leaves the names.
+#[test]
+fn heap_graph_hprof_written_deobfuscated() {
+    let trace = data("heapgraph/shapes.pftrace");
+    let spec = format!("com.example.shapes={}", data("proguard/shapes.map").display());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("shapes.hprof");
+    let t = trace.to_str().unwrap();
+    let run = heapconv_ok(&["hprof", t, "-o", out.to_str().unwrap(), "--proguard-map", &spec], 0);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("heap dump classes and fields of com.example.shapes"));
+    let bytes = std::fs::read(&out).unwrap();
+    let (d, _) =
+        read_hprof_dump(&bytes[..], "shapes.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();
+    let node = class(&d, "com.real.shapes.TreeNode");
+    let leaf = class(&d, "com.real.shapes.Leaf");
+    let names = |c: usize| -> Vec<&str> { d.classes[c].fields.iter().map(|f| d.field_name(f.name)).collect() };
+    assert!(names(node).contains(&"nextNode") && names(node).contains(&"children"), "{:?}", names(node));
+    assert!(names(leaf).contains(&"tallies"), "{:?}", names(leaf));
+    assert!(d.classes[node].static_refs.iter().any(|&(f, _)| d.field_name(f) == "ROOT"));
+    assert!(!d.classes.iter().any(|c| c.name == "com.example.Node"));
+    let folded = heapconv_ok(&["convert", t, "--to", "folded", "-o", "-", "--proguard-map", &spec], 0);
+    assert!(String::from_utf8_lossy(&folded.stdout).contains("com.real.shapes.TreeNode [ROOT_JNI_LOCAL] 24"));
+    let other = format!("org.other={}", data("proguard/shapes.map").display());
+    let plain = heapconv_ok(&["convert", t, "--to", "folded", "-o", "-", "--proguard-map", &other], 0);
+    assert!(String::from_utf8_lossy(&plain.stdout).contains("com.example.Node [ROOT_JNI_LOCAL] 24"));
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("matched nothing"));
+}
