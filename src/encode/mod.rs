@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use crate::error::Result;
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind};
 
+pub mod deobfuscation_mapping;
 pub mod diff;
 pub mod flamegraph_svg;
 pub mod folded;

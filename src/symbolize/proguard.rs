@@ -869,3 +869,55 @@ pub fn deobfuscate_heap_dump(dump: &mut crate::model::HeapDump, session: &mut Se
         session.left_obfuscated(&n);
     }
 }
+
+impl ProguardMap {
+    /// The whole map as a table (every class read): what a `DeobfuscationMapping` packet
+    /// holds. Member lines that do not parse are left out.
+    pub fn table(&self) -> crate::model::deobfuscation::DeobfuscationTable {
+        use crate::model::deobfuscation::{DeobfuscationTable, ObfuscatedClass, ObfuscatedMember};
+        let data = self.bytes.as_slice();
+        let mut order: Vec<(&str, u32)> = self.classes.iter().map(|(k, &v)| (&**k, v)).collect();
+        order.sort_unstable_by_key(|&(_, i)| i);
+        let mut classes = Vec::with_capacity(order.len());
+        for (obf, idx) in order {
+            let e = &self.entries[idx as usize];
+            let mut class = ObfuscatedClass {
+                obfuscated: obf.to_owned(),
+                deobfuscated: self.original(idx).to_owned(),
+                fields: Vec::new(),
+                methods: Vec::new(),
+            };
+            for line in data[e.section.clone()].split(|&b| b == b'\n').skip(1) {
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if line.trim_ascii_start().first().is_none_or(|&b| b == b'#') {
+                    continue;
+                }
+                match ProguardRecord::try_parse(line) {
+                    Ok(ProguardRecord::Field { original, obfuscated, .. }) => class.fields.push(ObfuscatedMember {
+                        obfuscated: obfuscated.to_owned(),
+                        deobfuscated: original.to_owned(),
+                        obfuscated_lines: None,
+                        source_lines: None,
+                    }),
+                    Ok(ProguardRecord::Method { original, obfuscated, original_class, line_mapping, .. }) => {
+                        let lines = |a: Option<usize>, b: Option<usize>| {
+                            a.map(|a| (a as u32, b.map_or(a as u32, |b| b as u32)))
+                        };
+                        class.methods.push(ObfuscatedMember {
+                            obfuscated: obfuscated.to_owned(),
+                            deobfuscated: match original_class {
+                                Some(c) => format!("{c}.{original}"),
+                                None => original.to_owned(),
+                            },
+                            obfuscated_lines: line_mapping.and_then(|l| lines(l.startline, l.endline)),
+                            source_lines: line_mapping.and_then(|l| lines(l.original_startline, l.original_endline)),
+                        })
+                    }
+                    _ => {}
+                }
+            }
+            classes.push(class);
+        }
+        DeobfuscationTable { package: self.package.clone().unwrap_or_default(), classes }
+    }
+}

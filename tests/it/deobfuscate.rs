@@ -362,3 +362,89 @@ fn heap_graph_hprof_written_deobfuscated() {
     assert!(String::from_utf8_lossy(&plain.stdout).contains("com.example.Node [ROOT_JNI_LOCAL] 24"));
     assert!(String::from_utf8_lossy(&plain.stderr).contains("matched nothing"));
 }
+
+/// `heapconv deobfuscate` writes DeobfuscationMapping packets that Google's Perfetto schema
+/// (PyPI `perfetto`) reads: package, classes, fields, methods with R8 line ranges, a method
+/// inlined from another class fully qualified; the trace plus the packets is still a trace.
+#[test]
+fn deobfuscate_writes_perfetto_deobfuscation_mapping_packets() {
+    let Some((py, _)) = perfetto_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mapping.pb");
+    let feed = format!("com.example.feed={}", data("proguard/art_frames.map").display());
+    let shapes = format!("com.example.shapes={}", data("proguard/shapes.map").display());
+    let trace = data("art_frames.pftrace");
+    heapconv_ok(
+        &[
+            "deobfuscate",
+            trace.to_str().unwrap(),
+            "--proguard-map",
+            &feed,
+            "--proguard-map",
+            &shapes,
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        0,
+    );
+    let script = r#"
+import sys, json
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as p
+t = p.Trace(); t.ParseFromString(open(sys.argv[1], "rb").read())
+out = []
+for pk in t.packet:
+    m = pk.deobfuscation_mapping
+    out.append([m.package_name, [[c.obfuscated_name, c.deobfuscated_name,
+        [[f.obfuscated_name, f.deobfuscated_name] for f in c.obfuscated_members],
+        [[f.obfuscated_name, f.deobfuscated_name, f.obfuscated_line_start, f.obfuscated_line_end,
+          f.source_line_start, f.source_line_end] for f in c.obfuscated_methods]] for c in m.obfuscated_classes]])
+print(json.dumps(out))
+"#;
+    let o = Command::new(&py).arg("-c").arg(script).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let want = serde_json::json!([
+        [
+            "com.example.feed",
+            [
+                [
+                    "com.example.feed.Feed",
+                    "com.real.feed.FeedController",
+                    [],
+                    [
+                        ["refresh", "refreshAll", 1, 5, 30, 34],
+                        ["parse", "com.real.feed.Parser.parseOne", 1, 1, 12, 12],
+                        ["parse", "parseAll", 1, 1, 50, 50]
+                    ]
+                ],
+                [
+                    "com.example.feed.Hot",
+                    "com.real.feed.HotLoop",
+                    [],
+                    [["loop", "spin", 0, 0, 0, 0], ["loop", "spinFast", 0, 0, 0, 0]]
+                ]
+            ]
+        ],
+        [
+            "com.example.shapes",
+            [
+                [
+                    "com.example.Node",
+                    "com.real.shapes.TreeNode",
+                    [["next", "nextNode"], ["items", "children"], ["sRoot", "ROOT"]],
+                    []
+                ],
+                ["com.example.Sub", "com.real.shapes.Leaf", [["counts", "tallies"]], []]
+            ]
+        ]
+    ]);
+    assert_eq!(got, want);
+    // Appended to the trace, it still converts as before.
+    let mut both = std::fs::read(&trace).unwrap();
+    both.extend(std::fs::read(&out).unwrap());
+    let cat = dir.path().join("both.pftrace");
+    std::fs::write(&cat, both).unwrap();
+    let a = heapconv_ok(&["convert", trace.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+    let b = heapconv_ok(&["convert", cat.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+    assert_eq!(a.stdout, b.stdout);
+}
