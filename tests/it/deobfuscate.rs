@@ -193,7 +193,7 @@ fn real_stack_traces_name_the_source() {
     );
 }
 
-fn class<'d>(d: &'d HeapDump, name: &str) -> usize {
+fn class(d: &HeapDump, name: &str) -> usize {
     d.classes.iter().position(|c| c.name == name).unwrap_or_else(|| panic!("no class {name}"))
 }
 
