@@ -24,7 +24,15 @@ fn main() {
         match r.frame(&qualified[..dot], &qualified[dot + 1..], line_no) {
             Some(t) => {
                 for o in t.frames {
-                    writeln!(out, "\tat {}.{}({}:{})", o.class, o.method, o.file.as_deref().unwrap_or("Unknown Source"), o.line).unwrap();
+                    writeln!(
+                        out,
+                        "\tat {}.{}({}:{})",
+                        o.class,
+                        o.method,
+                        o.file.as_deref().unwrap_or("Unknown Source"),
+                        o.line
+                    )
+                    .unwrap();
                 }
             }
             None => writeln!(out, "{line}").unwrap(),
