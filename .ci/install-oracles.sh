@@ -34,6 +34,9 @@ command -v llvm-cxxfilt >/dev/null 2>&1 || pkgs+=(llvm)
 # and is what `heapconv hprof-conv` must match byte for byte.
 [ -x /usr/lib/android-sdk/platform-tools/hprof-conv ] || pkgs+=(hprof-conv)
 { command -v javac >/dev/null 2>&1 && command -v java >/dev/null 2>&1; } || pkgs+=(openjdk-17-jdk-headless)
+# ProGuard and its ReTrace (Debian libproguard-java): the deobfuscation oracle (tests/it/deobfuscate.rs)
+# and the obfuscator that makes the Java fixtures' mapping files.
+[ -f /usr/share/java/retrace.jar ] && [ -f /usr/share/java/proguard.jar ] || pkgs+=(libproguard-java)
 if [ "${#pkgs[@]}" -gt 0 ]; then
   apt_install "${pkgs[@]}"
 fi

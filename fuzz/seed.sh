@@ -39,6 +39,8 @@ sources() {
       for f in symbols/** symbols/.debug/* symbols/buildid-tree/**/.build-id/**; do
         [ -f "$f" ] && [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && echo "$f"
       done | sort -u ;;
+    proguard_map)
+      echo tests/data/proguard/*.map ;;
     *) echo "seed.sh: unknown target $1" >&2; return 1 ;;
   esac
 }

@@ -446,3 +446,25 @@ pub fn check_encoders(p: &Profile, bits: u8) {
             encode_one(p, &ConvertOptions { format: Format::Svg, value: ValueKind::TotalSize, ..Default::default() });
     }
 }
+
+/// A ProGuard/R8 mapping file: the class index, the whole table, and lookups of the classes it
+/// names (class names with array suffixes, fields, frames with and without lines).
+pub fn proguard_map(data: &[u8]) {
+    use heapconv::symbolize::proguard::{ProguardMap, Retracer};
+    let Ok(map) = ProguardMap::from_bytes("fuzz.txt", None, data.to_vec()) else { return };
+    let _ = map.table();
+    let r = Retracer::new(&map);
+    let classes: Vec<String> = map.classes().take(64).map(|(o, _)| o.to_owned()).collect();
+    for c in &classes {
+        let _ = r.class_name(&format!("{c}[]"));
+        let _ = r.class_name(&format!("java.lang.Class<{c}>"));
+        for m in ["a", "b", "<init>", "main"] {
+            let _ = r.field_names(c, m);
+            let _ = r.frame(c, m, None);
+            for l in [1, 2, 17, 1000, u32::MAX] {
+                let _ = r.frame(c, m, Some(l));
+            }
+        }
+    }
+    let _ = r.report();
+}

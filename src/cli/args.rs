@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use clap::builder::PossibleValue;
 use heapconv::model::ValueKind;
-use heapconv::pipeline::load::{DdmChoices, EntryOrder, SymbolSources};
+use heapconv::pipeline::load::{DdmChoices, EntryOrder, ProguardMaps, SymbolSources};
 use heapconv::pipeline::outcome::{Findings, RunOutcome};
 use heapconv::pipeline::{DumpSelect, FilterOptions, Format, TagFilter};
 use heapconv::{Error, ErrorKind};
@@ -58,6 +58,12 @@ pub(crate) struct SymbolArgs {
     /// Fail (exit code 4) when fewer than PCT percent of native frames get symbols.
     #[arg(long, value_name = "PCT")]
     pub(crate) min_symbolized: Option<f64>,
+    /// Deobfuscate Java names (frames, classes, fields) with this ProGuard/R8 mapping file,
+    /// for the Android package PACKAGE (repeatable). Without PACKAGE: for HPROF files, DDM
+    /// captures and frames whose package cannot be told. PERFETTO_PROGUARD_MAP
+    /// (`package=file[:package=file…]`) is used too.
+    #[arg(long = "proguard-map", value_name = "[PACKAGE=]FILE")]
+    proguard_maps: Vec<String>,
 }
 
 impl SymbolArgs {
@@ -77,6 +83,20 @@ impl SymbolArgs {
             find_only: std::env::var("PERFETTO_SYMBOLIZER_MODE").as_deref() == Ok("find"),
             min_symbolized: self.min_symbolized,
             always_report: false,
+            proguard: proguard_maps(ui, &self.proguard_maps),
+        }
+    }
+}
+
+/// The maps of `--proguard-map` and `PERFETTO_PROGUARD_MAP`. A malformed variable is ignored
+/// with an error line, as traceconv ignores it.
+pub(crate) fn proguard_maps(ui: &Ui, args: &[String]) -> ProguardMaps {
+    let env = std::env::var("PERFETTO_PROGUARD_MAP").ok().filter(|v| !v.is_empty());
+    match ProguardMaps::new(args, env.as_deref()) {
+        Ok(m) => m,
+        Err(e) => {
+            ui.warn(&format!("{}; the variable is ignored", e.context()));
+            ProguardMaps::new(args, None).unwrap_or_default()
         }
     }
 }

@@ -290,6 +290,7 @@ pub(crate) fn run(ui: &Ui, a: ConvertArgs) -> Result<u8, Error> {
     // Warnings and --strict judge the dumps converted, not the whole trace.
     let keep = |d: &heapconv::model::DumpReport| run.converted.keeps(d);
     let damaged = ui.problems_of(&run.report, &keep);
+    ui.deobfuscation(&sources.proguard);
     let gate_ok = run.symbols.as_ref().is_none_or(|r| ui.symbols(r, &sources));
     Ok(a.strict.exit(findings(gate_ok, damaged), &run.report.data_loss_of(&keep)))
 }
@@ -319,6 +320,7 @@ fn run_view_of(
         ui.info("nothing written");
     }
     let damaged = ui.problems(&run.report);
+    ui.deobfuscation(&sources.proguard);
     let gate_ok = run.symbols.as_ref().is_none_or(|r| ui.symbols(r, sources));
     Ok(a.strict.exit(findings(gate_ok, damaged), &run.report.data_loss()))
 }
@@ -339,7 +341,7 @@ fn run_batch(ui: &Ui, a: &ConvertArgs, asked: Asked, sources: &SymbolSources) ->
         strict: a.strict.strict,
     };
     // A batch summary always reports each input's symbolization coverage.
-    match asked {
+    let code = match asked {
         Asked::View(mut opts, view) => {
             opts.symbols.always_report = true;
             check_view(&opts, view)?;
@@ -352,7 +354,10 @@ fn run_batch(ui: &Ui, a: &ConvertArgs, asked: Asked, sources: &SymbolSources) ->
             opts.symbols.always_report = true;
             batch::run(ui, &plan, &|i| convert_one(i, &out, &opts))
         }
-    }
+    };
+    // The maps are shared by every input: one report for the batch.
+    ui.deobfuscation(&sources.proguard);
+    code
 }
 
 #[cfg(test)]

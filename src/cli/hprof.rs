@@ -39,6 +39,10 @@ pub(crate) struct HprofArgs {
     /// Print what was written as JSON on standard output.
     #[arg(long)]
     json: bool,
+    /// Write class and field names deobfuscated with this ProGuard/R8 mapping file, for the
+    /// Android package PACKAGE (repeatable; PERFETTO_PROGUARD_MAP is used too).
+    #[arg(long = "proguard-map", value_name = "[PACKAGE=]FILE")]
+    proguard_maps: Vec<String>,
     #[command(flatten)]
     decode: DecodeArgs,
     #[command(flatten)]
@@ -49,10 +53,11 @@ pub(crate) struct HprofArgs {
 
 impl HprofArgs {
     /// Arguments -> pipeline options.
-    fn options(&self) -> HprofRunOptions {
+    fn options(&self, ui: &Ui) -> HprofRunOptions {
         let mut opts = HprofRunOptions {
             pids: self.pid.into_iter().collect(),
             timestamps: self.timestamps.clone(),
+            proguard: crate::cli::args::proguard_maps(ui, &self.proguard_maps),
             ..HprofRunOptions::default()
         };
         opts.hprof.android = self.android;
@@ -62,7 +67,7 @@ impl HprofArgs {
 }
 
 pub(crate) fn run(ui: &Ui, a: HprofArgs) -> Result<u8, Error> {
-    let opts = a.options();
+    let opts = a.options(ui);
     if a.traces.len() > 1 || a.batch.asked(&a.traces) {
         let out = out_dir(Some(&a.output), "hprof")?;
         let plan = Plan {
@@ -117,6 +122,7 @@ pub(crate) fn run(ui: &Ui, a: HprofArgs) -> Result<u8, Error> {
     if a.json && run.stdout.is_none() {
         println!("{}", run.written_json());
     }
+    ui.deobfuscation(&opts.proguard);
     if ui.verbose > 0 {
         for p in &run.report.problems {
             ui.warn(&p.message);
@@ -216,7 +222,7 @@ mod tests {
             panic!("hprof")
         };
         let d = HprofRunOptions::default();
-        let got = a.options();
+        let got = a.options(&Ui { verbose: 0, quiet: true });
         assert_eq!(got.pids, d.pids);
         assert_eq!(got.timestamps, d.timestamps);
         assert_eq!(got.hprof.android, d.hprof.android);

@@ -16,6 +16,7 @@ use heapconv::{Error, ErrorKind};
 mod args;
 mod batch;
 mod convert;
+mod deobfuscate;
 mod diff;
 mod hprof;
 mod inspect;
@@ -83,6 +84,9 @@ pub(crate) enum Command {
     /// Symbolize a trace's native frames offline and write Perfetto ModuleSymbols packets, as
     /// `traceconv symbolize` does (`cat trace symbols > symbolized`).
     Symbolize(symbolize::SymbolizeArgs),
+    /// Write ProGuard/R8 mapping files as Perfetto DeobfuscationMapping packets, as
+    /// `traceconv deobfuscate` does (`cat trace mapping > deobfuscated`).
+    Deobfuscate(deobfuscate::DeobfuscateArgs),
     /// Merge profiles of any kind (heapprofd traces, DDM captures, pprof files) into one:
     /// identical stacks summed, as `go tool pprof -proto A B` merges, in any order.
     Merge(merge::MergeArgs),
@@ -113,7 +117,7 @@ impl Command {
             Command::Merge(a) => a.list.jobs,
             Command::Timeline(a) => a.batch.list.jobs,
             Command::Top(a) => a.list.jobs,
-            Command::Inspect(_) | Command::Diff(_) | Command::Addr2line(_) => None,
+            Command::Inspect(_) | Command::Diff(_) | Command::Addr2line(_) | Command::Deobfuscate(_) => None,
         }
     }
 }
@@ -128,6 +132,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Command::Hprof(a) => hprof::run(&ui, a),
         Command::HprofConv(a) => hprof::run_conv(&ui, a),
         Command::Symbolize(a) => symbolize::run(&ui, a),
+        Command::Deobfuscate(a) => deobfuscate::run(&ui, a),
         Command::Addr2line(a) => symbolize::run_addr2line(a),
         Command::Merge(a) => merge::run(&ui, a),
         Command::Diff(a) => diff::run(&ui, a),

@@ -99,6 +99,7 @@ pub(crate) fn run(ui: &Ui, a: ProfileArgs) -> Result<u8, Error> {
     }
     let keep = |d: &heapconv::model::DumpReport| run.converted.keeps(d);
     let damaged = ui.problems_of(&run.report, &keep);
+    ui.deobfuscation(&sources.proguard);
     let gate_ok = run.symbols.as_ref().is_none_or(|r| ui.symbols(r, &sources));
     let lost = run.report.data_loss_of(&keep);
     if run.written.is_empty() {

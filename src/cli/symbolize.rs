@@ -38,6 +38,9 @@ pub(crate) struct SymbolizeArgs {
 
 pub(crate) fn run(ui: &Ui, a: SymbolizeArgs) -> Result<u8, Error> {
     let sources = a.symbols.sources(ui);
+    if !sources.proguard.is_empty() {
+        ui.warn("symbolize writes native symbols only: the ProGuard maps are not used (see `heapconv deobfuscate`)");
+    }
     let Some(opts) = sources.options().filter(|o| !o.symbol_dirs.is_empty()) else {
         return Err(Error::new(
             ErrorKind::Usage,

@@ -72,6 +72,7 @@ pub(crate) fn run(ui: &Ui, a: TopArgs) -> Result<u8, Error> {
         decode: decode_options(a.select.decode.max_bundle_bytes()),
         java_heap: a.java_heap,
         object_size: a.select.object_size.size(),
+        proguard: sources.proguard.clone(),
         ..HeapTopRunOptions::default()
     };
     heap_opts.top.classes = if a.count == 0 { usize::MAX } else { a.count };
@@ -88,6 +89,7 @@ pub(crate) fn run(ui: &Ui, a: TopArgs) -> Result<u8, Error> {
             (gate_ok, damaged, ui::inputs_data_loss(inputs))
         }
         TopRun::Heap(_, report) => {
+            ui.deobfuscation(&sources.proguard);
             if matches!(a.by, Some(TopByArg::Function | TopByArg::Mapping | TopByArg::Stack)) || a.sample_type.is_some()
             {
                 return Err(Error::new(

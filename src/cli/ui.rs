@@ -40,6 +40,45 @@ impl Ui {
         Some(pb)
     }
 
+    /// Prints what the ProGuard/R8 maps did (nothing when none was given): per map, what it
+    /// was used for and how many names it deobfuscated; a warning for a map that matched
+    /// nothing; the names that stayed obfuscated.
+    pub(crate) fn deobfuscation(&self, maps: &heapconv::pipeline::load::ProguardMaps) {
+        let Some(r) = maps.report() else { return };
+        for m in &r.maps {
+            let c = &m.counts;
+            let pkg = c.package.as_deref().map(|p| format!(" ({p})")).unwrap_or_default();
+            if c.deobfuscated == 0 {
+                self.warn(&format!("proguard map {}{pkg} matched nothing in the input", c.map));
+            } else if !self.quiet {
+                eprintln!(
+                    "deobfuscated {} of {} Java names with {}{pkg} ({} of its {} classes read) for: {}",
+                    c.deobfuscated,
+                    c.lookups,
+                    c.map,
+                    c.classes_read,
+                    c.classes_in_map,
+                    m.used_for.join(", ")
+                );
+            }
+            if c.skipped_lines > 0 {
+                self.warn(&format!(
+                    "{}: {} member line(s) do not parse and were skipped (first: {})",
+                    c.map,
+                    c.skipped_lines,
+                    c.first_skipped.as_deref().unwrap_or("?")
+                ));
+            }
+        }
+        if r.left_obfuscated > 0 && !self.quiet {
+            eprintln!(
+                "{} Java name(s) stayed as they were (no map names their class), e.g. {}",
+                r.left_obfuscated,
+                r.left_examples.join(", ")
+            );
+        }
+    }
+
     /// Prints the symbolization report; returns false when the coverage gate fails.
     pub(crate) fn symbols(&self, report: &SymbolizeReport, sources: &SymbolSources) -> bool {
         if !self.quiet {
@@ -151,6 +190,7 @@ impl Ui {
                 gate_ok &= self.symbols(s, sources);
             }
         }
+        self.deobfuscation(&sources.proguard);
         (gate_ok, damaged)
     }
 }

@@ -12,6 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind};
 
 pub mod chrome_heap;
+pub mod deobfuscation_mapping;
 pub mod dhat;
 pub mod diff;
 pub mod flamegraph_svg;

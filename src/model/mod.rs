@@ -4,6 +4,7 @@
 
 pub mod annotate;
 mod chunked;
+pub mod deobfuscation;
 pub mod flat;
 pub mod frame;
 pub mod heap;

@@ -84,6 +84,7 @@ impl ConvertOptions {
             heap: self.heap.as_deref(),
             dump: self.dump,
             symbolize: self.symbols.options(),
+            proguard: &self.symbols.proguard,
         }
     }
 
@@ -345,26 +346,27 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
     let mut profiles = Vec::new();
     let mut incomplete: Vec<String> = Vec::new();
     let mut several = false;
-    let dumps = for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &mut |n, dump, stats| {
-        if all && stats.dumps.len() > 1 && !multi_ok {
-            several = true;
-            return Ok(());
-        }
-        if !dump.incomplete.is_empty() {
-            let text = dump.incomplete.join("; ");
-            incomplete.push(if stats.dumps.len() > 1 { format!("heap dump {n}: {text}") } else { text });
-        }
-        let (bytes, totals) = heap_output(&dump, input, opts)?;
-        profiles.extend(totals);
-        let path = match dest {
-            Destination::Stdout => None,
-            Destination::File(f) => Some(f.clone()),
-            Destination::Dir(d) if all => Some(d.join(format!("{}.{n}.{}", stem(input), opts.format.extension()))),
-            Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(input), opts.format.extension()))),
-        };
-        outputs.push((path, bytes));
-        Ok(())
-    })?;
+    let dumps =
+        for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &opts.symbols.proguard, &mut |n, dump, stats| {
+            if all && stats.dumps.len() > 1 && !multi_ok {
+                several = true;
+                return Ok(());
+            }
+            if !dump.incomplete.is_empty() {
+                let text = dump.incomplete.join("; ");
+                incomplete.push(if stats.dumps.len() > 1 { format!("heap dump {n}: {text}") } else { text });
+            }
+            let (bytes, totals) = heap_output(&dump, input, opts)?;
+            profiles.extend(totals);
+            let path = match dest {
+                Destination::Stdout => None,
+                Destination::File(f) => Some(f.clone()),
+                Destination::Dir(d) if all => Some(d.join(format!("{}.{n}.{}", stem(input), opts.format.extension()))),
+                Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(input), opts.format.extension()))),
+            };
+            outputs.push((path, bytes));
+            Ok(())
+        })?;
     if several {
         let list: Vec<String> = dumps.iter().map(|d| format!("  {}", describe_hprof_dump(d))).collect();
         return Err(Error::new(
@@ -427,31 +429,32 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
     let mut incomplete: Vec<String> = Vec::new();
     let mut profiles = Vec::new();
     let multi_ok = matches!(dest, Destination::Dir(_));
-    let mut report = for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &mut |dump| {
-        let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
-        described.push(describe.clone());
-        if !multi_ok && described.len() > 1 {
-            // Only listed: the run ends in a usage error.
-            return Ok(());
-        }
-        if !dump.incomplete.is_empty() {
-            incomplete.push(format!("{describe}: {}", dump.incomplete.join("; ")));
-        }
-        let (bytes, totals) = heap_output(&dump, input, opts)?;
-        profiles.extend(totals);
-        let path = match dest {
-            Destination::Stdout => None,
-            Destination::File(f) => Some(f.clone()),
-            Destination::Dir(d) => Some(d.join(format!(
-                "java_heap_dump.{}.{}.{}",
-                described.len(),
-                dump.pid.unwrap_or(0),
-                opts.format.extension()
-            ))),
-        };
-        outputs.push((path, bytes));
-        Ok(())
-    })?;
+    let mut report =
+        for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &opts.symbols.proguard, &mut |dump| {
+            let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
+            described.push(describe.clone());
+            if !multi_ok && described.len() > 1 {
+                // Only listed: the run ends in a usage error.
+                return Ok(());
+            }
+            if !dump.incomplete.is_empty() {
+                incomplete.push(format!("{describe}: {}", dump.incomplete.join("; ")));
+            }
+            let (bytes, totals) = heap_output(&dump, input, opts)?;
+            profiles.extend(totals);
+            let path = match dest {
+                Destination::Stdout => None,
+                Destination::File(f) => Some(f.clone()),
+                Destination::Dir(d) => Some(d.join(format!(
+                    "java_heap_dump.{}.{}.{}",
+                    described.len(),
+                    dump.pid.unwrap_or(0),
+                    opts.format.extension()
+                ))),
+            };
+            outputs.push((path, bytes));
+            Ok(())
+        })?;
     if described.is_empty() {
         return Err(no_heap_graph_match(input, &report));
     }
@@ -484,8 +487,12 @@ fn convert_ddm(
     let mut ddm = opts.ddm.clone();
     ddm.lines = opts.format.keeps_lines();
     ddm.per_allocation = opts.format.keeps_lines();
-    let captures =
+    let mut captures =
         inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
+    let deob = opts.symbols.proguard.open()?;
+    for c in &mut captures {
+        super::load::deobfuscate_capture(deob.as_deref(), &mut c.records);
+    }
     let profile = filter_profile(alloc_records_profile(&captures, &ddm), &opts.filter);
     let mut report = TraceReport {
         source: profile.header.meta.source.clone(),

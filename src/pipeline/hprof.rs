@@ -23,6 +23,9 @@ pub struct HprofRunOptions {
     pub hprof: HprofOptions,
     /// How the trace is read. Default: [`HeapGraphOptions::default`].
     pub graph: HeapGraphOptions,
+    /// ProGuard/R8 maps: the dumps are written with deobfuscated class and field names.
+    /// Default: none.
+    pub proguard: super::load::ProguardMaps,
 }
 
 /// Where `heapconv hprof` writes.
@@ -112,7 +115,9 @@ pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) 
     graph.pids = opts.pids.clone();
     let mut staged: Vec<(PathBuf, HprofWritten, u32)> = Vec::new();
     let mut matched: Vec<String> = Vec::new();
-    let report = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+    let deob = opts.proguard.open()?;
+    let report = decode_heap_graphs(&mut inp, &graph, &mut |mut dump| {
+        super::load::deobfuscate_dump(deob.as_deref(), &mut dump);
         if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
             return Ok(());
         }

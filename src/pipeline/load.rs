@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::reports::pprof_coverage;
 use super::select::{DumpFilter, DumpSelect, no_heapprofd};
 use crate::analysis::filter::FilterOptions;
-use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
+use crate::decode::ddm_alloc_records::{AllocRecords, DdmOptions, alloc_records_profile, decode_alloc_records};
 pub use crate::decode::hprof::ObjectSize;
 use crate::decode::hprof::{
     HprofDumpInfo, HprofDumpSelect, HprofReadOptions, HprofStats, apply_object_size, read_hprof_dump,
@@ -24,9 +24,20 @@ use crate::decode::{Input, InputKind, sniff};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, merge_tree};
 use crate::model::{FlatProfile, HeapDump, Profile, Tables, TraceReport};
+use crate::symbolize::proguard::{
+    DeobfuscationReport, Deobfuscator, MapSpec, Session, deobfuscate_frames, deobfuscate_heap_dump,
+};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
-pub(crate) fn symbolize_hook(s: &mut Option<Symbolizer>, tables: &mut Tables, range: std::ops::Range<usize>) {
+pub(crate) fn symbolize_hook(
+    s: &mut Option<Symbolizer>,
+    deob: &mut Option<Session<'_>>,
+    tables: &mut Tables,
+    range: std::ops::Range<usize>,
+) {
+    if let Some(d) = deob {
+        deobfuscate_frames(tables, range.clone(), d);
+    }
     if let Some(s) = s {
         s.symbolize(tables, range);
     }
@@ -45,6 +56,8 @@ pub(crate) struct HeapprofdSelection<'a> {
     pub(crate) dump: DumpSelect,
     /// Symbolize native frames (or count their symbols).
     pub(crate) symbolize: Option<SymbolizeOptions>,
+    /// Deobfuscate Java frames with these maps.
+    pub(crate) proguard: &'a ProguardMaps,
 }
 
 /// The profiles `sel` keeps of a trace, in trace order, with the trace's report and the
@@ -73,10 +86,12 @@ pub(crate) fn select_heapprofd(
     let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
     let mut symbolizer = sel.symbolize.clone().map(Symbolizer::new);
+    let deob = sel.proguard.open()?;
+    let mut session = deob.as_deref().map(Deobfuscator::session);
     let (report, tables) = decode_heapprofd_with(
         &mut inp,
         &decode,
-        &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+        &mut |t, r| symbolize_hook(&mut symbolizer, &mut session, t, r),
         &mut |mut p: Profile| {
             if sel.heap.is_some_and(|h| h != p.header.meta.heap) {
                 return Ok(());
@@ -134,8 +149,14 @@ pub(crate) fn for_selected_heap_graphs(
     decode: &DecodeOptions,
     pids: &[u64],
     dump: DumpSelect,
+    maps: &ProguardMaps,
     each: &mut dyn FnMut(HeapDump) -> Result<()>,
 ) -> Result<TraceReport> {
+    let deob = maps.open()?;
+    let each = &mut |mut d: HeapDump| {
+        deobfuscate_dump(deob.as_deref(), &mut d);
+        each(d)
+    };
     let graph = HeapGraphOptions {
         max_packet_bytes: decode.max_packet_bytes,
         max_bundle_bytes: decode.max_bundle_bytes,
@@ -177,8 +198,14 @@ pub(crate) fn for_selected_hprof_dumps(
     mut inp: Input,
     dump: DumpSelect,
     size: ObjectSize,
+    maps: &ProguardMaps,
     each: &mut dyn FnMut(usize, HeapDump, HprofStats) -> Result<()>,
 ) -> Result<Vec<HprofDumpInfo>> {
+    let deob = maps.open()?;
+    let each = &mut |n: usize, mut d: HeapDump, s: HprofStats| {
+        deobfuscate_dump(deob.as_deref(), &mut d);
+        each(n, d, s)
+    };
     let name = inp.name.clone();
     let opts = HprofReadOptions::default();
     let which = match dump {
@@ -211,6 +238,107 @@ pub(crate) fn for_selected_hprof_dumps(
     }
     each(number, d, stats)?;
     Ok(dumps)
+}
+
+/// Deobfuscates a Java heap dump's class and field names with the map for its process's package
+/// (a heap graph's process name up to any `:`), or the map given without a package (HPROF).
+pub(crate) fn deobfuscate_dump(deob: Option<&Deobfuscator>, dump: &mut HeapDump) {
+    let Some(d) = deob else { return };
+    let pkg = dump.process_name.as_deref().map(|n| n.split(':').next().unwrap_or(n).to_owned());
+    let mut s = d.session();
+    let what = match &pkg {
+        Some(p) => format!("heap dump classes and fields of {p}"),
+        None => "heap dump classes and fields".to_owned(),
+    };
+    if let Some(i) = s.for_package(pkg.as_deref(), &what) {
+        deobfuscate_heap_dump(dump, &mut s, i);
+    }
+}
+
+/// Deobfuscates a DDM capture with the map given without a package (or the only map): the
+/// allocated classes and every frame's class, method, file and line; a frame that stands for
+/// an inline chain becomes the chain's frames, innermost first (a stack is cut at 255 frames,
+/// the format's limit). Names past the format's 65,535 strings per table stay as they were.
+pub(crate) fn deobfuscate_capture(deob: Option<&Deobfuscator>, r: &mut AllocRecords) {
+    use crate::decode::ddm_alloc_records::{StackFrame, java_name};
+    let Some(d) = deob else { return };
+    let mut s = d.session();
+    let Some(mi) = s.for_package(None, "DDM allocated classes and frames") else { return };
+    let rt = s.retracer(mi);
+    fn descriptor(java: &str) -> String {
+        let base = java.trim_end_matches("[]");
+        let dims = (java.len() - base.len()) / 2;
+        format!("{}L{};", "[".repeat(dims), base.replace('.', "/"))
+    }
+    fn intern(table: &mut Vec<String>, index: &mut HashMap<String, u16>, name: String) -> Option<u16> {
+        if let Some(&i) = index.get(&name) {
+            return Some(i);
+        }
+        let i = u16::try_from(table.len()).ok()?;
+        table.push(name.clone());
+        index.insert(name, i);
+        Some(i)
+    }
+    use std::collections::HashMap;
+    let old_classes: Vec<String> = r.class_names.iter().map(|c| java_name(c)).collect();
+    let mut class_ix: HashMap<String, u16> = HashMap::new();
+    let mut method_ix: HashMap<String, u16> = HashMap::new();
+    let mut file_ix: HashMap<String, u16> = HashMap::new();
+    let mut left = Vec::new();
+    for (i, java) in old_classes.iter().enumerate() {
+        match rt.class_name(java) {
+            Some(n) => r.class_names[i] = descriptor(&n),
+            None => left.push(java.clone()),
+        }
+    }
+    let mut memo: HashMap<StackFrame, Vec<StackFrame>> = HashMap::new();
+    let mut frames: Vec<StackFrame> = Vec::with_capacity(r.frames.len());
+    for e in &mut r.entries {
+        let start = e.first_frame as usize;
+        let end = (start + usize::from(e.depth)).min(r.frames.len());
+        let first = frames.len();
+        for f in &r.frames[start..end] {
+            let expanded = memo.entry(*f).or_insert_with(|| {
+                let class = &old_classes[usize::from(f.class)];
+                let method = &r.method_names[usize::from(f.method)];
+                let line = (f.line > 0).then_some(f.line as u32);
+                let Some(t) = rt.frame(class, method, line) else { return vec![*f] };
+                let mut out = Vec::new();
+                for o in t.frames.iter().take(if t.ambiguous { 1 } else { usize::MAX }) {
+                    let c = intern(&mut r.class_names, &mut class_ix, descriptor(&o.class));
+                    let m = if t.ambiguous {
+                        let all: Vec<&str> = t.frames.iter().map(|o| o.method.as_str()).collect();
+                        intern(&mut r.method_names, &mut method_ix, all.join(" | "))
+                    } else {
+                        intern(&mut r.method_names, &mut method_ix, o.method.clone())
+                    };
+                    let fi = match &o.file {
+                        Some(file) => intern(&mut r.file_names, &mut file_ix, file.clone()),
+                        None => Some(f.file),
+                    };
+                    let (Some(c), Some(m), Some(fi)) = (c, m, fi) else { return vec![*f] };
+                    let l = if o.line > 0 {
+                        o.line as u16 as i16
+                    } else if f.line < 0 {
+                        f.line
+                    } else {
+                        -1
+                    };
+                    out.push(StackFrame { class: c, method: m, file: fi, line: l });
+                }
+                out
+            });
+            frames.extend_from_slice(expanded);
+        }
+        let depth = (frames.len() - first).min(255);
+        frames.truncate(first + depth);
+        e.first_frame = first as u32;
+        e.depth = depth as u8;
+    }
+    r.frames = frames;
+    for n in left {
+        s.left_obfuscated(&n);
+    }
 }
 
 /// True for a path named `*.alloc` (or `*.alloc.gz`): it must be a DDM capture.
@@ -471,7 +599,8 @@ fn load_input_unfiltered(path: &Path, opts: &LoadOptions) -> Result<LoadedInput>
             let mut ddm = opts.ddm.clone();
             ddm.per_allocation = false;
             ddm.lines = opts.ddm_lines;
-            let capture = decode_alloc_records(&bytes, &name, &ddm)?;
+            let mut capture = decode_alloc_records(&bytes, &name, &ddm)?;
+            deobfuscate_capture(opts.symbols.proguard.open()?.as_deref(), &mut capture.records);
             let kind = crate::decode::sniff(&bytes[..bytes.len().min(64)]);
             let profile = alloc_records_profile(std::slice::from_ref(&capture), &ddm);
             Ok(LoadedInput {
@@ -518,6 +647,7 @@ pub(crate) fn load_trace(inp: Input, kind: InputKind, name: &str, opts: &LoadOpt
         heap: opts.heap.as_deref(),
         dump: opts.dump,
         symbolize: opts.symbols.options(),
+        proguard: &opts.symbols.proguard,
     };
     let (profiles, report, symbols) = match select_heapprofd_dumps(inp, &sel) {
         Ok(r) => r,
@@ -746,6 +876,62 @@ pub struct SymbolSources {
     /// Report the symbol coverage even without directories or a gate (of the symbols the
     /// inputs have), as batch summaries do.
     pub always_report: bool,
+    /// ProGuard/R8 mapping files for Java names. Default: none.
+    pub proguard: ProguardMaps,
+}
+
+/// The ProGuard/R8 mapping files of a run: opened (indexed) once, on first use, and shared by
+/// every copy of the options, so that the report covers the whole run.
+#[derive(Clone, Default)]
+pub struct ProguardMaps {
+    specs: Vec<MapSpec>,
+    opened: Arc<Mutex<Option<Arc<Deobfuscator>>>>,
+}
+
+impl std::fmt::Debug for ProguardMaps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.specs).finish()
+    }
+}
+
+impl PartialEq for ProguardMaps {
+    fn eq(&self, other: &Self) -> bool {
+        self.specs == other.specs
+    }
+}
+
+impl ProguardMaps {
+    /// Maps given as `[PACKAGE=]FILE` arguments, then as `PERFETTO_PROGUARD_MAP`'s value
+    /// (traceconv's syntax: `package=file[:package=file…]`).
+    pub fn new(args: &[String], env: Option<&str>) -> Result<Self> {
+        let mut specs: Vec<MapSpec> = args.iter().map(|a| MapSpec::parse(a)).collect();
+        if let Some(env) = env {
+            specs.extend(MapSpec::parse_env(env)?);
+        }
+        Ok(ProguardMaps { specs, opened: Arc::default() })
+    }
+
+    /// Whether no map was given.
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// The maps, opened on first call; `None` when none was given.
+    pub fn open(&self) -> Result<Option<Arc<Deobfuscator>>> {
+        if self.specs.is_empty() {
+            return Ok(None);
+        }
+        let mut slot = self.opened.lock().map_err(|_| Error::new(ErrorKind::Io, "mapping files: a thread panicked"))?;
+        if slot.is_none() {
+            *slot = Some(Arc::new(Deobfuscator::open(&self.specs)?));
+        }
+        Ok(slot.clone())
+    }
+
+    /// What deobfuscation did so far; `None` when no map was given or none was opened.
+    pub fn report(&self) -> Option<DeobfuscationReport> {
+        self.opened.lock().ok()?.as_ref().map(|d| d.report())
+    }
 }
 
 impl SymbolSources {

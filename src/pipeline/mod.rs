@@ -20,6 +20,7 @@
 
 pub mod batch;
 pub mod convert;
+pub mod deobfuscate;
 pub mod diff;
 pub mod hprof;
 pub mod hprof_conv;

@@ -87,7 +87,9 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let symbolizing = symbolizer.is_some();
     // Without symbol directories frames are only counted, never changed, so the encoder may
     // still lay out callstacks early.
-    let looking_up = !opts.symbols.dirs.is_empty();
+    let looking_up = !opts.symbols.dirs.is_empty() || !opts.symbols.proguard.is_empty();
+    let deob = opts.symbols.proguard.open()?;
+    let mut session = deob.as_deref().map(crate::symbolize::proguard::Deobfuscator::session);
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
     // Three things overlap: this thread decodes; an encoder thread turns each finished dump into
     // pprof, reading a replica of the tables that the decoder extends with what each dump added
@@ -225,7 +227,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         result = decode_heapprofd_observed(
             &mut inp,
             &decode,
-            &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+            &mut |t, r| symbolize_hook(&mut symbolizer, &mut session, t, r),
             if looking_up { None } else { Some(&mut stack_hook) },
             &mut |p: Profile| {
                 if !opts.timestamps.is_empty() && !p.header.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t))
@@ -358,7 +360,9 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
     let mut staged: Vec<(PathBuf, u32)> = Vec::new();
     let mut dir_ready = false;
     let mut incomplete = Vec::new();
-    let result = decode_heap_graphs(&mut inp, &graph, &mut |dump| {
+    let deob = opts.symbols.proguard.open()?;
+    let result = decode_heap_graphs(&mut inp, &graph, &mut |mut dump| {
+        super::load::deobfuscate_dump(deob.as_deref(), &mut dump);
         if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
             return Ok(());
         }

@@ -33,6 +33,8 @@ pub struct HeapTopRunOptions {
     /// How an HPROF heap dump's shallow sizes are counted. Default: [`ObjectSize::Fields`]
     /// (the bytes the dump holds).
     pub object_size: ObjectSize,
+    /// ProGuard/R8 maps for class and field names. Default: none.
+    pub proguard: super::load::ProguardMaps,
 }
 
 impl Default for HeapTopRunOptions {
@@ -44,6 +46,7 @@ impl Default for HeapTopRunOptions {
             java_heap: false,
             top: crate::analysis::heap::HeapTopOptions::default(),
             object_size: ObjectSize::Fields,
+            proguard: Default::default(),
         }
     }
 }
@@ -110,21 +113,23 @@ fn heap_top_input(
             let gzipped = inp.gzipped;
             let mut shown = None;
             let mut several = 0usize;
-            let dumps = for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &mut |n, dump, stats| {
-                if opts.dump == DumpSelect::All && stats.dumps.len() > 1 {
-                    several = stats.dumps.len();
-                    return Ok(());
-                }
-                let mut report = TraceReport { source: name.clone(), gzipped, ..Default::default() };
-                if !dump.incomplete.is_empty() {
-                    let text = dump.incomplete.join("; ");
-                    report.damage = Some(if stats.dumps.len() > 1 { format!("heap dump {n}: {text}") } else { text });
-                }
-                let heap = RootedHeap::new(&dump);
-                let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
-                shown = Some((heap.heap_top(&spt, &dom, &opts.top), report));
-                Ok(())
-            })?;
+            let dumps =
+                for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &opts.proguard, &mut |n, dump, stats| {
+                    if opts.dump == DumpSelect::All && stats.dumps.len() > 1 {
+                        several = stats.dumps.len();
+                        return Ok(());
+                    }
+                    let mut report = TraceReport { source: name.clone(), gzipped, ..Default::default() };
+                    if !dump.incomplete.is_empty() {
+                        let text = dump.incomplete.join("; ");
+                        report.damage =
+                            Some(if stats.dumps.len() > 1 { format!("heap dump {n}: {text}") } else { text });
+                    }
+                    let heap = RootedHeap::new(&dump);
+                    let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+                    shown = Some((heap.heap_top(&spt, &dom, &opts.top), report));
+                    Ok(())
+                })?;
             if several > 1 {
                 let list: Vec<String> = dumps.iter().map(|d| format!("  {}", describe_hprof_dump(d))).collect();
                 return Err(Error::new(
@@ -155,16 +160,17 @@ fn heap_graph_top(
     let mut described: Vec<String> = Vec::new();
     let mut top = None;
     let mut incomplete = Vec::new();
-    let mut report = for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &mut |dump| {
-        described.push(describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp));
-        if described.len() == 1 {
-            incomplete = dump.incomplete.clone();
-            let heap = RootedHeap::new(&dump);
-            let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
-            top = Some(heap.heap_top(&spt, &dom, &opts.top));
-        }
-        Ok(())
-    })?;
+    let mut report =
+        for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &opts.proguard, &mut |dump| {
+            described.push(describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp));
+            if described.len() == 1 {
+                incomplete = dump.incomplete.clone();
+                let heap = RootedHeap::new(&dump);
+                let (spt, dom) = (heap.shortest_path_tree(), heap.dominators());
+                top = Some(heap.heap_top(&spt, &dom, &opts.top));
+            }
+            Ok(())
+        })?;
     if report.heap_graphs.is_empty() && report.damage.is_none() {
         return Ok(None);
     }

@@ -493,12 +493,14 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
     let mut notes: Vec<String> = Vec::new();
     let mut symbolizer = opts.symbols.options().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
+    let deob = opts.symbols.proguard.open()?;
+    let mut session = deob.as_deref().map(crate::symbolize::proguard::Deobfuscator::session);
     let mut attributions: BTreeMap<(u64, String), Attribution> = BTreeMap::new();
     let ext = opts.format.extension();
     let (report, tables) = decode_heapprofd_with(
         &mut inp,
         &decode,
-        &mut |t, r| symbolize_hook(&mut symbolizer, t, r),
+        &mut |t, r| symbolize_hook(&mut symbolizer, &mut session, t, r),
         &mut |p: Profile| {
             if opts.heap.as_ref().is_some_and(|h| *h != p.header.meta.heap) {
                 return Ok(());

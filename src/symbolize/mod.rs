@@ -9,6 +9,7 @@
 
 pub mod elf;
 pub mod locate;
+pub mod proguard;
 
 use std::collections::BTreeMap;
 use std::ops::Range;

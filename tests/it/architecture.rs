@@ -119,6 +119,7 @@ fn pipeline_command_files_do_not_import_each_other() {
         "hprof_conv",
         "inspect",
         "symbolize",
+        "deobfuscate",
     ];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/pipeline");
     let mut seen = 0;

@@ -72,6 +72,7 @@ fn targets() -> Vec<Target> {
         ("hprof_reader", drivers::hprof_reader, hprofs),
         ("perfetto_heap_graph", drivers::perfetto_heap_graph, load(graphs)),
         ("pprof_reader", drivers::pprof_reader, pprofs),
+        ("proguard_map", drivers::proguard_map, load(files("tests/data/proguard", &[".map"]))),
     ]
 }
 

@@ -6,6 +6,7 @@ mod batch;
 mod cli;
 mod common;
 mod ddm;
+mod deobfuscate;
 mod filters;
 mod fixtures;
 mod fuzz_replay;

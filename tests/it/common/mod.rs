@@ -380,3 +380,14 @@ pub fn assert_clean_exit(out: &Output, code: i32, what: &str) {
         assert!(err.contains("heapconv: error: "), "{what}: no error message\n{err}");
     }
 }
+
+/// ProGuard's jars (Debian `libproguard-java`): `proguard.jar` and `retrace.jar`, as a class
+/// path; `None` (or a panic when oracles are required) when missing.
+pub fn proguard_classpath() -> Option<String> {
+    let (pg, rt) = ("/usr/share/java/proguard.jar", "/usr/share/java/retrace.jar");
+    if Path::new(pg).exists() && Path::new(rt).exists() && have_jdk() {
+        return Some(format!("{pg}:{rt}"));
+    }
+    missing_oracle("ProGuard and ReTrace", "apt-get install libproguard-java; .ci/install-oracles.sh does");
+    None
+}
