@@ -246,7 +246,75 @@ fn humanize_titles(svg: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::humanize_titles;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::{ProfileMeta, Tables, ValueKind, ValueType};
+
+    /// A profile of many stacks over labels that are prefixes of one another (where the order
+    /// of a stack's text and of its frames differ), with values from 1 to 1,000,000 so that
+    /// most frames are narrower than inferno's 0.1%.
+    fn skewed_profile(extra: &[&str]) -> Profile {
+        let mut names: Vec<String> = ["foo", "foo.bar", "foo::x", "foo(int)", "lib.so+0x1234", "lib.so+0x12345", "a b", "zeta"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        names.extend(extra.iter().map(|s| s.to_string()));
+        let mut tables = Tables::default();
+        let frames: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let id = tables.strings.intern(n);
+                tables.intern_frame(None, 0, id)
+            })
+            .collect();
+        let mut x: u64 = 12345;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut stacks = Vec::new();
+        for _ in 0..3000 {
+            let depth = 1 + next(7) as usize;
+            let path: Vec<_> = (0..depth).map(|d| frames[(next(if d < 2 { 3 } else { names.len() as u64 })) as usize]).collect();
+            let value = [1, 10, 100, 1000, 1_000_000][next(5) as usize] as i64;
+            stacks.push((tables.intern_stack(&path).unwrap(), value));
+        }
+        let types = vec![ValueType::new("space", "bytes", ValueKind::UnreleasedSize)];
+        let mut p = Profile::new(Arc::new(tables), ProfileMeta::default(), types);
+        for (s, v) in stacks {
+            p.push_sample(s, &[v]);
+        }
+        p
+    }
+
+    #[test]
+    fn pruned_input_draws_the_same_svg() {
+        let p = skewed_profile(&[]);
+        for opts in [
+            SvgOptions::default(),
+            SvgOptions { inverted: true, width: 800, ..SvgOptions::default() },
+            SvgOptions { min_width: 2.0, ..SvgOptions::default() },
+        ] {
+            let stacks = FoldedStacks::of(&p, &FoldedOptions { value_index: 0, annotations: false }, sanitize);
+            let order = stacks.positive_in_line_order();
+            let pruned = pruned_lines(&stacks, &order, opts.min_width).expect("something is pruned");
+            assert!(pruned.len() < order.len() * 4 / 5, "{} of {} lines left", pruned.len(), order.len());
+            let full = render(&p, &opts, false).unwrap();
+            let got = render(&p, &opts, true).unwrap();
+            assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(full).unwrap());
+        }
+    }
+
+    #[test]
+    fn labels_inferno_reads_otherwise_are_not_pruned() {
+        for odd in ["foo 12", " lead", "trail ", "# comment", "x .5"] {
+            let p = skewed_profile(&[odd]);
+            let stacks = FoldedStacks::of(&p, &FoldedOptions::default(), sanitize);
+            assert!(pruned_lines(&stacks, &stacks.positive_in_line_order(), 0.1).is_none(), "{odd:?}");
+            assert_eq!(render(&p, &SvgOptions::default(), true).unwrap(), render(&p, &SvgOptions::default(), false).unwrap());
+        }
+    }
 
     #[test]
     fn titles_get_units() {

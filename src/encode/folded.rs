@@ -361,6 +361,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn streamed_text_is_the_sorted_map_of_labels() {
+        use std::sync::Arc;
+
+        use crate::model::{ProfileMeta, Tables, ValueKind, ValueType};
+        let names = ["foo", "foo.bar", "foo;x", "foo\\y", "foo bar", "a", "", "foo 1"];
+        let mut tables = Tables::default();
+        let frames: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let id = tables.strings.intern(n);
+                tables.intern_frame(None, 0, id)
+            })
+            .collect();
+        let mut stacks = Vec::new();
+        for i in 0..400usize {
+            let path: Vec<_> = (0..1 + i % 5).map(|d| frames[(i * 7 + d * 3 + i / 9) % names.len()]).collect();
+            stacks.push((tables.intern_stack(&path).unwrap(), (i as i64 % 7) - 2));
+        }
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let mut p = Profile::new(Arc::new(tables), ProfileMeta::default(), types);
+        for (s, v) in stacks {
+            p.push_sample(s, &[v]);
+        }
+        let opts = FoldedOptions::default();
+        let mut want = String::new();
+        for (k, v) in folded_lines(&p, &opts, escape_frame) {
+            if v != 0 {
+                want.push_str(&format!("{k} {v}\n"));
+            }
+        }
+        assert!(want.lines().count() > 20, "{want}");
+        assert_eq!(encode_folded(&p, &opts), want);
+    }
+
+    #[test]
     fn escaping_round_trips() {
         let frames = ["a;b", "c\\d", "e\nf", "plain name (with) spaces"];
         let line = format!("{} 42", frames.iter().map(|f| escape_frame(f)).collect::<Vec<_>>().join(";"));
