@@ -255,10 +255,11 @@ mod tests {
     /// of a stack's text and of its frames differ), with values from 1 to 1,000,000 so that
     /// most frames are narrower than inferno's 0.1%.
     fn skewed_profile(extra: &[&str]) -> Profile {
-        let mut names: Vec<String> = ["foo", "foo.bar", "foo::x", "foo(int)", "lib.so+0x1234", "lib.so+0x12345", "a b", "zeta"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut names: Vec<String> =
+            ["foo", "foo.bar", "foo::x", "foo(int)", "lib.so+0x1234", "lib.so+0x12345", "a b", "zeta"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
         names.extend(extra.iter().map(|s| s.to_string()));
         let mut tables = Tables::default();
         let frames: Vec<_> = names
@@ -276,7 +277,8 @@ mod tests {
         let mut stacks = Vec::new();
         for _ in 0..3000 {
             let depth = 1 + next(7) as usize;
-            let path: Vec<_> = (0..depth).map(|d| frames[(next(if d < 2 { 3 } else { names.len() as u64 })) as usize]).collect();
+            let path: Vec<_> =
+                (0..depth).map(|d| frames[(next(if d < 2 { 3 } else { names.len() as u64 })) as usize]).collect();
             let value = [1, 10, 100, 1000, 1_000_000][next(5) as usize] as i64;
             stacks.push((tables.intern_stack(&path).unwrap(), value));
         }
@@ -312,7 +314,10 @@ mod tests {
             let p = skewed_profile(&[odd]);
             let stacks = FoldedStacks::of(&p, &FoldedOptions::default(), sanitize);
             assert!(pruned_lines(&stacks, &stacks.positive_in_line_order(), 0.1).is_none(), "{odd:?}");
-            assert_eq!(render(&p, &SvgOptions::default(), true).unwrap(), render(&p, &SvgOptions::default(), false).unwrap());
+            assert_eq!(
+                render(&p, &SvgOptions::default(), true).unwrap(),
+                render(&p, &SvgOptions::default(), false).unwrap()
+            );
         }
     }
 
