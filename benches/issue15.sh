@@ -4,8 +4,10 @@
 #          OLD build vs NEW build (bytes compared), and `profile` of the whole trace for scale;
 #   symbolize: `heapconv symbolize` of the mixed SQLite trace (44k callstacks, 59k frames in 4
 #          mappings, 13.7k of them in libsqlite3.so) vs `llvm-symbolizer` on its 13.7k addresses;
-#   merge: `heapconv merge` vs `go tool pprof -proto` on the existing pair (A.pb, B.pb) and on
-#          the two largest pprofs `profile` writes for the 300k trace.
+#   merge: `heapconv merge` vs `go tool pprof -proto` on the existing pair (A.pb, B.pb), on
+#          the two largest pprofs `profile` writes for the 300k trace, and on two pprofs of the
+#          issue's big-frame shape (benches/pprof-shape.py: 200k locations, 160k functions,
+#          120 mappings, 300k samples).
 #   bash benches/issue15.sh OLD_BINARY NEW_BINARY [flame|symbolize|merge]...
 # Prints wall, user, sys and peak RSS per run. On a loaded machine compare user+sys (CPU) and
 # peak RSS, not wall time.
@@ -47,7 +49,9 @@ for part in $PARTS; do
     [ -d $B/fp-new ] || "$NEW" profile $B/big300k.pftrace -o $B/fp-new -q
     # shellcheck disable=SC2012
     read -r P1 P2 < <(ls -S $B/fp-new/*.pb.gz | head -2 | tr '\n' ' ')
-    for pair in "$B/A.pb $B/B.pb" "$P1 $P2"; do
+    [ -f $B/shape1.pb ] || python3 benches/pprof-shape.py 1 $B/shape1.pb
+    [ -f $B/shape2.pb ] || python3 benches/pprof-shape.py 2 $B/shape2.pb
+    for pair in "$B/A.pb $B/B.pb" "$P1 $P2" "$B/shape1.pb $B/shape2.pb"; do
       [ -f "${pair%% *}" ] || continue
       for _ in $(seq "$RUNS"); do
         # shellcheck disable=SC2086
