@@ -413,10 +413,8 @@ impl Merger {
     }
 
     pub(super) fn intern_frame(&mut self, f: MFrame) -> u32 {
-        use std::hash::{BuildHasher, Hash, Hasher};
-        let mut hasher = self.frame_index.hasher().build_hasher();
-        f.hash(&mut hasher);
-        let h = hasher.finish();
+        use std::hash::BuildHasher;
+        let h = self.frame_index.hasher().hash_one(&f);
         let head = self.frame_index.get(&h).copied().unwrap_or(UNSET);
         let mut cur = head;
         while cur != UNSET {
