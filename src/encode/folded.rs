@@ -7,10 +7,16 @@
 //! whose labels are identical (frames that differ only by address) are summed into one line.
 //! Lines are sorted by their text, so output is deterministic.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::io::Write;
 
-use super::labels::labelled_samples;
+use rayon::slice::ParallelSliceMut;
+use rustc_hash::FxHashMap;
+
+use super::labels::{frame_labels, labelled_samples};
 use crate::model::Profile;
+use crate::model::annotate::{Annotation, AnnotationState, annotate_with, classify_frames};
 
 /// Options of the folded encoder.
 #[derive(Debug, Clone, Default)]
@@ -72,21 +78,322 @@ pub fn folded_lines(profile: &Profile, opts: &FoldedOptions, escape: fn(&str) ->
 
 /// Encodes a profile as folded stacks.
 pub fn encode_folded(profile: &Profile, opts: &FoldedOptions) -> String {
-    let mut out = String::new();
-    for (k, v) in folded_lines(profile, opts, escape_frame) {
-        if v != 0 {
-            out.push_str(&k);
-            out.push(' ');
-            out.push_str(&v.to_string());
-            out.push('\n');
+    let mut out = Vec::new();
+    write_folded(profile, opts, &mut out).expect("writing to memory");
+    String::from_utf8(out).expect("labels are text")
+}
+
+/// Writes a profile as folded stacks to `out`, line by line (the text is never held whole).
+pub fn write_folded(profile: &Profile, opts: &FoldedOptions, out: &mut impl Write) -> std::io::Result<()> {
+    FoldedStacks::of(profile, opts, escape_frame).write(out)
+}
+
+/// One line of [`FoldedStacks`]: a distinct label path and its summed value.
+#[derive(Debug, Clone, Copy)]
+struct FoldedLine {
+    /// Where its label ids start in [`FoldedStacks::ids`].
+    start: usize,
+    /// How many labels it has.
+    len: u32,
+    value: i64,
+}
+
+/// A profile's folded stacks, aggregated and sorted, without their text: each distinct stack of
+/// labels once with its summed value, the labels interned. What folded stacks and flame graphs
+/// are written from; [`FoldedStacks::write`] streams the text.
+#[derive(Debug, Default)]
+pub struct FoldedStacks {
+    /// Distinct labels, escaped.
+    labels: Vec<Box<str>>,
+    /// Per label, its rank in the order of the labels' text followed by `;` (no label holds an
+    /// unescaped `;`, so two labels never tie).
+    rank: Vec<u32>,
+    /// The ranks decide (see [`FoldedStacks::of`]).
+    ranked: bool,
+    /// Label ids of every line, concatenated.
+    ids: Vec<u32>,
+    /// Lines (zero sums included), in the order of their text.
+    lines: Vec<FoldedLine>,
+}
+
+impl FoldedStacks {
+    /// Aggregates the samples of `profile` (value `opts.value_index`, zeros left out) by their
+    /// labels, each label escaped by `escape`, sorted by text as [`folded_lines`] orders them.
+    pub fn of(profile: &Profile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
+        let tables = &profile.tables;
+        let classes = if opts.annotations { classify_frames(tables) } else { Vec::new() };
+        // (frame, annotation) -> range of label ids in `seqs`, computed once.
+        let mut slot: Vec<u32> = vec![u32::MAX; tables.frames().len() * ANNOTATIONS];
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        let mut seqs: Vec<u32> = Vec::new();
+        let mut index: FxHashMap<Box<str>, u32> = FxHashMap::default();
+        let mut labels: Vec<Box<str>> = Vec::new();
+        let mut scratch: Vec<String> = Vec::new();
+        let mut nodes = Vec::new();
+        let mut ids: Vec<u32> = Vec::new();
+        let mut lines: Vec<FoldedLine> = Vec::with_capacity(profile.samples().len());
+        for (stack, values) in profile.samples() {
+            let value = values[opts.value_index];
+            if value == 0 {
+                continue;
+            }
+            tables.stack_nodes_root_first(stack, &mut nodes);
+            let start = ids.len();
+            let mut state = AnnotationState::Initial;
+            for &n in &nodes {
+                let frame = tables.stack_node(n).frame;
+                let annotation = if opts.annotations {
+                    let (next, a) = annotate_with(state, classes[frame.0 as usize]);
+                    state = next;
+                    a
+                } else {
+                    Annotation::None
+                };
+                let key = frame.0 as usize * ANNOTATIONS + annotation_index(annotation);
+                if slot[key] == u32::MAX {
+                    scratch.clear();
+                    frame_labels(tables, n, annotation, &mut scratch);
+                    let first = seqs.len() as u32;
+                    for l in &scratch {
+                        let l = escape(l);
+                        let id = match index.get(l.as_str()) {
+                            Some(&id) => id,
+                            None => {
+                                let id = labels.len() as u32;
+                                let l = l.into_boxed_str();
+                                labels.push(l.clone());
+                                index.insert(l, id);
+                                id
+                            }
+                        };
+                        seqs.push(id);
+                    }
+                    slot[key] = ranges.len() as u32;
+                    ranges.push((first, seqs.len() as u32 - first));
+                }
+                let (first, len) = ranges[slot[key] as usize];
+                ids.extend_from_slice(&seqs[first as usize..(first + len) as usize]);
+            }
+            let len = u32::try_from(ids.len() - start).expect("fewer than 2^32 labels in a stack");
+            lines.push(FoldedLine { start, len, value });
+        }
+        drop(index);
+        // Ranks of the labels in the order of their text followed by `;`: the order of two
+        // lines that go on after the first label where they differ.
+        let mut by_text: Vec<u32> = (0..labels.len() as u32).collect();
+        by_text.par_sort_unstable_by(|&a, &b| {
+            labels[a as usize].bytes().chain(*b";").cmp(labels[b as usize].bytes().chain(*b";"))
+        });
+        let mut rank = vec![0u32; labels.len()];
+        for (r, &id) in by_text.iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        // With an escape that leaves `;` in labels, one text with `;` could begin another: then
+        // the ranks are not used.
+        let semi = |id: u32| labels[id as usize].bytes().chain(*b";");
+        let ranked = by_text.windows(2).all(|w| {
+            let (a, b) = (semi(w[0]), semi(w[1]));
+            a.zip(b).any(|(x, y)| x != y)
+        });
+        drop(by_text);
+        let mut stacks = FoldedStacks { labels, rank, ranked, ids, lines };
+        let mut lines = std::mem::take(&mut stacks.lines);
+        lines.par_sort_unstable_by(|a, b| stacks.cmp_text(a, b, false));
+        // Stacks whose labels are identical are one line.
+        lines.dedup_by(|b, a| {
+            if stacks.path(a) == stacks.path(b) {
+                a.value += b.value;
+                true
+            } else {
+                false
+            }
+        });
+        stacks.lines = lines;
+        stacks
+    }
+
+    fn path(&self, l: &FoldedLine) -> &[u32] {
+        &self.ids[l.start..l.start + l.len as usize]
+    }
+
+    /// Compares the text of two lines: the labels joined by `;`, and with `with_value` a space
+    /// and the value after them (the order of whole lines, as inferno sorts them).
+    fn cmp_text(&self, a: &FoldedLine, b: &FoldedLine, with_value: bool) -> Ordering {
+        let (pa, pb) = (self.path(a), self.path(b));
+        let i = pa.iter().zip(pb).take_while(|(x, y)| x == y).count();
+        if self.ranked && i + 1 < pa.len() && i + 1 < pb.len() {
+            // Both go on after their labels at `i` with `;`.
+            return self.rank[pa[i] as usize].cmp(&self.rank[pb[i] as usize]);
+        }
+        if i == pa.len() && i == pb.len() && !with_value {
+            return Ordering::Equal;
+        }
+        let (mut va, mut vb) = ([0u8; 20], [0u8; 20]);
+        let ta: &[u8] = if with_value { decimal(a.value, &mut va) } else { &[] };
+        let tb: &[u8] = if with_value { decimal(b.value, &mut vb) } else { &[] };
+        self.rest(pa, i, ta).cmp(self.rest(pb, i, tb))
+    }
+
+    /// The bytes of a line's text after its first `i` labels (and the `;` after them).
+    fn rest<'a>(&'a self, path: &'a [u32], i: usize, tail: &'a [u8]) -> impl Iterator<Item = u8> + 'a {
+        let tail_sep: &[u8] = if tail.is_empty() { &[] } else { b" " };
+        path[i..]
+            .iter()
+            .enumerate()
+            .flat_map(move |(k, &id)| {
+                let sep: &[u8] = if i + k > 0 { b";" } else { &[] };
+                sep.iter().chain(self.labels[id as usize].as_bytes())
+            })
+            .chain(tail_sep)
+            .chain(tail)
+            .copied()
+    }
+
+    /// Labels of line `i` (in text order).
+    pub(crate) fn line_path(&self, i: usize) -> &[u32] {
+        self.path(&self.lines[i])
+    }
+
+    /// Summed value of line `i`.
+    pub(crate) fn line_value(&self, i: usize) -> i64 {
+        self.lines[i].value
+    }
+
+    /// Every distinct label, escaped.
+    pub(crate) fn labels(&self) -> impl Iterator<Item = &str> + '_ {
+        self.labels.iter().map(|l| &**l)
+    }
+
+    /// The lines with a positive value, in the order of their text followed by a space and
+    /// the value (the order inferno sorts lines in).
+    pub(crate) fn positive_in_line_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.lines.len()).filter(|&i| self.lines[i].value > 0).collect();
+        // Nearly sorted already (the text order of the stacks alone differs only where a stack's
+        // text is a prefix of another's): a stable sort finds the sorted runs.
+        order.sort_by(|&a, &b| self.cmp_text(&self.lines[a], &self.lines[b], true));
+        order
+    }
+
+    /// Line `i`'s labels joined by `;`, a space and `value`.
+    pub(crate) fn line_text(&self, i: usize, value: i64) -> String {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 20];
+        self.write_stack(&self.lines[i], &mut out).expect("writing to memory");
+        out.push(b' ');
+        out.extend_from_slice(decimal(value, &mut buf));
+        String::from_utf8(out).expect("labels are text")
+    }
+
+    /// Number of lines (distinct stacks), zero sums included.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// True when no sample had a value.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The lines' labels and values, in text order.
+    pub fn lines(&self) -> impl Iterator<Item = (Vec<&str>, i64)> + '_ {
+        self.lines.iter().map(|l| (self.path(l).iter().map(|&id| &*self.labels[id as usize]).collect(), l.value))
+    }
+
+    /// Writes line `l`'s labels joined by `;`.
+    fn write_stack(&self, l: &FoldedLine, out: &mut impl Write) -> std::io::Result<()> {
+        for (k, &id) in self.path(l).iter().enumerate() {
+            if k > 0 {
+                out.write_all(b";")?;
+            }
+            out.write_all(self.labels[id as usize].as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the folded text (lines whose sum is 0 left out) to `out`, line by line.
+    pub fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let mut buf = [0u8; 20];
+        for l in self.lines.iter().filter(|l| l.value != 0) {
+            self.write_stack(l, out)?;
+            out.write_all(b" ")?;
+            out.write_all(decimal(l.value, &mut buf))?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// Number of [`Annotation`] values.
+const ANNOTATIONS: usize = 6;
+
+fn annotation_index(a: Annotation) -> usize {
+    match a {
+        Annotation::None => 0,
+        Annotation::Interp => 1,
+        Annotation::Jit => 2,
+        Annotation::Aot => 3,
+        Annotation::CommonFrame => 4,
+        Annotation::CommonFrameInterp => 5,
+    }
+}
+
+/// `v` in decimal, written at the end of `buf`.
+fn decimal(v: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = v.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
     }
-    out
+    if v < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streamed_text_is_the_sorted_map_of_labels() {
+        use std::sync::Arc;
+
+        use crate::model::{ProfileMeta, Tables, ValueKind, ValueType};
+        let names = ["foo", "foo.bar", "foo;x", "foo\\y", "foo bar", "a", "", "foo 1"];
+        let mut tables = Tables::default();
+        let frames: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let id = tables.strings.intern(n);
+                tables.intern_frame(None, 0, id)
+            })
+            .collect();
+        let mut stacks = Vec::new();
+        for i in 0..400usize {
+            let path: Vec<_> = (0..1 + i % 5).map(|d| frames[(i * 7 + d * 3 + i / 9) % names.len()]).collect();
+            stacks.push((tables.intern_stack(&path).unwrap(), (i as i64 % 7) - 2));
+        }
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let mut p = Profile::new(Arc::new(tables), ProfileMeta::default(), types);
+        for (s, v) in stacks {
+            p.push_sample(s, &[v]);
+        }
+        let opts = FoldedOptions::default();
+        let mut want = String::new();
+        for (k, v) in folded_lines(&p, &opts, escape_frame) {
+            if v != 0 {
+                want.push_str(&format!("{k} {v}\n"));
+            }
+        }
+        assert!(want.lines().count() > 20, "{want}");
+        assert_eq!(encode_folded(&p, &opts), want);
+    }
 
     #[test]
     fn escaping_round_trips() {

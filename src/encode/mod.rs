@@ -241,6 +241,28 @@ pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result
     })
 }
 
+/// Encodes a profile in `format` into `out`: as [`encode`], but folded stacks are written line
+/// by line as they are made (their text, hundreds of megabytes for a big profile, is never held
+/// whole). `what` names the output in an I/O error ("writing WHAT").
+pub fn encode_to(
+    profile: &Profile,
+    format: Format,
+    opts: &EncodeOptions,
+    out: &mut dyn std::io::Write,
+    what: &str,
+) -> Result<()> {
+    use std::io::Write;
+    let written = match format {
+        Format::Folded => {
+            let fopts = folded::FoldedOptions { value_index: opts.shown.index(profile), annotations: opts.annotations };
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
+            folded::write_folded(profile, &fopts, &mut w).and_then(|()| w.flush())
+        }
+        _ => out.write_all(&encode(profile, format, opts)?),
+    };
+    written.map_err(|e| crate::error::Error::io(format!("writing {what}"), e))
+}
+
 /// Encodes a frame-list profile (a pprof input, a merge) in `format`: pprof straight from its
 /// frame lists, the other formats from its stack tree.
 pub fn encode_flat(profile: &FlatProfile, format: Format, opts: &EncodeOptions) -> Result<Vec<u8>> {

@@ -21,7 +21,10 @@ pub struct Merger {
     pub(super) maps: Vec<MMap>,
     pub(super) map_index: HashMap<MapKey, u32>,
     pub(super) frames: Vec<MFrame>,
-    pub(super) frame_index: HashMap<MFrame, u32>,
+    /// A frame's hash -> the last frame interned with that hash; `frame_next` chains the
+    /// others (the frames are stored once, in `frames`).
+    pub(super) frame_index: HashMap<u64, u32>,
+    pub(super) frame_next: Vec<u32>,
     /// Stacks: lists of indexes into `frames`, leaf first.
     pub(super) stacks: SeqIndex,
     pub(super) label_sets: Vec<Box<[MLabel]>>,
@@ -122,6 +125,7 @@ impl Merger {
             map_index: HashMap::default(),
             frames: Vec::new(),
             frame_index: HashMap::default(),
+            frame_next: Vec::new(),
             stacks: SeqIndex::default(),
             label_sets,
             label_index,
@@ -409,12 +413,20 @@ impl Merger {
     }
 
     pub(super) fn intern_frame(&mut self, f: MFrame) -> u32 {
-        if let Some(&id) = self.frame_index.get(&f) {
-            return id;
+        use std::hash::BuildHasher;
+        let h = self.frame_index.hasher().hash_one(&f);
+        let head = self.frame_index.get(&h).copied().unwrap_or(UNSET);
+        let mut cur = head;
+        while cur != UNSET {
+            if self.frames[cur as usize] == f {
+                return cur;
+            }
+            cur = self.frame_next[cur as usize];
         }
         let id = u32::try_from(self.frames.len()).expect("fewer than 2^32 frames");
-        self.frames.push(f.clone());
-        self.frame_index.insert(f, id);
+        self.frames.push(f);
+        self.frame_next.push(head);
+        self.frame_index.insert(h, id);
         id
     }
 

@@ -19,11 +19,11 @@ use crate::decode::perfetto::DecodeOptions;
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
 use crate::decode::{Input, InputKind};
 use crate::encode::summary::{DdmInspect, SummaryOptions, convert_json};
-use crate::encode::{EncodeOptions, Format, Shown, encode, encode_flat};
+use crate::encode::{EncodeOptions, Format, Shown, encode, encode_flat, encode_to};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::TypeSelector;
 use crate::model::{HeapDump, Profile, TraceReport, ValueKind};
-use crate::output::{check_not_input, ensure_dir, write_atomic};
+use crate::output::{AtomicFile, check_not_input, ensure_dir, write_atomic};
 use crate::symbolize::SymbolizeReport;
 
 /// Options of `heapconv convert`.
@@ -156,7 +156,9 @@ fn summary_options(opts: &ConvertOptions) -> SummaryOptions {
 /// Output of `convert`: what to write where.
 #[derive(Debug)]
 pub struct ConvertRun {
-    /// (destination path or None for stdout, bytes), in order.
+    /// (destination path or None for stdout, bytes), in order. Folded stacks of a trace are
+    /// written as they are encoded (to their file or standard output): their bytes here are
+    /// empty.
     pub outputs: Vec<(Option<PathBuf>, Vec<u8>)>,
     /// What the trace holds.
     pub report: TraceReport,
@@ -312,16 +314,22 @@ fn convert_trace(
                 ),
             ));
         }
+        let path_of = |n: usize, p: &Profile| match dest {
+            Destination::Stdout => None,
+            Destination::File(f) => Some(f.clone()),
+            Destination::Dir(d) => Some(d.join(heap_dump_name(n + 1, p, opts.format.extension()))),
+        };
+        if opts.format == Format::Folded {
+            // Written as they are made: the text of a big profile is never held whole.
+            let outs = stream_outputs(input, dest, &profiles, opts, &path_of)?;
+            let profiles = profiles.iter().map(ProfileTotals::of).collect();
+            let converted = opts.dump_filter(&report);
+            return Ok(ConvertRun { outputs: outs, report, symbols, profiles, converted, warnings: Vec::new() });
+        }
         let encoded: Vec<Result<Vec<u8>>> = profiles.par_iter().map(|p| encode_one(p, opts)).collect();
         let mut outs = Vec::new();
         for (n, (p, bytes)) in profiles.iter().zip(encoded).enumerate() {
-            let bytes = bytes?;
-            let path = match dest {
-                Destination::Stdout => None,
-                Destination::File(f) => Some(f.clone()),
-                Destination::Dir(d) => Some(d.join(heap_dump_name(n + 1, p, opts.format.extension()))),
-            };
-            outs.push((path, bytes));
+            outs.push((path_of(n, p), bytes?));
         }
         outs
     };
@@ -329,6 +337,41 @@ fn convert_trace(
     let profiles = profiles.iter().map(ProfileTotals::of).collect();
     let converted = opts.dump_filter(&report);
     Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
+}
+
+/// Writes each profile to its output (`path_of`; `None` is standard output) as it is encoded,
+/// in parallel; what is returned names the outputs with no bytes (they are written).
+fn stream_outputs(
+    input: &Path,
+    dest: &Destination,
+    profiles: &[Profile],
+    opts: &ConvertOptions,
+    path_of: &(dyn Fn(usize, &Profile) -> Option<PathBuf> + Sync),
+) -> Result<Vec<(Option<PathBuf>, Vec<u8>)>> {
+    use rayon::prelude::*;
+    let inputs = [input.to_path_buf()];
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
+    }
+    let eopts = opts.encode_options();
+    let written: Vec<Result<Option<PathBuf>>> = profiles
+        .par_iter()
+        .enumerate()
+        .map(|(n, p)| match path_of(n, p) {
+            Some(path) => {
+                let mut f = AtomicFile::create(&path, &inputs)?;
+                encode_to(p, opts.format, &eopts, &mut f, &path.display().to_string())?;
+                f.commit()?;
+                Ok(Some(path))
+            }
+            None => {
+                check_not_input(Path::new("-"), &inputs)?;
+                encode_to(p, opts.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
+                Ok(None)
+            }
+        })
+        .collect();
+    written.into_iter().map(|w| w.map(|path| (path, Vec::new()))).collect()
 }
 
 /// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,

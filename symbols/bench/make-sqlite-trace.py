@@ -88,6 +88,12 @@ def main():
   ap.add_argument('--depth', type=int, default=10)
   ap.add_argument('--library', default=os.path.join(REPO, 'target', 'bench', 'libsqlite3.so'))
   ap.add_argument('--seed', type=int, default=20260801)
+  ap.add_argument('--callstacks', type=int, default=0,
+                  help='mixed shape: this many callstacks of DEPTH frames sharing prefixes, drawn from the '
+                       'library\'s frames and --other-frames frames in --other-mappings mappings with no '
+                       'symbol file (issue 15: 44000 callstacks, depth 30, 45300 other frames, 3 mappings)')
+  ap.add_argument('--other-frames', type=int, default=0)
+  ap.add_argument('--other-mappings', type=int, default=3)
   args = ap.parse_args()
   if not os.path.exists(args.library):
     sys.exit('make-sqlite-trace.py: %s missing; run: bash symbols/bench/build-sqlite.sh' % args.library)
@@ -109,6 +115,21 @@ def main():
   exact_offset = align_down(p_offset, PAGE)
 
   nstacks = (len(addrs) + args.depth - 1) // args.depth
+  # Mixed shape: frames of other mappings (no symbol file) and callstacks sharing prefixes.
+  others = []  # (mapping iid, rel_pc)
+  for k in range(args.other_frames):
+    others.append((2 + k % args.other_mappings, 0x1000 + 4 * k))
+  stacks = None
+  if args.callstacks:
+    nstacks = args.callstacks
+    nframes = len(addrs) + len(others)
+    share = args.depth * 3 // 8
+    prefixes = [[rng.randrange(nframes) + 1 for _ in range(share)] for _ in range(64)]
+    stacks = []
+    for cs in range(nstacks):
+      p = prefixes[cs % len(prefixes)]
+      cut = share - rng.randrange(4)
+      stacks.append(p[:cut] + [rng.randrange(nframes) + 1 for _ in range(args.depth - cut)])
   o = []
   w = o.append
   w('# heapconv symbolization benchmark trace (symbols/bench/make-sqlite-trace.py): %d distinct frames\n'
@@ -138,10 +159,22 @@ def main():
   w('    mappings { iid: 1 build_id: 1 %s start: 0x%x end: 0x%x start_offset: 0x0 exact_offset: 0x%x '
     'load_bias: 0x0 }\n' % (' '.join('path_string_ids: %d' % i for i in range(1, len(MAPPING_PATH) + 1)),
                             start, end, exact_offset))
+  for k in range(args.other_mappings if others else 0):
+    bid_k = bytes([0xb0 + k]) * 20
+    w('    build_ids { iid: %d str: "%s" }\n' % (2 + k, esc(bid_k)))
+    w('    mapping_paths { iid: %d str: "libother%d.so" }\n' % (100 + k, k))
+    w('    mappings { iid: %d build_id: %d path_string_ids: %d start: 0x%x end: 0x%x '
+      'start_offset: 0x0 exact_offset: 0x0 load_bias: 0x0 }\n'
+      % (2 + k, 2 + k, 100 + k, 0x10000000 * (k + 1), 0x10000000 * (k + 1) + 0x1000000))
   for i, a in enumerate(addrs, 1):
     w('    frames { iid: %d function_name_id: 0 mapping_id: 1 rel_pc: 0x%x }\n' % (i, a))
+  for i, (m, a) in enumerate(others, len(addrs) + 1):
+    w('    frames { iid: %d function_name_id: 0 mapping_id: %d rel_pc: 0x%x }\n' % (i, m, a))
   for cs in range(nstacks):
-    ids = range(cs * args.depth + 1, min((cs + 1) * args.depth, len(addrs)) + 1)
+    if stacks:
+      ids = stacks[cs]
+    else:
+      ids = range(cs * args.depth + 1, min((cs + 1) * args.depth, len(addrs)) + 1)
     w('    callstacks { iid: %d %s }\n' % (cs + 1, ' '.join('frame_ids: %d' % i for i in ids)))
   w('  }\n}\n')
   w('packet {\n  trusted_packet_sequence_id: 5\n  trusted_pid: 612\n  timestamp: 5000\n'

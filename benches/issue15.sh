@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Issue 15 side-by-side figures (BENCHMARKS.md, "Issue 15"), RUNS rounds (default 2), interleaved:
+#   flame: `convert --to svg` and `--to folded` of one dump of the 300k-callstack synthetic trace,
+#          OLD build vs NEW build (bytes compared), and `profile` of the whole trace for scale;
+#   symbolize: `heapconv symbolize` of the mixed SQLite trace (44k callstacks, 59k frames in 4
+#          mappings, 13.7k of them in libsqlite3.so) vs `llvm-symbolizer` on its 13.7k addresses;
+#   merge: `heapconv merge` vs `go tool pprof -proto` on the existing pair (A.pb, B.pb), on
+#          the two largest pprofs `profile` writes for the 300k trace, and on two pprofs of the
+#          issue's big-frame shape (benches/pprof-shape.py: 200k locations, 160k functions,
+#          120 mappings, 300k samples).
+#   bash benches/issue15.sh OLD_BINARY NEW_BINARY [flame|symbolize|merge]...
+# Prints wall, user, sys and peak RSS per run. On a loaded machine compare user+sys (CPU) and
+# peak RSS, not wall time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OLD=$1; NEW=$2; shift 2; PARTS=${*:-flame symbolize merge}; RUNS=${RUNS:-2}
+B=target/bench; mkdir -p "$B"
+T="%e s wall, %U s user, %S s sys, %M KB peak"
+[ -f $B/big300k.pftrace ] || ./target/release/synth -o $B/big300k.pftrace --callstacks 300000 --depth 30 --dumps 4 --processes 2
+for part in $PARTS; do
+  case $part in
+  flame)
+    for _ in $(seq "$RUNS"); do
+      for who in old new; do
+        H=$OLD; [ $who = new ] && H=$NEW
+        /usr/bin/time -f "svg $who: $T" "$H" convert $B/big300k.pftrace --pid 1000 --to svg -o $B/f-$who.svg -q
+        /usr/bin/time -f "folded $who: $T" "$H" convert $B/big300k.pftrace --pid 1000 --to folded -o $B/f-$who.folded -q
+        rm -rf $B/fp-$who; /usr/bin/time -f "profile $who: $T" "$H" profile $B/big300k.pftrace -o $B/fp-$who -q
+      done
+    done 2>&1
+    cmp $B/f-old.svg $B/f-new.svg && echo "svg identical"
+    cmp $B/f-old.folded $B/f-new.folded && echo "folded identical" ;;
+  symbolize)
+    [ -f $B/libsqlite3.so ] || bash symbols/bench/build-sqlite.sh
+    if [ ! -f $B/mixed.pftrace ]; then
+      python3 symbols/bench/make-sqlite-trace.py $B/mixed.textproto $B/mixed.addrs --frames 13700 \
+        --other-frames 45300 --callstacks 44000 --depth 30
+      target/oracle-venv/bin/python ../shared/tools/perfetto_encode.py $B/mixed.textproto $B/mixed.pftrace
+    fi
+    for _ in $(seq "$RUNS"); do
+      /usr/bin/time -f "symbolize new: $T" "$NEW" symbolize $B/mixed.pftrace --symbol-dir $B -o $B/mixed.symbols.pb -q
+      /usr/bin/time -f "symbolize old: $T" "$OLD" symbolize $B/mixed.pftrace --symbol-dir $B -o $B/mixed.symbols-old.pb -q
+      /usr/bin/time -f "llvm-symbolizer: $T" llvm-symbolizer --inlines --output-style=JSON --obj=$B/libsqlite3.so \
+        < $B/mixed.addrs > $B/mixed.llvm.jsonl
+    done 2>&1
+    cmp $B/mixed.symbols.pb $B/mixed.symbols-old.pb && echo "symbolize identical to OLD"
+    target/oracle-venv/bin/python symbols/bench/check-module-symbols.py $B/mixed.symbols.pb $B/mixed.llvm.jsonl ;;
+  merge)
+    [ -d $B/fp-new ] || "$NEW" profile $B/big300k.pftrace -o $B/fp-new -q
+    # shellcheck disable=SC2012
+    read -r P1 P2 < <(ls -S $B/fp-new/*.pb.gz | head -2 | tr '\n' ' ')
+    [ -f $B/shape1.pb ] || python3 benches/pprof-shape.py 1 $B/shape1.pb
+    [ -f $B/shape2.pb ] || python3 benches/pprof-shape.py 2 $B/shape2.pb
+    for pair in "$B/A.pb $B/B.pb" "$P1 $P2" "$B/shape1.pb $B/shape2.pb"; do
+      [ -f "${pair%% *}" ] || continue
+      for _ in $(seq "$RUNS"); do
+        # shellcheck disable=SC2086
+        /usr/bin/time -f "merge heapconv ($pair): $T" "$NEW" merge $pair -o $B/merge.pb.gz -q
+        /usr/bin/time -f "merge go ($pair): $T" sh -c "go tool pprof -proto $pair > $B/merge-go.pb.gz 2>/dev/null"
+      done 2>&1
+    done ;;
+  esac
+done
