@@ -190,8 +190,12 @@ impl PprofEncoder {
         if start >= count {
             return;
         }
-        self.node_loc.reserve(count - start);
-        self.node_state.reserve(count - start);
+        // Grown by an eighth at a time at most (not doubled): these hold one entry per node.
+        let want = (count - start).max(self.node_loc.len() / 8);
+        if self.node_loc.capacity() < count {
+            self.node_loc.reserve_exact(want);
+            self.node_state.reserve_exact(want);
+        }
         for n in start..count {
             let node = tables.stack_node(StackId(n as u32));
             let state = node.parent.map_or(AnnotationState::Initial, |p| self.node_state[p.0 as usize]);
@@ -297,8 +301,7 @@ impl PprofEncoder {
             labels.clear();
             if with_labels {
                 let cat = &mut self.catalog;
-                let mut sid =
-                    |id: StringId| *label_keys.entry(id).or_insert_with(|| cat.s_model(&tables, id));
+                let mut sid = |id: StringId| *label_keys.entry(id).or_insert_with(|| cat.s_model(&tables, id));
                 for &(key, num) in profile.sample_labels(i) {
                     let k = sid(key);
                     let unit = profile.num_label_unit(key).map_or(0, &mut sid);

@@ -16,6 +16,7 @@ mod hprof;
 mod merge;
 mod parity;
 mod pprof_real;
+mod profile_memory;
 mod small;
 mod symbolize;
 mod traceconv_parity;
