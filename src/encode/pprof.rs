@@ -331,8 +331,6 @@ impl PprofEncoder {
                 cat.location(&tables, &opts, &mut loc_bytes, id, frame, ann);
             }
         }
-        w.write_all(&bytes)?;
-        drop(bytes);
         let head = Head {
             meta: &profile.header.meta,
             types: &profile.header.sample_types,
@@ -344,14 +342,15 @@ impl PprofEncoder {
             tail_fields(&mut mappings, &head, &opts, &mut |text| cat.s_text(&tables, text), &mut rest);
             (pp::Profile { mapping: mappings, ..Default::default() }.encode_to_vec(), rest.encode_to_vec())
         };
-        w.write_all(&mappings)?;
-        w.write_all(&loc_bytes)?;
+        // The samples' last bytes and everything after them go in one write, as they always
+        // have (a streaming gzip's bytes depend on where the writes fall).
+        bytes.extend_from_slice(&mappings);
+        bytes.extend_from_slice(&loc_bytes);
         drop(loc_bytes);
-        let mut tail = Vec::with_capacity(CHUNK + 4096);
-        cat.write_functions(&mut tail, w)?;
-        cat.write_strings(&tables, &mut tail, w)?;
-        tail.extend_from_slice(&rest);
-        w.write_all(&tail)
+        cat.write_functions(&mut bytes);
+        cat.write_strings(&tables, &mut bytes);
+        bytes.extend_from_slice(&rest);
+        w.write_all(&bytes)
     }
 }
 
@@ -1134,8 +1133,8 @@ impl Catalog {
             .collect()
     }
 
-    /// Writes the profile's Function messages (Profile field 5) through `buf` to `w`.
-    fn write_functions(&self, buf: &mut Vec<u8>, w: &mut dyn Write) -> std::io::Result<()> {
+    /// Appends the profile's Function messages (Profile field 5) to `buf`.
+    fn write_functions(&self, buf: &mut Vec<u8>) {
         use prost::encoding::{encode_varint, encoded_len_varint};
         for (i, &f) in self.pfuncs.iter().enumerate() {
             let id = i as u64 + 1;
@@ -1160,27 +1159,17 @@ impl Catalog {
                     encode_varint(v, buf);
                 }
             }
-            if buf.len() >= 1 << 20 {
-                w.write_all(buf)?;
-                buf.clear();
-            }
         }
-        Ok(())
     }
 
-    /// Writes the profile's string table (Profile field 6) through `buf` to `w`.
-    fn write_strings(&self, tables: &Tables, buf: &mut Vec<u8>, w: &mut dyn Write) -> std::io::Result<()> {
+    /// Appends the profile's string table (Profile field 6) to `buf`.
+    fn write_strings(&self, tables: &Tables, buf: &mut Vec<u8>) {
         for &g in &self.pstrings {
             let text = self.text(tables, g);
             buf.push(0x32);
             prost::encoding::encode_varint(text.len() as u64, buf);
             buf.extend_from_slice(text.as_bytes());
-            if buf.len() >= 1 << 20 {
-                w.write_all(buf)?;
-                buf.clear();
-            }
         }
-        Ok(())
     }
 }
 
