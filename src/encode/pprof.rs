@@ -572,7 +572,6 @@ fn tail_fields(
         // symbolize these mappings itself: what the trace (or heapconv) knows is all there is.
         m.has_functions = true;
         let sym = m.has_filenames;
-        m.has_filenames = sym;
         m.has_line_numbers = sym;
         m.has_inline_frames = sym;
     }
