@@ -83,8 +83,9 @@ pub const GZIP_PIECE: usize = 1 << 20;
 pub struct ParallelGzWriter<W: Write> {
     out: W,
     piece: Vec<u8>,
-    /// Members being compressed, in order.
-    pending: std::collections::VecDeque<mpsc::Receiver<Vec<u8>>>,
+    /// Members being compressed, in order: the piece until a task takes it, and the task's
+    /// answer.
+    pending: std::collections::VecDeque<(PieceSlot, mpsc::Receiver<Vec<u8>>)>,
     /// How many pieces may be in flight (bounds the memory: two buffers of a piece each).
     limit: usize,
     /// Whether any member was started.
@@ -104,12 +105,16 @@ impl<W: Write> ParallelGzWriter<W> {
     }
 
     fn send_piece(&mut self) -> std::io::Result<()> {
-        let piece = std::mem::take(&mut self.piece);
+        let slot: PieceSlot = std::sync::Arc::new(Mutex::new(Some(std::mem::take(&mut self.piece))));
         let (tx, rx) = mpsc::sync_channel(1);
+        let task_slot = std::sync::Arc::clone(&slot);
         rayon::spawn(move || {
-            let _ = tx.send(gzip(&piece));
+            let piece = task_slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(piece) = piece {
+                let _ = tx.send(gzip(&piece));
+            }
         });
-        self.pending.push_back(rx);
+        self.pending.push_back((slot, rx));
         self.started = true;
         while self.pending.len() > self.limit {
             self.write_front()?;
@@ -118,8 +123,15 @@ impl<W: Write> ParallelGzWriter<W> {
     }
 
     fn write_front(&mut self) -> std::io::Result<()> {
-        if let Some(rx) = self.pending.pop_front() {
-            let member = rx.recv().map_err(|_| std::io::Error::other("a gzip task stopped"))?;
+        if let Some((slot, rx)) = self.pending.pop_front() {
+            // A piece no task has started yet is compressed here: the pool may be busy with
+            // the very work that waits on this writer (a batch of profiles), so waiting for
+            // it could wait forever.
+            let mine = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let member = match mine {
+                Some(piece) => gzip(&piece),
+                None => rx.recv().map_err(|_| std::io::Error::other("a gzip task stopped"))?,
+            };
             self.out.write_all(&member)?;
         }
         Ok(())
@@ -155,6 +167,9 @@ impl<W: Write> Write for ParallelGzWriter<W> {
         Ok(())
     }
 }
+
+/// A piece waiting for compression, taken by whichever comes first: its task or the writer.
+type PieceSlot = std::sync::Arc<Mutex<Option<Vec<u8>>>>;
 
 /// A `Write` that hands bytes to another thread a megabyte at a time, each chunk wrapped by
 /// `wrap` into the channel's message type (the compressor here; the profile writer of
