@@ -158,6 +158,7 @@ pub struct PprofEncoder {
     loc_index: HashMap<(FrameId, Annotation), u32>,
     paths: PathIndex,
     arena: Vec<u8>,
+    catalog: Catalog,
 }
 
 impl PprofEncoder {
@@ -172,6 +173,7 @@ impl PprofEncoder {
             loc_index: HashMap::default(),
             paths: PathIndex::default(),
             arena: Vec::new(),
+            catalog: Catalog::default(),
         }
     }
 
@@ -188,8 +190,12 @@ impl PprofEncoder {
         if start >= count {
             return;
         }
-        self.node_loc.reserve(count - start);
-        self.node_state.reserve(count - start);
+        // Grown by an eighth at a time at most (not doubled): these hold one entry per node.
+        let want = (count - start).max(self.node_loc.len() / 8);
+        if self.node_loc.capacity() < count {
+            self.node_loc.reserve_exact(want);
+            self.node_state.reserve_exact(want);
+        }
         for n in start..count {
             let node = tables.stack_node(StackId(n as u32));
             let state = node.parent.map_or(AnnotationState::Initial, |p| self.node_state[p.0 as usize]);
@@ -248,27 +254,20 @@ impl PprofEncoder {
         let tables = std::sync::Arc::clone(&profile.tables);
         self.sync(&tables);
         let opts = self.opts.clone();
-        let mut b = Builder {
-            tables: std::sync::Arc::clone(&tables),
-            opts: &opts,
-            strings: StringTable::default(),
-            functions: Vec::new(),
-            function_index: HashMap::default(),
-            locations: Vec::new(),
-            mappings: Vec::new(),
-            mapping_index: HashMap::default(),
-            mapping_symbolized: Vec::new(),
-        };
-        let mut out = pp::Profile::default();
+        // This profile's strings, functions and mappings are numbered in first-use order on top
+        // of the encoder's catalog (computed once per location for every profile).
+        let cat = &mut self.catalog;
+        cat.begin_profile(&tables);
+        let mut sample_type = Vec::new();
         for t in &profile.header.sample_types {
-            let ty = b.s(&t.name);
-            let unit = b.s(&t.unit);
-            out.sample_type.push(pp::ValueType { r#type: ty, unit });
+            let ty = cat.s_text(&tables, &t.name);
+            let unit = cat.s_text(&tables, &t.unit);
+            sample_type.push(pp::ValueType { r#type: ty, unit });
         }
         // Samples are the bulk of a profile: they are written straight to wire format (field 2
         // of Profile) right after the sample types; the other fields follow (a message's
         // fields may come in any order; this is traceconv's).
-        let head = pp::Profile { sample_type: std::mem::take(&mut out.sample_type), ..Default::default() };
+        let head = pp::Profile { sample_type, ..Default::default() };
         let mut bytes = head.encode_to_vec();
         const CHUNK: usize = 1 << 20;
         bytes.reserve(CHUNK + 4096);
@@ -301,17 +300,16 @@ impl PprofEncoder {
             }
             labels.clear();
             if with_labels {
-                let mut sid = |b: &mut Builder<'_>, id: StringId| {
-                    *label_keys.entry(id).or_insert_with(|| b.s(tables.strings.get(id)))
-                };
+                let cat = &mut self.catalog;
+                let mut sid = |id: StringId| *label_keys.entry(id).or_insert_with(|| cat.s_model(&tables, id));
                 for &(key, num) in profile.sample_labels(i) {
-                    let k = sid(&mut b, key);
-                    let unit = profile.num_label_unit(key).map_or(0, |u| sid(&mut b, u));
+                    let k = sid(key);
+                    let unit = profile.num_label_unit(key).map_or(0, &mut sid);
                     labels.push(WireLabel { key: k, str: 0, num, num_unit: unit });
                 }
                 for &(key, text) in profile.sample_str_labels(i) {
-                    let k = sid(&mut b, key);
-                    let t = sid(&mut b, text);
+                    let k = sid(key);
+                    let t = sid(text);
                     labels.push(WireLabel { key: k, str: t, num: 0, num_unit: 0 });
                 }
             }
@@ -321,6 +319,8 @@ impl PprofEncoder {
                 bytes.clear();
             }
         }
+        let cat = &mut self.catalog;
+        let mut loc_bytes = Vec::new();
         for (word_index, &word) in used.iter().enumerate() {
             let mut w = word;
             while w != 0 {
@@ -328,7 +328,7 @@ impl PprofEncoder {
                 w &= w - 1;
                 let id = word_index * 64 + bit;
                 let (frame, ann) = self.locs[id - 1];
-                b.location(id as u64, frame, ann);
+                cat.location(&tables, &opts, &mut loc_bytes, id, frame, ann);
             }
         }
         let head = Head {
@@ -336,7 +336,20 @@ impl PprofEncoder {
             types: &profile.header.sample_types,
             default: profile.header.default_sample_type,
         };
-        let bytes = finish(b, out, &head, &opts, bytes);
+        let (mappings, rest) = {
+            let mut mappings = cat.profile_mappings(&tables);
+            let mut rest = pp::Profile::default();
+            tail_fields(&mut mappings, &head, &opts, &mut |text| cat.s_text(&tables, text), &mut rest);
+            (pp::Profile { mapping: mappings, ..Default::default() }.encode_to_vec(), rest.encode_to_vec())
+        };
+        // The samples' last bytes and everything after them go in one write, as they always
+        // have (a streaming gzip's bytes depend on where the writes fall).
+        bytes.extend_from_slice(&mappings);
+        bytes.extend_from_slice(&loc_bytes);
+        drop(loc_bytes);
+        cat.write_functions(&mut bytes);
+        cat.write_strings(&tables, &mut bytes);
+        bytes.extend_from_slice(&rest);
         w.write_all(&bytes)
     }
 }
@@ -523,62 +536,82 @@ fn finish(
     opts: &PprofOptions,
     mut bytes: Vec<u8>,
 ) -> Vec<u8> {
-    if opts.extras {
-        for (i, m) in b.mappings.iter_mut().enumerate() {
-            // `Location.address` holds rel_pc, not a process address, so pprof must not try to
-            // symbolize these mappings itself: what the trace (or heapconv) knows is all there is.
-            m.has_functions = true;
-            let sym = b.mapping_symbolized[i];
-            m.has_filenames = sym;
-            m.has_line_numbers = sym;
-            m.has_inline_frames = sym;
-        }
-        let meta = head.meta;
-        if let Some(p) = &meta.period {
-            let ty = b.s(&p.name);
-            let unit = b.s(&p.unit);
-            out.period_type = Some(pp::ValueType { r#type: ty, unit });
-            out.period = p.value;
-        } else if let Some(interval) = meta.sampling_interval.filter(|&i| i > 0) {
-            let ty = b.s("space");
-            let unit = b.s("bytes");
-            out.period_type = Some(pp::ValueType { r#type: ty, unit });
-            out.period = i64::try_from(interval).unwrap_or(i64::MAX);
-        }
-        if let Some(t) = head.types.get(head.default) {
-            out.default_sample_type = b.s(&t.name);
-        }
-        let mut comments = vec![format!("heapconv: {}", meta.describe())];
-        if let Some(i) = meta.sampling_interval {
-            comments.push(format!("sampling interval: {i} bytes"));
-        }
-        if meta.flags.dump_at_max {
-            comments.push("dump_at_max: values are the heap at its peak".to_owned());
-        }
-        let loss = meta.flags.data_loss();
-        if !loss.is_empty() {
-            comments.push(format!("data loss: {}", loss.join(", ")));
-        }
-        for c in meta.comments.iter() {
-            if !comments.contains(c) {
-                comments.push(c.clone());
-            }
-        }
-        for c in comments {
-            let id = b.s(&c);
-            out.comment.push(id);
-        }
-        out.time_nanos = meta.time_nanos.unwrap_or(0);
-        out.duration_nanos = meta.duration_nanos.unwrap_or(0);
+    let mut mappings = std::mem::take(&mut b.mappings);
+    for (m, &sym) in mappings.iter_mut().zip(&b.mapping_symbolized) {
+        m.has_filenames = sym;
     }
+    tail_fields(&mut mappings, head, opts, &mut |text| b.s(text), &mut out);
     out.location = b.locations;
     out.function = b.functions;
-    out.mapping = b.mappings;
+    out.mapping = mappings;
     out.string_table =
         (0..b.strings.len()).map(|i| b.strings.get(crate::model::StringId(i as u32)).to_owned()).collect();
     bytes.reserve(out.encoded_len());
     out.encode(&mut bytes).expect("a Vec grows as needed");
     bytes
+}
+
+/// What follows the locations, functions and strings (with `extras`): the mappings' flags
+/// (`has_filenames` on input says whether every frame of the mapping is symbolized), period,
+/// default sample type, comments and times, interning their strings with `s` in that order.
+fn tail_fields(
+    mappings: &mut [pp::Mapping],
+    head: &Head<'_>,
+    opts: &PprofOptions,
+    s: &mut dyn FnMut(&str) -> i64,
+    out: &mut pp::Profile,
+) {
+    if !opts.extras {
+        for m in mappings.iter_mut() {
+            m.has_filenames = false;
+        }
+        return;
+    }
+    for m in mappings.iter_mut() {
+        // `Location.address` holds rel_pc, not a process address, so pprof must not try to
+        // symbolize these mappings itself: what the trace (or heapconv) knows is all there is.
+        m.has_functions = true;
+        let sym = m.has_filenames;
+        m.has_line_numbers = sym;
+        m.has_inline_frames = sym;
+    }
+    let meta = head.meta;
+    if let Some(p) = &meta.period {
+        let ty = s(&p.name);
+        let unit = s(&p.unit);
+        out.period_type = Some(pp::ValueType { r#type: ty, unit });
+        out.period = p.value;
+    } else if let Some(interval) = meta.sampling_interval.filter(|&i| i > 0) {
+        let ty = s("space");
+        let unit = s("bytes");
+        out.period_type = Some(pp::ValueType { r#type: ty, unit });
+        out.period = i64::try_from(interval).unwrap_or(i64::MAX);
+    }
+    if let Some(t) = head.types.get(head.default) {
+        out.default_sample_type = s(&t.name);
+    }
+    let mut comments = vec![format!("heapconv: {}", meta.describe())];
+    if let Some(i) = meta.sampling_interval {
+        comments.push(format!("sampling interval: {i} bytes"));
+    }
+    if meta.flags.dump_at_max {
+        comments.push("dump_at_max: values are the heap at its peak".to_owned());
+    }
+    let loss = meta.flags.data_loss();
+    if !loss.is_empty() {
+        comments.push(format!("data loss: {}", loss.join(", ")));
+    }
+    for c in meta.comments.iter() {
+        if !comments.contains(c) {
+            comments.push(c.clone());
+        }
+    }
+    for c in comments {
+        let id = s(&c);
+        out.comment.push(id);
+    }
+    out.time_nanos = meta.time_nanos.unwrap_or(0);
+    out.duration_nanos = meta.duration_nanos.unwrap_or(0);
 }
 
 /// One sample label as string indexes: `str` 0 for a numeric label, `num_unit` 0 for none.
@@ -764,4 +797,393 @@ impl PathIndex {
         self.slots[i] = slot;
         self.len += 1;
     }
+}
+
+/// Where a catalog string's text lies: a string of the model's tables (whose ids are
+/// distinct texts), or one the encoder made (an annotated name, a build id, a comment).
+#[derive(Debug, Clone, Copy)]
+enum Text {
+    Model(StringId),
+    Extra(u32),
+}
+
+/// A location as the catalog holds it: mapping (`u32::MAX`: none), its lines in
+/// `Catalog::lines`, whether it is unsymbolized (no lines of its own) and its address.
+#[derive(Debug, Clone, Copy)]
+struct CatLoc {
+    mapping: u32,
+    lines_start: u32,
+    lines_len: u32,
+    unsymbolized: bool,
+    address: u64,
+}
+
+/// What the tables of the profiles an encoder writes are made of, computed once per location
+/// for all of them: strings deduplicated by text (as a profile's string table is), functions
+/// by their three strings, each location's mapping and lines. A profile numbers what it uses
+/// in first-use order through generation-stamped maps (no hashing, no allocation per
+/// location), and writes locations, functions and strings straight to wire format: the bytes
+/// a `Builder` and prost give.
+#[derive(Debug, Default)]
+struct Catalog {
+    text: Vec<Text>,
+    extra: Vec<Box<str>>,
+    /// Text hash -> first catalog string with that hash; `next_same` chains the others.
+    by_hash: HashMap<u64, u32>,
+    next_same: Vec<u32>,
+    /// Catalog string of each model string (`u32::MAX`: not yet).
+    model_gid: Vec<u32>,
+    /// (name, system name, file) catalog strings of each function.
+    functions: Vec<[u32; 3]>,
+    function_index: HashMap<[u32; 3], u32>,
+    /// Per global location id - 1 (`None`: not yet used by any profile).
+    locs: Vec<Option<CatLoc>>,
+    /// (function, line, column) of every location's lines.
+    lines: Vec<(u32, u32, u32)>,
+    /// (file name, build id) catalog strings per model mapping (`u32::MAX`: not yet).
+    mapping_strings: Vec<[u32; 2]>,
+    /// Profile numbering: generation and index per catalog string, function and mapping.
+    generation: u32,
+    str_seen: Vec<[u32; 2]>,
+    fn_seen: Vec<[u32; 2]>,
+    map_seen: Vec<[u32; 2]>,
+    /// The profile's strings, functions and mappings (with its `has_*` verdict), in order.
+    pstrings: Vec<u32>,
+    pfuncs: Vec<u32>,
+    pmaps: Vec<(MappingId, i64, i64, bool)>,
+}
+
+impl Catalog {
+    fn text<'t>(&'t self, tables: &'t Tables, gid: u32) -> &'t str {
+        match self.text[gid as usize] {
+            Text::Model(id) => tables.strings.get(id),
+            Text::Extra(i) => &self.extra[i as usize],
+        }
+    }
+
+    /// The catalog string of `text` (`model`: the model string holding it, if any).
+    fn intern(&mut self, tables: &Tables, text: &str, model: Option<StringId>) -> u32 {
+        use std::hash::BuildHasher;
+        let h = rustc_hash::FxBuildHasher.hash_one(text);
+        let mut at = self.by_hash.get(&h).copied().unwrap_or(u32::MAX);
+        let mut last = u32::MAX;
+        while at != u32::MAX {
+            if self.text(tables, at) == text {
+                return at;
+            }
+            last = at;
+            at = self.next_same[at as usize];
+        }
+        let gid = u32::try_from(self.text.len()).expect("fewer than 2^32 strings");
+        self.text.push(match model {
+            Some(id) => Text::Model(id),
+            None => {
+                self.extra.push(text.into());
+                Text::Extra(u32::try_from(self.extra.len() - 1).expect("fewer than 2^32 strings"))
+            }
+        });
+        self.next_same.push(u32::MAX);
+        if last == u32::MAX {
+            self.by_hash.insert(h, gid);
+        } else {
+            self.next_same[last as usize] = gid;
+        }
+        gid
+    }
+
+    fn model(&mut self, tables: &Tables, id: StringId) -> u32 {
+        let i = id.0 as usize;
+        if i >= self.model_gid.len() {
+            self.model_gid.resize(tables.strings.len().max(i + 1), u32::MAX);
+        }
+        if self.model_gid[i] == u32::MAX {
+            self.model_gid[i] = self.intern(tables, tables.strings.get(id), Some(id));
+        }
+        self.model_gid[i]
+    }
+
+    /// Starts numbering a new profile: "" is its string 0.
+    fn begin_profile(&mut self, tables: &Tables) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            for v in [&mut self.str_seen, &mut self.fn_seen, &mut self.map_seen] {
+                v.iter_mut().for_each(|e| *e = [0, 0]);
+            }
+            self.generation = 1;
+        }
+        self.pstrings.clear();
+        self.pfuncs.clear();
+        self.pmaps.clear();
+        self.s_text(tables, "");
+    }
+
+    /// This profile's index of catalog string `gid`.
+    fn s(&mut self, gid: u32) -> i64 {
+        let g = gid as usize;
+        if g >= self.str_seen.len() {
+            self.str_seen.resize(self.text.len().max(g + 1), [0, 0]);
+        }
+        let e = &mut self.str_seen[g];
+        if e[0] != self.generation {
+            *e = [self.generation, self.pstrings.len() as u32];
+            self.pstrings.push(gid);
+        }
+        i64::from(e[1])
+    }
+
+    fn s_text(&mut self, tables: &Tables, text: &str) -> i64 {
+        let gid = self.intern(tables, text, None);
+        self.s(gid)
+    }
+
+    fn s_model(&mut self, tables: &Tables, id: StringId) -> i64 {
+        let gid = self.model(tables, id);
+        self.s(gid)
+    }
+
+    /// The catalog entry of global location `id` = (frame, annotation), made on first use.
+    fn entry(&mut self, tables: &Tables, opts: &PprofOptions, id: usize, frame_id: FrameId, ann: Annotation) -> CatLoc {
+        if self.locs.len() < id {
+            self.locs.resize(id, None);
+        }
+        if let Some(e) = self.locs[id - 1] {
+            return e;
+        }
+        let frame = tables.frame(frame_id);
+        let suffix = match ann {
+            Annotation::None => String::new(),
+            a => format!(" [{}]", a.label()),
+        };
+        let shown = |cat: &mut Catalog, name: StringId| {
+            if suffix.is_empty() || tables.strings.get(name).is_empty() {
+                // The name itself ("" stays "").
+                cat.model(tables, name)
+            } else {
+                cat.intern(tables, &format!("{}{suffix}", tables.strings.get(name)), None)
+            }
+        };
+        let lines_start = self.lines.len() as u32;
+        let unsymbolized = frame.lines.is_empty();
+        if unsymbolized {
+            let name = shown(self, frame.name);
+            let key = [name, self.model(tables, frame.raw_name), self.model(tables, StringId::EMPTY)];
+            let f = self.function(key);
+            self.lines.push((f, 0, 0));
+        } else {
+            for l in &frame.lines {
+                let name = shown(self, l.function);
+                let key = [name, self.model(tables, l.system_name), self.model(tables, l.file)];
+                let f = self.function(key);
+                self.lines.push((f, l.line, l.column));
+            }
+        }
+        let mapping = match frame.mapping {
+            Some(m) => {
+                let i = m.0 as usize;
+                if self.mapping_strings.len() <= i {
+                    self.mapping_strings.resize(i + 1, [u32::MAX; 2]);
+                }
+                if self.mapping_strings[i][0] == u32::MAX {
+                    let mapping = tables.mapping(m);
+                    let file = self.model(tables, mapping.path);
+                    let build = self.intern(tables, &mapping.build_id_text(), None);
+                    self.mapping_strings[i] = [file, build];
+                }
+                m.0
+            }
+            None => u32::MAX,
+        };
+        let e = CatLoc {
+            mapping,
+            lines_start,
+            lines_len: self.lines.len() as u32 - lines_start,
+            unsymbolized,
+            address: if opts.extras { frame.rel_pc } else { 0 },
+        };
+        self.locs[id - 1] = Some(e);
+        e
+    }
+
+    fn function(&mut self, key: [u32; 3]) -> u32 {
+        if let Some(&f) = self.function_index.get(&key) {
+            return f;
+        }
+        let f = self.functions.len() as u32;
+        self.functions.push(key);
+        self.function_index.insert(key, f);
+        f
+    }
+
+    /// Appends the Location message (Profile field 4) of global location `id` to `out`,
+    /// numbering its mapping, functions and their strings for this profile as a `Builder`
+    /// does: the mapping's file name and build id, then per line name, system name and file.
+    fn location(
+        &mut self,
+        tables: &Tables,
+        opts: &PprofOptions,
+        out: &mut Vec<u8>,
+        id: usize,
+        frame: FrameId,
+        ann: Annotation,
+    ) {
+        use prost::encoding::{encode_varint, encoded_len_varint};
+        let e = self.entry(tables, opts, id, frame, ann);
+        let mut mapping_id = 0u64;
+        if e.mapping != u32::MAX {
+            let m = e.mapping as usize;
+            if self.map_seen.len() <= m {
+                self.map_seen.resize(m + 1, [0, 0]);
+            }
+            if self.map_seen[m][0] != self.generation {
+                let [file, build] = self.mapping_strings[m];
+                let file = self.s(file);
+                let build = self.s(build);
+                self.map_seen[m] = [self.generation, self.pmaps.len() as u32 + 1];
+                self.pmaps.push((MappingId(e.mapping), file, build, true));
+            }
+            mapping_id = u64::from(self.map_seen[m][1]);
+            if e.unsymbolized {
+                self.pmaps[mapping_id as usize - 1].3 = false;
+            }
+        }
+        let mut line_ids = [0u64; 8];
+        let lines = e.lines_start as usize..(e.lines_start + e.lines_len) as usize;
+        let mut body = 1 + encoded_len_varint(id as u64);
+        if mapping_id != 0 {
+            body += 1 + encoded_len_varint(mapping_id);
+        }
+        if e.address != 0 {
+            body += 1 + encoded_len_varint(e.address);
+        }
+        let mut many = Vec::new();
+        for (k, i) in lines.clone().enumerate() {
+            let f = self.lines[i].0 as usize;
+            if self.fn_seen.len() <= f {
+                self.fn_seen.resize(self.functions.len().max(f + 1), [0, 0]);
+            }
+            if self.fn_seen[f][0] != self.generation {
+                let [name, system, file] = self.functions[f];
+                self.s(name);
+                self.s(system);
+                self.s(file);
+                self.fn_seen[f] = [self.generation, self.pfuncs.len() as u32 + 1];
+                self.pfuncs.push(f as u32);
+            }
+            let fid = u64::from(self.fn_seen[f][1]);
+            if k < line_ids.len() {
+                line_ids[k] = fid;
+            } else {
+                many.push(fid);
+            }
+            let n = line_len(fid, self.lines[i].1, self.lines[i].2);
+            body += 1 + encoded_len_varint(n as u64) + n;
+        }
+        out.push(0x22);
+        encode_varint(body as u64, out);
+        out.push(0x08);
+        encode_varint(id as u64, out);
+        if mapping_id != 0 {
+            out.push(0x10);
+            encode_varint(mapping_id, out);
+        }
+        if e.address != 0 {
+            out.push(0x18);
+            encode_varint(e.address, out);
+        }
+        for (k, i) in lines.enumerate() {
+            let fid = if k < line_ids.len() { line_ids[k] } else { many[k - line_ids.len()] };
+            let (_, line, column) = self.lines[i];
+            out.push(0x22);
+            encode_varint(line_len(fid, line, column) as u64, out);
+            if fid != 0 {
+                out.push(0x08);
+                encode_varint(fid, out);
+            }
+            if line != 0 {
+                out.push(0x10);
+                encode_varint(u64::from(line), out);
+            }
+            if column != 0 {
+                out.push(0x18);
+                encode_varint(u64::from(column), out);
+            }
+        }
+    }
+
+    /// The profile's mappings, `has_filenames` saying whether every location of each is
+    /// symbolized (see [`tail_fields`]).
+    fn profile_mappings(&self, tables: &Tables) -> Vec<pp::Mapping> {
+        self.pmaps
+            .iter()
+            .enumerate()
+            .map(|(i, &(m, filename, build_id, sym))| {
+                let mapping = tables.mapping(m);
+                pp::Mapping {
+                    id: i as u64 + 1,
+                    memory_start: mapping.start,
+                    memory_limit: mapping.end,
+                    file_offset: mapping.exact_offset,
+                    filename,
+                    build_id,
+                    has_filenames: sym,
+                    ..Default::default()
+                }
+            })
+            .collect()
+    }
+
+    /// Appends the profile's Function messages (Profile field 5) to `buf`.
+    fn write_functions(&self, buf: &mut Vec<u8>) {
+        use prost::encoding::{encode_varint, encoded_len_varint};
+        for (i, &f) in self.pfuncs.iter().enumerate() {
+            let id = i as u64 + 1;
+            let ids = self.functions[f as usize].map(|g| {
+                let e = self.str_seen[g as usize];
+                debug_assert_eq!(e[0], self.generation);
+                u64::from(e[1])
+            });
+            let mut body = 1 + encoded_len_varint(id);
+            for &v in &ids {
+                if v != 0 {
+                    body += 1 + encoded_len_varint(v);
+                }
+            }
+            buf.push(0x2a);
+            encode_varint(body as u64, buf);
+            buf.push(0x08);
+            encode_varint(id, buf);
+            for (tag, &v) in [0x10u8, 0x18, 0x20].iter().zip(&ids) {
+                if v != 0 {
+                    buf.push(*tag);
+                    encode_varint(v, buf);
+                }
+            }
+        }
+    }
+
+    /// Appends the profile's string table (Profile field 6) to `buf`.
+    fn write_strings(&self, tables: &Tables, buf: &mut Vec<u8>) {
+        for &g in &self.pstrings {
+            let text = self.text(tables, g);
+            buf.push(0x32);
+            prost::encoding::encode_varint(text.len() as u64, buf);
+            buf.extend_from_slice(text.as_bytes());
+        }
+    }
+}
+
+/// Length of a Line message: function id, line and column, each written when not 0.
+fn line_len(function: u64, line: u32, column: u32) -> usize {
+    use prost::encoding::encoded_len_varint;
+    let mut n = 0;
+    if function != 0 {
+        n += 1 + encoded_len_varint(function);
+    }
+    if line != 0 {
+        n += 1 + encoded_len_varint(u64::from(line));
+    }
+    if column != 0 {
+        n += 1 + encoded_len_varint(u64::from(column));
+    }
+    n
 }

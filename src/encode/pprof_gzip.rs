@@ -55,7 +55,7 @@ pub fn encode_flat_pprof_gzip_to(
     if profile.sample_count() <= 2 * FLAT_SAMPLES_PER_PART {
         return w.write_all(&gzip(&encode_flat_parts(profile, opts).concat()));
     }
-    const PIECE: usize = 1 << 20;
+    const PIECE: usize = GZIP_PIECE;
     let out = OrderedWriter::new(w);
     encode_flat_parts_with(profile, opts, &|index, part| {
         let member = if part.len() <= PIECE {
@@ -70,6 +70,107 @@ pub fn encode_flat_pprof_gzip_to(
     });
     out.finish()
 }
+/// Uncompressed bytes per gzip member of [`ParallelGzWriter`] (and of a merge's last part).
+pub const GZIP_PIECE: usize = 1 << 20;
+
+/// A gzip writer that compresses on every core: the bytes written to it are cut into pieces of
+/// [`GZIP_PIECE`] bytes at fixed offsets, each compressed as its own gzip member (as [`gzip`]
+/// does: fastest level, no name, zero mtime) by a task of the rayon pool, and the members are
+/// written to `out` in order. Every gzip reader (Go's, Python's, zlib's, heapconv's) reads the
+/// members as one stream. The pieces are cut at fixed places, so the bytes do not depend on
+/// the number of threads; output of at most one piece is one member, the bytes of
+/// `gzip(&all)` (and of [`gzip_writer`]).
+pub struct ParallelGzWriter<W: Write> {
+    out: W,
+    piece: Vec<u8>,
+    /// Members being compressed, in order: the piece until a task takes it, and the task's
+    /// answer.
+    pending: std::collections::VecDeque<(PieceSlot, mpsc::Receiver<Vec<u8>>)>,
+    /// How many pieces may be in flight (bounds the memory: two buffers of a piece each).
+    limit: usize,
+    /// Whether any member was started.
+    started: bool,
+}
+
+impl<W: Write> ParallelGzWriter<W> {
+    /// A writer compressing into `out`.
+    pub fn new(out: W) -> Self {
+        ParallelGzWriter {
+            out,
+            piece: Vec::new(),
+            pending: std::collections::VecDeque::new(),
+            limit: 2 * rayon::current_num_threads().max(1),
+            started: false,
+        }
+    }
+
+    fn send_piece(&mut self) -> std::io::Result<()> {
+        let slot: PieceSlot = std::sync::Arc::new(Mutex::new(Some(std::mem::take(&mut self.piece))));
+        let (tx, rx) = mpsc::sync_channel(1);
+        let task_slot = std::sync::Arc::clone(&slot);
+        rayon::spawn(move || {
+            let piece = task_slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(piece) = piece {
+                let _ = tx.send(gzip(&piece));
+            }
+        });
+        self.pending.push_back((slot, rx));
+        self.started = true;
+        while self.pending.len() > self.limit {
+            self.write_front()?;
+        }
+        Ok(())
+    }
+
+    fn write_front(&mut self) -> std::io::Result<()> {
+        if let Some((slot, rx)) = self.pending.pop_front() {
+            // A piece no task has started yet is compressed here: the pool may be busy with
+            // the very work that waits on this writer (a batch of profiles), so waiting for
+            // it could wait forever.
+            let mine = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let member = match mine {
+                Some(piece) => gzip(&piece),
+                None => rx.recv().map_err(|_| std::io::Error::other("a gzip task stopped"))?,
+            };
+            self.out.write_all(&member)?;
+        }
+        Ok(())
+    }
+
+    /// Compresses what is left and writes every member; gives back `out`.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        if !self.piece.is_empty() || !self.started {
+            self.send_piece()?;
+        }
+        while !self.pending.is_empty() {
+            self.write_front()?;
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write> Write for ParallelGzWriter<W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.piece.capacity() == 0 {
+            self.piece.reserve_exact(GZIP_PIECE);
+        }
+        let n = b.len().min(GZIP_PIECE - self.piece.len());
+        self.piece.extend_from_slice(&b[..n]);
+        if self.piece.len() == GZIP_PIECE {
+            self.send_piece()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A piece waiting for compression, taken by whichever comes first: its task or the writer.
+type PieceSlot = std::sync::Arc<Mutex<Option<Vec<u8>>>>;
+
 /// A `Write` that hands bytes to another thread a megabyte at a time, each chunk wrapped by
 /// `wrap` into the channel's message type (the compressor here; the profile writer of
 /// `heapconv profile` too).
@@ -169,6 +270,44 @@ impl<'w> OrderedWriter<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parallel_gzip_is_one_member_when_small_and_pieces_at_fixed_offsets_when_large() {
+        use std::io::Read;
+        // Small: the bytes of gzip() and of the streaming writer, whatever the write sizes.
+        let small: Vec<u8> = (0..200_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let mut w = ParallelGzWriter::new(Vec::new());
+        for c in small.chunks(7777) {
+            w.write_all(c).unwrap();
+        }
+        let one = w.finish().unwrap();
+        assert_eq!(one, gzip(&small));
+        let mut streamed = gzip_writer(Vec::new());
+        streamed.write_all(&small).unwrap();
+        assert_eq!(one, streamed.finish().unwrap());
+        assert_eq!(ParallelGzWriter::new(Vec::new()).finish().unwrap(), gzip(&[]), "empty: one empty member");
+        // Large: one member per piece, the same bytes with one thread or two and any write sizes.
+        let big: Vec<u8> = (0..(5 * GZIP_PIECE / 4 + 10) as u32)
+            .flat_map(|i| (i.wrapping_mul(2_654_435_761) >> 7).to_le_bytes())
+            .collect();
+        let run = |threads: usize, write: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let mut w = ParallelGzWriter::new(Vec::new());
+                for c in big.chunks(write) {
+                    w.write_all(c).unwrap();
+                }
+                w.finish().unwrap()
+            })
+        };
+        let a = run(1, 1 << 20);
+        assert_eq!(a, run(2, 12_345));
+        let want: Vec<u8> = big.chunks(GZIP_PIECE).flat_map(gzip).collect();
+        assert_eq!(a, want, "members cut every GZIP_PIECE bytes");
+        let mut back = Vec::new();
+        flate2::read::MultiGzDecoder::new(&a[..]).read_to_end(&mut back).unwrap();
+        assert!(back == big);
+    }
 
     #[test]
     fn ordered_writer_writes_pieces_given_in_any_order_in_order() {

@@ -1,5 +1,7 @@
 //! Interned strings. Index 0 is always the empty string, as in pprof.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap as HashMap;
 
 /// Index of a string in a [`StringTable`].
@@ -16,18 +18,20 @@ impl StringId {
     }
 }
 
-/// A table of unique strings; each is stored once.
+/// A table of unique strings; each is stored once (the list and the index share it, and so do
+/// the replicas of [`crate::model::Tables::delta_since`]).
 #[derive(Debug, Clone)]
 pub struct StringTable {
-    strings: Vec<Box<str>>,
-    index: HashMap<Box<str>, StringId>,
+    strings: Vec<Arc<str>>,
+    index: HashMap<Arc<str>, StringId>,
 }
 
 impl Default for StringTable {
     fn default() -> Self {
         let mut t = StringTable { strings: Vec::new(), index: HashMap::default() };
-        t.strings.push("".into());
-        t.index.insert("".into(), StringId::EMPTY);
+        let empty: Arc<str> = "".into();
+        t.strings.push(Arc::clone(&empty));
+        t.index.insert(empty, StringId::EMPTY);
         t
     }
 }
@@ -39,8 +43,9 @@ impl StringTable {
             return id;
         }
         let id = StringId(u32::try_from(self.strings.len()).expect("fewer than 2^32 strings"));
-        self.strings.push(s.into());
-        self.index.insert(s.into(), id);
+        let text: Arc<str> = s.into();
+        self.strings.push(Arc::clone(&text));
+        self.index.insert(text, id);
         id
     }
 
@@ -60,12 +65,12 @@ impl StringTable {
     }
 
     /// The strings from index `from` on (for a replica, see [`crate::model::Tables::delta_since`]).
-    pub(super) fn tail(&self, from: usize) -> &[Box<str>] {
+    pub(super) fn tail(&self, from: usize) -> &[Arc<str>] {
         &self.strings[from.min(self.strings.len())..]
     }
 
     /// Appends strings without indexing them (a replica is read, never interned into).
-    pub(super) fn extend_unindexed(&mut self, more: Vec<Box<str>>) {
+    pub(super) fn extend_unindexed(&mut self, more: Vec<Arc<str>>) {
         self.strings.extend(more);
     }
 

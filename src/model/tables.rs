@@ -28,7 +28,7 @@ impl Default for TablesMark {
 /// [`Tables::apply_delta`], it lets another thread read a growing table without sharing it.
 #[derive(Debug, Clone, Default)]
 pub struct TablesDelta {
-    strings: Vec<Box<str>>,
+    strings: Vec<std::sync::Arc<str>>,
     mappings: Vec<Mapping>,
     frames: Vec<Frame>,
     stacks: ChunkedTail<StackNode>,

@@ -12,7 +12,7 @@ use crate::decode::Input;
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_observed};
 use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
-use crate::encode::pprof_gzip::MegabyteSender;
+use crate::encode::pprof_gzip::{MegabyteSender, ParallelGzWriter};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport};
 use crate::output::{commit_staged, discard_staged, ensure_dir, stage_file};
@@ -137,7 +137,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                     Chunk::Start(order, ts, key) => {
                         let sink = stage_file(&dir, order).map(|(tmp, file)| {
                             let buf = std::io::BufWriter::with_capacity(1 << 20, file);
-                            let sink = if raw { Sink::Raw(buf) } else { Sink::Gzip(Box::new(gzip_writer(buf))) };
+                            let sink = if raw { Sink::Raw(buf) } else { Sink::Gzip(ParallelGzWriter::new(buf)) };
                             (tmp, sink)
                         });
                         current = Some((order, ts, key, sink));
@@ -321,7 +321,8 @@ type Current = (usize, Option<i64>, String, Result<(PathBuf, Sink)>);
 /// Where a staged output's bytes go.
 enum Sink {
     Raw(std::io::BufWriter<std::fs::File>),
-    Gzip(Box<flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>>),
+    /// Compressed in 1 MiB members on every core (see [`ParallelGzWriter`]).
+    Gzip(ParallelGzWriter<std::io::BufWriter<std::fs::File>>),
 }
 
 impl Sink {

@@ -84,6 +84,16 @@ pub struct SynthOptions {
     pub packet_bytes: usize,
     /// Wrap packets into `compressed_packets` bundles (stored-block zlib).
     pub compress: bool,
+    /// The frame-family generator (issue #15's shapes) when set: about this many distinct frames
+    /// (function × call site) in all, the `functions` application functions having one call
+    /// site each plus the rest spread over them, callees picked per call site among a few
+    /// candidates, and callstacks sharing shorter prefixes (about 18 new stack-tree nodes per
+    /// 29-frame stack). `None` (the default) keeps the classic generator and its bytes
+    /// (up to 64 call sites per function, one callee each; about 60k frames at 300k callstacks).
+    pub frames: Option<usize>,
+    /// With [`SynthOptions::frames`]: functions share names (a pool of a quarter as many names as
+    /// functions, the same name in several libraries), instead of one name per function.
+    pub shared_names: bool,
 }
 
 impl Default for SynthOptions {
@@ -99,6 +109,8 @@ impl Default for SynthOptions {
             sampling_interval: 4096,
             packet_bytes: 400_000,
             compress: false,
+            frames: None,
+            shared_names: false,
         }
     }
 }
@@ -116,6 +128,15 @@ pub struct SynthSummary {
     /// Expected totals per (pid, dump), in the order the chains were written
     /// (dump-major, then process).
     pub totals: Vec<SynthDumpTotals>,
+    /// Distinct frames written (interned `Frame`s).
+    pub frames: u64,
+    /// Distinct function-name strings written (the empty name excluded).
+    pub function_names: u64,
+    /// Mappings written.
+    pub mappings: u64,
+    /// Distinct stack-tree nodes (callstack prefixes) over the base callstacks, counted
+    /// exactly by the generator; recycled callstacks' new iids are not counted.
+    pub stack_nodes: u64,
 }
 
 /// Expected cumulative totals of one process at one dump.
@@ -154,11 +175,25 @@ pub struct SynthDumpTotals {
 pub fn write_synthetic_trace<W: Write>(opts: &SynthOptions, out: W) -> io::Result<SynthSummary> {
     let mut model = Model::new(opts);
     model.gen_callstacks();
+    let stack_nodes = model.count_stack_nodes();
     let mut generator = Gen::new(opts, model);
     let mut sink = Sink::new(out, opts.compress);
     generator.run(&mut sink)?;
     let (bytes, packets) = sink.finish()?;
-    Ok(SynthSummary { bytes, packets, samples: generator.samples, totals: generator.totals })
+    let m = &generator.model;
+    let mut names: Vec<u64> = m.funcs.iter().map(|f| f.name_iid).filter(|&i| i != 0 && i != u64::MAX).collect();
+    names.sort_unstable();
+    names.dedup();
+    Ok(SynthSummary {
+        bytes,
+        packets,
+        samples: generator.samples,
+        frames: m.frames.len() as u64,
+        function_names: names.len() as u64,
+        mappings: m.mappings.iter().filter(|m| m.iid != 0).count() as u64,
+        stack_nodes,
+        totals: std::mem::take(&mut generator.totals),
+    })
 }
 
 /// Deterministic hash of a few words.
@@ -441,7 +476,21 @@ struct FuncDef {
 struct FrameDef {
     iid: u64,
     func: u32,
+    /// Call-site index within the function.
+    site: u32,
     rel_pc: u64,
+}
+
+/// The frame-family generator's per-function call sites and callee choice.
+struct Family {
+    /// Call sites per function (application functions, then the fixed ones).
+    sites: Vec<u32>,
+    /// Candidate callees per call site (picked biased).
+    fanout: usize,
+    /// Name key per function: function-name strings are interned once per key.
+    name_key: Vec<u32>,
+    /// Function-name iid per name key (`u64::MAX` until first used).
+    name_iids: Vec<u64>,
 }
 
 struct Model {
@@ -470,13 +519,18 @@ struct Model {
     cs_base: Vec<u32>,
     /// Trie-node id counter: callstack iids are sparse like heapprofd's.
     next_node_id: u64,
+    /// The frame-family generator, when [`SynthOptions::frames`] is set.
+    family: Option<Family>,
 }
 
 impl Model {
     fn new(opts: &SynthOptions) -> Self {
         let seed = opts.seed;
         let n_app_maps = opts.mappings.max(1);
-        let n_app_funcs = opts.functions.max(1);
+        let n_app_funcs = match opts.frames {
+            Some(fr) => opts.functions.clamp(1, fr.saturating_sub(FIXED.len()).max(1)),
+            None => opts.functions.max(1),
+        };
         let mut m = Model {
             seed,
             depth: opts.depth.max(3),
@@ -494,8 +548,41 @@ impl Model {
             cs_iid: Vec::with_capacity(opts.callstacks + opts.callstacks / 16),
             cs_base: Vec::with_capacity(opts.callstacks + opts.callstacks / 16),
             next_node_id: 0,
+            family: None,
         };
         m.cs_off.push(0);
+        if let Some(target) = opts.frames {
+            // One call site per function, the rest spread over random functions (so some have
+            // many), at most MAXDEG each; slots laid out up front.
+            let nfun = n_app_funcs + FIXED.len();
+            let mut sites = vec![1u32; nfun];
+            let extra = target.saturating_sub(nfun);
+            for k in 0..extra {
+                let mut fi = scale(hash(seed, 0x517e, k as u64, 0), n_app_funcs as u64) as usize;
+                while sites[fi] as usize >= MAXDEG {
+                    fi = (fi + 1) % n_app_funcs;
+                }
+                sites[fi] += 1;
+            }
+            let mut off = 0u32;
+            for (slot, &n) in m.func_slots.iter_mut().zip(&sites) {
+                *slot = off;
+                off += n;
+            }
+            m.frame_slots = vec![u32::MAX; off as usize];
+            let pool = if opts.shared_names { (n_app_funcs / 4).max(1) } else { n_app_funcs };
+            let mut name_key: Vec<u32> = (0..n_app_funcs)
+                .map(|fi| {
+                    if opts.shared_names {
+                        scale(hash(seed, 0x9a3e, fi as u64, 0), pool as u64) as u32
+                    } else {
+                        fi as u32
+                    }
+                })
+                .collect();
+            name_key.extend((0..FIXED.len()).map(|j| (pool + j) as u32));
+            m.family = Some(Family { sites, fanout: 16, name_key, name_iids: vec![u64::MAX; pool + FIXED.len()] });
+        }
 
         // Function layout: application functions are split into contiguous
         // blocks, one per application library; fixed functions are placed at
@@ -507,7 +594,8 @@ impl Model {
         }
         for fi in 0..n_app_funcs {
             let map = MAP_FIRST_APP + fi * n_app_maps / n_app_funcs;
-            let size = 0x20 + (MAXDEG as u64) * 0x10 + (hash(seed, 0xf5, fi as u64, 0) % 96) * 0x10;
+            let deg = m.family.as_ref().map_or(MAXDEG, |f| f.sites[fi] as usize) as u64;
+            let size = 0x20 + deg * 0x10 + (hash(seed, 0xf5, fi as u64, 0) % 96) * 0x10;
             m.funcs.push(FuncDef { mapping: map as u32, base: text_size[map], name_iid: u64::MAX });
             text_size[map] += size;
         }
@@ -599,19 +687,29 @@ impl Model {
         let map = self.funcs[func].mapping as usize;
         self.ensure_mapping(map);
         if self.funcs[func].name_iid == u64::MAX {
-            let name = if func >= self.n_app_funcs {
-                Some(FIXED[func - self.n_app_funcs].0.to_owned())
+            let key = self.family.as_ref().map_or(func, |f| f.name_key[func] as usize);
+            let known = self.family.as_ref().map_or(u64::MAX, |f| f.name_iids[key]);
+            self.funcs[func].name_iid = if known != u64::MAX {
+                known
             } else {
-                app_function_name(self.seed, func)
-            };
-            self.funcs[func].name_iid = match name {
-                Some(n) => self.intern_string(n.into_bytes()),
-                None => 0,
+                let name = if func >= self.n_app_funcs {
+                    Some(FIXED[func - self.n_app_funcs].0.to_owned())
+                } else {
+                    app_function_name(self.seed, key)
+                };
+                let iid = match name {
+                    Some(n) => self.intern_string(n.into_bytes()),
+                    None => 0,
+                };
+                if let Some(f) = self.family.as_mut() {
+                    f.name_iids[key] = iid;
+                }
+                iid
             };
         }
         let rel_pc = self.funcs[func].base + 0x14 + 0x10 * site as u64;
         let idx = self.frames.len() as u32;
-        self.frames.push(FrameDef { iid: u64::from(idx) + 1, func: func as u32, rel_pc });
+        self.frames.push(FrameDef { iid: u64::from(idx) + 1, func: func as u32, site: site as u32, rel_pc });
         self.frame_slots[key] = idx;
         idx
     }
@@ -620,6 +718,28 @@ impl Model {
     #[inline]
     fn callee(&self, func: usize, site: usize) -> usize {
         scale(hash(self.seed, 0xca11, func as u64, site as u64), self.n_app_funcs as u64) as usize
+    }
+
+    /// Frame family: the `r`-th candidate callee of frame `fr`'s call site.
+    #[inline]
+    fn family_callee(&self, fr: u32, r: usize) -> usize {
+        let fd = &self.frames[fr as usize];
+        let slot = u64::from(self.func_slots[fd.func as usize] + fd.site);
+        scale(hash(self.seed, 0xca12, slot, r as u64), self.n_app_funcs as u64) as usize
+    }
+
+    /// Distinct stack-tree nodes over the base callstacks (prefixes, counted by hashing).
+    fn count_stack_nodes(&self) -> u64 {
+        let n = self.cs_off.len() - 1;
+        let mut seen: HashSet<u64> = HashSet::with_capacity(self.cs_frames.len() / 2);
+        for i in 0..n {
+            let mut h = 0x1234_5678_9abc_def0u64;
+            for &fr in &self.cs_frames[self.cs_off[i] as usize..self.cs_off[i + 1] as usize] {
+                h = mix64(h ^ u64::from(fr));
+                seen.insert(h);
+            }
+        }
+        seen.len() as u64
     }
 
     /// Generates the callstack pool. Like a real callsite trie, stacks share
@@ -673,18 +793,34 @@ impl Model {
                     let j = rng.scaled(i);
                     let ue = user_end[j] as usize;
                     let (a, b) = (rng.scaled(ue - 2), rng.scaled(ue - 2));
-                    let cut = 2 + a.max(b);
                     let lo_j = self.cs_off[j] as usize;
-                    stack.extend_from_slice(&self.cs_frames[lo_j..lo_j + cut]);
-                    func = self.frames[self.cs_frames[lo_j + cut] as usize].func as usize;
-                    shared = cut;
+                    if let Some(fam) = &self.family {
+                        // Shorter shared prefixes, then another callee of the last shared frame.
+                        let cut = 2 + a.min(b);
+                        stack.extend_from_slice(&self.cs_frames[lo_j..lo_j + cut]);
+                        func = self.family_callee(stack[cut - 1], rng.biased(fam.fanout));
+                        shared = cut;
+                    } else {
+                        let cut = 2 + a.max(b);
+                        stack.extend_from_slice(&self.cs_frames[lo_j..lo_j + cut]);
+                        func = self.frames[self.cs_frames[lo_j + cut] as usize].func as usize;
+                        shared = cut;
+                    }
                 }
                 let end = len.saturating_sub(leaf.len()).max(stack.len() + 1);
                 for k in stack.len()..end {
-                    let deg = MAXDEG.min(1 + k);
-                    let site = rng.biased(deg);
-                    stack.push(self.frame(func, site));
-                    func = self.callee(func, site);
+                    if let Some(fam) = &self.family {
+                        let (nsites, fanout) = (fam.sites[func] as usize, fam.fanout);
+                        let site = rng.scaled(nsites);
+                        let fr = self.frame(func, site);
+                        stack.push(fr);
+                        func = self.family_callee(fr, rng.biased(fanout));
+                    } else {
+                        let deg = MAXDEG.min(1 + k);
+                        let site = rng.biased(deg);
+                        stack.push(self.frame(func, site));
+                        func = self.callee(func, site);
+                    }
                 }
                 let ue = stack.len();
                 for &l in leaf {
@@ -1459,6 +1595,25 @@ mod tests {
         assert_eq!(sa, sb);
         let (c, _) = generate(&SynthOptions { seed: 2, ..small(false) });
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn frame_family_reaches_its_frames_and_shares_names() {
+        let fam = SynthOptions { callstacks: 3000, depth: 20, frames: Some(4000), functions: 3000, ..small(false) };
+        let (a, sa) = generate(&fam);
+        let (b, sb) = generate(&fam);
+        assert_eq!(a, b, "deterministic");
+        assert_eq!(sa, sb);
+        // Nearly every call site is reached; every function has a name of its own (5 % unnamed).
+        assert!((3800..=4000).contains(&sa.frames), "{} frames", sa.frames);
+        assert!((2700..=3009).contains(&sa.function_names), "{} names", sa.function_names);
+        assert_eq!(sa.mappings, 22);
+        // Shorter shared prefixes than the classic generator: more nodes per callstack.
+        let classic = generate(&SynthOptions { callstacks: 3000, depth: 20, ..small(false) }).1;
+        assert!(sa.stack_nodes > classic.stack_nodes, "{} vs {}", sa.stack_nodes, classic.stack_nodes);
+        let (_, shared) = generate(&SynthOptions { shared_names: true, ..fam.clone() });
+        assert!(shared.function_names <= 3000 / 4 + 9, "{} shared names", shared.function_names);
+        assert!(shared.frames >= 3800);
     }
 
     #[test]

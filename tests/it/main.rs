@@ -19,6 +19,7 @@ mod html;
 mod merge;
 mod parity;
 mod pprof_real;
+mod profile_memory;
 mod small;
 mod symbolize;
 mod traceconv_parity;

@@ -728,6 +728,9 @@ impl Decoder {
                         let v = series.dense.entry((seq_id, generation)).or_default();
                         let d = d as usize;
                         if v.len() <= d {
+                            // Room for every callstack the sequence has defined: no doubling.
+                            let all = seq.interned.callstacks.len().max(d + 1);
+                            v.reserve_exact(all - v.len());
                             v.resize_with(d + 1, || Entry { stack: NO_STACK, cum: Cum::default() });
                         }
                         &mut v[d]
@@ -859,8 +862,11 @@ impl Decoder {
             }
             let sample_types = sample_types_for_heap(&h.meta.heap);
             let two = sample_types.len() == 2;
-            let mut profile = Profile::new(Arc::clone(&self.tables), h.meta, sample_types);
-            profile.header.default_sample_type = if two { 1 } else { 3 };
+            // Exactly as long as needed, and the rows gone before the sink (which may wait for
+            // the encoder) takes the profile.
+            let width = if two { 2 } else { 4 };
+            let mut stacks = Vec::with_capacity(rows.len());
+            let mut values = Vec::with_capacity(rows.len() * width);
             for (stack, c) in &rows {
                 let vals = [
                     sat(c.alloc_count),
@@ -868,8 +874,12 @@ impl Decoder {
                     sat(c.alloc_count) - sat(c.free_count),
                     sat(c.alloc_bytes) - sat(c.freed_bytes),
                 ];
-                profile.push_sample(*stack, &vals[..if two { 2 } else { 4 }]);
+                stacks.push(*stack);
+                values.extend_from_slice(&vals[..width]);
             }
+            drop(rows);
+            let default = if two { 1 } else { 3 };
+            let profile = Profile::from_parts(Arc::clone(&self.tables), h.meta, sample_types, default, stacks, values);
             (out.sink)(profile)?;
         }
         Ok(())
