@@ -86,7 +86,7 @@ pub(crate) fn select_heapprofd(
     let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
     let mut symbolizer = sel.symbolize.clone().map(Symbolizer::new);
-    let deob = sel.proguard.open()?;
+    let deob = sel.proguard.open_for_trace(&inp, decode.max_packet_bytes)?;
     let mut session = deob.as_deref().map(Deobfuscator::session);
     let (report, tables) = decode_heapprofd_with(
         &mut inp,
@@ -152,7 +152,7 @@ pub(crate) fn for_selected_heap_graphs(
     maps: &ProguardMaps,
     each: &mut dyn FnMut(HeapDump) -> Result<()>,
 ) -> Result<TraceReport> {
-    let deob = maps.open()?;
+    let deob = maps.open_for_trace(inp, decode.max_packet_bytes)?;
     let each = &mut |mut d: HeapDump| {
         deobfuscate_dump(deob.as_deref(), &mut d);
         each(d)
@@ -926,6 +926,22 @@ impl ProguardMaps {
             *slot = Some(Arc::new(Deobfuscator::open(&self.specs)?));
         }
         Ok(slot.clone())
+    }
+
+    /// The maps for one Perfetto trace: [`ProguardMaps::open`]'s, and after them the
+    /// `DeobfuscationMapping` packets the trace holds (read in a pass of their own when the
+    /// input can be read twice), which trace processor applies as if given as map files.
+    pub(crate) fn open_for_trace(&self, inp: &Input, max_packet: u64) -> Result<Option<Arc<Deobfuscator>>> {
+        let tables = match inp.reopen() {
+            Some(Ok(mut again)) => {
+                crate::decode::perfetto::deobfuscation::scan_deobfuscation_mappings(&mut again, max_packet)
+            }
+            _ => Vec::new(),
+        };
+        if tables.is_empty() {
+            return self.open();
+        }
+        Ok(Some(Arc::new(Deobfuscator::with_trace_tables(&self.specs, &inp.name, tables)?)))
     }
 
     /// What deobfuscation did so far; `None` when no map was given or none was opened.

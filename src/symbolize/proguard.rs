@@ -921,3 +921,105 @@ impl ProguardMap {
         DeobfuscationTable { package: self.package.clone().unwrap_or_default(), classes }
     }
 }
+
+/// Merges `DeobfuscationMapping` tables read from a trace into one table per package, in the
+/// order packages first appear. Trace processor applies every packet in turn, each overwriting
+/// the names the ones before set, so a class named again takes the later packet's name, and a
+/// later packet's members replace the earlier ones of the same obfuscated name.
+pub fn merge_trace_tables(
+    tables: Vec<crate::model::deobfuscation::DeobfuscationTable>,
+) -> Vec<crate::model::deobfuscation::DeobfuscationTable> {
+    use crate::model::deobfuscation::DeobfuscationTable;
+    let mut out: Vec<DeobfuscationTable> = Vec::new();
+    let mut index: Vec<HashMap<String, usize>> = Vec::new();
+    for t in tables {
+        let k = match out.iter().position(|o| o.package == t.package) {
+            Some(k) => k,
+            None => {
+                out.push(DeobfuscationTable { package: t.package.clone(), classes: Vec::new() });
+                index.push(HashMap::new());
+                out.len() - 1
+            }
+        };
+        for c in t.classes {
+            match index[k].get(&c.obfuscated) {
+                Some(&i) => {
+                    let old = &mut out[k].classes[i];
+                    old.deobfuscated = c.deobfuscated;
+                    old.fields.retain(|f| !c.fields.iter().any(|n| n.obfuscated == f.obfuscated));
+                    old.fields.extend(c.fields);
+                    old.methods.retain(|m| !c.methods.iter().any(|n| n.obfuscated == m.obfuscated));
+                    old.methods.extend(c.methods);
+                }
+                None => {
+                    index[k].insert(c.obfuscated.clone(), out[k].classes.len());
+                    out[k].classes.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+impl ProguardMap {
+    /// A map holding what one `DeobfuscationMapping` table says, for its package (none when the
+    /// packet names none), named `name` in reports: the table is written out as mapping-file
+    /// text and indexed like a file, so a trace's packets and `--proguard-map` files go through
+    /// the same rules. Names that cannot be written in a mapping line (blank, with spaces or
+    /// `->`) are left out.
+    pub fn from_table(
+        name: impl Into<String>,
+        table: &crate::model::deobfuscation::DeobfuscationTable,
+    ) -> Result<Self> {
+        use std::fmt::Write as _;
+        fn ok(s: &str) -> bool {
+            !s.is_empty() && !s.contains(char::is_whitespace) && !s.contains("->") && !s.starts_with('#')
+        }
+        let mut text = String::new();
+        for c in &table.classes {
+            if !ok(&c.obfuscated) || !ok(&c.deobfuscated) {
+                continue;
+            }
+            let _ = writeln!(text, "{} -> {}:", c.deobfuscated, c.obfuscated);
+            for f in c.fields.iter().filter(|f| ok(&f.obfuscated) && ok(&f.deobfuscated)) {
+                let _ = writeln!(text, "    java.lang.Object {} -> {}", f.deobfuscated, f.obfuscated);
+            }
+            for m in c.methods.iter().filter(|m| ok(&m.obfuscated) && ok(&m.deobfuscated)) {
+                text.push_str("    ");
+                if let Some((a, b)) = m.obfuscated_lines {
+                    let _ = write!(text, "{a}:{b}:");
+                }
+                let _ = write!(text, "void {}()", m.deobfuscated);
+                if let (Some(_), Some((a, b))) = (m.obfuscated_lines, m.source_lines) {
+                    let _ = write!(text, ":{a}:{b}");
+                }
+                let _ = writeln!(text, " -> {}", m.obfuscated);
+            }
+        }
+        let package = (!table.package.is_empty()).then(|| table.package.clone());
+        Self::from_bytes(name, package, text.into_bytes())
+    }
+}
+
+impl Deobfuscator {
+    /// A deobfuscator over `specs`' files and then the `DeobfuscationMapping` tables of a trace
+    /// (`source` names the trace in reports), merged per package by [`merge_trace_tables`].
+    /// A map file given for a package takes precedence over the trace's packets for it.
+    pub fn with_trace_tables(
+        specs: &[MapSpec],
+        source: &str,
+        tables: Vec<crate::model::deobfuscation::DeobfuscationTable>,
+    ) -> Result<Self> {
+        let mut maps =
+            specs.iter().map(|s| ProguardMap::open(&s.path, s.package.clone())).collect::<Result<Vec<_>>>()?;
+        for t in merge_trace_tables(tables) {
+            let name = if t.package.is_empty() {
+                format!("{source} (DeobfuscationMapping packets)")
+            } else {
+                format!("{source} (DeobfuscationMapping packets for {})", t.package)
+            };
+            maps.push(ProguardMap::from_table(name, &t)?);
+        }
+        Ok(Self::from_maps(maps))
+    }
+}

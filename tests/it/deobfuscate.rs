@@ -439,12 +439,100 @@ print(json.dumps(out))
         ]
     ]);
     assert_eq!(got, want);
-    // Appended to the trace, it still converts as before.
-    let mut both = std::fs::read(&trace).unwrap();
-    both.extend(std::fs::read(&out).unwrap());
-    let cat = dir.path().join("both.pftrace");
+}
+
+/// `cat trace mapping > t2`: the name `heapconv deobfuscate` wrote for `--proguard-map`.
+fn with_mapping_packets(dir: &Path, trace: &Path, specs: &[String]) -> PathBuf {
+    let packets = dir.join("mapping.pb");
+    let mut args = vec!["deobfuscate".to_owned(), trace.display().to_string()];
+    for s in specs {
+        args.extend(["--proguard-map".to_owned(), s.clone()]);
+    }
+    args.extend(["-o".to_owned(), packets.display().to_string()]);
+    heapconv_ok(&args.iter().map(String::as_str).collect::<Vec<_>>(), 0);
+    let mut both = std::fs::read(trace).unwrap();
+    both.extend(std::fs::read(&packets).unwrap());
+    let cat = dir.join(format!("with-mapping-{}.pftrace", specs.len()));
     std::fs::write(&cat, both).unwrap();
-    let a = heapconv_ok(&["convert", trace.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
-    let b = heapconv_ok(&["convert", cat.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
-    assert_eq!(a.stdout, b.stdout);
+    cat
+}
+
+/// DeobfuscationMapping packets already in a trace are applied as trace processor applies
+/// them: heapprofd Java frames (package from the mapping path) and heap graph classes and
+/// fields come out as with the same map given as `--proguard-map`.
+#[test]
+fn mapping_packets_in_a_trace_apply_like_map_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let folded = |t: &Path, extra: &[&str]| -> String {
+        let mut args = vec!["convert", t.to_str().unwrap(), "--to", "folded", "-o", "-"];
+        args.extend_from_slice(extra);
+        String::from_utf8(heapconv_ok(&args, 0).stdout).unwrap()
+    };
+    // heapprofd frames.
+    let trace = data("art_frames.pftrace");
+    let feed = format!("com.example.feed={}", data("proguard/art_frames.map").display());
+    let cat = with_mapping_packets(dir.path(), &trace, std::slice::from_ref(&feed));
+    let from_packets = folded(&cat, &[]);
+    let from_map = folded(&trace, &["--proguard-map", &feed]);
+    assert_eq!(from_packets, from_map);
+    assert!(from_packets.contains(";com.real.feed.FeedController.refreshAll [aot];"), "{from_packets}");
+    assert!(from_packets.contains(";com.real.feed.HotLoop.spin | com.real.feed.HotLoop.spinFast [jit];"));
+    assert!(!from_packets.contains("com.example.feed.Feed."), "{from_packets}");
+    // pprof too.
+    let pb = dir.path().join("p.pb.gz");
+    heapconv_ok(&["convert", cat.to_str().unwrap(), "-o", pb.to_str().unwrap()], 0);
+    assert!(read_pprof(&pb).string_table.iter().any(|s| s == "com.real.feed.FeedController.refreshAll [aot]"));
+    // Java heap graph: classes and fields.
+    let graph = data("heapgraph/shapes.pftrace");
+    let shapes = format!("com.example.shapes={}", data("proguard/shapes.map").display());
+    let gdir = tempfile::tempdir().unwrap();
+    let gcat = with_mapping_packets(gdir.path(), &graph, &[feed.clone(), shapes.clone()]);
+    let from_packets = folded(&gcat, &[]);
+    assert_eq!(from_packets, folded(&graph, &["--proguard-map", &shapes]));
+    assert!(from_packets.contains("com.real.shapes.TreeNode [ROOT_JNI_LOCAL] 24"), "{from_packets}");
+    let out = gdir.path().join("shapes.hprof");
+    heapconv_ok(&["hprof", gcat.to_str().unwrap(), "-o", out.to_str().unwrap()], 0);
+    let bytes = std::fs::read(&out).unwrap();
+    let (d, _) =
+        read_hprof_dump(&bytes[..], "shapes.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();
+    let node = class(&d, "com.real.shapes.TreeNode");
+    let names: Vec<&str> = d.classes[node].fields.iter().map(|f| d.field_name(f.name)).collect();
+    assert!(names.contains(&"nextNode") && names.contains(&"children"), "{names:?}");
+}
+
+/// Several packets for one package: every one applies, and a class or member named again takes
+/// the later packet's name (trace processor applies the packets in order, each overwriting).
+#[test]
+fn later_mapping_packets_overwrite_earlier_ones() {
+    use heapconv::model::deobfuscation::{DeobfuscationTable, ObfuscatedClass, ObfuscatedMember};
+    use heapconv::symbolize::proguard::MapSpec;
+    let m = |o: &str, d: &str| ObfuscatedMember {
+        obfuscated: o.into(),
+        deobfuscated: d.into(),
+        obfuscated_lines: None,
+        source_lines: None,
+    };
+    let t = |classes: Vec<ObfuscatedClass>| DeobfuscationTable { package: "com.app".into(), classes };
+    let c = |o: &str, d: &str, methods: Vec<ObfuscatedMember>| ObfuscatedClass {
+        obfuscated: o.into(),
+        deobfuscated: d.into(),
+        fields: vec![m("f", "field")],
+        methods,
+    };
+    let tables = vec![
+        t(vec![c("a.a", "com.Old", vec![m("x", "first"), m("y", "keep")]), c("a.b", "com.Other", vec![])]),
+        t(vec![c("a.a", "com.New", vec![m("x", "second")])]),
+    ];
+    let no_specs: [MapSpec; 0] = [];
+    let d = Deobfuscator::with_trace_tables(&no_specs, "t", tables).unwrap();
+    assert_eq!(d.maps().len(), 1);
+    let s = d.session();
+    let i = d.pick(Some("com.app")).unwrap();
+    let r = s.retracer(i);
+    assert_eq!(r.class_name("a.a").as_deref(), Some("com.New"));
+    assert_eq!(r.class_name("a.b").as_deref(), Some("com.Other"));
+    let f = r.frame("a.a", "x", None).unwrap();
+    assert_eq!((f.frames[0].class.as_str(), f.frames[0].method.as_str(), f.frames.len()), ("com.New", "second", 1));
+    assert_eq!(r.frame("a.a", "y", None).unwrap().frames[0].method, "keep");
+    assert_eq!(r.field_names("a.a", "f"), Some(vec!["field".to_owned()]));
 }

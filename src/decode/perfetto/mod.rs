@@ -1,6 +1,7 @@
 //! Perfetto traces: the container, clocks, heapprofd data and Java heap graphs.
 
 pub mod clock;
+pub mod deobfuscation;
 pub mod heap_graph;
 pub mod heapprofd;
 pub mod module_symbols;
