@@ -158,6 +158,12 @@ pub(crate) struct HprofConvArgs {
     /// stay), as `hprof-conv -z`.
     #[arg(short = 'z')]
     app_only: bool,
+    /// Write class and field names deobfuscated with this ProGuard/R8 mapping file (the
+    /// dump is then rewritten from heapconv's heap model, as `heapconv hprof` writes it:
+    /// primitive values become zeros; any HPROF version is read). Repeatable;
+    /// PERFETTO_PROGUARD_MAP is used too.
+    #[arg(long = "proguard-map", value_name = "[PACKAGE=]FILE")]
+    proguard_maps: Vec<String>,
     #[command(flatten)]
     pub(crate) batch: BatchArgs,
     #[command(flatten)]
@@ -165,7 +171,8 @@ pub(crate) struct HprofConvArgs {
 }
 
 pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
-    let opts = HprofConvRunOptions { app_only: a.app_only };
+    let opts =
+        HprofConvRunOptions { app_only: a.app_only, proguard: crate::cli::args::proguard_maps(ui, &a.proguard_maps) };
     if a.output_dir.is_some() || a.batch.asked(&a.paths) {
         let out = out_dir(a.output_dir.as_deref(), "hprof-conv")?;
         let plan = Plan {
@@ -204,6 +211,7 @@ pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
             r.nodata_zero_filled, r.nodata_emptied
         ));
     }
+    ui.deobfuscation(&opts.proguard);
     Ok(a.strict.exit(Findings::default(), &r.data_loss()))
 }
 

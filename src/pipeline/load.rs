@@ -900,6 +900,8 @@ impl PartialEq for ProguardMaps {
     }
 }
 
+impl Eq for ProguardMaps {}
+
 impl ProguardMaps {
     /// Maps given as `[PACKAGE=]FILE` arguments, then as `PERFETTO_PROGUARD_MAP`'s value
     /// (traceconv's syntax: `package=file[:package=file…]`).

@@ -252,6 +252,34 @@ fn cli_deobfuscates_an_hprof_and_reports() {
     assert!(stderr.contains("matched nothing in the input"), "{stderr}");
 }
 
+/// `hprof-conv --proguard-map`: the dump is written with source class and field names (read
+/// back with heapconv's hprof reader), and the run says which map did it.
+#[test]
+fn hprof_conv_writes_a_deobfuscated_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((app, _)) = obfuscated_app(dir.path()) else { return };
+    let out = dir.path().join("deob.hprof");
+    let (hprof, map) = (app.hprof.to_str().unwrap(), app.map.to_str().unwrap());
+    let run = heapconv_ok(&["hprof-conv", hprof, out.to_str().unwrap(), "--proguard-map", map], 0);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains(&format!("with {map} ")) && stderr.contains("heap dump classes and fields"), "{stderr}");
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(bytes.starts_with(b"JAVA PROFILE 1.0.2\0"));
+    let (d, _) =
+        read_hprof_dump(&bytes[..], "deob.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();
+    assert!(!d.classes.iter().any(|c| c.name == "com.example.deob.b"), "Inventory is no longer b");
+    let inv = class(&d, "com.example.deob.Inventory");
+    let item = class(&d, "com.example.deob.Item");
+    let o = d.obj_class.iter().position(|&c| c as usize == inv).unwrap() as u32;
+    let first = d.refs(o).find(|&(f, _)| d.field_name(f) == "firstItem").map(|(_, t)| t).expect("firstItem");
+    assert_eq!(d.obj_class[first as usize] as usize, item);
+    let app_class = class(&d, "com.example.deob.DeobApp");
+    assert!(d.classes[app_class].static_refs.iter().any(|&(f, _)| d.field_name(f) == "KEEP"));
+    // Without a map, a standard-format dump is refused as before; -z with a map is a usage error.
+    heapconv_ok(&["hprof-conv", hprof, dir.path().join("x.hprof").to_str().unwrap()], 1);
+    heapconv_ok(&["hprof-conv", "-z", hprof, dir.path().join("y.hprof").to_str().unwrap(), "--proguard-map", map], 2);
+}
+
 /// heapprofd Java frames: the package comes from the frame's mapping path
 /// (`/data/app/~~…/com.example.feed-…/`), inline chains become lines, a JIT frame (no package)
 /// takes the only map, ambiguous methods are named `a | b`; PERFETTO_PROGUARD_MAP works as
