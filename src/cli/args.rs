@@ -70,12 +70,12 @@ pub(crate) struct ProguardArgs {
     /// captures and frames whose package cannot be told. PERFETTO_PROGUARD_MAP
     /// (`package=file[:package=file…]`) is used too.
     #[arg(long = "proguard-map", value_name = "[PACKAGE=]FILE")]
-    proguard_maps: Vec<String>,
+    pub(crate) proguard_maps: Vec<String>,
     /// Find mapping files under DIR (repeatable): `<package>.txt` and `<package>/mapping.txt`
     /// for that package, and Gradle's `<module>/build/outputs/mapping/<variant>/mapping.txt`
     /// as the map without a package (of several, variant `release` first; a warning lists them).
     #[arg(long = "mapping-dir", value_name = "DIR")]
-    mapping_dirs: Vec<PathBuf>,
+    pub(crate) mapping_dirs: Vec<PathBuf>,
 }
 
 impl ProguardArgs {

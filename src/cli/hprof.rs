@@ -246,5 +246,24 @@ mod tests {
         };
         assert_eq!(a.app_only, HprofConvRunOptions::default().app_only);
         assert!(Cli::try_parse_from(["heapconv", "hprof-conv"]).is_err());
+        let Command::HprofConv(a) = Cli::try_parse_from([
+            "heapconv",
+            "hprof-conv",
+            "a",
+            "b",
+            "--proguard-map",
+            "m.txt",
+            "--mapping-dir",
+            "d",
+            "--mapping-dir",
+            "e",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("hprof-conv")
+        };
+        assert_eq!(a.proguard.mapping_dirs, [PathBuf::from("d"), PathBuf::from("e")]);
+        assert_eq!(a.proguard.proguard_maps, ["m.txt"]);
     }
 }
