@@ -191,6 +191,14 @@ pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
         return Err(ui::refuse_terminal("a binary heap dump", "give an output file or redirect"));
     }
     let r = run_hprof_conv(input, output, &opts)?;
+    if !opts.proguard.is_empty() {
+        ui.info(&format!(
+            "rewrote {} records from the heap model, deobfuscated: {} -> {} bytes",
+            r.records, r.bytes_in, r.bytes_out
+        ));
+        ui.deobfuscation(&opts.proguard);
+        return Ok(a.strict.exit(Findings::default(), &r.data_loss()));
+    }
     ui.info(&format!(
         "converted {} records ({} heap-dump records, {} sub-records): {} HEAP_DUMP_INFO dropped, {} Android roots written as ROOT_UNKNOWN{}; {} -> {} bytes",
         r.records,
