@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use clap::builder::PossibleValue;
 use heapconv::model::ValueKind;
-use heapconv::pipeline::load::{DdmChoices, EntryOrder, ProguardMaps, SymbolSources};
+use heapconv::pipeline::load::{DdmChoices, EntryOrder, ProguardMaps, SymbolSources, discover_mapping_files};
 use heapconv::pipeline::outcome::{Findings, RunOutcome};
 use heapconv::pipeline::{DumpSelect, FilterOptions, Format, TagFilter};
 use heapconv::{Error, ErrorKind};
@@ -58,12 +58,47 @@ pub(crate) struct SymbolArgs {
     /// Fail (exit code 4) when fewer than PCT percent of native frames get symbols.
     #[arg(long, value_name = "PCT")]
     pub(crate) min_symbolized: Option<f64>,
+    #[command(flatten)]
+    proguard: ProguardArgs,
+}
+
+/// `--proguard-map`, `--mapping-dir`: the ProGuard/R8 maps of every command that deobfuscates.
+#[derive(Args, Debug, Default)]
+pub(crate) struct ProguardArgs {
     /// Deobfuscate Java names (frames, classes, fields) with this ProGuard/R8 mapping file,
     /// for the Android package PACKAGE (repeatable). Without PACKAGE: for HPROF files, DDM
     /// captures and frames whose package cannot be told. PERFETTO_PROGUARD_MAP
     /// (`package=file[:package=file…]`) is used too.
     #[arg(long = "proguard-map", value_name = "[PACKAGE=]FILE")]
-    proguard_maps: Vec<String>,
+    pub(crate) proguard_maps: Vec<String>,
+    /// Find mapping files under DIR (repeatable): `<package>.txt` and `<package>/mapping.txt`
+    /// for that package, and Gradle's `<module>/build/outputs/mapping/<variant>/mapping.txt`
+    /// as the map without a package (of several, variant `release` first; a warning lists them).
+    #[arg(long = "mapping-dir", value_name = "DIR")]
+    pub(crate) mapping_dirs: Vec<PathBuf>,
+}
+
+impl ProguardArgs {
+    /// The maps: `--proguard-map`, PERFETTO_PROGUARD_MAP, then those found by `--mapping-dir`
+    /// (a directory that cannot be walked is warned about and skipped).
+    pub(crate) fn maps(&self, ui: &Ui) -> ProguardMaps {
+        let mut maps = proguard_maps(ui, &self.proguard_maps);
+        for dir in &self.mapping_dirs {
+            match discover_mapping_files(dir) {
+                Ok(found) => {
+                    for w in &found.warnings {
+                        ui.warn(w);
+                    }
+                    if found.specs.is_empty() {
+                        ui.warn(&format!("--mapping-dir {}: no mapping file found", dir.display()));
+                    }
+                    maps.extend(found.specs);
+                }
+                Err(e) => ui.warn(&format!("{}; skipped", e.context())),
+            }
+        }
+        maps
+    }
 }
 
 impl SymbolArgs {
@@ -83,7 +118,7 @@ impl SymbolArgs {
             find_only: std::env::var("PERFETTO_SYMBOLIZER_MODE").as_deref() == Ok("find"),
             min_symbolized: self.min_symbolized,
             always_report: false,
-            proguard: proguard_maps(ui, &self.proguard_maps),
+            proguard: self.proguard.maps(ui),
         }
     }
 }

@@ -7,7 +7,7 @@ use clap::Args;
 use heapconv::Error;
 use heapconv::pipeline::deobfuscate::{DeobfuscateOptions, run_deobfuscate};
 
-use crate::cli::args::proguard_maps;
+use crate::cli::args::ProguardArgs;
 use crate::cli::ui::{self, Ui};
 
 /// Arguments of `heapconv deobfuscate`.
@@ -17,10 +17,9 @@ pub(crate) struct DeobfuscateArgs {
     /// output to it, `cat TRACE OUT > deobfuscated`).
     #[arg(value_name = "TRACE")]
     trace: Option<PathBuf>,
-    /// The ProGuard/R8 mapping file, for the Android package PACKAGE (repeatable; one packet
-    /// each). PERFETTO_PROGUARD_MAP (`package=file[:package=file…]`) is used too.
-    #[arg(long = "proguard-map", value_name = "[PACKAGE=]FILE")]
-    proguard_maps: Vec<String>,
+    // The maps (one packet each).
+    #[command(flatten)]
+    proguard: ProguardArgs,
     /// Output file, or `-` for standard output (the default).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -28,7 +27,7 @@ pub(crate) struct DeobfuscateArgs {
 
 impl DeobfuscateArgs {
     fn options(&self, ui: &Ui) -> DeobfuscateOptions {
-        DeobfuscateOptions { maps: proguard_maps(ui, &self.proguard_maps) }
+        DeobfuscateOptions { maps: self.proguard.maps(ui) }
     }
 }
 

@@ -12,7 +12,7 @@ use heapconv::pipeline::load::refuse_pprof;
 use heapconv::pipeline::outcome::Findings;
 use heapconv::{Error, ErrorKind};
 
-use crate::cli::args::{DecodeArgs, StrictArgs, is_dir_arg};
+use crate::cli::args::{DecodeArgs, ProguardArgs, StrictArgs, is_dir_arg};
 use crate::cli::batch::{self, BatchArgs, Plan, out_dir};
 use crate::cli::ui::{self, Ui};
 
@@ -39,10 +39,9 @@ pub(crate) struct HprofArgs {
     /// Print what was written as JSON on standard output.
     #[arg(long)]
     json: bool,
-    /// Write class and field names deobfuscated with this ProGuard/R8 mapping file, for the
-    /// Android package PACKAGE (repeatable; PERFETTO_PROGUARD_MAP is used too).
-    #[arg(long = "proguard-map", value_name = "[PACKAGE=]FILE")]
-    proguard_maps: Vec<String>,
+    // Class and field names are written deobfuscated with these maps.
+    #[command(flatten)]
+    proguard: ProguardArgs,
     #[command(flatten)]
     decode: DecodeArgs,
     #[command(flatten)]
@@ -57,7 +56,7 @@ impl HprofArgs {
         let mut opts = HprofRunOptions {
             pids: self.pid.into_iter().collect(),
             timestamps: self.timestamps.clone(),
-            proguard: crate::cli::args::proguard_maps(ui, &self.proguard_maps),
+            proguard: self.proguard.maps(ui),
             ..HprofRunOptions::default()
         };
         opts.hprof.android = self.android;
@@ -158,6 +157,11 @@ pub(crate) struct HprofConvArgs {
     /// stay), as `hprof-conv -z`.
     #[arg(short = 'z')]
     app_only: bool,
+    // Class and field names are written deobfuscated with these maps (the dump is then
+    // rewritten from heapconv's heap model, as `heapconv hprof` writes it: primitive values
+    // become zeros; any HPROF version is read).
+    #[command(flatten)]
+    proguard: ProguardArgs,
     #[command(flatten)]
     pub(crate) batch: BatchArgs,
     #[command(flatten)]
@@ -165,7 +169,7 @@ pub(crate) struct HprofConvArgs {
 }
 
 pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
-    let opts = HprofConvRunOptions { app_only: a.app_only };
+    let opts = HprofConvRunOptions { app_only: a.app_only, proguard: a.proguard.maps(ui) };
     if a.output_dir.is_some() || a.batch.asked(&a.paths) {
         let out = out_dir(a.output_dir.as_deref(), "hprof-conv")?;
         let plan = Plan {
@@ -187,6 +191,14 @@ pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
         return Err(ui::refuse_terminal("a binary heap dump", "give an output file or redirect"));
     }
     let r = run_hprof_conv(input, output, &opts)?;
+    if !opts.proguard.is_empty() {
+        ui.info(&format!(
+            "rewrote {} records from the heap model, deobfuscated: {} -> {} bytes",
+            r.records, r.bytes_in, r.bytes_out
+        ));
+        ui.deobfuscation(&opts.proguard);
+        return Ok(a.strict.exit(Findings::default(), &r.data_loss()));
+    }
     ui.info(&format!(
         "converted {} records ({} heap-dump records, {} sub-records): {} HEAP_DUMP_INFO dropped, {} Android roots written as ROOT_UNKNOWN{}; {} -> {} bytes",
         r.records,
@@ -204,6 +216,7 @@ pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
             r.nodata_zero_filled, r.nodata_emptied
         ));
     }
+    ui.deobfuscation(&opts.proguard);
     Ok(a.strict.exit(Findings::default(), &r.data_loss()))
 }
 
@@ -241,5 +254,24 @@ mod tests {
         };
         assert_eq!(a.app_only, HprofConvRunOptions::default().app_only);
         assert!(Cli::try_parse_from(["heapconv", "hprof-conv"]).is_err());
+        let Command::HprofConv(a) = Cli::try_parse_from([
+            "heapconv",
+            "hprof-conv",
+            "a",
+            "b",
+            "--proguard-map",
+            "m.txt",
+            "--mapping-dir",
+            "d",
+            "--mapping-dir",
+            "e",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("hprof-conv")
+        };
+        assert_eq!(a.proguard.mapping_dirs, [PathBuf::from("d"), PathBuf::from("e")]);
+        assert_eq!(a.proguard.proguard_maps, ["m.txt"]);
     }
 }

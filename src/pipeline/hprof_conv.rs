@@ -3,10 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done, file_for};
+use super::select::DumpSelect;
 use crate::decode::Input;
+use crate::decode::hprof::ObjectSize;
 use crate::decode::hprof::{HprofConvOptions, HprofConvReport, NoSeek, hprof_conv};
 use crate::decode::perfetto::DecodeOptions;
-use crate::error::{Error, Result};
+use crate::encode::hprof::{HprofOptions, encode_hprof};
+use crate::error::{Error, ErrorKind, Result};
 use crate::output::{check_not_input, commit_staged, discard_staged, stage_file};
 
 /// Options of `heapconv hprof-conv`.
@@ -15,6 +18,10 @@ pub struct HprofConvRunOptions {
     /// Leave out the instances and arrays of the zygote and image heaps, as `hprof-conv -z`.
     /// Default: false.
     pub app_only: bool,
+    /// ProGuard/R8 maps: the dump is written with deobfuscated class and field names, the way
+    /// `heapconv hprof` writes it (from the heap model: primitive values are written as zeros;
+    /// any HPROF version is read; of a file with several dumps, the last). Default: none.
+    pub proguard: super::load::ProguardMaps,
 }
 
 impl HprofConvRunOptions {
@@ -27,6 +34,9 @@ impl HprofConvRunOptions {
 /// Runs `hprof-conv`: converts the Android heap dump `input` (`-`: standard input; gzip is
 /// undone) to the standard format in `output` (`-`: standard output), written atomically.
 pub fn run_hprof_conv(input: &Path, output: &Path, opts: &HprofConvRunOptions) -> Result<HprofConvReport> {
+    if !opts.proguard.is_empty() {
+        return run_deobfuscated(input, output, opts);
+    }
     let opts = &opts.conv();
     use std::io::Write;
     let inputs = [input.to_path_buf()];
@@ -54,6 +64,65 @@ pub fn run_hprof_conv(input: &Path, output: &Path, opts: &HprofConvRunOptions) -
     match result {
         Ok(report) => {
             commit_staged(&tmp, output, &inputs)?;
+            Ok(report)
+        }
+        Err(e) => {
+            discard_staged([tmp]);
+            Err(e)
+        }
+    }
+}
+
+/// `hprof-conv --proguard-map`: the heap dump read into the heap model, deobfuscated and
+/// written by the hprof writer in the standard format (as `heapconv hprof` writes).
+fn run_deobfuscated(input: &Path, output: &Path, opts: &HprofConvRunOptions) -> Result<HprofConvReport> {
+    use std::io::Write;
+    if opts.app_only {
+        return Err(Error::new(ErrorKind::Usage, "hprof-conv: -z cannot be combined with --proguard-map"));
+    }
+    let inputs = [input.to_path_buf()];
+    let inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
+    let hopts = HprofOptions { primitive_padding: false, ..HprofOptions::default() };
+    let mut dump = None;
+    let mut records = 0;
+    let mut bytes_in = 0;
+    super::load::for_selected_hprof_dumps(
+        inp,
+        DumpSelect::Last,
+        ObjectSize::Fields,
+        &opts.proguard,
+        &mut |_, d, s| {
+            records = s.records.values().map(|t| t.count).sum();
+            bytes_in = s.bytes;
+            dump = Some(d);
+            Ok(())
+        },
+    )?;
+    let dump = dump.ok_or_else(|| Error::new(ErrorKind::NoData, format!("{}: no heap dump", input.display())))?;
+    let mut report = HprofConvReport { bytes_in, records, ..HprofConvReport::default() };
+    if output.as_os_str() == "-" {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+        report.bytes_out = encode_hprof(&dump, &hopts, &mut out)?.bytes;
+        out.flush().map_err(|e| Error::io("writing standard output", e))?;
+        return Ok(report);
+    }
+    check_not_input(output, &inputs)?;
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (tmp, file) = stage_file(&dir, 0)?;
+    let result = (|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let summary = encode_hprof(&dump, &hopts, &mut out)?;
+        let file = out.into_inner().map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
+        crate::output::sync_file(&file).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+        Ok(summary.bytes)
+    })();
+    match result {
+        Ok(bytes) => {
+            commit_staged(&tmp, output, &inputs)?;
+            report.bytes_out = bytes;
             Ok(report)
         }
         Err(e) => {

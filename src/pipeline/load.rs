@@ -900,6 +900,8 @@ impl PartialEq for ProguardMaps {
     }
 }
 
+impl Eq for ProguardMaps {}
+
 impl ProguardMaps {
     /// Maps given as `[PACKAGE=]FILE` arguments, then as `PERFETTO_PROGUARD_MAP`'s value
     /// (traceconv's syntax: `package=file[:package=file…]`).
@@ -909,6 +911,11 @@ impl ProguardMaps {
             specs.extend(MapSpec::parse_env(env)?);
         }
         Ok(ProguardMaps { specs, opened: Arc::default() })
+    }
+
+    /// Adds maps found by [`discover_mapping_files`] (after the ones given).
+    pub fn extend(&mut self, specs: impl IntoIterator<Item = MapSpec>) {
+        self.specs.extend(specs);
     }
 
     /// Whether no map was given.
@@ -1054,4 +1061,81 @@ fn without_empty_stacks(profile: FlatProfile) -> FlatProfile {
         out.set_num_label_unit(key, unit);
     }
     out
+}
+
+/// The mapping files [`discover_mapping_files`] found, and what to tell about the choice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiscoveredMaps {
+    /// The maps to use, in path order: package-named maps with their package, then the Gradle
+    /// map (without a package).
+    pub specs: Vec<MapSpec>,
+    /// Warnings: several Gradle maps were found, which one was used and the candidates.
+    pub warnings: Vec<String>,
+}
+
+/// Finds ProGuard/R8 mapping files under `dir` (`--mapping-dir`), walked in path order:
+/// - `<package>.txt` and `<package>/mapping.txt` directly under `dir`, where `<package>` is a
+///   dotted Java package name (`com.example.app`): a map for that package;
+/// - Gradle build outputs, `…/<module>/build/outputs/mapping/<variant>/mapping.txt` at any
+///   depth: the application id of a module cannot be known offline, so one of them becomes the
+///   map without a package: the only one; else the first (in path order) whose variant is
+///   `release`, else the first whose variant ends in `Release`, else the first; a warning
+///   names the one used and lists the candidates.
+pub fn discover_mapping_files(dir: &Path) -> Result<DiscoveredMaps> {
+    if !dir.is_dir() {
+        return Err(Error::new(ErrorKind::Usage, format!("--mapping-dir {}: not a directory", dir.display())));
+    }
+    let is_package = |s: &str| {
+        s.contains('.')
+            && s.split('.').all(|p| {
+                p.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+    };
+    let mut found = DiscoveredMaps::default();
+    let mut gradle: Vec<(String, PathBuf)> = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.map_err(|e| Error::new(ErrorKind::Io, format!("--mapping-dir {}: {e}", dir.display())))?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let path = entry.path();
+        let rel: Vec<String> = match path.strip_prefix(dir) {
+            Ok(r) => r.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect(),
+            Err(_) => continue,
+        };
+        let rel: Vec<&str> = rel.iter().map(String::as_str).collect();
+        match rel.as_slice() {
+            [name] if name.ends_with(".txt") && is_package(&name[..name.len() - 4]) => {
+                found.specs.push(MapSpec { package: Some(name[..name.len() - 4].to_owned()), path: path.to_path_buf() })
+            }
+            [pkg, "mapping.txt"] if is_package(pkg) => {
+                found.specs.push(MapSpec { package: Some((*pkg).to_owned()), path: path.to_path_buf() })
+            }
+            [.., "build", "outputs", "mapping", variant, "mapping.txt"] => {
+                gradle.push(((*variant).to_owned(), path.to_path_buf()))
+            }
+            _ => {}
+        }
+    }
+    let pick = gradle
+        .iter()
+        .position(|g| g.0 == "release")
+        .or_else(|| gradle.iter().position(|g| g.0.ends_with("Release")))
+        .or((!gradle.is_empty()).then_some(0));
+    if let Some(i) = pick {
+        if gradle.len() > 1 {
+            let all: Vec<String> = gradle.iter().map(|g| g.1.display().to_string()).collect();
+            found.warnings.push(format!(
+                "--mapping-dir {}: {} Gradle mapping files; used {} (variant {}) for inputs without a package; candidates: {}",
+                dir.display(),
+                gradle.len(),
+                gradle[i].1.display(),
+                gradle[i].0,
+                all.join(", ")
+            ));
+        }
+        found.specs.push(MapSpec { package: None, path: gradle.swap_remove(i).1 });
+    }
+    Ok(found)
 }

@@ -252,6 +252,122 @@ fn cli_deobfuscates_an_hprof_and_reports() {
     assert!(stderr.contains("matched nothing in the input"), "{stderr}");
 }
 
+/// `hprof-conv --proguard-map`: the dump is written with source class and field names (read
+/// back with heapconv's hprof reader), and the run says which map did it.
+#[test]
+fn hprof_conv_writes_a_deobfuscated_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((app, _)) = obfuscated_app(dir.path()) else { return };
+    let out = dir.path().join("deob.hprof");
+    let (hprof, map) = (app.hprof.to_str().unwrap(), app.map.to_str().unwrap());
+    let run = heapconv_ok(&["hprof-conv", hprof, out.to_str().unwrap(), "--proguard-map", map], 0);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains(&format!("with {map} ")) && stderr.contains("heap dump classes and fields"), "{stderr}");
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(bytes.starts_with(b"JAVA PROFILE 1.0.2\0"));
+    let (d, _) =
+        read_hprof_dump(&bytes[..], "deob.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();
+    assert!(!d.classes.iter().any(|c| c.name == "com.example.deob.b"), "Inventory is no longer b");
+    let inv = class(&d, "com.example.deob.Inventory");
+    let item = class(&d, "com.example.deob.Item");
+    let o = d.obj_class.iter().position(|&c| c as usize == inv).unwrap() as u32;
+    let first = d.refs(o).find(|&(f, _)| d.field_name(f) == "firstItem").map(|(_, t)| t).expect("firstItem");
+    assert_eq!(d.obj_class[first as usize] as usize, item);
+    let app_class = class(&d, "com.example.deob.DeobApp");
+    assert!(d.classes[app_class].static_refs.iter().any(|&(f, _)| d.field_name(f) == "KEEP"));
+    // Without a map, a standard-format dump is refused as before; -z with a map is a usage error.
+    heapconv_ok(&["hprof-conv", hprof, dir.path().join("x.hprof").to_str().unwrap()], 1);
+    heapconv_ok(&["hprof-conv", "-z", hprof, dir.path().join("y.hprof").to_str().unwrap(), "--proguard-map", map], 2);
+}
+
+/// `--mapping-dir`: a Gradle tree with two modules and variants gives the `release` map of the
+/// first module (in path order) to the hprof and warns with the candidates; the only Gradle
+/// map is used without a warning; hprof-conv takes the option too.
+#[test]
+fn mapping_dir_finds_gradle_maps() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((app, _)) = obfuscated_app(dir.path()) else { return };
+    let hprof = app.hprof.to_str().unwrap();
+    let tree = dir.path().join("project");
+    let other = "org.other.Thing -> zz.q:\n    int count -> a\n";
+    for (module, variant, text) in [
+        ("app", "debug", other.to_owned()),
+        ("app", "release", std::fs::read_to_string(&app.map).unwrap()),
+        ("feature", "release", other.to_owned()),
+    ] {
+        let d = tree.join(module).join("build/outputs/mapping").join(variant);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("mapping.txt"), text).unwrap();
+    }
+    let out = heapconv_ok(&["top", hprof, "-n", "0", "--mapping-dir", tree.to_str().unwrap()], 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("com.example.deob.Inventory"), "{stdout}");
+    let used = tree.join("app/build/outputs/mapping/release/mapping.txt");
+    assert!(stderr.contains(&format!("3 Gradle mapping files; used {} (variant release)", used.display())), "{stderr}");
+    for c in ["app/build/outputs/mapping/debug", "feature/build/outputs/mapping/release"] {
+        assert!(stderr.contains(&tree.join(c).join("mapping.txt").display().to_string()), "{stderr}");
+    }
+    // One Gradle map: used, no warning; hprof-conv writes the deobfuscated dump.
+    std::fs::remove_dir_all(tree.join("feature")).unwrap();
+    std::fs::remove_dir_all(tree.join("app/build/outputs/mapping/debug")).unwrap();
+    let conv = dir.path().join("conv.hprof");
+    let out = heapconv_ok(&["hprof-conv", hprof, conv.to_str().unwrap(), "--mapping-dir", tree.to_str().unwrap()], 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Gradle mapping files"), "{stderr}");
+    let bytes = std::fs::read(&conv).unwrap();
+    let (d, _) =
+        read_hprof_dump(&bytes[..], "conv.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();
+    class(&d, "com.example.deob.Inventory");
+}
+
+/// `--mapping-dir`: maps named by package (`<package>.txt`, `<package>/mapping.txt`) apply to
+/// that package's frames; a file of another name is not a map; an empty tree is a warning.
+#[test]
+fn mapping_dir_finds_maps_named_by_package() {
+    let trace = data("art_frames.pftrace");
+    let map = std::fs::read_to_string(data("proguard/art_frames.map")).unwrap();
+    for layout in ["com.example.feed.txt", "com.example.feed/mapping.txt"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(layout);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &map).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a map").unwrap();
+        let out = heapconv_ok(
+            &[
+                "convert",
+                trace.to_str().unwrap(),
+                "--to",
+                "folded",
+                "-o",
+                "-",
+                "--mapping-dir",
+                dir.path().to_str().unwrap(),
+            ],
+            0,
+        );
+        let folded = String::from_utf8_lossy(&out.stdout);
+        assert!(folded.contains(";com.real.feed.FeedController.refreshAll [aot];"), "{layout}: {folded}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("Java frames of com.example.feed"), "{stderr}");
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let out = heapconv_ok(
+        &[
+            "convert",
+            trace.to_str().unwrap(),
+            "--to",
+            "folded",
+            "-o",
+            "-",
+            "--mapping-dir",
+            empty.path().to_str().unwrap(),
+        ],
+        0,
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no mapping file found"));
+}
+
 /// heapprofd Java frames: the package comes from the frame's mapping path
 /// (`/data/app/~~…/com.example.feed-…/`), inline chains become lines, a JIT frame (no package)
 /// takes the only map, ambiguous methods are named `a | b`; PERFETTO_PROGUARD_MAP works as
