@@ -38,14 +38,14 @@ const EXIT_USAGE: u8 = 2;
 #[command(
     name = "heapconv",
     version,
-    about = "Convert memory profiles (Perfetto traces with heapprofd dumps or Java heap graphs, Android DDM allocation records, HPROF heap dumps 1.0.1/1.0.2/1.0.3, pprof) to pprof, folded stacks, flame graphs and JSON",
+    about = "Convert memory profiles (Perfetto traces with heapprofd dumps or Java heap graphs, Android DDM allocation records, HPROF heap dumps 1.0.1/1.0.2/1.0.3, pprof) to pprof, folded stacks, flame graphs, an HTML report, speedscope/DHAT/Chrome heap profiles and JSON",
     long_about = None,
     after_help = "Inputs (gzip is detected):\n  \
         Perfetto trace, heapprofd dumps: profile, convert, merge, diff, top, timeline, inspect, symbolize\n  \
         Perfetto trace, Java heap graphs: convert and top (the dominator or shortest-path tree), hprof, inspect\n  \
         DDM allocation records (.alloc): convert, merge, diff, top, inspect\n  \
         HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert and top (the dominator or shortest-path tree), \
-        inspect; hprof-conv (1.0.3 only)\n  \
+        inspect; hprof-conv (1.0.3 only; any version with --proguard-map)\n  \
         pprof (gzip'd or not): convert, merge, diff, top, inspect\n  \
         legacy text heap profile (gperftools, old Go: `heap profile: …`): convert, merge, diff, top, inspect"
 )]
