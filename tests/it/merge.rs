@@ -895,21 +895,6 @@ fn large_merges_are_parallel_gzip_members_with_the_same_bytes_everywhere() {
     }
 }
 
-/// Peak resident memory (KiB) of `heapconv ARGS`, read by Python's `resource` module from
-/// the kernel's accounting of its one child.
-fn peak_rss_kib(args: &[&str]) -> u64 {
-    let script = "import resource, subprocess, sys\n\
-                  subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n\
-                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
-    let out = Command::new("python3")
-        .args(["-c", script, env!("CARGO_BIN_EXE_heapconv")])
-        .args(args)
-        .output()
-        .expect("python3 runs");
-    assert!(out.status.success(), "heapconv {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a number of KiB")
-}
-
 /// Memory follows the distinct stacks, not the number of inputs: merging 32 copies of a
 /// profile (100,000 stacks) takes little more memory than merging 4 of them.
 #[test]

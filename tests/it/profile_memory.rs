@@ -3,7 +3,6 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::Command;
 
 use crate::common::*;
 use heapconv_testdata::heapprofd::{SynthOptions, write_synthetic_trace};
@@ -27,21 +26,6 @@ fn family_trace(path: &Path, callstacks: usize, dumps: usize) {
     let mut buf = Vec::new();
     write_synthetic_trace(&opts, &mut buf).unwrap();
     std::fs::write(path, buf).unwrap();
-}
-
-/// Peak resident memory (KiB) of `heapconv ARGS`, read by Python's `resource` module from
-/// the kernel's accounting of its one child.
-fn peak_rss_kib(args: &[&str]) -> u64 {
-    let script = "import resource, subprocess, sys\n\
-                  subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n\
-                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
-    let out = Command::new("python3")
-        .args(["-c", script, env!("CARGO_BIN_EXE_heapconv")])
-        .args(args)
-        .output()
-        .expect("python3 runs");
-    assert!(out.status.success(), "heapconv {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a number of KiB")
 }
 
 /// Memory follows the distinct stacks and frames, not the dumps: a trace of 16 dumps per

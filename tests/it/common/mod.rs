@@ -391,3 +391,18 @@ pub fn proguard_classpath() -> Option<String> {
     missing_oracle("ProGuard and ReTrace", "apt-get install libproguard-java; .ci/install-oracles.sh does");
     None
 }
+
+/// Peak resident memory (KiB) of `heapconv ARGS`, read by Python's `resource` module from
+/// the kernel's accounting of its one child.
+pub(crate) fn peak_rss_kib(args: &[&str]) -> u64 {
+    let script = "import resource, subprocess, sys\n\
+                  subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n\
+                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
+    let out = Command::new("python3")
+        .args(["-c", script, env!("CARGO_BIN_EXE_heapconv")])
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "heapconv {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("a number of KiB")
+}
