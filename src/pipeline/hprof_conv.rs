@@ -10,7 +10,7 @@ use crate::decode::hprof::{HprofConvOptions, HprofConvReport, NoSeek, hprof_conv
 use crate::decode::perfetto::DecodeOptions;
 use crate::encode::hprof::{HprofOptions, encode_hprof};
 use crate::error::{Error, ErrorKind, Result};
-use crate::output::{check_not_input, commit_staged, discard_staged, stage_file};
+use crate::output::{AtomicFile, check_not_input, commit_staged, discard_staged, stage_file};
 
 /// Options of `heapconv hprof-conv`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -106,30 +106,15 @@ fn run_deobfuscated(input: &Path, output: &Path, opts: &HprofConvRunOptions) -> 
         out.flush().map_err(|e| Error::io("writing standard output", e))?;
         return Ok(report);
     }
-    check_not_input(output, &inputs)?;
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let (tmp, file) = stage_file(&dir, 0)?;
-    let result = (|| {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let summary = encode_hprof(&dump, &hopts, &mut out)?;
-        let file = out.into_inner().map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
-        crate::output::sync_file(&file).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
-        Ok(summary.bytes)
-    })();
-    match result {
-        Ok(bytes) => {
-            commit_staged(&tmp, output, &inputs)?;
-            report.bytes_out = bytes;
-            Ok(report)
-        }
-        Err(e) => {
-            discard_staged([tmp]);
-            Err(e)
-        }
-    }
+    // The writer needs no seeking: an AtomicFile (temporary file, renamed into place) will do.
+    let mut file = AtomicFile::create(output, &inputs)?;
+    let failed = |e| Error::io(format!("writing {}", output.display()), e);
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, &mut file);
+    report.bytes_out = encode_hprof(&dump, &hopts, &mut out)?.bytes;
+    out.flush().map_err(failed)?;
+    drop(out);
+    file.commit()?;
+    Ok(report)
 }
 
 /// `hprof-conv` of one heap dump: `OUT/<key>.hprof`.
