@@ -227,6 +227,9 @@ impl TagFilter {
     }
 }
 
+/// A sample's labels: numeric (key, value), string (key, value).
+type SampleLabels = (Vec<(StringId, i64)>, Vec<(StringId, StringId)>);
+
 /// Which samples and frames a profile keeps (see the module docs); the default keeps all.
 #[derive(Debug, Clone, Default)]
 pub struct FilterOptions {
@@ -281,12 +284,7 @@ impl FilterOptions {
     }
 
     /// A sample's labels (numeric, string) without those `tag_show`/`tag_hide` remove.
-    fn kept_labels(
-        &self,
-        tables: &Tables,
-        num: &[(StringId, i64)],
-        strs: &[(StringId, StringId)],
-    ) -> (Vec<(StringId, i64)>, Vec<(StringId, StringId)>) {
+    fn kept_labels(&self, tables: &Tables, num: &[(StringId, i64)], strs: &[(StringId, StringId)]) -> SampleLabels {
         let keep = |k: StringId| self.keeps_label(tables.strings.get(k));
         (num.iter().filter(|l| keep(l.0)).copied().collect(), strs.iter().filter(|l| keep(l.0)).copied().collect())
     }

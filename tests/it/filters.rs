@@ -233,6 +233,7 @@ fn labelled(path: &Path) -> Vec<Labelled> {
     let mut section = "";
     let mut samples: Vec<(Vec<i64>, Vec<u64>, Vec<String>)> = Vec::new();
     let mut locs: std::collections::HashMap<u64, Vec<String>> = Default::default();
+    let mut last_loc = 0u64;
     for line in text.lines() {
         match line.trim() {
             "Samples:" => section = "types",
@@ -257,9 +258,15 @@ fn labelled(path: &Path) -> Vec<Labelled> {
                 }
             }
             t if section == "locs" => {
-                let (id, rest) = t.split_once(": ").unwrap();
-                let name = rest.split_whitespace().find(|w| !w.starts_with("0x") && !w.starts_with("M=")).unwrap();
-                locs.entry(id.parse().unwrap()).or_default().push(name.to_owned());
+                // "     1: 0x401000 M=1 main.f :1 s=0", a continuation line for an inlined
+                // function, or an address without a name.
+                let (id, rest) = match t.split_once(": ") {
+                    Some((id, rest)) if id.chars().all(|c| c.is_ascii_digit()) => (id.parse().unwrap(), rest),
+                    _ => (last_loc, t),
+                };
+                last_loc = id;
+                let name = rest.split_whitespace().find(|w| !w.starts_with("0x") && !w.starts_with("M=")).unwrap_or("");
+                locs.entry(id).or_default().push(name.to_owned());
             }
             _ => {}
         }
