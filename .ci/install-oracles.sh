@@ -89,6 +89,10 @@ if [ ! -f "$SPEEDSCOPE_DIR/package/dist/release/file-format-schema.json" ]; then
   (cd "$SPEEDSCOPE_DIR" && npm pack --silent "speedscope@$SPEEDSCOPE_VERSION" >/dev/null &&
     tar xzf "speedscope-$SPEEDSCOPE_VERSION.tgz" package/dist/release/file-format-schema.json package/LICENSE)
 fi
+# The package's tarball stays there: tests/it/viewer_formats.rs unpacks its web app (dist/release)
+# to open a --to speedscope output in it (chromium, playwright-core above).
+[ -f "$SPEEDSCOPE_DIR/speedscope-$SPEEDSCOPE_VERSION.tgz" ] ||
+  (cd "$SPEEDSCOPE_DIR" && npm pack --silent "speedscope@$SPEEDSCOPE_VERSION" >/dev/null)
 # jsonschema goes to its own directory (PYTHONPATH=target/oracle-py), beside the venv.
 PYLIB="$REPO/target/oracle-py"
 PYTHONPATH="$PYLIB" "$VENV/bin/python" -c 'import jsonschema' >/dev/null 2>&1 ||

@@ -23,23 +23,26 @@
 //!    with no matching frame are dropped. A frame matched by its mapping keeps all its lines.
 //! 3. `tag_focus`, `tag_ignore` (go's `FilterSamplesByTag`): samples whose labels match
 //!    `tag_focus` are kept, then those matching `tag_ignore` dropped (see [`TagFilter`]).
-//! 4. `prune_from`: in each sample, frames below (leafward of) the leaf-most frame that has a
+//! 4. `tag_show`, `tag_hide` (go's `FilterTagsByName`): every sample keeps only the labels,
+//!    string and numeric, whose key matches `tag_show` (all without it) and does not match
+//!    `tag_hide`; samples themselves are kept.
+//! 5. `prune_from`: in each sample, frames below (leafward of) the leaf-most frame that has a
 //!    line whose function name, simplified as go does (`f(int) const` -> `f`), matches are
 //!    removed, and in that frame the lines inside the innermost matching line.
 //!
 //! Then heapconv's own two, which `go tool pprof` has no flag for:
 //!
-//! 5. `drop_allocator_frames`: the allocator's own frames at the leaf end of every stack are
+//! 6. `drop_allocator_frames`: the allocator's own frames at the leaf end of every stack are
 //!    removed, so that the leaf is the code that asked for memory ([`ALLOCATOR_FRAMES`]: the
 //!    C allocator, C++ `operator new`, ART's allocation entry points). A line is an
 //!    allocator's when its simplified function name matches the whole expression; innermost
 //!    lines are removed while they match, frame after frame, but the root-most frame of a
 //!    stack is always kept, so no sample loses its value.
-//! 6. `invert`: every stack is reversed, leaf first: a callers view, rooted at the
+//! 7. `invert`: every stack is reversed, leaf first: a callers view, rooted at the
 //!    functions that allocated.
 //!
-//! Filters change which samples there are and what their stacks hold, never a sample's
-//! values.
+//! Filters change which samples there are, what their stacks hold and which labels they
+//! carry, never a sample's values.
 
 use std::sync::Arc;
 
@@ -224,6 +227,9 @@ impl TagFilter {
     }
 }
 
+/// A sample's labels: numeric (key, value), string (key, value).
+type SampleLabels = (Vec<(StringId, i64)>, Vec<(StringId, StringId)>);
+
 /// Which samples and frames a profile keeps (see the module docs); the default keeps all.
 #[derive(Debug, Clone, Default)]
 pub struct FilterOptions {
@@ -243,6 +249,10 @@ pub struct FilterOptions {
     pub tag_focus: Option<TagFilter>,
     /// Drop samples whose labels match. Default: none.
     pub tag_ignore: Option<TagFilter>,
+    /// Keep only the labels whose key matches this (go's `-tagshow`). Default: none.
+    pub tag_show: Option<Regex>,
+    /// Remove the labels whose key matches this (go's `-taghide`). Default: none.
+    pub tag_hide: Option<Regex>,
     /// Remove the allocator's frames at the leaf end of stacks ([`ALLOCATOR_FRAMES`]).
     /// Default: false.
     pub drop_allocator_frames: bool,
@@ -261,8 +271,22 @@ impl FilterOptions {
             && self.prune_from.is_none()
             && self.tag_focus.is_none()
             && self.tag_ignore.is_none()
+            && self.tag_show.is_none()
+            && self.tag_hide.is_none()
             && !self.drop_allocator_frames
             && !self.invert
+    }
+
+    /// Whether a label with this key stays (`tag_show` and `tag_hide`, go's `FilterTagsByName`).
+    pub fn keeps_label(&self, key: &str) -> bool {
+        self.tag_show.as_ref().is_none_or(|r| r.is_match(key))
+            && !self.tag_hide.as_ref().is_some_and(|r| r.is_match(key))
+    }
+
+    /// A sample's labels (numeric, string) without those `tag_show`/`tag_hide` remove.
+    fn kept_labels(&self, tables: &Tables, num: &[(StringId, i64)], strs: &[(StringId, StringId)]) -> SampleLabels {
+        let keep = |k: StringId| self.keeps_label(tables.strings.get(k));
+        (num.iter().filter(|l| keep(l.0)).copied().collect(), strs.iter().filter(|l| keep(l.0)).copied().collect())
     }
 
     /// A regular expression of a filter, compiled as go's `regexp.Compile` would (unanchored).
@@ -532,10 +556,48 @@ pub fn filter_flat(p: FlatProfile, opts: &FilterOptions) -> FlatProfile {
     for &(k, u) in p.num_label_units() {
         q.set_num_label_unit(k, u);
     }
+    let tag_names = opts.tag_show.is_some() || opts.tag_hide.is_some();
     for (s, i) in kept {
-        q.push_sample(&s, p.sample(i).1, p.sample_labels(i), p.sample_str_labels(i));
+        if tag_names {
+            let (num, strs) = opts.kept_labels(&q.tables, p.sample_labels(i), p.sample_str_labels(i));
+            q.push_sample(&s, p.sample(i).1, &num, &strs);
+        } else {
+            q.push_sample(&s, p.sample(i).1, p.sample_labels(i), p.sample_str_labels(i));
+        }
     }
     q
+}
+
+/// Stacks of `tables` (of samples without labels) filtered (see the module docs): each one's
+/// filtered stack, interned in a copy of the tables when the filters made new frames or
+/// stacks, or `None` when its sample would be dropped. The tables themselves and the stacks
+/// unchanged when nothing is filtered.
+pub fn filter_stacks(
+    tables: &Arc<Tables>,
+    stacks: &[StackId],
+    opts: &FilterOptions,
+) -> (Arc<Tables>, Vec<Option<StackId>>) {
+    if opts.is_empty() {
+        return (Arc::clone(tables), stacks.iter().map(|&s| Some(s)).collect());
+    }
+    let mut fl = Filterer::new(tables, opts);
+    let mut buf = Vec::new();
+    let kept: Vec<Option<Vec<FrameId>>> = stacks
+        .iter()
+        .map(|&s| {
+            tables.stack_frames_leaf_first(s, &mut buf);
+            fl.stack(&buf, &[], &[])
+        })
+        .collect();
+    let mut out = fl.out.take().unwrap_or_else(|| (**tables).clone());
+    let ids = kept
+        .into_iter()
+        .map(|s| {
+            let root_first: Vec<FrameId> = s?.into_iter().rev().collect();
+            out.intern_stack(&root_first)
+        })
+        .collect();
+    (Arc::new(out), ids)
 }
 
 /// A profile with a stack tree filtered (see the module docs), its stacks interned in a copy
@@ -570,9 +632,15 @@ pub fn filter_profile(p: Profile, opts: &FilterOptions) -> Profile {
     for &(k, u) in p.num_label_units() {
         q.set_num_label_unit(k, u);
     }
+    let tag_names = opts.tag_show.is_some() || opts.tag_hide.is_some();
     for ((_, i), id) in kept.into_iter().zip(ids) {
         if let Some(id) = id {
-            q.push_sample_with_all_labels(id, p.sample(i).1, p.sample_labels(i), p.sample_str_labels(i));
+            if tag_names {
+                let (num, strs) = opts.kept_labels(&q.tables, p.sample_labels(i), p.sample_str_labels(i));
+                q.push_sample_with_all_labels(id, p.sample(i).1, &num, &strs);
+            } else {
+                q.push_sample_with_all_labels(id, p.sample(i).1, p.sample_labels(i), p.sample_str_labels(i));
+            }
         }
     }
     q
@@ -741,6 +809,45 @@ mod tests {
         assert_eq!(simplify_func("S::operator()(int) const"), "S::operator()");
         assert_eq!(simplify_func(".main"), "main");
         assert_eq!(simplify_func("runtime.main"), "runtime.main");
+    }
+
+    #[test]
+    fn tag_show_and_hide_remove_labels_by_key_and_keep_samples() {
+        let mut p = flat(&[(&["main", "a"], 1), (&["main", "b"], 2)]);
+        let mut t = (*p.tables).clone();
+        let (thread, main, bytes, request, get) = (
+            t.strings.intern("thread"),
+            t.strings.intern("main"),
+            t.strings.intern("bytes"),
+            t.strings.intern("request"),
+            t.strings.intern("GET"),
+        );
+        let frames: Vec<Vec<FrameId>> = (0..2).map(|i| p.sample(i).0.to_vec()).collect();
+        let mut q = FlatProfile::new(Arc::new(t), p.header.meta.clone(), p.header.sample_types.clone());
+        q.push_sample(&frames[0], &[1], &[(bytes, 64)], &[(thread, main), (request, get)]);
+        q.push_sample(&frames[1], &[2], &[], &[(thread, main)]);
+        p = q;
+        let keys = |q: &FlatProfile| -> Vec<Vec<String>> {
+            (0..q.sample_count())
+                .map(|i| {
+                    let n = q.sample_labels(i).iter().map(|l| l.0);
+                    let s = q.sample_str_labels(i).iter().map(|l| l.0);
+                    n.chain(s).map(|k| q.tables.strings.get(k).to_owned()).collect()
+                })
+                .collect()
+        };
+        let show = filter_flat(p.clone(), &FilterOptions { tag_show: re("^(thread|bytes)$"), ..Default::default() });
+        assert_eq!(keys(&show), [vec!["bytes", "thread"], vec!["thread"]]);
+        let hide = filter_flat(p.clone(), &FilterOptions { tag_hide: re("thr"), ..Default::default() });
+        assert_eq!(keys(&hide), [vec!["bytes", "request"], vec![]]);
+        assert_eq!(names(&hide), [("main;a".to_owned(), 1), ("main;b".to_owned(), 2)]);
+        let both = filter_profile(
+            p.to_profile(),
+            &FilterOptions { tag_show: re("e"), tag_hide: re("^b"), ..Default::default() },
+        );
+        assert_eq!(both.sample_count(), 2);
+        let k: Vec<&str> = both.sample_str_labels(0).iter().map(|l| both.tables.strings.get(l.0)).collect();
+        assert_eq!((k, both.sample_labels(0).len()), (vec!["thread", "request"], 0));
     }
 
     #[test]

@@ -392,6 +392,12 @@ pub(crate) struct FilterArgs {
     /// Drop samples whose labels match, as `go tool pprof -tagignore` (syntax of --tag-focus).
     #[arg(long, value_name = "TAG", help_heading = "Filters")]
     tag_ignore: Option<String>,
+    /// Keep only the labels whose key matches RE (samples stay), as `go tool pprof -tagshow`.
+    #[arg(long, value_name = "RE", help_heading = "Filters")]
+    tag_show: Option<String>,
+    /// Remove the labels whose key matches RE (samples stay), as `go tool pprof -taghide`.
+    #[arg(long, value_name = "RE", help_heading = "Filters")]
+    tag_hide: Option<String>,
     /// Reverse every stack: a callers view, rooted at the functions that allocated.
     #[arg(long, help_heading = "Filters")]
     invert: bool,
@@ -429,6 +435,8 @@ impl FilterArgs {
             prune_from: re("prune-from", &self.prune_from)?,
             tag_focus: tag("tag-focus", &self.tag_focus)?,
             tag_ignore: tag("tag-ignore", &self.tag_ignore)?,
+            tag_show: re("tag-show", &self.tag_show)?,
+            tag_hide: re("tag-hide", &self.tag_hide)?,
             invert: self.invert,
             drop_allocator_frames: self.drop_allocator_frames,
         })

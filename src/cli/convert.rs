@@ -226,6 +226,7 @@ impl ConvertArgs {
                     decode,
                     symbols: sources.clone(),
                     filter,
+                    prune_below: self.prune_below,
                 },
                 view,
             ),

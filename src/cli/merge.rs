@@ -29,6 +29,10 @@ pub(crate) struct MergeArgs {
     /// meaning (`total-size`). Default: the inputs' default type.
     #[arg(long, value_name = "NAME")]
     sample_type: Option<String>,
+    /// `--to html`: frames below this percentage of the total (in every sample type) are merged
+    /// into one `[other]` frame per parent; 0 keeps every frame.
+    #[arg(long, value_name = "PCT", default_value_t = 0.01)]
+    prune_below: f64,
     #[command(flatten)]
     select: SelectArgs,
     #[command(flatten)]
@@ -52,6 +56,7 @@ pub(crate) fn run(ui: &Ui, a: MergeArgs) -> Result<u8, Error> {
         merge: merge_options(&a.select.sample_types),
         format: a.to.0,
         sample_type: a.sample_type.clone(),
+        prune_below: a.prune_below,
     };
     let inputs = expand_inputs(&a.inputs, &a.list)?;
     let (profile, infos) = if opts.format == Format::Pprof && a.output.as_os_str() != "-" {
@@ -98,6 +103,7 @@ mod tests {
         assert_eq!(got.decode.max_bundle_bytes, want.decode.max_bundle_bytes);
         assert_eq!(merge_options(&a.select.sample_types).sample_types, d.merge.sample_types);
         assert_eq!(a.sample_type, d.sample_type);
+        assert_eq!(a.prune_below, d.prune_below);
         assert!(Cli::try_parse_from(["heapconv", "merge", "a.pb"]).is_err(), "-o is required");
     }
 }

@@ -90,6 +90,12 @@ pub(crate) fn run(ui: &Ui, a: TopArgs) -> Result<u8, Error> {
         }
         TopRun::Heap(_, report) => {
             ui.deobfuscation(&sources.proguard);
+            if !opts.load.filter.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "a Java heap is shown by class (retained size), which stack filters (--focus, --hide, --tag-focus, ...) do not apply to; filter its dominator tree with `convert --to pprof|folded|svg|html` instead",
+                ));
+            }
             if matches!(a.by, Some(TopByArg::Function | TopByArg::Mapping | TopByArg::Stack)) || a.sample_type.is_some()
             {
                 return Err(Error::new(

@@ -12,7 +12,9 @@
 //! stack, not single allocations), with ordinals 1, 2, … in that order, so the sizes of the
 //! samples at a node add up to its `selfSize`. The root is `(root)` with `selfSize` 0.
 //!
-//! The value written is the one shown (by default the profile's default sample type); a
+//! The value written is the one shown (by default the profile's default sample type); it must
+//! be a size in bytes (a sample's `size` is bytes, and DevTools shows it so), so a CPU or
+//! other non-memory profile, or a count shown, is refused with the profile's sample types; a
 //! sampling heap profile has no negative sizes, so a difference is refused. The tree is written
 //! without recursion, so deep stacks do not exhaust the stack.
 
@@ -57,6 +59,26 @@ fn call_frame(out: &mut String, f: Option<&ViewerFrame>) {
 
 /// Encodes a profile as a `.heapprofile`.
 pub fn encode_chrome_heap(profile: &Profile, opts: &ChromeHeapOptions) -> Result<Vec<u8>> {
+    let is_size = |t: &crate::model::ValueType| t.kind.is_bytes() || t.unit.eq_ignore_ascii_case("bytes");
+    let types = &profile.header.sample_types;
+    if let Some(shown) = types.get(opts.value_index).filter(|t| !is_size(t)) {
+        let all: Vec<String> = types.iter().map(|t| format!("{}/{}", t.name, t.unit)).collect();
+        let hint = match types.iter().find(|t| is_size(t)) {
+            Some(t) => {
+                format!("show a size instead, such as {} (--sample-type NAME or --value unreleased-size)", t.name)
+            }
+            None => "this is not a memory profile: write it as pprof, speedscope, folded, svg or html".to_owned(),
+        };
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "a sampling heap profile (.heapprofile) holds sizes in bytes, and the type shown, {}/{}, is not one (sample types: {}); {hint}",
+                shown.name,
+                shown.unit,
+                all.join(", ")
+            ),
+        ));
+    }
     let mut frames = ViewerFrames::default();
     let mut nodes = vec![Node { frame: None, self_size: 0, children: Vec::new() }];
     let mut child: HashMap<(usize, usize), usize> = HashMap::default();

@@ -213,6 +213,9 @@ pub(crate) fn convert_inputs_to(
             Opened::Trace(inp, kind) => {
                 return convert_trace(inp, kind, &inputs[0], &dest_for(!opts.format.is_report()), opts);
             }
+            Opened::Hprof(inp) if opts.format.is_report() && !opts.filter.is_empty() => {
+                return Err(filters_not_for_heap_report(&inp.name));
+            }
             Opened::Hprof(inp) => {
                 if inputs.len() > 1 {
                     return Err(Error::new(
@@ -430,6 +433,17 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
     Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
+/// The error for filters given with the JSON report of a Java heap, which lists classes and
+/// retainers, not stacks.
+fn filters_not_for_heap_report(name: &str) -> Error {
+    Error::new(
+        ErrorKind::Usage,
+        format!(
+            "{name}: --to json of a Java heap writes its class report (classes by retained size, largest retainers), which stack filters (--focus, --hide, --tag-focus, ...) do not apply to; filter its dominator tree with --to pprof, folded, svg, html or speedscope instead"
+        ),
+    )
+}
+
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
 /// `opts.format` (with its totals), or, for JSON, the top report.
 fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<ProfileTotals>)> {
@@ -437,6 +451,9 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
     use crate::encode::heap_top::heap_top_json;
     let heap = RootedHeap::new(dump);
     if opts.format.is_report() {
+        if !opts.filter.is_empty() {
+            return Err(filters_not_for_heap_report(&stem(input)));
+        }
         let spt = heap.shortest_path_tree();
         let dom = heap.dominators();
         return Ok((heap_top_json(&heap.heap_top(&spt, &dom, &HeapTopOptions::default())).into_bytes(), None));

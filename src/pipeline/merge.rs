@@ -26,6 +26,9 @@ pub struct MergeRunOptions {
     /// (`alloc_space`) or meaning (`total-size`); a type the merged profile lacks is an error
     /// listing its types. Default: none (the merged inputs' default type).
     pub sample_type: Option<String>,
+    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
+    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
+    pub prune_below: f64,
 }
 
 impl Default for MergeRunOptions {
@@ -35,6 +38,7 @@ impl Default for MergeRunOptions {
             merge: MergeOptions::default(),
             format: Format::Pprof,
             sample_type: None,
+            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
         }
     }
 }
@@ -56,11 +60,16 @@ pub fn encode_merged(profile: &FlatProfile, format: Format) -> Result<Vec<u8>> {
     encode_flat(profile, format, &EncodeOptions::default())
 }
 
+/// [`encode_merged`] with the options of a run (`--prune-below` of an HTML report).
+pub fn encode_merged_with(profile: &FlatProfile, opts: &MergeRunOptions) -> Result<Vec<u8>> {
+    encode_flat(profile, opts.format, &EncodeOptions { prune_below: opts.prune_below, ..EncodeOptions::default() })
+}
+
 /// Runs `merge`: loads, merges and encodes.
 pub fn run_merge(inputs: &[PathBuf], opts: &MergeRunOptions) -> Result<MergeRun> {
     let (profile, infos) = merge_to_profile(inputs, opts)?;
     let mut clock = crate::timing::Phases::start("merge");
-    let bytes = encode_merged(&profile, opts.format)?;
+    let bytes = encode_merged_with(&profile, opts)?;
     clock.done("encode");
     Ok(MergeRun { profile, bytes, inputs: infos })
 }

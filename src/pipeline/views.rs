@@ -21,7 +21,7 @@ use super::batch::{BatchInput, Done, file_for};
 use super::load::{Opened, SymbolSources, not_a_trace, open_input, symbolize_hook};
 use super::select::{Destination, DumpSelect, stem};
 use crate::analysis::dumps::{delta_profile, keep_stacks, leak_suspects, view_value_index};
-use crate::analysis::filter::{FilterOptions, filter_profile};
+use crate::analysis::filter::{FilterOptions, filter_profile, filter_stacks};
 use crate::decode::InputKind;
 use crate::decode::ddm_alloc_records::DdmOptions;
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
@@ -116,6 +116,9 @@ pub struct ViewOptions {
     /// pprof-style filters applied to what the view writes (the peak dump, the leak suspects,
     /// both sides of each delta), not to the choice of dumps or suspects. Default: none.
     pub filter: FilterOptions,
+    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
+    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
+    pub prune_below: f64,
 }
 
 impl Default for ViewOptions {
@@ -130,6 +133,7 @@ impl Default for ViewOptions {
             decode: DecodeOptions::default(),
             symbols: SymbolSources::default(),
             filter: FilterOptions::default(),
+            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
         }
     }
 }
@@ -356,7 +360,7 @@ fn encode_view_profile(p: &Profile, index: usize, title: String, opts: &ViewOpti
             shown: Shown::Index(index),
             annotations: opts.annotations,
             title: Some(title),
-            ..Default::default()
+            prune_below: opts.prune_below,
         },
     )
 }
@@ -399,6 +403,7 @@ fn delta_pair(
         normalize: false,
         base_name: format!("{}: {}", s.who(), a.describe()),
         new_name: b.describe(),
+        prune_below: opts.prune_below,
         ..DiffOptions::default()
     };
     // JSON is one document per run: the pair's entry is made below.
@@ -778,11 +783,18 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                 ));
                 p.header.meta.comments.push(attribution);
                 if opts.format.is_report() {
+                    // The suspects are chosen before filtering; the filters decide which of
+                    // them are listed, with what frames, and the total.
+                    let (ftables, fstacks) = filter_stacks(&p.tables, &stacks, &opts.filter);
+                    let p = filter_profile(p, &opts.filter);
+                    let total = p.total(s.value_index);
                     let mut nodes = Vec::new();
                     let list: Vec<serde_json::Value> = suspects
                         .iter()
-                        .map(|x| {
-                            let mut frames = stack_labels(&p.tables, x.stack, opts.annotations, &mut nodes);
+                        .zip(fstacks)
+                        .filter_map(|(x, stack)| Some((x, stack?)))
+                        .map(|(x, stack)| {
+                            let mut frames = stack_labels(&ftables, stack, opts.annotations, &mut nodes);
                             frames.reverse();
                             serde_json::json!({
                                 "frames": frames,
@@ -796,7 +808,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                     v["total"] = serde_json::json!(total);
                     v["suspects"] = serde_json::Value::Array(list);
                     json_entries.push(v);
-                    json_profiles.push(filter_profile(p, &opts.filter));
+                    json_profiles.push(p);
                     continue;
                 }
                 let title = format!(

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::common::{data, heapconv_ok, root};
 
 /// Node, playwright-core and chromium, or `None` (a panic when oracles are required).
-fn browser() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn browser() -> Option<(PathBuf, PathBuf)> {
     let core = std::env::var_os("PLAYWRIGHT_CORE")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("target/browser/node_modules/playwright-core"));

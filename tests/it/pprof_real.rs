@@ -334,7 +334,7 @@ fn merge_takes_sample_type() {
 /// Real Go profiles written by `tests/data/goprof/` (built and run once per test process):
 /// `heap.pb.gz`, `cpu.pb.gz` and `goroutine.pb.gz` in the returned directory; `None` when Go is
 /// missing (and oracles are optional).
-fn go_profiles() -> Option<&'static Path> {
+pub(crate) fn go_profiles() -> Option<&'static Path> {
     static CELL: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
     CELL.get_or_init(|| {
         if !have_go() {

@@ -363,3 +363,101 @@ fn dhat_refuses_a_profile_without_allocations() {
     assert_eq!(doc["profiles"][0]["unit"], "nanoseconds");
     assert_eq!(doc["shared"]["frames"][0]["name"], "f");
 }
+
+#[test]
+fn chrome_heap_refuses_a_cpu_profile_and_a_count_naming_the_sample_types() {
+    let dir = tmp();
+    let out = dir.path().join("p.heapprofile");
+    let run = |input: &Path, extra: &[&str], code: i32| -> String {
+        let args =
+            [&["convert", "--to", "chrome-heap", input.to_str().unwrap(), "-o", out.to_str().unwrap()][..], extra];
+        let r = heapconv_ok(&args.concat(), code);
+        String::from_utf8_lossy(&r.stderr).into_owned()
+    };
+    // A CPU profile's shape (pprof-odd): nothing in bytes.
+    let err = run(&data("pprof-odd/empty-stack.pb.gz"), &[], 1);
+    assert!(
+        err.contains(
+            "a sampling heap profile (.heapprofile) holds sizes in bytes, and the type shown, cpu/nanoseconds, is not one \
+             (sample types: samples/count, cpu/nanoseconds); this is not a memory profile"
+        ),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // Real Go CPU and goroutine profiles.
+    if let Some(go) = crate::pprof_real::go_profiles() {
+        for (name, shown) in [("cpu", "cpu/nanoseconds"), ("goroutine", "goroutine/count")] {
+            let err = run(&go.join(format!("{name}.pb.gz")), &[], 1);
+            assert!(err.contains(&format!("the type shown, {shown}, is not one")), "{name}: {err}");
+            assert!(err.contains("this is not a memory profile"), "{name}: {err}");
+        }
+    }
+    // A memory profile shown as a count: refused with the size to show instead; sizes work.
+    let Some((a, _)) = go_heap() else { return };
+    let err = run(a, &["--sample-type", "alloc_objects"], 1);
+    assert!(
+        err.contains("the type shown, alloc_objects/count, is not one") && err.contains("such as alloc_space"),
+        "{err}"
+    );
+    run(a, &["--sample-type", "alloc_space"], 0);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(read_heapprofile(&doc), stacks_of(&input_profile(a), 1));
+}
+
+/// speedscope's web app (`dist/release` of the pinned npm package whose tarball
+/// `.ci/install-oracles.sh` keeps in `target/oracle-npm/`), unpacked into `dir`; `None` (a
+/// panic when oracles are required) when the tarball is missing.
+fn speedscope_app(dir: &Path) -> Option<PathBuf> {
+    let tgz = root().join("target/oracle-npm/speedscope-1.25.0/speedscope-1.25.0.tgz");
+    if !tgz.is_file() {
+        if std::env::var("HEAPCONV_REQUIRE_ORACLES").as_deref() == Ok("1") {
+            panic!("{} is required (HEAPCONV_REQUIRE_ORACLES=1): run .ci/install-oracles.sh", tgz.display());
+        }
+        eprintln!("SKIPPED browser check: no {} (run .ci/install-oracles.sh)", tgz.display());
+        return None;
+    }
+    let st = Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(dir).arg("package/dist/release").status().unwrap();
+    assert!(st.success(), "tar xzf {}", tgz.display());
+    Some(dir.join("package/dist/release"))
+}
+
+#[test]
+fn speedscope_output_opens_in_the_speedscope_app() {
+    let dir = tmp();
+    let Some((core, chromium)) = crate::html::browser() else { return };
+    let Some(app) = speedscope_app(dir.path()) else { return };
+    let input = data("names.pftrace");
+    let out = dir.path().join("names.speedscope.json");
+    let doc = convert(&input, "speedscope", &out);
+    let run = Command::new("node")
+        .arg(root().join("tests/browser/check_speedscope.mjs"))
+        .arg(&app)
+        .arg(&out)
+        .env("PLAYWRIGHT_CORE", core)
+        .env("CHROMIUM", chromium)
+        .output()
+        .expect("node runs");
+    assert!(run.status.success(), "check_speedscope.mjs: {}", String::from_utf8_lossy(&run.stderr));
+    let page: Value = serde_json::from_slice(&run.stdout).expect("check_speedscope.mjs prints JSON");
+    assert_eq!(page["errors"], serde_json::json!([]), "{page}");
+    assert_eq!(page["requests"], serde_json::json!([]), "{page}");
+    // The document's name is the page's title; the shown profile, 4th of 4, is unreleased size.
+    let name = doc["name"].as_str().unwrap();
+    assert_eq!(name, "/system/bin/namesd (pid 10), heap libc.malloc, dump 1 at 100 ns");
+    assert_eq!(page["title"].as_str().unwrap(), format!("{name} - speedscope"));
+    let text = page["text"].as_str().unwrap();
+    assert!(text.contains("Unreleased malloc size (4/4)"), "{text}");
+    // The sandwich table: every frame of the input by name, and malloc (every leaf) holding the
+    // total, 1800 bytes (speedscope prints 1.76 KB).
+    let want = stacks_of(&input_profile(&input), 3);
+    let total: i64 = want.values().sum();
+    assert_eq!(total, 1800);
+    let rows: Vec<&str> = text.lines().map(|l| l.trim()).collect();
+    for stack in want.keys() {
+        for frame in stack.split(';') {
+            assert!(rows.contains(&frame), "{frame} not in the app's table: {text}");
+        }
+    }
+    let at = rows.iter().position(|&r| r == "malloc").unwrap();
+    assert_eq!(&rows[at - 2..at], ["1.76 KB (100%)", "1.76 KB (100%)"], "{text}");
+}

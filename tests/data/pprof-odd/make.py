@@ -36,15 +36,27 @@ class Strings:
             self.table.append(b)
         return self.table.index(b)
 
+def label(s, lab):
+    """lab: (key, "string value") or (key, number, unit or None)."""
+    if isinstance(lab[1], str):
+        return bfield(3, vfield(1, s(lab[0])) + vfield(2, s(lab[1])))
+    body = vfield(1, s(lab[0])) + vfield(3, lab[1] & 0xFFFFFFFFFFFFFFFF)
+    if lab[2]:
+        body += vfield(4, s(lab[2]))
+    return bfield(3, body)
+
 def profile(s, types, samples, mappings=(), locations=(), functions=(), period=None, default=None):
-    """types: [(name, unit)]; samples: [([location ids, leaf first], [values])];
+    """types: [(name, unit)]; samples: [([location ids, leaf first], [values])] or
+    [([location ids], [values], [labels])] (see `label`);
     mappings: [(id, start, limit, offset, file)]; locations: [(id, mapping id, address, [function ids])];
     functions: [(id, name)]."""
     out = b""
     for name, unit in types:
         out += bfield(1, vfield(1, s(name)) + vfield(2, s(unit)))
-    for locs, vals in samples:
-        out += bfield(2, (packed(1, locs) if locs else b"") + packed(2, vals))
+    for sample in samples:
+        locs, vals = sample[0], sample[1]
+        labels = b"".join(label(s, l) for l in (sample[2] if len(sample) > 2 else ()))
+        out += bfield(2, (packed(1, locs) if locs else b"") + packed(2, vals) + labels)
     for mid, start, limit, offset, file in mappings:
         out += bfield(3, vfield(1, mid) + vfield(2, start) + vfield(3, limit) + vfield(4, offset) + vfield(5, s(file)))
     for lid, mid, addr, funcs in locations:
@@ -113,4 +125,23 @@ write("unsymbolized-offsets.pb.gz", profile(
     locations=[(1, 1, 0x7f0000001d0a, []), (2, 1, 0x7f0000002000, []), (3, 3, 0x7ffe000009b9, []),
                (4, 2, 0x4123ab, []), (5, 0, 0x7fff12345678, [])],
     default="alloc_space",
+))
+
+# String labels (as Go's pprof.Do/pprof.Labels put on CPU and goroutine samples) beside numeric
+# ones: keys `thread` and `request` (a sample may have two values of one key), numeric `bytes`
+# (unit bytes) and `object_id` (no unit), a sample without labels; a heap profile's four types.
+s = Strings()
+write("string-labels.pb.gz", profile(
+    s, [("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"), ("inuse_space", "bytes")],
+    [([1, 2, 5], [4, 4096, 1, 1024], [("thread", "main"), ("request", "GET /a"), ("bytes", 1024, "bytes")]),
+     ([1, 3, 5], [2, 65536, 2, 65536], [("thread", "worker-1"), ("request", "POST /b"), ("bytes", 32768, "bytes")]),
+     ([1, 3, 5], [8, 800, 0, 0], [("thread", "worker-2"), ("request", "GET /a"), ("object_id", 7, None)]),
+     ([4, 2, 5], [1, 10, 1, 10], [("thread", "main"), ("thread", "io"), ("request", "GET /health")]),
+     ([4, 5], [3, 300, 3, 300], []),
+     ([1, 2, 5], [16, 160, 16, 160], [("thread", "worker-1"), ("bytes", 10, "bytes")])],
+    mappings=[(1, 0x400000, 0x500000, 0, "/usr/bin/server")],
+    locations=[(1, 1, 0x401000, [1]), (2, 1, 0x402000, [2]), (3, 1, 0x403000, [3]),
+               (4, 1, 0x404000, [4]), (5, 1, 0x405000, [5])],
+    functions=[(1, "runtime.mallocgc"), (2, "main.handleGet"), (3, "main.handlePost"), (4, "main.health"),
+               (5, "main.main")],
 ))
