@@ -78,6 +78,7 @@ pub(crate) fn run(ui: &Ui, a: HprofArgs) -> Result<u8, Error> {
             file_exts: &[],
             min_symbolized: None,
             strict: a.strict.strict,
+            proguard: Some(&opts.proguard),
         };
         return batch::run(ui, &plan, &|i| {
             refuse_pprof(&i.path, "hprof")?;
@@ -180,6 +181,7 @@ pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
             file_exts: &["hprof"],
             min_symbolized: None,
             strict: a.strict.strict,
+            proguard: Some(&opts.proguard),
         };
         return batch::run(ui, &plan, &|i| hprof_conv_one(i, &out, &opts));
     }
