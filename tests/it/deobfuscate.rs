@@ -860,3 +860,216 @@ fn later_mapping_packets_overwrite_earlier_ones() {
     assert_eq!(r.frame("a.a", "y", None).unwrap().frames[0].method, "keep");
     assert_eq!(r.field_names("a.a", "f"), Some(vec!["field".to_owned()]));
 }
+
+/// `art_frames` made again by the independent encoder (Google's schema) with a
+/// `packages_list` (the process's uid 10101 is `com.example.feed`) and `Feed.refresh` in a
+/// mapping whose path names no package (`/data/dalvik-cache/arm64/base.odex`).
+fn packaged_trace(dir: &Path) -> Option<PathBuf> {
+    let (py, tool) = perfetto_python()?;
+    let text = std::fs::read_to_string(data("art_frames.textproto")).unwrap();
+    let m4 = "path_string_ids: 15 path_string_ids: 16 path_string_ids: 17 path_string_ids: 18 path_string_ids: 19 path_string_ids: 11 path_string_ids: 20 }";
+    assert!(text.contains(m4));
+    let text =
+        text.replacen(m4, "path_string_ids: 15 path_string_ids: 24 path_string_ids: 11 path_string_ids: 20 }", 1);
+    let text = text.replacen(
+        "packet { timestamp: 50 process_tree",
+        "packet { timestamp: 40 packages_list { packages { name: \"org.other\" uid: 10200 } packages { name: \"com.example.feed\" uid: 10101 } } }\npacket { timestamp: 50 process_tree",
+        1,
+    );
+    let src = dir.join("guess.textproto");
+    std::fs::write(&src, text).unwrap();
+    let out = dir.join("guess.pftrace");
+    let st = Command::new(py).arg(tool).arg(&src).arg(&out).output().unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    Some(out)
+}
+
+fn feed_names(folded: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(folded);
+    let mut v: Vec<String> = text
+        .split([';', '\n'])
+        .filter(|f| f.contains(".Feed") || f.contains("HotLoop") || f.contains(".Hot."))
+        .map(|f| f.trim_end_matches(|c: char| c.is_ascii_digit() || c == ' ').to_owned())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Java frames of a trace, as trace processor deobfuscates them: a frame whose mapping names
+/// no package takes the package `packages_list` gives the profiled process (two maps given
+/// by package: the right one applies); a JIT frame (`/memfd:`) takes the maps of every
+/// package; ambiguous names are sorted and joined by " | "; a `DeobfuscationMapping` packet
+/// without a package leaves frames alone (heap graphs only), one with a package applies, in
+/// a `compressed_packets` bundle and on standard input too; the batch summary says which map
+/// did what.
+#[test]
+fn trace_frames_take_maps_as_trace_processor_applies_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(trace) = packaged_trace(dir.path()) else { return };
+    let t = trace.to_str().unwrap();
+    let map = data("proguard/art_frames.map");
+    let feed = format!("com.example.feed={}", map.display());
+    let other = dir.path().join("other.map");
+    std::fs::write(&other, "com.real.other.X -> a.b:\n    void y() -> c\n").unwrap();
+    let other = format!("org.other={}", other.display());
+    let folded = |args: &[&str]| {
+        let mut all = vec!["convert", t, "--to", "folded", "-o", "-"];
+        all.extend_from_slice(args);
+        feed_names(&heapconv_ok(&all, 0).stdout)
+    };
+    assert_eq!(
+        folded(&["--proguard-map", &other, "--proguard-map", &feed]),
+        [
+            "com.real.feed.FeedController.parseAll [interp]",
+            "com.real.feed.FeedController.refreshAll [aot]",
+            "com.real.feed.HotLoop.spin | com.real.feed.HotLoop.spinFast [jit]",
+        ]
+    );
+    // Sorted, not in the map's order.
+    let zeta = dir.path().join("zeta.map");
+    std::fs::write(
+        &zeta,
+        "com.real.feed.HotLoop -> com.example.feed.Hot:\n    void zeta() -> loop\n    void alpha() -> loop\n",
+    )
+    .unwrap();
+    let zeta_spec = format!("com.example.feed={}", zeta.display());
+    assert!(
+        folded(&["--proguard-map", &zeta_spec])
+            .contains(&"com.real.feed.HotLoop.alpha | com.real.feed.HotLoop.zeta [jit]".to_owned())
+    );
+    // Packets: without a package, frames stay; with one, they change (plain, bundled, stdin).
+    let plain = [
+        "com.example.feed.Feed.parse [interp]",
+        "com.example.feed.Feed.refresh [aot]",
+        "com.example.feed.Hot.loop [jit]",
+    ];
+    let nopkg = dir.path().join("nopkg.pb");
+    heapconv_ok(&["deobfuscate", t, "--proguard-map", map.to_str().unwrap(), "-o", nopkg.to_str().unwrap()], 0);
+    let pkg = dir.path().join("pkg.pb");
+    heapconv_ok(&["deobfuscate", t, "--proguard-map", &feed, "-o", pkg.to_str().unwrap()], 0);
+    let joined = |name: &str, tail: &[u8]| {
+        let mut b = std::fs::read(&trace).unwrap();
+        b.extend_from_slice(tail);
+        let p = dir.path().join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    let cat_nopkg = joined("nopkg.pftrace", &std::fs::read(&nopkg).unwrap());
+    let out = heapconv_ok(&["convert", cat_nopkg.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+    assert_eq!(feed_names(&out.stdout), plain);
+    let deob = [
+        "com.real.feed.FeedController.parseAll [interp]",
+        "com.real.feed.FeedController.refreshAll [aot]",
+        "com.real.feed.HotLoop.spin | com.real.feed.HotLoop.spinFast [jit]",
+    ];
+    let packets = std::fs::read(&pkg).unwrap();
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut z, &packets).unwrap();
+    let z = z.finish().unwrap();
+    let varint = |mut n: usize, out: &mut Vec<u8>| loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    };
+    let mut inner = Vec::new();
+    varint(50 << 3 | 2, &mut inner);
+    varint(z.len(), &mut inner);
+    inner.extend_from_slice(&z);
+    let mut bundle = vec![0x0a];
+    varint(inner.len(), &mut bundle);
+    bundle.extend_from_slice(&inner);
+    for (name, tail) in [("pkg.pftrace", packets.clone()), ("bundle.pftrace", bundle)] {
+        let p = joined(name, &tail);
+        let out = heapconv_ok(&["convert", p.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+        assert_eq!(feed_names(&out.stdout), deob, "{name}");
+        let piped = Command::new(env!("CARGO_BIN_EXE_heapconv"))
+            .args(["convert", "-", "--to", "folded", "-o", "-"])
+            .stdin(std::fs::File::open(&p).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(feed_names(&piped.stdout), deob, "{name} on standard input");
+        let piped = Command::new(env!("CARGO_BIN_EXE_heapconv"))
+            .args(["profile", "-", "-o", dir.path().join(format!("{name}.d")).to_str().unwrap()])
+            .stdin(std::fs::File::open(&p).unwrap())
+            .output()
+            .unwrap();
+        assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    }
+    // The batch summary: which map did what, and what stayed obfuscated.
+    let batch = dir.path().join("in");
+    std::fs::create_dir(&batch).unwrap();
+    std::fs::copy(&trace, batch.join("guess.pftrace")).unwrap();
+    let summary = dir.path().join("summary.json");
+    heapconv_ok(
+        &[
+            "convert",
+            batch.to_str().unwrap(),
+            "-o",
+            dir.path().join("out").to_str().unwrap(),
+            "--summary-json",
+            summary.to_str().unwrap(),
+            "--proguard-map",
+            &feed,
+            "--proguard-map",
+            &other,
+        ],
+        0,
+    );
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let d = &s["deobfuscation"];
+    let used: Vec<&str> = d["maps"][0]["used_for"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(used.contains(&"Java frames of com.example.feed (package from packages_list)"), "{d}");
+    assert!(used.contains(&"Java frames in memfd (JIT) of com.example.feed"), "{d}");
+    assert_eq!(d["maps"][0]["deobfuscated"], 3, "{d}");
+    assert_eq!(d["maps"][1]["deobfuscated"], 0, "{d}");
+    assert_eq!(d["left_obfuscated"], 3, "{d}");
+    assert!(d["left_examples"].as_array().unwrap().iter().any(|v| v == "android.os.Looper.loop"), "{d}");
+    // Without maps, no key.
+    let plain_summary = dir.path().join("plain.json");
+    heapconv_ok(
+        &[
+            "convert",
+            batch.to_str().unwrap(),
+            "-o",
+            dir.path().join("out2").to_str().unwrap(),
+            "--summary-json",
+            plain_summary.to_str().unwrap(),
+        ],
+        0,
+    );
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&plain_summary).unwrap()).unwrap();
+    assert!(s.get("deobfuscation").is_none());
+}
+
+/// `heapconv hprof --android --proguard-map`: Android's own `hprof-conv` takes the
+/// deobfuscated Android dump, and what it writes reads back with the source names.
+#[test]
+fn android_hprof_conv_accepts_a_deobfuscated_android_dump() {
+    let Some(oracle) = hprof_conv() else { return };
+    let trace = data("heapgraph/shapes.pftrace");
+    let spec = format!("com.example.shapes={}", data("proguard/shapes.map").display());
+    let dir = tempfile::tempdir().unwrap();
+    let ours = dir.path().join("shapes.hprof");
+    heapconv_ok(
+        &["hprof", trace.to_str().unwrap(), "--android", "-o", ours.to_str().unwrap(), "--proguard-map", &spec],
+        0,
+    );
+    assert!(std::fs::read(&ours).unwrap().starts_with(b"JAVA PROFILE 1.0.3\0"));
+    let theirs = dir.path().join("std.hprof");
+    let o = Command::new(oracle).arg(&ours).arg(&theirs).output().unwrap();
+    assert!(o.status.success(), "hprof-conv: {}", String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&theirs).unwrap();
+    assert!(bytes.starts_with(b"JAVA PROFILE 1.0.2\0"));
+    let (d, _) = read_hprof_dump(&bytes[..], "std.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();
+    class(&d, "com.real.shapes.TreeNode");
+    assert!(!d.classes.iter().any(|c| c.name == "com.example.Node"));
+    // And heapconv's own hprof-conv writes the same bytes as Android's.
+    let again = dir.path().join("again.hprof");
+    heapconv_ok(&["hprof-conv", ours.to_str().unwrap(), again.to_str().unwrap()], 0);
+    assert!(std::fs::read(&again).unwrap() == bytes);
+}
