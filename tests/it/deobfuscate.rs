@@ -412,7 +412,8 @@ fn hprof_conv_writes_a_deobfuscated_dump() {
     let (vout, nout) = walk(&bytes);
     assert_eq!(vin, vout, "values differ");
     assert!(vin.primitive_arrays.len() > 100 && vin.instances.len() > 1000, "a real heap");
-    assert_eq!(int_field(&bytes, "com/example/deob/Item", "itemPrice"), [0, 10, 20]);
+    // Three Items of the Inventory (0, 10, 20), four of the Cache (0 to 3).
+    assert_eq!(int_field(&bytes, "com/example/deob/Item", "itemPrice"), [0, 0, 1, 2, 3, 10, 20]);
     assert_eq!(int_field(&bytes, "com/example/deob/Inventory", "itemCount"), [3]);
     assert_eq!(nout["com/example/deob/Item"].1, ["itemName", "itemPrice", "next"]);
     assert!(nin.contains_key("com/example/deob/b") && !nout.contains_key("com/example/deob/b"));
