@@ -415,7 +415,10 @@ fn hprof_conv_writes_a_deobfuscated_dump() {
     // Three Items of the Inventory (0, 10, 20), four of the Cache (0 to 3).
     assert_eq!(int_field(&bytes, "com/example/deob/Item", "itemPrice"), [0, 0, 1, 2, 3, 10, 20]);
     assert_eq!(int_field(&bytes, "com/example/deob/Inventory", "itemCount"), [3]);
-    assert_eq!(nout["com/example/deob/Item"].1, ["itemName", "itemPrice", "next"]);
+    // (ProGuard removed itemName, never read; HotSpot lists fields in its own order.)
+    let mut item_fields = nout["com/example/deob/Item"].1.clone();
+    item_fields.sort();
+    assert_eq!(item_fields, ["itemPrice", "next"]);
     assert!(nin.contains_key("com/example/deob/b") && !nout.contains_key("com/example/deob/b"));
     assert_eq!(nin["java/lang/String"], nout["java/lang/String"]);
     // Only STRING records were added: every other record is the input's, in order.
