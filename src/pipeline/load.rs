@@ -994,7 +994,7 @@ impl TraceMaps {
     ) -> Self {
         let mut rules = FrameRules::default();
         let mut pid_packages = BTreeMap::new();
-        for (&pid, _) in &info.processes {
+        for &pid in info.processes.keys() {
             if let Some(p) = info.package_of_pid(pid) {
                 pid_packages.insert(pid, p.to_owned());
             }
