@@ -181,6 +181,14 @@ impl Write for AtomicFile {
     }
 }
 
+/// Seeking moves within the file being written (the streaming `hprof-conv` patches record
+/// lengths so); a special file that cannot seek (a pipe) fails as it would.
+impl std::io::Seek for AtomicFile {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.file.seek(pos)
+    }
+}
+
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if let Some(tmp) = self.tmp.take() {

@@ -86,6 +86,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) min_symbolized: Option<f64>,
     /// `--strict`: an input that lost data fails the batch (exit 6).
     pub(crate) strict: bool,
+    /// The run's ProGuard/R8 maps: what they did goes into the summary.
+    pub(crate) proguard: Option<&'a heapconv::pipeline::load::ProguardMaps>,
 }
 
 /// One line about a finished input for standard error, or none.
@@ -197,7 +199,8 @@ pub(crate) fn run(
     }
     let code = RunOutcome::worst(results.iter().map(|r| r.outcome(plan.strict))).exit_code();
     let elapsed = (!plan.args.summary_no_times).then(|| start.elapsed());
-    let summary = BatchSummary::new(plan.command, plan.out, shard, listed, results, code, plan.strict, elapsed);
+    let mut summary = BatchSummary::new(plan.command, plan.out, shard, listed, results, code, plan.strict, elapsed);
+    summary.deobfuscation = plan.proguard.and_then(|m| m.report()).and_then(|r| serde_json::to_value(r).ok());
     // In CI (not a terminal) a batch that went well prints nothing unless -v.
     let all_ok = summary.failed == 0
         && summary.partial == 0

@@ -340,6 +340,7 @@ fn run_batch(ui: &Ui, a: &ConvertArgs, asked: Asked, sources: &SymbolSources) ->
         file_exts: &[format.extension()],
         min_symbolized: sources.min_symbolized,
         strict: a.strict.strict,
+        proguard: Some(&sources.proguard),
     };
     // A batch summary always reports each input's symbolization coverage.
     let code = match asked {

@@ -78,6 +78,7 @@ pub(crate) fn run(ui: &Ui, a: HprofArgs) -> Result<u8, Error> {
             file_exts: &[],
             min_symbolized: None,
             strict: a.strict.strict,
+            proguard: Some(&opts.proguard),
         };
         return batch::run(ui, &plan, &|i| {
             refuse_pprof(&i.path, "hprof")?;
@@ -157,9 +158,8 @@ pub(crate) struct HprofConvArgs {
     /// stay), as `hprof-conv -z`.
     #[arg(short = 'z')]
     app_only: bool,
-    // Class and field names are written deobfuscated with these maps (the dump is then
-    // rewritten from heapconv's heap model, as `heapconv hprof` writes it: primitive values
-    // become zeros; any HPROF version is read).
+    // Class and field names are written deobfuscated with these maps (every other byte is
+    // converted as without them; any HPROF version is read).
     #[command(flatten)]
     proguard: ProguardArgs,
     #[command(flatten)]
@@ -181,6 +181,7 @@ pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
             file_exts: &["hprof"],
             min_symbolized: None,
             strict: a.strict.strict,
+            proguard: Some(&opts.proguard),
         };
         return batch::run(ui, &plan, &|i| hprof_conv_one(i, &out, &opts));
     }
@@ -193,8 +194,8 @@ pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
     let r = run_hprof_conv(input, output, &opts)?;
     if !opts.proguard.is_empty() {
         ui.info(&format!(
-            "rewrote {} records from the heap model, deobfuscated: {} -> {} bytes",
-            r.records, r.bytes_in, r.bytes_out
+            "rewrote {} records with deobfuscated names ({} class dumps renamed, {} strings added): {} -> {} bytes",
+            r.records, r.classes_renamed, r.strings_added, r.bytes_in, r.bytes_out
         ));
         ui.deobfuscation(&opts.proguard);
         return Ok(a.strict.exit(Findings::default(), &r.data_loss()));

@@ -78,7 +78,8 @@ pub(crate) enum Command {
     /// Convert an Android heap dump (JAVA PROFILE 1.0.3) to the standard format (1.0.2) that
     /// JVM tools read, byte for byte as Android's `hprof-conv` writes it (except for
     /// PRIMITIVE_ARRAY_NODATA records, which hprof-conv corrupts and heapconv writes as arrays
-    /// of zeros).
+    /// of zeros). With --proguard-map, any HPROF version, written with deobfuscated class and
+    /// field names.
     #[command(name = "hprof-conv")]
     HprofConv(hprof::HprofConvArgs),
     /// Symbolize a trace's native frames offline and write Perfetto ModuleSymbols packets, as

@@ -74,6 +74,7 @@ pub(crate) fn run(ui: &Ui, a: ProfileArgs) -> Result<u8, Error> {
             file_exts: &[],
             min_symbolized: sources.min_symbolized,
             strict: a.strict.strict,
+            proguard: Some(&sources.proguard),
         };
         let mut opts = opts.clone();
         // A batch summary always reports each input's symbolization coverage.

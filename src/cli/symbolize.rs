@@ -59,6 +59,7 @@ pub(crate) fn run(ui: &Ui, a: SymbolizeArgs) -> Result<u8, Error> {
             file_exts: &[SYMBOLS_EXT],
             min_symbolized: sources.min_symbolized,
             strict: a.strict.strict,
+            proguard: None,
         };
         return batch::run(ui, &plan, &|i| {
             refuse_pprof(&i.path, "symbolize")?;

@@ -88,6 +88,7 @@ pub(crate) fn run(ui: &Ui, a: TimelineArgs) -> Result<u8, Error> {
             file_exts: &[opts.format.extension()],
             min_symbolized: None,
             strict: a.strict.strict,
+            proguard: None,
         };
         return batch::run(ui, &plan, &|i| {
             refuse_pprof(&i.path, "timeline")?;

@@ -1050,6 +1050,11 @@ pub struct BatchSummary {
     /// Wall-clock figures (left out with `--summary-no-times`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wall_clock: Option<BatchClock>,
+    /// What the ProGuard/R8 maps did over the batch (left out without maps): per map, what it
+    /// was applied to and how many names it deobfuscated; the names no map deobfuscated (a
+    /// `DeobfuscationReport`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deobfuscation: Option<serde_json::Value>,
 }
 
 impl BatchSummary {
@@ -1083,6 +1088,7 @@ impl BatchSummary {
             exit_code,
             results,
             wall_clock: elapsed.map(|e| BatchClock { elapsed_s: (e.as_secs_f64() * 1e6).round() / 1e6 }),
+            deobfuscation: None,
         }
     }
 

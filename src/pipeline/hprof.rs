@@ -115,9 +115,9 @@ pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) 
     graph.pids = opts.pids.clone();
     let mut staged: Vec<(PathBuf, HprofWritten, u32)> = Vec::new();
     let mut matched: Vec<String> = Vec::new();
-    let deob = opts.proguard.open_for_trace(&inp, graph.max_packet_bytes)?;
+    let deob = opts.proguard.open_for_trace(&mut inp, graph.max_packet_bytes)?;
     let report = decode_heap_graphs(&mut inp, &graph, &mut |mut dump| {
-        super::load::deobfuscate_dump(deob.as_deref(), &mut dump);
+        deob.deobfuscate_graph(&mut dump);
         if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
             return Ok(());
         }

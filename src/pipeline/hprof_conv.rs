@@ -2,15 +2,21 @@
 
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+use std::io::{Seek, Write};
+
 use super::batch::{BatchInput, Done, file_for};
-use super::select::DumpSelect;
 use crate::decode::Input;
-use crate::decode::hprof::ObjectSize;
-use crate::decode::hprof::{HprofConvOptions, HprofConvReport, NoSeek, hprof_conv};
+use crate::decode::hprof::java_class_name;
+use crate::decode::hprof::names::ClassFieldNames;
+use crate::decode::hprof::{
+    HprofConvOptions, HprofConvReport, HprofNames, NameRewrite, NoSeek, hprof_conv, hprof_conv_renamed,
+    scan_hprof_names,
+};
 use crate::decode::perfetto::DecodeOptions;
-use crate::encode::hprof::{HprofOptions, encode_hprof};
 use crate::error::{Error, ErrorKind, Result};
-use crate::output::{AtomicFile, check_not_input, commit_staged, discard_staged, stage_file};
+use crate::output::AtomicFile;
+use crate::symbolize::proguard::Session;
 
 /// Options of `heapconv hprof-conv`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,9 +24,9 @@ pub struct HprofConvRunOptions {
     /// Leave out the instances and arrays of the zygote and image heaps, as `hprof-conv -z`.
     /// Default: false.
     pub app_only: bool,
-    /// ProGuard/R8 maps: the dump is written with deobfuscated class and field names, the way
-    /// `heapconv hprof` writes it (from the heap model: primitive values are written as zeros;
-    /// any HPROF version is read; of a file with several dumps, the last). Default: none.
+    /// ProGuard/R8 maps: the dump is written with deobfuscated class and field names (every
+    /// other byte converted as without them, so values stay exact; any HPROF version is read,
+    /// 1.0.3 becomes 1.0.2 and others keep theirs). Default: none.
     pub proguard: super::load::ProguardMaps,
 }
 
@@ -37,84 +43,169 @@ pub fn run_hprof_conv(input: &Path, output: &Path, opts: &HprofConvRunOptions) -
     if !opts.proguard.is_empty() {
         return run_deobfuscated(input, output, opts);
     }
-    let opts = &opts.conv();
-    use std::io::Write;
-    let inputs = [input.to_path_buf()];
     let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
     let name = inp.name.clone();
-    if output.as_os_str() == "-" {
-        let mut out = NoSeek(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock()));
-        let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
-        out.flush().map_err(|e| Error::io("writing standard output", e))?;
-        return Ok(report);
-    }
-    check_not_input(output, &inputs)?;
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let (tmp, file) = stage_file(&dir, 0)?;
-    let result = (|| {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let report = hprof_conv(inp.reader(), &name, &mut out, opts)?;
-        let file = out.into_inner().map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
-        crate::output::sync_file(&file).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
-        Ok(report)
-    })();
-    match result {
-        Ok(report) => {
-            commit_staged(&tmp, output, &inputs)?;
-            Ok(report)
-        }
-        Err(e) => {
-            discard_staged([tmp]);
-            Err(e)
-        }
-    }
+    stream_to(output, &[input.to_path_buf()], &mut |out| hprof_conv(inp.reader(), &name, &mut { out }, &opts.conv()))
 }
 
-/// `hprof-conv --proguard-map`: the heap dump read into the heap model, deobfuscated and
-/// written by the hprof writer in the standard format (as `heapconv hprof` writes).
+/// `hprof-conv --proguard-map`: the dump rewritten as it streams by, as `hprof-conv` converts
+/// it, with deobfuscated class and field names (two passes: the names first, then the copy), so
+/// every value stays exact, every dump of the file is written and `-z` applies.
 fn run_deobfuscated(input: &Path, output: &Path, opts: &HprofConvRunOptions) -> Result<HprofConvReport> {
-    use std::io::Write;
-    if opts.app_only {
-        return Err(Error::new(ErrorKind::Usage, "hprof-conv: -z cannot be combined with --proguard-map"));
-    }
-    let inputs = [input.to_path_buf()];
-    let inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
-    let hopts = HprofOptions { primitive_padding: false, ..HprofOptions::default() };
-    let mut dump = None;
-    let mut records = 0;
-    let mut bytes_in = 0;
-    super::load::for_selected_hprof_dumps(
-        inp,
-        DumpSelect::Last,
-        ObjectSize::Fields,
-        &opts.proguard,
-        &mut |_, d, s| {
-            records = s.records.values().map(|t| t.count).sum();
-            bytes_in = s.bytes;
-            dump = Some(d);
-            Ok(())
-        },
-    )?;
-    let dump = dump.ok_or_else(|| Error::new(ErrorKind::NoData, format!("{}: no heap dump", input.display())))?;
-    let mut report = HprofConvReport { bytes_in, records, ..HprofConvReport::default() };
+    let mut inp = Input::open(input, DecodeOptions::default().max_gzip_bytes)?;
+    let name = inp.name.clone();
+    let mut again = match inp.reopen() {
+        Some(r) => r?,
+        None => {
+            // Standard input is read once: kept in memory for the second pass.
+            let mut bytes = Vec::new();
+            inp.reader().read_to_end(&mut bytes).map_err(|e| Error::io(format!("reading {name}"), e))?;
+            let max = DecodeOptions::default().max_gzip_bytes;
+            inp = Input::from_bytes(&name, bytes, max)?;
+            inp.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))??
+        }
+    };
+    let names = scan_hprof_names(inp.reader(), &name)?;
+    let rewrite = match opts.proguard.open()? {
+        Some(deob) => {
+            let mut session = deob.session();
+            match session.for_package(None, "heap dump classes and fields") {
+                Some(i) => hprof_renames(&names, &mut session, i)?,
+                None => NameRewrite::default(),
+            }
+        }
+        None => NameRewrite::default(),
+    };
+    stream_to(output, &[input.to_path_buf()], &mut |out| {
+        hprof_conv_renamed(again.reader(), &name, &mut { out }, &opts.conv(), &rewrite)
+    })
+}
+
+/// Writes what `write` streams to `output` (`-`: standard output, which cannot seek), through
+/// an [`AtomicFile`] put in place only when `write` succeeds.
+fn stream_to(
+    output: &Path,
+    inputs: &[PathBuf],
+    write: &mut dyn FnMut(&mut dyn WriteSeek) -> Result<HprofConvReport>,
+) -> Result<HprofConvReport> {
     if output.as_os_str() == "-" {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-        report.bytes_out = encode_hprof(&dump, &hopts, &mut out)?.bytes;
+        let mut out = NoSeek(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock()));
+        let report = write(&mut out)?;
         out.flush().map_err(|e| Error::io("writing standard output", e))?;
         return Ok(report);
     }
-    // The writer needs no seeking: an AtomicFile (temporary file, renamed into place) will do.
-    let mut file = AtomicFile::create(output, &inputs)?;
-    let failed = |e| Error::io(format!("writing {}", output.display()), e);
+    let mut file = AtomicFile::create(output, inputs)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, &mut file);
-    report.bytes_out = encode_hprof(&dump, &hopts, &mut out)?.bytes;
-    out.flush().map_err(failed)?;
+    let report = write(&mut out)?;
+    out.flush().map_err(|e| Error::io(format!("writing {}", output.display()), e))?;
     drop(out);
     file.commit()?;
     Ok(report)
+}
+
+/// A writer the converter can patch record lengths in.
+trait WriteSeek: Write + Seek {}
+impl<T: Write + Seek> WriteSeek for T {}
+
+/// Names a Java class or field that is part of the platform (never in an app's map): not
+/// counted among the names left obfuscated.
+fn is_platform(java: &str) -> bool {
+    let base = java.trim_end_matches("[]");
+    !base.contains('.') && matches!(base, "boolean" | "byte" | "char" | "short" | "int" | "long" | "float" | "double")
+        || [
+            "java.",
+            "javax.",
+            "jdk.",
+            "sun.",
+            "com.sun.",
+            "android.",
+            "androidx.",
+            "dalvik.",
+            "libcore.",
+            "com.android.",
+            "kotlin.",
+            "org.apache.harmony.",
+        ]
+        .iter()
+        .any(|p| base.starts_with(p))
+}
+
+/// The renames that deobfuscate a dump's names with map `map` of `session`: class names in the
+/// spelling the file uses (HotSpot's `a/b/C` and `[La/b/C;`, or Android's `a.b.C[]`), and the
+/// field names of each class, looked up in the class that declares them. A new name reuses a
+/// `STRING` of the file that already spells it, or gets a new id past the largest one.
+fn hprof_renames(names: &HprofNames, session: &mut Session<'_>, map: usize) -> Result<NameRewrite> {
+    let rt = session.retracer(map);
+    let slashes = names.load_classes.iter().any(|(_, n)| names.strings.get(n).is_some_and(|s| s.contains('/')));
+    let mut by_text: HashMap<&str, u64> = HashMap::new();
+    for (&id, text) in &names.strings {
+        by_text.entry(text.as_str()).and_modify(|e| *e = (*e).min(id)).or_insert(id);
+    }
+    let mut next = names.strings.keys().copied().max().unwrap_or(0) + 1;
+    let max_id = if names.id_size == 4 { u64::from(u32::MAX) } else { u64::MAX };
+    let mut rewrite = NameRewrite::default();
+    let mut added: HashMap<String, u64> = HashMap::new();
+    let mut id_for = |text: String, rewrite: &mut NameRewrite| -> Result<u64> {
+        if let Some(&id) = by_text.get(text.as_str()).or_else(|| added.get(&text)) {
+            return Ok(id);
+        }
+        if next > max_id {
+            return Err(Error::new(ErrorKind::LimitExceeded, "no string id is left for the deobfuscated names"));
+        }
+        let id = next;
+        next += 1;
+        added.insert(text.clone(), id);
+        rewrite.new_strings.push((id, text));
+        Ok(id)
+    };
+    let mut class_java: HashMap<u64, String> = HashMap::new();
+    let mut left = Vec::new();
+    for &(cid, nid) in &names.load_classes {
+        let Some(raw) = names.strings.get(&nid) else { continue };
+        let java = java_class_name(raw);
+        class_java.insert(cid, java.clone());
+        match rt.class_name(&java) {
+            Some(orig) if orig != java => {
+                let spelled = if raw.starts_with('[') {
+                    let dims = raw.bytes().take_while(|&b| b == b'[').count();
+                    format!("{}L{};", "[".repeat(dims), orig.trim_end_matches("[]").replace('.', "/"))
+                } else if slashes {
+                    orig.replace('.', "/")
+                } else {
+                    orig
+                };
+                let id = id_for(spelled, &mut rewrite)?;
+                rewrite.class_names.insert(cid, id);
+            }
+            Some(_) => {}
+            None if is_platform(&java) => {}
+            None => left.push(java),
+        }
+    }
+    let mut classes: Vec<(&u64, &ClassFieldNames)> = names.classes.iter().collect();
+    classes.sort_by_key(|c| *c.0);
+    for (&cid, fields) in classes {
+        let Some(java) = class_java.get(&cid) else { continue };
+        let base = java.trim_end_matches("[]");
+        let mut renamed = fields.clone();
+        let mut changed = false;
+        for slot in renamed.statics.iter_mut().chain(renamed.fields.iter_mut()) {
+            let Some(old) = names.strings.get(slot) else { continue };
+            let Some(v) = rt.field_names(base, old) else { continue };
+            let new = v.join(" | ");
+            if new != *old {
+                *slot = id_for(new, &mut rewrite)?;
+                changed = true;
+            }
+        }
+        if changed {
+            rewrite.class_fields.insert(cid, renamed);
+        }
+    }
+    for n in left {
+        session.left_obfuscated(&n);
+    }
+    Ok(rewrite)
 }
 
 /// `hprof-conv` of one heap dump: `OUT/<key>.hprof`.

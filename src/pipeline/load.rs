@@ -24,19 +24,18 @@ use crate::decode::{Input, InputKind, sniff};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, merge_tree};
 use crate::model::{FlatProfile, HeapDump, Profile, Tables, TraceReport};
-use crate::symbolize::proguard::{
-    DeobfuscationReport, Deobfuscator, MapSpec, Session, deobfuscate_frames, deobfuscate_heap_dump,
-};
+use crate::symbolize::java_frames::{FrameRules, deobfuscate_java_frames};
+use crate::symbolize::proguard::{DeobfuscationReport, Deobfuscator, MapSpec, Session, deobfuscate_heap_dump};
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
 pub(crate) fn symbolize_hook(
     s: &mut Option<Symbolizer>,
-    deob: &mut Option<Session<'_>>,
+    deob: &mut Option<FrameSession<'_>>,
     tables: &mut Tables,
     range: std::ops::Range<usize>,
 ) {
     if let Some(d) = deob {
-        deobfuscate_frames(tables, range.clone(), d);
+        deobfuscate_java_frames(tables, range.clone(), &mut d.session, d.rules);
     }
     if let Some(s) = s {
         s.symbolize(tables, range);
@@ -86,8 +85,8 @@ pub(crate) fn select_heapprofd(
     let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
     let mut symbolizer = sel.symbolize.clone().map(Symbolizer::new);
-    let deob = sel.proguard.open_for_trace(&inp, decode.max_packet_bytes)?;
-    let mut session = deob.as_deref().map(Deobfuscator::session);
+    let deob = sel.proguard.open_for_trace(&mut inp, decode.max_packet_bytes)?;
+    let mut session = deob.session();
     let (report, tables) = decode_heapprofd_with(
         &mut inp,
         &decode,
@@ -154,7 +153,7 @@ pub(crate) fn for_selected_heap_graphs(
 ) -> Result<TraceReport> {
     let deob = maps.open_for_trace(inp, decode.max_packet_bytes)?;
     let each = &mut |mut d: HeapDump| {
-        deobfuscate_dump(deob.as_deref(), &mut d);
+        deob.deobfuscate_graph(&mut d);
         each(d)
     };
     let graph = HeapGraphOptions {
@@ -936,24 +935,119 @@ impl ProguardMaps {
     }
 
     /// The maps for one Perfetto trace: [`ProguardMaps::open`]'s, and after them the
-    /// `DeobfuscationMapping` packets the trace holds (read in a pass of their own when the
-    /// input can be read twice), which trace processor applies as if given as map files.
-    pub(crate) fn open_for_trace(&self, inp: &Input, max_packet: u64) -> Result<Option<Arc<Deobfuscator>>> {
-        let tables = match inp.reopen() {
-            Some(Ok(mut again)) => {
-                crate::decode::perfetto::deobfuscation::scan_deobfuscation_mappings(&mut again, max_packet)
-            }
-            _ => Vec::new(),
-        };
-        if tables.is_empty() {
-            return self.open();
+    /// `DeobfuscationMapping` packets the trace holds (read in a pass of their own, inside
+    /// `compressed_packets` bundles too), which trace processor applies as if given as map
+    /// files; with what that pass learnt of the trace's packages (`packages_list`, the
+    /// processes' uids). Standard input read as a stream is read whole first, so that it can
+    /// be read twice.
+    pub(crate) fn open_for_trace(&self, inp: &mut Input, max_packet: u64) -> Result<TraceMaps> {
+        if inp.reopen().is_none() {
+            let mut bytes = Vec::new();
+            let name = inp.name.clone();
+            inp.reader().read_to_end(&mut bytes).map_err(|e| Error::io(format!("reading {name}"), e))?;
+            let file_gzipped = inp.gzipped;
+            *inp = Input::from_bytes(&name, bytes, crate::decode::perfetto::DecodeOptions::default().max_gzip_bytes)?;
+            inp.gzipped |= file_gzipped;
         }
-        Ok(Some(Arc::new(Deobfuscator::with_trace_tables(&self.specs, &inp.name, tables)?)))
+        let info = match inp.reopen() {
+            Some(Ok(mut again)) => {
+                crate::decode::perfetto::deobfuscation::scan_trace_java(&mut again, max_packet, 256 << 20)
+            }
+            _ => Default::default(),
+        };
+        let deob = if info.tables.is_empty() {
+            self.open()?
+        } else {
+            Some(Arc::new(Deobfuscator::with_trace_tables(&self.specs, &inp.name, info.tables.clone())?))
+        };
+        Ok(TraceMaps::new(deob, &info, self.specs.len()))
     }
 
     /// What deobfuscation did so far; `None` when no map was given or none was opened.
     pub fn report(&self) -> Option<DeobfuscationReport> {
         self.opened.lock().ok()?.as_ref().map(|d| d.report())
+    }
+}
+
+/// The maps of one trace and how trace processor applies them: to Java frames by package
+/// ([`FrameRules`]), to heap graphs by the process's package.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TraceMaps {
+    deob: Option<Arc<Deobfuscator>>,
+    rules: FrameRules,
+    /// pid → package, from `packages_list` and the processes' uids.
+    pid_packages: BTreeMap<u64, String>,
+}
+
+/// A [`Session`] over a trace's maps, with the rules for its frames.
+pub(crate) struct FrameSession<'a> {
+    session: Session<'a>,
+    rules: &'a FrameRules,
+}
+
+impl TraceMaps {
+    /// `deob`'s maps: the first `files` given as files, the rest from the trace's packets.
+    fn new(
+        deob: Option<Arc<Deobfuscator>>,
+        info: &crate::decode::perfetto::deobfuscation::TraceJavaInfo,
+        files: usize,
+    ) -> Self {
+        let mut rules = FrameRules::default();
+        let mut pid_packages = BTreeMap::new();
+        for &pid in info.processes.keys() {
+            if let Some(p) = info.package_of_pid(pid) {
+                pid_packages.insert(pid, p.to_owned());
+            }
+        }
+        let mut profiled: Vec<String> = Vec::new();
+        for pid in &info.profiled_pids {
+            if let Some(p) = pid_packages.get(pid)
+                && !profiled.contains(p)
+            {
+                profiled.push(p.clone());
+            }
+        }
+        match profiled.len() {
+            0 => {}
+            1 => rules.guessed_package = profiled.pop(),
+            _ => rules.several_packages = profiled,
+        }
+        if let Some(d) = &deob {
+            for (i, m) in d.maps().iter().enumerate() {
+                match m.package() {
+                    Some(p) => rules.packaged.push((i, p.to_owned())),
+                    None if i >= files => rules.heap_graph_only.push(i),
+                    None => {}
+                }
+            }
+        }
+        TraceMaps { deob, rules, pid_packages }
+    }
+
+    /// Whether there are maps.
+    pub(crate) fn is_some(&self) -> bool {
+        self.deob.is_some()
+    }
+
+    /// A session for the trace's frames; `None` without maps.
+    pub(crate) fn session(&self) -> Option<FrameSession<'_>> {
+        Some(FrameSession { session: self.deob.as_deref()?.session(), rules: &self.rules })
+    }
+
+    /// Deobfuscates a heap graph with the map of its process's package: the package
+    /// `packages_list` gives the process's uid when a map is given for it, else its name up to
+    /// any `:`.
+    pub(crate) fn deobfuscate_graph(&self, dump: &mut HeapDump) {
+        let Some(d) = self.deob.as_deref() else { return };
+        let listed = dump.pid.and_then(|p| self.pid_packages.get(&u64::from(p)));
+        if let Some(p) = listed.filter(|p| d.maps().iter().any(|m| m.package() == Some(p.as_str()))) {
+            let mut s = d.session();
+            if let Some(i) = s.for_package(Some(p), &format!("heap dump classes and fields of {p} (packages_list)")) {
+                deobfuscate_heap_dump(dump, &mut s, i);
+            }
+            return;
+        }
+        deobfuscate_dump(Some(d), dump);
     }
 }
 

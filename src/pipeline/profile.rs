@@ -87,9 +87,9 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let symbolizing = symbolizer.is_some();
     // Without symbol directories frames are only counted, never changed, so the encoder may
     // still lay out callstacks early.
-    let deob = opts.symbols.proguard.open_for_trace(&inp, decode.max_packet_bytes)?;
+    let deob = opts.symbols.proguard.open_for_trace(&mut inp, decode.max_packet_bytes)?;
     let looking_up = !opts.symbols.dirs.is_empty() || deob.is_some();
-    let mut session = deob.as_deref().map(crate::symbolize::proguard::Deobfuscator::session);
+    let mut session = deob.session();
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
     // Three things overlap: this thread decodes; an encoder thread turns each finished dump into
     // pprof, reading a replica of the tables that the decoder extends with what each dump added
@@ -361,9 +361,9 @@ pub fn run_java_heap_profile(input: &Path, opts: &ProfileOptions) -> Result<Prof
     let mut staged: Vec<(PathBuf, u32)> = Vec::new();
     let mut dir_ready = false;
     let mut incomplete = Vec::new();
-    let deob = opts.symbols.proguard.open_for_trace(&inp, opts.decode.max_packet_bytes)?;
+    let deob = opts.symbols.proguard.open_for_trace(&mut inp, opts.decode.max_packet_bytes)?;
     let result = decode_heap_graphs(&mut inp, &graph, &mut |mut dump| {
-        super::load::deobfuscate_dump(deob.as_deref(), &mut dump);
+        deob.deobfuscate_graph(&mut dump);
         if !opts.timestamps.is_empty() && !dump.timestamp.is_some_and(|t| opts.timestamps.contains(&t)) {
             return Ok(());
         }

@@ -8,6 +8,7 @@
 //! debug info, address outside any function).
 
 pub mod elf;
+pub mod java_frames;
 pub mod locate;
 pub mod proguard;
 

@@ -2,10 +2,12 @@
 //! ReTrace on a map ProGuard wrote for a real program, heap dumps of that program, and
 //! heapprofd Java frames of a trace.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
+use heapconv::decode::hprof::walk::{HprofStream, SubRecord};
 use heapconv::decode::hprof::{HprofDumpSelect, HprofReadOptions, read_hprof_dump};
 use heapconv::model::heap::HeapDump;
 use heapconv::symbolize::proguard::{Deobfuscator, ProguardMap, Retracer, deobfuscate_heap_dump};
@@ -252,8 +254,137 @@ fn cli_deobfuscates_an_hprof_and_reports() {
     assert!(stderr.contains("matched nothing in the input"), "{stderr}");
 }
 
-/// `hprof-conv --proguard-map`: the dump is written with source class and field names (read
-/// back with heapconv's hprof reader), and the run says which map did it.
+/// Every value of a dump, by id, as its bytes: instances (class id, field bytes), object and
+/// primitive arrays, and each class dump's constants and static values (names left out).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Values {
+    instances: BTreeMap<u64, (u64, Vec<u8>)>,
+    object_arrays: BTreeMap<u64, (u64, Vec<u64>)>,
+    primitive_arrays: BTreeMap<u64, (u8, Vec<u8>)>,
+    statics: BTreeMap<u64, (u64, Vec<(u8, u64)>)>,
+}
+
+/// A dump read with heapconv's streaming reader: its values, and its names as
+/// (class name as the file spells it → (static field names, instance field names)).
+type Names = BTreeMap<String, (Vec<String>, Vec<String>)>;
+
+fn walk(bytes: &[u8]) -> (Values, Names) {
+    let mut s = HprofStream::new(bytes, "t.hprof").unwrap();
+    let id = usize::from(s.header().id_size);
+    let be = |b: &[u8]| b.iter().fold(0u64, |v, &x| (v << 8) | u64::from(x));
+    let mut v = Values::default();
+    let mut strings: HashMap<u64, String> = HashMap::new();
+    let mut class_names: HashMap<u64, u64> = HashMap::new();
+    let mut fields: HashMap<u64, (Vec<u64>, Vec<u64>)> = HashMap::new();
+    while let Some(r) = s.next_record().unwrap() {
+        match r.tag {
+            0x01 => {
+                let b = s.body().unwrap();
+                strings.insert(be(&b[..id]), String::from_utf8_lossy(&b[id..]).into_owned());
+            }
+            0x02 => {
+                let b = s.body().unwrap();
+                class_names.insert(be(&b[4..4 + id]), be(&b[8 + id..8 + 2 * id]));
+            }
+            _ => {
+                while let Some(sr) = s.next_sub().unwrap() {
+                    match sr.record {
+                        SubRecord::Class(c) => {
+                            let statics = c.statics().map(|f| (f.ty as u8, f.value)).collect();
+                            v.statics.insert(c.id, (c.super_id, statics));
+                            fields.insert(
+                                c.id,
+                                (c.statics().map(|f| f.name).collect(), c.fields().map(|f| f.0).collect()),
+                            );
+                        }
+                        SubRecord::Instance(o) => {
+                            v.instances.insert(o.id, (o.class_id, o.data.to_vec()));
+                        }
+                        SubRecord::ObjectArray(a) => {
+                            v.object_arrays.insert(a.id, (a.class_id, a.ids().collect()));
+                        }
+                        SubRecord::PrimitiveArray(a) => {
+                            let (aid, ty) = (a.id, a.ty as u8);
+                            let data = match a.data {
+                                Some(d) => d.to_vec(),
+                                None => {
+                                    let mut d = Vec::new();
+                                    s.copy_payload(&mut d).unwrap();
+                                    d
+                                }
+                            };
+                            v.primitive_arrays.insert(aid, (ty, data));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    let name = |sid: &u64| strings.get(sid).cloned().unwrap_or_default();
+    let names = class_names
+        .iter()
+        .map(|(cid, sid)| {
+            let (st, fs) = fields.get(cid).cloned().unwrap_or_default();
+            (name(sid), (st.iter().map(name).collect(), fs.iter().map(name).collect()))
+        })
+        .collect();
+    (v, names)
+}
+
+/// The values of int field `field` (after the deobfuscated names) in every instance of `class`
+/// (a class whose superclass declares no fields).
+fn int_field(bytes: &[u8], class: &str, field: &str) -> Vec<i32> {
+    let id = HprofStream::new(bytes, "t.hprof").unwrap().header().id_size;
+    let (v, names) = walk(bytes);
+    let (_, fields) = &names[class];
+    // The class id: the one whose dump has these field names.
+    let mut s2 = HprofStream::new(bytes, "t.hprof").unwrap();
+    let mut layout = None;
+    let mut class_id = None;
+    let mut strings: HashMap<u64, String> = HashMap::new();
+    let mut by_name: HashMap<String, u64> = HashMap::new();
+    let be = |b: &[u8]| b.iter().fold(0u64, |v, &x| (v << 8) | u64::from(x));
+    let n = usize::from(id);
+    while let Some(r) = s2.next_record().unwrap() {
+        match r.tag {
+            0x01 => {
+                let b = s2.body().unwrap();
+                strings.insert(be(&b[..n]), String::from_utf8_lossy(&b[n..]).into_owned());
+            }
+            0x02 => {
+                let b = s2.body().unwrap();
+                by_name.insert(strings[&be(&b[8 + n..8 + 2 * n])].clone(), be(&b[4..4 + n]));
+            }
+            _ => {
+                while let Some(sr) = s2.next_sub().unwrap() {
+                    if let SubRecord::Class(c) = sr.record {
+                        if Some(&c.id) == by_name.get(class) {
+                            class_id = Some(c.id);
+                            layout = Some(c.fields().map(|(_, t)| t).collect::<Vec<_>>());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let (class_id, layout) = (class_id.expect("class dumped"), layout.unwrap());
+    let k = fields.iter().position(|f| f == field).unwrap_or_else(|| panic!("{class} has no {field}: {fields:?}"));
+    let at: usize = layout[..k].iter().map(|t| usize::from(t.size(id))).sum();
+    let mut out: Vec<i32> = v
+        .instances
+        .values()
+        .filter(|(c, _)| *c == class_id)
+        .map(|(_, d)| i32::from_be_bytes(d[at..at + 4].try_into().unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// `hprof-conv --proguard-map`: the dump is rewritten as it streams by with source class and
+/// field names (read back with heapconv's readers), and every value is the input's, byte for
+/// byte: instance fields, statics, object and primitive arrays. The output is the input plus
+/// the new STRING records; standard input works; `-z` is accepted.
 #[test]
 fn hprof_conv_writes_a_deobfuscated_dump() {
     let dir = tempfile::tempdir().unwrap();
@@ -263,6 +394,7 @@ fn hprof_conv_writes_a_deobfuscated_dump() {
     let run = heapconv_ok(&["hprof-conv", hprof, out.to_str().unwrap(), "--proguard-map", map], 0);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains(&format!("with {map} ")) && stderr.contains("heap dump classes and fields"), "{stderr}");
+    let input = std::fs::read(&app.hprof).unwrap();
     let bytes = std::fs::read(&out).unwrap();
     assert!(bytes.starts_with(b"JAVA PROFILE 1.0.2\0"));
     let (d, _) =
@@ -275,9 +407,89 @@ fn hprof_conv_writes_a_deobfuscated_dump() {
     assert_eq!(d.obj_class[first as usize] as usize, item);
     let app_class = class(&d, "com.example.deob.DeobApp");
     assert!(d.classes[app_class].static_refs.iter().any(|&(f, _)| d.field_name(f) == "KEEP"));
-    // Without a map, a standard-format dump is refused as before; -z with a map is a usage error.
+    // The values: the same as the input's, and the prices the program set, under their names.
+    let (vin, nin) = walk(&input);
+    let (vout, nout) = walk(&bytes);
+    assert_eq!(vin, vout, "values differ");
+    assert!(vin.primitive_arrays.len() > 100 && vin.instances.len() > 1000, "a real heap");
+    // Three Items of the Inventory (0, 10, 20), four of the Cache (0 to 3).
+    assert_eq!(int_field(&bytes, "com/example/deob/Item", "itemPrice"), [0, 0, 1, 2, 3, 10, 20]);
+    assert_eq!(int_field(&bytes, "com/example/deob/Inventory", "itemCount"), [3]);
+    // (ProGuard removed itemName, never read; HotSpot lists fields in its own order.)
+    let mut item_fields = nout["com/example/deob/Item"].1.clone();
+    item_fields.sort();
+    assert_eq!(item_fields, ["itemPrice", "next"]);
+    assert!(nin.contains_key("com/example/deob/b") && !nout.contains_key("com/example/deob/b"));
+    assert_eq!(nin["java/lang/String"], nout["java/lang/String"]);
+    // Only STRING records were added: every other record is the input's, in order.
+    let summary: serde_json::Value = {
+        let o = heapconv_ok(&["inspect", out.to_str().unwrap(), "--json"], 0);
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    assert!(summary.to_string().contains("STRING"), "{summary}");
+    let added = bytes.len() - input.len();
+    assert!(added > 0 && added < 4096, "{added} bytes added");
+    // From standard input, and with -z (a HotSpot dump has no zygote heap: the same bytes).
+    let piped = Command::new(env!("CARGO_BIN_EXE_heapconv"))
+        .args(["hprof-conv", "-", "-", "-z", "--proguard-map", map])
+        .stdin(std::fs::File::open(&app.hprof).unwrap())
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    assert!(piped.stdout == bytes, "stdin + -z differs from the file run");
+    // Without a map, a standard-format dump is refused as before.
     heapconv_ok(&["hprof-conv", hprof, dir.path().join("x.hprof").to_str().unwrap()], 1);
-    heapconv_ok(&["hprof-conv", "-z", hprof, dir.path().join("y.hprof").to_str().unwrap(), "--proguard-map", map], 2);
+}
+
+/// An Android dump (1.0.3, 4-byte ids, zygote and image heaps): `hprof-conv --proguard-map`
+/// writes what Android's `hprof-conv` writes, values for values, with `com.example.Node` and
+/// its fields renamed; its `next`, whose string `FinalizerReference.next` shares, is renamed
+/// in Node only; with `-z` the same objects are left out as by `hprof-conv -z`.
+#[test]
+fn hprof_conv_deobfuscates_an_android_dump_like_hprof_conv_converts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = heapconv_testdata::hprof::android_sample(4, false);
+    let inp = dir.path().join("a.hprof");
+    std::fs::write(&inp, &bytes).unwrap();
+    let map = dir.path().join("m.txt");
+    std::fs::write(
+        &map,
+        "com.real.TreeNode -> com.example.Node:\n    com.real.TreeNode nextNode -> next\n    java.lang.String title -> label\n    int liveCount -> sCount\n",
+    )
+    .unwrap();
+    for z in [false, true] {
+        let ours = dir.path().join(format!("ours{z}.hprof"));
+        let mut args = vec!["hprof-conv", inp.to_str().unwrap(), ours.to_str().unwrap(), "--proguard-map"];
+        args.push(map.to_str().unwrap());
+        if z {
+            args.push("-z");
+        }
+        heapconv_ok(&args, 0);
+        let ours = std::fs::read(&ours).unwrap();
+        assert!(ours.starts_with(b"JAVA PROFILE 1.0.2\0"));
+        let mut conv = std::io::Cursor::new(Vec::new());
+        let opts = heapconv::decode::hprof::HprofConvOptions { app_only: z, ..Default::default() };
+        heapconv::decode::hprof::hprof_conv(&bytes[..], "a", &mut conv, &opts).unwrap();
+        let plain = conv.into_inner();
+        if let Some(oracle) = hprof_conv() {
+            let theirs = dir.path().join(format!("theirs{z}.hprof"));
+            let mut cmd = Command::new(oracle);
+            if z {
+                cmd.arg("-z");
+            }
+            assert!(cmd.arg(&inp).arg(&theirs).status().unwrap().success());
+            assert!(std::fs::read(&theirs).unwrap() == plain, "hprof-conv's output");
+        }
+        let (vp, np) = walk(&plain);
+        let (vo, no) = walk(&ours);
+        assert_eq!(vp, vo, "-z {z}: values differ from hprof-conv's");
+        assert_eq!(no["com.real.TreeNode"].1, ["nextNode", "value", "title"]);
+        assert_eq!(no["java.lang.ref.FinalizerReference"].1, ["next"]);
+        assert!(no["com.real.TreeNode"].0.contains(&"liveCount".to_owned()), "{:?}", no["com.real.TreeNode"]);
+        assert_eq!(no["com.real.TreeNode[]"], np["com.example.Node[]"]);
+        assert_eq!(no["java.lang.ref.Reference"], np["java.lang.ref.Reference"]);
+        assert!(!no.contains_key("com.example.Node"));
+    }
 }
 
 /// `--mapping-dir`: a Gradle tree with two modules and variants gives the `release` map of the
@@ -651,4 +863,217 @@ fn later_mapping_packets_overwrite_earlier_ones() {
     assert_eq!((f.frames[0].class.as_str(), f.frames[0].method.as_str(), f.frames.len()), ("com.New", "second", 1));
     assert_eq!(r.frame("a.a", "y", None).unwrap().frames[0].method, "keep");
     assert_eq!(r.field_names("a.a", "f"), Some(vec!["field".to_owned()]));
+}
+
+/// `art_frames` made again by the independent encoder (Google's schema) with a
+/// `packages_list` (the process's uid 10101 is `com.example.feed`) and `Feed.refresh` in a
+/// mapping whose path names no package (`/data/dalvik-cache/arm64/base.odex`).
+fn packaged_trace(dir: &Path) -> Option<PathBuf> {
+    let (py, tool) = perfetto_python()?;
+    let text = std::fs::read_to_string(data("art_frames.textproto")).unwrap();
+    let m4 = "path_string_ids: 15 path_string_ids: 16 path_string_ids: 17 path_string_ids: 18 path_string_ids: 19 path_string_ids: 11 path_string_ids: 20 }";
+    assert!(text.contains(m4));
+    let text =
+        text.replacen(m4, "path_string_ids: 15 path_string_ids: 24 path_string_ids: 11 path_string_ids: 20 }", 1);
+    let text = text.replacen(
+        "packet { timestamp: 50 process_tree",
+        "packet { timestamp: 40 packages_list { packages { name: \"org.other\" uid: 10200 } packages { name: \"com.example.feed\" uid: 10101 } } }\npacket { timestamp: 50 process_tree",
+        1,
+    );
+    let src = dir.join("guess.textproto");
+    std::fs::write(&src, text).unwrap();
+    let out = dir.join("guess.pftrace");
+    let st = Command::new(py).arg(tool).arg(&src).arg(&out).output().unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    Some(out)
+}
+
+fn feed_names(folded: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(folded);
+    let mut v: Vec<String> = text
+        .split([';', '\n'])
+        .filter(|f| f.contains(".Feed") || f.contains("HotLoop") || f.contains(".Hot."))
+        .map(|f| f.trim_end_matches(|c: char| c.is_ascii_digit() || c == ' ').to_owned())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Java frames of a trace, as trace processor deobfuscates them: a frame whose mapping names
+/// no package takes the package `packages_list` gives the profiled process (two maps given
+/// by package: the right one applies); a JIT frame (`/memfd:`) takes the maps of every
+/// package; ambiguous names are sorted and joined by " | "; a `DeobfuscationMapping` packet
+/// without a package leaves frames alone (heap graphs only), one with a package applies, in
+/// a `compressed_packets` bundle and on standard input too; the batch summary says which map
+/// did what.
+#[test]
+fn trace_frames_take_maps_as_trace_processor_applies_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(trace) = packaged_trace(dir.path()) else { return };
+    let t = trace.to_str().unwrap();
+    let map = data("proguard/art_frames.map");
+    let feed = format!("com.example.feed={}", map.display());
+    let other = dir.path().join("other.map");
+    std::fs::write(&other, "com.real.other.X -> a.b:\n    void y() -> c\n").unwrap();
+    let other = format!("org.other={}", other.display());
+    let folded = |args: &[&str]| {
+        let mut all = vec!["convert", t, "--to", "folded", "-o", "-"];
+        all.extend_from_slice(args);
+        feed_names(&heapconv_ok(&all, 0).stdout)
+    };
+    assert_eq!(
+        folded(&["--proguard-map", &other, "--proguard-map", &feed]),
+        [
+            "com.real.feed.FeedController.parseAll [interp]",
+            "com.real.feed.FeedController.refreshAll [aot]",
+            "com.real.feed.HotLoop.spin | com.real.feed.HotLoop.spinFast [jit]",
+        ]
+    );
+    // Sorted, not in the map's order.
+    let zeta = dir.path().join("zeta.map");
+    std::fs::write(
+        &zeta,
+        "com.real.feed.HotLoop -> com.example.feed.Hot:\n    void zeta() -> loop\n    void alpha() -> loop\n",
+    )
+    .unwrap();
+    let zeta_spec = format!("com.example.feed={}", zeta.display());
+    assert!(
+        folded(&["--proguard-map", &zeta_spec])
+            .contains(&"com.real.feed.HotLoop.alpha | com.real.feed.HotLoop.zeta [jit]".to_owned())
+    );
+    // Packets: without a package, frames stay; with one, they change (plain, bundled, stdin).
+    let plain = [
+        "com.example.feed.Feed.parse [interp]",
+        "com.example.feed.Feed.refresh [aot]",
+        "com.example.feed.Hot.loop [jit]",
+    ];
+    let nopkg = dir.path().join("nopkg.pb");
+    heapconv_ok(&["deobfuscate", t, "--proguard-map", map.to_str().unwrap(), "-o", nopkg.to_str().unwrap()], 0);
+    let pkg = dir.path().join("pkg.pb");
+    heapconv_ok(&["deobfuscate", t, "--proguard-map", &feed, "-o", pkg.to_str().unwrap()], 0);
+    let joined = |name: &str, tail: &[u8]| {
+        let mut b = std::fs::read(&trace).unwrap();
+        b.extend_from_slice(tail);
+        let p = dir.path().join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    let cat_nopkg = joined("nopkg.pftrace", &std::fs::read(&nopkg).unwrap());
+    let out = heapconv_ok(&["convert", cat_nopkg.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+    assert_eq!(feed_names(&out.stdout), plain);
+    let deob = [
+        "com.real.feed.FeedController.parseAll [interp]",
+        "com.real.feed.FeedController.refreshAll [aot]",
+        "com.real.feed.HotLoop.spin | com.real.feed.HotLoop.spinFast [jit]",
+    ];
+    let packets = std::fs::read(&pkg).unwrap();
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut z, &packets).unwrap();
+    let z = z.finish().unwrap();
+    let varint = |mut n: usize, out: &mut Vec<u8>| loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    };
+    let mut inner = Vec::new();
+    varint(50 << 3 | 2, &mut inner);
+    varint(z.len(), &mut inner);
+    inner.extend_from_slice(&z);
+    let mut bundle = vec![0x0a];
+    varint(inner.len(), &mut bundle);
+    bundle.extend_from_slice(&inner);
+    for (name, tail) in [("pkg.pftrace", packets.clone()), ("bundle.pftrace", bundle)] {
+        let p = joined(name, &tail);
+        let out = heapconv_ok(&["convert", p.to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+        assert_eq!(feed_names(&out.stdout), deob, "{name}");
+        let piped = Command::new(env!("CARGO_BIN_EXE_heapconv"))
+            .args(["convert", "-", "--to", "folded", "-o", "-"])
+            .stdin(std::fs::File::open(&p).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(feed_names(&piped.stdout), deob, "{name} on standard input");
+        let piped = Command::new(env!("CARGO_BIN_EXE_heapconv"))
+            .args(["profile", "-", "-o", dir.path().join(format!("{name}.d")).to_str().unwrap()])
+            .stdin(std::fs::File::open(&p).unwrap())
+            .output()
+            .unwrap();
+        assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    }
+    // The batch summary: which map did what, and what stayed obfuscated.
+    let batch = dir.path().join("in");
+    std::fs::create_dir(&batch).unwrap();
+    std::fs::copy(&trace, batch.join("guess.pftrace")).unwrap();
+    let summary = dir.path().join("summary.json");
+    heapconv_ok(
+        &[
+            "convert",
+            batch.to_str().unwrap(),
+            "-o",
+            dir.path().join("out").to_str().unwrap(),
+            "--summary-json",
+            summary.to_str().unwrap(),
+            "--proguard-map",
+            &feed,
+            "--proguard-map",
+            &other,
+        ],
+        0,
+    );
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let d = &s["deobfuscation"];
+    let used: Vec<&str> = d["maps"][0]["used_for"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(used.contains(&"Java frames of com.example.feed (package from packages_list)"), "{d}");
+    assert!(used.contains(&"Java frames in memfd (JIT) of com.example.feed"), "{d}");
+    assert_eq!(d["maps"][0]["deobfuscated"], 3, "{d}");
+    assert_eq!(d["maps"][1]["deobfuscated"], 0, "{d}");
+    assert_eq!(d["left_obfuscated"], 3, "{d}");
+    assert!(d["left_examples"].as_array().unwrap().iter().any(|v| v == "android.os.Looper.loop"), "{d}");
+    // Without maps, no key.
+    let plain_summary = dir.path().join("plain.json");
+    heapconv_ok(
+        &[
+            "convert",
+            batch.to_str().unwrap(),
+            "-o",
+            dir.path().join("out2").to_str().unwrap(),
+            "--summary-json",
+            plain_summary.to_str().unwrap(),
+        ],
+        0,
+    );
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&plain_summary).unwrap()).unwrap();
+    assert!(s.get("deobfuscation").is_none());
+}
+
+/// `heapconv hprof --android --proguard-map`: Android's own `hprof-conv` takes the
+/// deobfuscated Android dump, and what it writes reads back with the source names.
+#[test]
+fn android_hprof_conv_accepts_a_deobfuscated_android_dump() {
+    let Some(oracle) = hprof_conv() else { return };
+    let trace = data("heapgraph/shapes.pftrace");
+    let spec = format!("com.example.shapes={}", data("proguard/shapes.map").display());
+    let dir = tempfile::tempdir().unwrap();
+    let ours = dir.path().join("shapes.hprof");
+    heapconv_ok(
+        &["hprof", trace.to_str().unwrap(), "--android", "-o", ours.to_str().unwrap(), "--proguard-map", &spec],
+        0,
+    );
+    assert!(std::fs::read(&ours).unwrap().starts_with(b"JAVA PROFILE 1.0.3\0"));
+    let theirs = dir.path().join("std.hprof");
+    let o = Command::new(oracle).arg(&ours).arg(&theirs).output().unwrap();
+    assert!(o.status.success(), "hprof-conv: {}", String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&theirs).unwrap();
+    assert!(bytes.starts_with(b"JAVA PROFILE 1.0.2\0"));
+    let (d, _) = read_hprof_dump(&bytes[..], "std.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();
+    class(&d, "com.real.shapes.TreeNode");
+    assert!(!d.classes.iter().any(|c| c.name == "com.example.Node"));
+    // And heapconv's own hprof-conv writes the same bytes as Android's.
+    let again = dir.path().join("again.hprof");
+    heapconv_ok(&["hprof-conv", ours.to_str().unwrap(), again.to_str().unwrap()], 0);
+    assert!(std::fs::read(&again).unwrap() == bytes);
 }

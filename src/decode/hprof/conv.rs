@@ -42,6 +42,7 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
+use super::names::{NameRewrite, is_load_class};
 use super::walk::{HprofStream, SubRecord, sub};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -90,6 +91,10 @@ pub struct HprofConvReport {
     /// `PRIMITIVE_ARRAY_NODATA_DUMP` arrays written with length 0 (see
     /// [`HprofConvOptions::max_zero_fill`]).
     pub nodata_emptied: u64,
+    /// `STRING` records added by a rename ([`hprof_conv_renamed`]).
+    pub strings_added: u64,
+    /// `CLASS_DUMP` sub-records written with other field names by a rename.
+    pub classes_renamed: u64,
 }
 
 impl HprofConvReport {
@@ -213,10 +218,35 @@ pub fn hprof_conv<R: Read, W: Write + Seek>(
     out: &mut W,
     opts: &HprofConvOptions,
 ) -> Result<HprofConvReport> {
+    convert(input, name, out, opts, None)
+}
+
+/// [`hprof_conv`] with class and field names replaced as `names` says (see
+/// [`super::names`]); every other byte is converted as [`hprof_conv`] converts it, so values
+/// stay exact. Any HPROF version is read: `JAVA PROFILE 1.0.3` becomes 1.0.2, other versions
+/// keep their header (there is nothing of Android's to convert in them).
+pub fn hprof_conv_renamed<R: Read, W: Write + Seek>(
+    input: R,
+    name: &str,
+    out: &mut W,
+    opts: &HprofConvOptions,
+    names: &NameRewrite,
+) -> Result<HprofConvReport> {
+    convert(input, name, out, opts, Some(names))
+}
+
+fn convert<R: Read, W: Write + Seek>(
+    input: R,
+    name: &str,
+    out: &mut W,
+    opts: &HprofConvOptions,
+    names: Option<&NameRewrite>,
+) -> Result<HprofConvReport> {
     let mut s = HprofStream::new(input, name)?;
     let h = s.header().clone();
     match h.format.as_str() {
         "JAVA PROFILE 1.0.3" => {}
+        _ if names.is_some() => {}
         "JAVA PROFILE 1.0.2" => {
             return Err(Error::new(
                 ErrorKind::Unsupported,
@@ -233,8 +263,14 @@ pub fn hprof_conv<R: Read, W: Write + Seek>(
     let werr = |e: io::Error| Error::io("writing the output", e);
     let mut report = HprofConvReport::default();
     let mut header = h.clone();
-    header.format = "JAVA PROFILE 1.0.2".to_owned();
-    let head = header.to_bytes();
+    if header.format == "JAVA PROFILE 1.0.3" {
+        header.format = "JAVA PROFILE 1.0.2".to_owned();
+    }
+    let mut head = header.to_bytes();
+    if let Some(n) = names {
+        head.extend_from_slice(&n.string_records(h.id_size));
+        report.strings_added = n.new_strings.len() as u64;
+    }
     out.write_all(&head).map_err(werr)?;
     let mut rec = RecordOut { out, mem: Vec::new(), direct: None, limit: opts.max_buffered_record, written: 0 };
     rec.written = head.len() as u64;
@@ -242,6 +278,14 @@ pub fn hprof_conv<R: Read, W: Write + Seek>(
     let mut zero_filled = 0u64;
     while let Some(r) = s.next_record()? {
         report.records += 1;
+        if let Some(n) = names.filter(|_| is_load_class(r.tag)) {
+            let mut body = s.body()?.to_vec();
+            n.load_class(&mut body, h.id_size);
+            rec.out.write_all(&r.to_bytes()).map_err(werr)?;
+            rec.out.write_all(&body).map_err(werr)?;
+            rec.written += 9 + body.len() as u64;
+            continue;
+        }
         if !r.is_heap_dump() {
             rec.out.write_all(&r.to_bytes()).map_err(werr)?;
             rec.written += 9;
@@ -284,6 +328,13 @@ pub fn hprof_conv<R: Read, W: Write + Seek>(
                         s.copy_payload(&mut rec)?;
                     }
                 }
+                sub::CLASS_DUMP if names.is_some() => match names.and_then(|n| n.class_dump(sr.raw, h.id_size)) {
+                    Some(b) => {
+                        report.classes_renamed += 1;
+                        rec.write_all(&b).map_err(werr)?
+                    }
+                    None => rec.write_all(sr.raw).map_err(werr)?,
+                },
                 sub::PRIMITIVE_ARRAY_NODATA if skip_objects => report.objects_dropped += 1,
                 sub::PRIMITIVE_ARRAY_NODATA => {
                     let SubRecord::PrimitiveArray(a) = sr.record else { unreachable!("0xC3 is a primitive array") };

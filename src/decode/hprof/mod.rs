@@ -91,6 +91,7 @@
 
 pub mod conv;
 pub mod layout;
+pub mod names;
 pub mod walk;
 
 use std::io::Read;
@@ -102,8 +103,9 @@ use crate::model::heap::{
     BasicType, Class, ClassIdx, ClassKind, FieldDesc, FieldIdx, HeapDump, NO_FIELD, ObjIdx, ObjectKind, REF_DANGLING,
     REF_NULL, Root, RootKind,
 };
-pub use conv::{HprofConvOptions, HprofConvReport, NoSeek, hprof_conv};
+pub use conv::{HprofConvOptions, HprofConvReport, NoSeek, hprof_conv, hprof_conv_renamed};
 pub use layout::{ObjectSize, apply_object_size};
+pub use names::{HprofNames, NameRewrite, scan_hprof_names};
 pub use walk::{FileHeader, HprofStream, RecordHeader, Sub, SubRecord};
 use walk::{be_uint, decode_mutf8, tag};
 

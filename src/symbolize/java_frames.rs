@@ -1,0 +1,117 @@
+//! Java frames of a Perfetto trace deobfuscated the way trace processor does it
+//! (`deobfuscation_tracker.cc`), with the maps of a [`Deobfuscator`](super::proguard::Deobfuscator):
+//!
+//! * a frame is Java when its name has a `.`; its package is told by its mapping's path
+//!   (`/data/app/<package>-…/`, [`package_of_mapping_path`]); a frame in a `/memfd:` mapping
+//!   (ART's JIT cache) takes every map given for a package, a later one winning; a frame whose
+//!   mapping tells no package gets the package of the profiled process (its uid's app id in
+//!   the trace's `packages_list`, [`FrameRules::guessed_package`]);
+//! * a `DeobfuscationMapping` packet without a package applies to heap graphs only
+//!   ([`FrameRules::heap_graph_only`]); a map file given without a package applies to frames
+//!   whose package is not told otherwise (heapconv's rule: traceconv would drop it);
+//! * a frame whose obfuscated method stands for several originals, and that has no line to
+//!   choose between them, is named by the distinct originals sorted and joined by `" | "`.
+
+use std::ops::Range;
+
+use super::proguard::{Session, package_of_mapping_path, split_java_frame};
+use crate::model::{Line, StringId, Tables};
+
+/// Which map applies to which Java frame, beyond its mapping's path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameRules {
+    /// The package of frames whose mapping tells none: the package of the trace's profiled
+    /// processes when they all have the same one in `packages_list`. Default: none.
+    pub guessed_package: Option<String>,
+    /// The packages of the profiled processes when they differ (frames whose mapping tells no
+    /// package then stay obfuscated: heapconv cannot tell which process a frame is of).
+    /// Default: empty.
+    pub several_packages: Vec<String>,
+    /// Maps (indexes into the deobfuscator's maps) that apply to heap graphs only: the trace's
+    /// `DeobfuscationMapping` packets without a package. Default: none.
+    pub heap_graph_only: Vec<usize>,
+    /// The maps given for a package (files and packets): (index, package), in the order
+    /// given; the ones a `/memfd:` frame takes. Default: none.
+    pub packaged: Vec<(usize, String)>,
+}
+
+/// The map for a frame whose package is `pkg` (`None`: not told), noting what it is used for.
+fn pick(session: &mut Session<'_>, rules: &FrameRules, pkg: Option<&str>, what: &str) -> Option<usize> {
+    let i = session.for_package(pkg, what)?;
+    (!rules.heap_graph_only.contains(&i)).then_some(i)
+}
+
+/// Deobfuscates the Java frames among `range` of `tables` (see the module documentation).
+/// Frames that already have lines (native frames, symbolized) are left alone.
+pub fn deobfuscate_java_frames(
+    tables: &mut Tables,
+    range: Range<usize>,
+    session: &mut Session<'_>,
+    rules: &FrameRules,
+) {
+    for i in range {
+        let f = &tables.frames()[i];
+        if !f.lines.is_empty() {
+            continue;
+        }
+        let name = tables.strings.get(f.name).to_owned();
+        let Some((class, method)) = split_java_frame(&name) else { continue };
+        if class.contains(['(', ' ', ':', '<']) || method.contains(['(', ' ', ':']) {
+            continue;
+        }
+        let path = f.mapping.map(|m| tables.strings.get(tables.mapping(m).path).to_owned()).unwrap_or_default();
+        let hit = if let Some(p) = package_of_mapping_path(&path) {
+            pick(session, rules, Some(p), &format!("Java frames of {p}"))
+                .and_then(|mi| session.retracer(mi).frame(class, method, None))
+        } else if path.starts_with("/memfd:") && !rules.packaged.is_empty() {
+            // Every map of a package applies; trace processor applies them in turn, so the
+            // last that names the class wins.
+            let mut hit = None;
+            for (mi, p) in rules.packaged.iter().rev() {
+                if let Some(r) = session.retracer(*mi).frame(class, method, None) {
+                    session.for_package(Some(p), &format!("Java frames in memfd (JIT) of {p}"));
+                    hit = Some(r);
+                    break;
+                }
+            }
+            hit
+        } else if let Some(g) = &rules.guessed_package {
+            pick(session, rules, Some(g), &format!("Java frames of {g} (package from packages_list)"))
+                .and_then(|mi| session.retracer(mi).frame(class, method, None))
+        } else if !rules.several_packages.is_empty() {
+            None
+        } else {
+            pick(session, rules, None, "Java frames").and_then(|mi| session.retracer(mi).frame(class, method, None))
+        };
+        let Some(r) = hit else {
+            session.left_obfuscated(&name);
+            continue;
+        };
+        let full = |o: &super::proguard::OriginalFrame| format!("{}.{}", o.class, o.method);
+        if r.frames.len() == 1 || r.ambiguous {
+            // Trace processor: the distinct names, sorted, joined by " | ".
+            let mut names: Vec<String> = r.frames.iter().map(full).collect();
+            names.sort();
+            names.dedup();
+            let id = tables.strings.intern(&names.join(" | "));
+            tables.frames_mut()[i].name = id;
+            continue;
+        }
+        let raw = tables.frames()[i].raw_name;
+        let lines: Vec<Line> = r
+            .frames
+            .iter()
+            .map(|o| Line {
+                function: tables.strings.intern(&full(o)),
+                system_name: raw,
+                file: o.file.as_deref().map_or(StringId(0), |s| tables.strings.intern(s)),
+                line: o.line,
+                column: 0,
+            })
+            .collect();
+        let outer = tables.strings.intern(&full(&r.frames[r.frames.len() - 1]));
+        let fr = &mut tables.frames_mut()[i];
+        fr.name = outer;
+        fr.lines = lines;
+    }
+}
