@@ -460,7 +460,9 @@ fn ddm_capture_outline_frame_moves_the_callers_line() {
     let out = heapconv_ok(&["convert", a, "--to", "folded", "-o", "-", "--proguard-map", m], 0);
     let folded = String::from_utf8_lossy(&out.stdout);
     assert!(folded.contains("\ncom.real.app.Loader.run(Loader.java:77);com.example.app.Cache$Node 16"), "{folded}");
-    assert!(!folded.contains("SyntheticOutline0"), "{folded}");
+    // The outline frame itself is gone from every stack (its class still names `Cache.grow`,
+    // a method the map does not list, in the other stack).
+    assert!(!folded.contains("outline0") && !folded.contains(".put("), "{folded}");
 }
 
 /// Heap graphs: `heapconv hprof --proguard-map PACKAGE=FILE` writes a dump with the source's
