@@ -1,40 +1,63 @@
 //! Deobfuscates a Java stack trace (`at class.method(File:line)` lines) with a ProGuard/R8 map,
 //! printing one `at` line per original frame: heapconv's side of the ReTrace benchmark in
-//! BENCHMARKS.md (`cargo run --release --example retrace MAP STACK`).
+//! BENCHMARKS.md (`cargo run --release --example retrace MAP STACK`). The frames go through
+//! [`Retracer::frames_with`] as one batch: each distinct frame answered once, classes read in
+//! parallel and dropped once answered.
 
+use std::fmt::Write as _;
 use std::io::Write;
 
-use heapconv::symbolize::proguard::{ProguardMap, Retracer};
+use heapconv::symbolize::proguard::{FrameQuery, ProguardMap, Retracer};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let map = ProguardMap::open(std::path::Path::new(&args[1]), None).expect("map");
     let r = Retracer::new(&map);
     let text = std::fs::read_to_string(&args[2]).expect("stack");
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // Each input line: printed as is (`None`), left out (`Some(u32::MAX)`: an `at` line that
+    // does not parse), or frame `Some(k)` of the batch.
+    let mut lines: Vec<Option<u32>> = Vec::new();
+    let mut queries: Vec<FrameQuery<'_>> = Vec::new();
     for line in text.lines() {
         let Some(rest) = line.trim_start().strip_prefix("at ") else {
-            writeln!(out, "{line}").unwrap();
+            lines.push(None);
             continue;
         };
-        let (Some(open), true) = (rest.find('('), rest.ends_with(')')) else { continue };
+        let (Some(open), true) = (rest.find('('), rest.ends_with(')')) else {
+            lines.push(Some(u32::MAX));
+            continue;
+        };
         let (qualified, loc) = (&rest[..open], &rest[open + 1..rest.len() - 1]);
-        let Some(dot) = qualified.rfind('.') else { continue };
+        let Some(dot) = qualified.rfind('.') else {
+            lines.push(Some(u32::MAX));
+            continue;
+        };
         let line_no = loc.rsplit_once(':').and_then(|(_, n)| n.parse().ok());
-        match r.frame(&qualified[..dot], &qualified[dot + 1..], line_no) {
-            Some(t) => {
-                for o in t.frames {
-                    writeln!(
-                        out,
-                        "\tat {}.{}({}:{})",
-                        o.class,
-                        o.method,
-                        o.file.as_deref().unwrap_or("Unknown Source"),
-                        o.line
-                    )
-                    .unwrap();
-                }
-            }
+        lines.push(Some(queries.len() as u32));
+        queries.push(FrameQuery { class: &qualified[..dot], method: &qualified[dot + 1..], line: line_no });
+    }
+    let answers = r.frames_with(&queries, |_, t| {
+        let mut s = String::with_capacity(192);
+        for o in t.frames {
+            let _ = writeln!(
+                s,
+                "\tat {}.{}({}:{})",
+                o.class,
+                o.method,
+                o.file.as_deref().unwrap_or("Unknown Source"),
+                o.line
+            );
+        }
+        s.into_boxed_str()
+    });
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for (line, k) in text.lines().zip(lines) {
+        match k {
+            Some(u32::MAX) => {}
+            Some(k) => match answers[k as usize].as_deref() {
+                Some(s) => out.write_all(s.as_bytes()).unwrap(),
+                None => writeln!(out, "{line}").unwrap(),
+            },
             None => writeln!(out, "{line}").unwrap(),
         }
     }

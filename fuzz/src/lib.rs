@@ -466,5 +466,20 @@ pub fn proguard_map(data: &[u8]) {
             }
         }
     }
+    // The batch, the stack walk (outlines) and descriptor narrowing over the same classes.
+    let mut queries = Vec::new();
+    for c in &classes {
+        for m in ["a", "b", "<init>"] {
+            for l in [None, Some(1), Some(17)] {
+                queries.push(heapconv::symbolize::proguard::FrameQuery { class: c, method: m, line: l });
+            }
+        }
+    }
+    let batch = r.frames(&queries);
+    for (q, b) in queries.iter().zip(&batch) {
+        assert_eq!(*b, r.frame(q.class, q.method, q.line), "batch and one-at-a-time answers differ");
+        let _ = r.frame_typed(q.class, q.method, "()V", q.line);
+    }
+    let _ = r.stack(&queries);
     let _ = r.report();
 }

@@ -72,7 +72,8 @@ impl Ui {
         }
         if r.left_obfuscated > 0 && !self.quiet {
             eprintln!(
-                "{} Java name(s) stayed as they were (no map names their class), e.g. {}",
+                "{} Java name(s) stayed obfuscated (no map names their class; counted: obfuscated-looking \
+                 names and names in packages a map covers, not framework classes), e.g. {}",
                 r.left_obfuscated,
                 r.left_examples.join(", ")
             );

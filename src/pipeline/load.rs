@@ -257,7 +257,8 @@ pub(crate) fn deobfuscate_dump(deob: Option<&Deobfuscator>, dump: &mut HeapDump)
 /// Deobfuscates a DDM capture with the map given without a package (or the only map): the
 /// allocated classes and every frame's class, method, file and line; a frame that stands for
 /// an inline chain becomes the chain's frames, innermost first (a stack is cut at 255 frames,
-/// the format's limit). Names past the format's 65,535 strings per table stay as they were.
+/// the format's limit); an R8 outline frame is dropped and its caller's line moved to the
+/// outline's call site. Names past the format's 65,535 strings per table stay as they were.
 pub(crate) fn deobfuscate_capture(deob: Option<&Deobfuscator>, r: &mut AllocRecords) {
     use crate::decode::ddm_alloc_records::{StackFrame, java_name};
     let Some(d) = deob else { return };
@@ -291,12 +292,27 @@ pub(crate) fn deobfuscate_capture(deob: Option<&Deobfuscator>, r: &mut AllocReco
         }
     }
     let mut memo: HashMap<StackFrame, Vec<StackFrame>> = HashMap::new();
+    let mut outlines: HashMap<(u16, u16), bool> = HashMap::new();
     let mut frames: Vec<StackFrame> = Vec::with_capacity(r.frames.len());
     for e in &mut r.entries {
         let start = e.first_frame as usize;
         let end = (start + usize::from(e.depth)).min(r.frames.len());
         let first = frames.len();
+        // An R8 outline frame is dropped; its line is the position that moves its caller's.
+        let mut carried: Option<u32> = None;
         for f in &r.frames[start..end] {
+            let (class, method) = (&old_classes[usize::from(f.class)], &r.method_names[usize::from(f.method)]);
+            if *outlines.entry((f.class, f.method)).or_insert_with(|| rt.is_outline(class, method)) {
+                carried = Some(f.line.max(0) as u32);
+                continue;
+            }
+            let mut at = *f;
+            if let Some(pos) = carried.take() {
+                if let Some(l) = rt.outline_callsite(class, method, f.line.max(0) as u32, pos) {
+                    at.line = i16::try_from(l).unwrap_or(f.line);
+                }
+            }
+            let f = &at;
             let expanded = memo.entry(*f).or_insert_with(|| {
                 let class = &old_classes[usize::from(f.class)];
                 let method = &r.method_names[usize::from(f.method)];

@@ -15,12 +15,24 @@
 //!
 //! # How it is read
 //!
-//! The member rules (line ranges, inline chains, outlines, synthesized members, ambiguous
-//! members) are Sentry's [`proguard`] crate's, which follows R8's `retrace`: this module adds
-//! laziness, fields, and heapconv's errors and report. Opening a map memory-maps it and scans
-//! it once for class lines only, building an index from each obfuscated class name to its
-//! section of the file; a class's members are parsed the first time a name of that class is
-//! asked for ([`Retracer`]), so a large map costs its index, not its members.
+//! Opening a map scans it once, streaming (it is neither memory-mapped nor held), for class
+//! lines only: the index keeps each class's names and the byte range of its section. A
+//! class's members are read from the file when the input names the class, one line at a time
+//! with the line grammar of Sentry's [`proguard`] crate, into a compact table of our own
+//! (`members.rs`): spans into a copy of the class's lines, a few dozen bytes a member. The
+//! lookup rules over that table are R8 `retrace`'s as the crate implements them (line ranges,
+//! inline chains, ambiguous members, `sourceFile`, synthesized members, outlines), checked
+//! against the crate's own mapper by a unit test; the crate's mapper itself is not used, as it
+//! keeps hash maps of cloned records per class (about eight times the map's bytes once every
+//! class is read).
+//!
+//! Two ways to ask: [`Retracer::frame`] and friends read a class the first time it is named
+//! and keep its table for the run (heap dumps, small inputs); [`Retracer::frames`] answers a
+//! batch of frames, each distinct frame once, classes in parallel, each class's table dropped
+//! once its frames are answered, so memory stays at the index and the answers however much of
+//! the map is touched. [`Retracer::stack`] follows one call stack, for the rules that need the
+//! frame below: an R8 outline frame is dropped and its caller's line becomes the outline's
+//! call site (`outline`/`outlineCallsite`).
 //!
 //! # Bad lines
 //!
@@ -32,43 +44,43 @@
 //!
 //! # Limits
 //!
-//! Each class is materialized on its own, so two things that need two classes at once are not
-//! done: the source file of a method inlined from another class is derived from that class's
-//! name (`Foo.java`) rather than read from its `sourceFile` record, and an outline frame is
-//! dropped without moving its caller's line to the outline's call site.
+//! Each class is read on its own: the source file of a method inlined from another class is
+//! derived from that class's name (`Foo.java`, as the crate does) rather than read from that
+//! class's `sourceFile` record. `rewriteFrame` rules apply to exceptions' frames; heapconv's
+//! inputs have no exceptions, so they are read and not applied. `residualsignature` is read
+//! for every method line ([`Retracer::frame_typed`] narrows candidates by it); heapprofd and
+//! DDM frames carry no signature, so for them it changes nothing, as in R8's retrace.
 
-use std::collections::HashMap;
+mod members;
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use proguard::{ProguardMapper, ProguardMapping, ProguardRecord, StackFrame, StackTrace};
+use proguard::ProguardRecord;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, ErrorKind, Result};
+use members::ClassTable;
 
-/// The bytes of a mapping file: memory-mapped, or owned (tests, stdin).
-enum Bytes {
-    Mapped(memmap2::Mmap),
+/// Where a map's bytes are: a file read on demand, or bytes in memory (tests, packets).
+enum Source {
+    File(std::fs::File),
     Owned(Vec<u8>),
 }
 
-impl Bytes {
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Bytes::Mapped(m) => m,
-            Bytes::Owned(v) => v,
-        }
-    }
-}
-
-/// One class of the index: where its original name and its section are in the file.
+/// One class of the index.
 struct ClassEntry {
-    /// The original (deobfuscated) name, a byte range of the file.
-    original: Range<usize>,
-    /// The class line and the member and comment lines below it.
-    section: Range<usize>,
+    /// The class line and the member and comment lines below it: byte range of the map.
+    section: Range<u64>,
+    /// The original (deobfuscated) name: byte range of [`ProguardMap::names`].
+    original: Range<u32>,
+    /// The obfuscated name: byte range of [`ProguardMap::names`].
+    obfuscated: Range<u32>,
     /// 1-based line number of the class line.
     line: u32,
 }
@@ -78,9 +90,14 @@ struct ClassEntry {
 pub struct ProguardMap {
     name: String,
     package: Option<String>,
-    bytes: Bytes,
+    source: Source,
     classes: HashMap<Box<str>, u32>,
     entries: Vec<ClassEntry>,
+    /// Every class's original and obfuscated names, end to end.
+    names: String,
+    /// The packages of the classes the map names, original and obfuscated (`""`: the default
+    /// package): a name in one of them that the map does not know is worth reporting.
+    packages: HashSet<Box<str>>,
 }
 
 impl std::fmt::Debug for ProguardMap {
@@ -93,90 +110,159 @@ impl std::fmt::Debug for ProguardMap {
     }
 }
 
+/// Builds the index from the map's lines, fed in order.
+struct Indexer {
+    name: String,
+    classes: HashMap<Box<str>, u32>,
+    entries: Vec<ClassEntry>,
+    names: String,
+    packages: HashSet<Box<str>>,
+    line_no: u32,
+}
+
+impl Indexer {
+    fn new(name: String) -> Self {
+        Indexer {
+            name,
+            classes: HashMap::new(),
+            entries: Vec::new(),
+            names: String::new(),
+            packages: HashSet::new(),
+            line_no: 0,
+        }
+    }
+
+    /// Line `line` (no newline) starting at byte `pos` of the map.
+    fn line(&mut self, pos: u64, line: &[u8]) -> Result<()> {
+        let name = &self.name;
+        self.line_no = self.line_no.saturating_add(1);
+        let line_no = self.line_no;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        match line.first() {
+            None | Some(b'#') => {}
+            Some(b' ' | b'\t') => {
+                if self.entries.is_empty() && !line.iter().all(|b| b.is_ascii_whitespace()) {
+                    return Err(Error::new(
+                        ErrorKind::Malformed,
+                        format!("{name}:{line_no}: a member line before the first class line"),
+                    ));
+                }
+            }
+            Some(_) => {
+                let (original, obfuscated) = parse_class_line(line).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Malformed,
+                        format!(
+                            "{name}:{line_no}: not a class line (`original.Name -> obfuscated.Name:`): {}",
+                            String::from_utf8_lossy(&line[..line.len().min(200)])
+                        ),
+                    )
+                })?;
+                if let Some(last) = self.entries.last_mut() {
+                    last.section.end = pos;
+                }
+                let idx = u32::try_from(self.entries.len())
+                    .map_err(|_| Error::new(ErrorKind::LimitExceeded, format!("{name}: more than 2^32 classes")))?;
+                if let Some(&prev) = self.classes.get(obfuscated) {
+                    return Err(Error::new(
+                        ErrorKind::Malformed,
+                        format!(
+                            "{name}:{line_no}: class {obfuscated} is mapped a second time (first at line {})",
+                            self.entries[prev as usize].line
+                        ),
+                    ));
+                }
+                let too_big = || Error::new(ErrorKind::LimitExceeded, format!("{name}: class names over 4 GiB"));
+                let o_start = u32::try_from(self.names.len()).map_err(|_| too_big())?;
+                self.names.push_str(original);
+                self.names.push_str(obfuscated);
+                let b_start = o_start + original.len() as u32;
+                let b_end = u32::try_from(self.names.len()).map_err(|_| too_big())?;
+                for n in [original, obfuscated] {
+                    let p = n.rfind('.').map_or("", |i| &n[..i]);
+                    if !self.packages.contains(p) {
+                        self.packages.insert(p.into());
+                    }
+                }
+                self.classes.insert(obfuscated.into(), idx);
+                self.entries.push(ClassEntry {
+                    section: pos..u64::MAX,
+                    original: o_start..b_start,
+                    obfuscated: b_start..b_end,
+                    line: line_no,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, package: Option<String>, source: Source, len: u64) -> ProguardMap {
+        if let Some(last) = self.entries.last_mut() {
+            last.section.end = len;
+        }
+        self.classes.shrink_to_fit();
+        self.names.shrink_to_fit();
+        ProguardMap {
+            name: self.name,
+            package,
+            source,
+            classes: self.classes,
+            entries: self.entries,
+            names: self.names,
+            packages: self.packages,
+        }
+    }
+}
+
+/// Feeds every line of `data` (which starts at byte `base` of the map) to `f`; returns how
+/// many bytes were consumed (up to the last newline, or all when `last`).
+fn feed_lines(data: &[u8], base: u64, last: bool, ix: &mut Indexer) -> Result<usize> {
+    let mut pos = 0usize;
+    for nl in memchr::memchr_iter(b'\n', data) {
+        ix.line(base + pos as u64, &data[pos..nl])?;
+        pos = nl + 1;
+    }
+    if last && pos < data.len() {
+        ix.line(base + pos as u64, &data[pos..])?;
+        pos = data.len();
+    }
+    Ok(pos)
+}
+
 impl ProguardMap {
-    /// Opens and indexes the mapping file at `path` (memory-mapped), for the Android package
-    /// `package` (`None`: the map applies to any input that names no package).
+    /// Opens and indexes the mapping file at `path`: one streaming pass over class lines.
     pub fn open(path: &Path, package: Option<String>) -> Result<Self> {
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| Error::io(format!("opening mapping file {name}"), e))?;
-        let len = file.metadata().map_err(|e| Error::io(format!("reading mapping file {name}"), e))?.len();
-        let bytes = if len == 0 {
-            Bytes::Owned(Vec::new())
-        } else {
-            // SAFETY: the map is only read; a file truncated under us would fault, as with
-            // every memory-mapped input of heapconv (symbol files, traces).
-            let mmap = unsafe { memmap2::Mmap::map(&file) }
-                .map_err(|e| Error::io(format!("mapping mapping file {name} into memory"), e))?;
-            Bytes::Mapped(mmap)
-        };
-        Self::index(name, package, bytes)
+        let mut file = std::fs::File::open(path).map_err(|e| Error::io(format!("opening mapping file {name}"), e))?;
+        let mut ix = Indexer::new(name.clone());
+        let mut buf = vec![0u8; 4 << 20];
+        let mut filled = 0usize;
+        let mut base = 0u64;
+        loop {
+            let n = file.read(&mut buf[filled..]).map_err(|e| Error::io(format!("reading mapping file {name}"), e))?;
+            filled += n;
+            let last = n == 0;
+            let used = feed_lines(&buf[..filled], base, last, &mut ix)?;
+            base += used as u64;
+            buf.copy_within(used..filled, 0);
+            filled -= used;
+            if last {
+                break;
+            }
+            if filled == buf.len() {
+                // One line longer than the buffer: grow it.
+                buf.resize(buf.len() * 2, 0);
+            }
+        }
+        Ok(ix.finish(package, Source::File(file), base))
     }
 
     /// Indexes a mapping file already in memory; `name` names it in errors and reports.
     pub fn from_bytes(name: impl Into<String>, package: Option<String>, bytes: Vec<u8>) -> Result<Self> {
-        Self::index(name.into(), package, Bytes::Owned(bytes))
-    }
-
-    fn index(name: String, package: Option<String>, bytes: Bytes) -> Result<Self> {
-        let data = bytes.as_slice();
-        let mut classes: HashMap<Box<str>, u32> = HashMap::new();
-        let mut entries: Vec<ClassEntry> = Vec::new();
-        let mut pos = 0usize;
-        let mut line_no = 0u32;
-        while pos < data.len() {
-            let end = memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
-            line_no = line_no.saturating_add(1);
-            let line = &data[pos..end];
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            match line.first() {
-                None | Some(b'#') => {}
-                Some(b' ' | b'\t') => {
-                    if entries.is_empty() && !line.iter().all(|b| b.is_ascii_whitespace()) {
-                        return Err(Error::new(
-                            ErrorKind::Malformed,
-                            format!("{name}:{line_no}: a member line before the first class line"),
-                        ));
-                    }
-                }
-                Some(_) => {
-                    let (original, obfuscated) = parse_class_line(line).ok_or_else(|| {
-                        Error::new(
-                            ErrorKind::Malformed,
-                            format!(
-                                "{name}:{line_no}: not a class line (`original.Name -> obfuscated.Name:`): {}",
-                                String::from_utf8_lossy(&line[..line.len().min(200)])
-                            ),
-                        )
-                    })?;
-                    if let Some(last) = entries.last_mut() {
-                        last.section.end = pos;
-                    }
-                    let idx = u32::try_from(entries.len())
-                        .map_err(|_| Error::new(ErrorKind::LimitExceeded, format!("{name}: more than 2^32 classes")))?;
-                    let obfuscated_str = std::str::from_utf8(&line[obfuscated.clone()]).unwrap_or_default();
-                    if let Some(&prev) = classes.get(obfuscated_str) {
-                        return Err(Error::new(
-                            ErrorKind::Malformed,
-                            format!(
-                                "{name}:{line_no}: class {obfuscated_str} is mapped a second time (first at line {})",
-                                entries[prev as usize].line
-                            ),
-                        ));
-                    }
-                    classes.insert(obfuscated_str.into(), idx);
-                    entries.push(ClassEntry {
-                        original: pos + original.start..pos + original.end,
-                        section: pos..data.len(),
-                        line: line_no,
-                    });
-                }
-            }
-            pos = end + 1;
-        }
-        if let Some(last) = entries.last_mut() {
-            last.section.end = data.len();
-        }
-        Ok(ProguardMap { name, package, bytes, classes, entries })
+        let mut ix = Indexer::new(name.into());
+        feed_lines(&bytes, 0, true, &mut ix)?;
+        let len = bytes.len() as u64;
+        Ok(ix.finish(package, Source::Owned(bytes), len))
     }
 
     /// The file's name as given (for reports).
@@ -196,36 +282,84 @@ impl ProguardMap {
 
     /// Every class of the map, `(obfuscated, original)`, in file order.
     pub fn classes(&self) -> impl Iterator<Item = (&str, &str)> {
-        let mut by_index: Vec<(&str, u32)> = self.classes.iter().map(|(k, &v)| (&**k, v)).collect();
-        by_index.sort_unstable_by_key(|&(_, i)| i);
-        by_index.into_iter().map(move |(obf, i)| (obf, self.original(i)))
+        self.entries.iter().map(move |e| (self.name_at(&e.obfuscated), self.name_at(&e.original)))
+    }
+
+    fn name_at(&self, r: &Range<u32>) -> &str {
+        &self.names[r.start as usize..r.end as usize]
     }
 
     fn original(&self, idx: u32) -> &str {
+        self.name_at(&self.entries[idx as usize].original)
+    }
+
+    /// Whether `package` (`""`: the default package) holds a class the map names, by its
+    /// original or its obfuscated name.
+    pub fn covers_package(&self, package: &str) -> bool {
+        self.packages.contains(package)
+    }
+
+    /// Bytes `range` of the map; `None` when the file cannot be read any more.
+    fn read_range(&self, range: Range<u64>) -> Option<Box<[u8]>> {
+        match &self.source {
+            Source::Owned(v) => v.get(range.start as usize..range.end as usize).map(Into::into),
+            Source::File(f) => {
+                let mut buf = vec![0u8; (range.end - range.start) as usize];
+                read_at(f, &mut buf, range.start).ok().map(|()| buf.into())
+            }
+        }
+    }
+
+    /// Class `idx`'s members (none when the file cannot be read any more).
+    fn parse_class(&self, idx: u32) -> ClassTable {
         let e = &self.entries[idx as usize];
-        std::str::from_utf8(&self.bytes.as_slice()[e.original.clone()]).unwrap_or_default()
+        ClassTable::parse(&self.read_range(e.section.clone()).unwrap_or_default(), e.line)
+    }
+
+    /// The bytes of class `idx`'s section (empty when the file cannot be read any more).
+    fn section(&self, idx: u32) -> Box<[u8]> {
+        self.read_range(self.entries[idx as usize].section.clone()).unwrap_or_default()
     }
 }
 
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+#[cfg(unix)]
+fn read_at(f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, at)
+}
+
+#[cfg(windows)]
+fn read_at(f: &std::fs::File, mut buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        let n = std::os::windows::fs::FileExt::seek_read(f, buf, at)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf = &mut buf[n..];
+        at += n as u64;
+    }
+    Ok(())
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_at(f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = f.try_clone()?;
+    f.seek(SeekFrom::Start(at))?;
+    f.read_exact(buf)
 }
 
 /// Parses `original -> obfuscated:` (spaces around `->`, a colon at the end, nothing after);
-/// returns the two names' byte ranges within `line`.
-fn parse_class_line(line: &[u8]) -> Option<(Range<usize>, Range<usize>)> {
+/// returns the two names.
+fn parse_class_line(line: &[u8]) -> Option<(&str, &str)> {
     let text = std::str::from_utf8(line).ok()?;
-    let trimmed = text.trim_end();
-    let body = trimmed.strip_suffix(':')?;
+    let body = text.trim_end().strip_suffix(':')?;
     let arrow = body.find(" -> ")?;
     let original = body[..arrow].trim();
     let obfuscated = body[arrow + 4..].trim();
     if original.is_empty() || obfuscated.is_empty() || original.contains(' ') || obfuscated.contains(' ') {
         return None;
     }
-    let o_start = original.as_ptr() as usize - text.as_ptr() as usize;
-    let b_start = obfuscated.as_ptr() as usize - text.as_ptr() as usize;
-    Some((o_start..o_start + original.len(), b_start..b_start + obfuscated.len()))
+    Some((original, obfuscated))
 }
 
 /// One original frame: what an obfuscated frame stands for.
@@ -246,12 +380,24 @@ pub struct OriginalFrame {
 pub struct Retraced {
     /// The original frames. When `ambiguous` is false they are one call chain, innermost
     /// (inlined) first; when true they are alternatives, each a candidate for the whole frame.
+    /// Empty only in [`Retracer::stack`]'s answer for an outline frame (to be dropped).
     pub frames: Vec<OriginalFrame>,
     /// Whether the map could not tell which of several methods the frame is (no line, or a
     /// map without line ranges, and several original methods share the obfuscated name).
     pub ambiguous: bool,
     /// Whether only the class was found: the method kept its obfuscated name.
     pub class_only: bool,
+}
+
+/// One obfuscated frame to deobfuscate: `class.method` at obfuscated line `line`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameQuery<'a> {
+    /// Obfuscated class name, fully qualified.
+    pub class: &'a str,
+    /// Obfuscated method name.
+    pub method: &'a str,
+    /// Obfuscated line; `None` (or 0) when the frame has none.
+    pub line: Option<u32>,
 }
 
 /// Counts of what a [`Retracer`] did, for the run's report.
@@ -275,26 +421,19 @@ pub struct RetraceReport {
     pub first_skipped: Option<String>,
 }
 
-/// A class's members, parsed on first use.
-struct Members<'m> {
-    mapper: ProguardMapper<'m>,
-    /// Obfuscated field name -> original names (R8 may give fields of different types one name).
-    fields: HashMap<&'m str, Vec<&'m str>>,
-    /// Obfuscated method names, and whether they have line ranges (then their frames with a
-    /// line are inline chains, not alternatives).
-    methods: HashMap<&'m str, bool>,
-}
-
-/// Deobfuscates names with one [`ProguardMap`], reading each class's members the first time
-/// the class is asked about. Shareable across threads.
+/// Deobfuscates names with one [`ProguardMap`], reading each class's members when the class
+/// is first asked about. Shareable across threads.
 pub struct Retracer<'m> {
     map: &'m ProguardMap,
-    members: Vec<OnceLock<Members<'m>>>,
+    /// Tables kept for the run by the one-at-a-time lookups.
+    tables: Vec<OnceLock<Box<ClassTable>>>,
+    /// Whether a class was read (its counts are in the report) yet.
+    read: Vec<AtomicBool>,
     lookups: AtomicU64,
     deobfuscated: AtomicU64,
     classes_read: AtomicU64,
     skipped: AtomicU64,
-    first_skipped: OnceLock<u32>,
+    first_skipped: AtomicU32,
 }
 
 impl<'m> Retracer<'m> {
@@ -302,12 +441,13 @@ impl<'m> Retracer<'m> {
     pub fn new(map: &'m ProguardMap) -> Self {
         Retracer {
             map,
-            members: (0..map.entries.len()).map(|_| OnceLock::new()).collect(),
+            tables: (0..map.entries.len()).map(|_| OnceLock::new()).collect(),
+            read: (0..map.entries.len()).map(|_| AtomicBool::new(false)).collect(),
             lookups: AtomicU64::new(0),
             deobfuscated: AtomicU64::new(0),
             classes_read: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
-            first_skipped: OnceLock::new(),
+            first_skipped: AtomicU32::new(u32::MAX),
         }
     }
 
@@ -323,45 +463,23 @@ impl<'m> Retracer<'m> {
         }
     }
 
-    fn members(&self, idx: u32) -> &Members<'m> {
-        self.members[idx as usize].get_or_init(|| {
+    /// Counts class `idx` as read (once) with what its parse skipped.
+    fn note_read(&self, idx: u32, t: &ClassTable) {
+        if !self.read[idx as usize].swap(true, Ordering::Relaxed) {
             self.classes_read.fetch_add(1, Ordering::Relaxed);
-            let entry = &self.map.entries[idx as usize];
-            let section: &'m [u8] = &self.map.bytes.as_slice()[entry.section.clone()];
-            let mut fields: HashMap<&'m str, Vec<&'m str>> = HashMap::new();
-            let mut methods: HashMap<&'m str, bool> = HashMap::new();
-            let mut line_no = entry.line;
-            for (i, line) in section.split(|&b| b == b'\n').enumerate() {
-                let line_here = line_no;
-                line_no = line_no.saturating_add(1);
-                let line = line.strip_suffix(b"\r").unwrap_or(line);
-                if i == 0 || line.iter().all(|b| b.is_ascii_whitespace()) {
-                    continue;
-                }
-                let trimmed = line.trim_ascii_start();
-                if trimmed.first() == Some(&b'#') {
-                    continue;
-                }
-                match ProguardRecord::try_parse(line) {
-                    Ok(ProguardRecord::Field { original, obfuscated, .. }) => {
-                        let names = fields.entry(obfuscated).or_default();
-                        if !names.contains(&original) {
-                            names.push(original);
-                        }
-                    }
-                    Ok(ProguardRecord::Method { obfuscated, line_mapping, .. }) => {
-                        let lined = line_mapping.is_some_and(|lm| lm.endline.unwrap_or(0) > 0);
-                        *methods.entry(obfuscated).or_default() |= lined;
-                    }
-                    Ok(_) => {}
-                    Err(_) => {
-                        self.skipped.fetch_add(1, Ordering::Relaxed);
-                        let _ = self.first_skipped.set(line_here);
-                    }
-                }
+            self.skipped.fetch_add(u64::from(t.skipped), Ordering::Relaxed);
+            if let Some(l) = t.first_skipped {
+                self.first_skipped.fetch_min(l, Ordering::Relaxed);
             }
-            let mapper = ProguardMapper::new(ProguardMapping::new(section));
-            Members { mapper, fields, methods }
+        }
+    }
+
+    /// Class `idx`'s table, read now and kept for the run.
+    fn table(&self, idx: u32) -> &ClassTable {
+        self.tables[idx as usize].get_or_init(|| {
+            let t = self.map.parse_class(idx);
+            self.note_read(idx, &t);
+            Box::new(t)
         })
     }
 
@@ -393,8 +511,8 @@ impl<'m> Retracer<'m> {
     /// names neither the class nor the field.
     pub fn field_names(&self, class: &str, field: &str) -> Option<Vec<String>> {
         let hit = self.lookup_class(class).and_then(|idx| {
-            let m = self.members(idx);
-            m.fields.get(field).map(|names| names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            let names = self.table(idx).fields(field);
+            (!names.is_empty()).then(|| names.into_iter().map(str::to_owned).collect::<Vec<_>>())
         });
         self.count(hit.is_some());
         hit
@@ -403,44 +521,224 @@ impl<'m> Retracer<'m> {
     /// Deobfuscates the frame `class.method` at obfuscated line `line` (`None` or 0: no line).
     /// `None` when the map does not name the class.
     pub fn frame(&self, class: &str, method: &str, line: Option<u32>) -> Option<Retraced> {
-        let hit = self.frame_uncounted(class, method, line);
+        let hit = self.lookup_class(class).map(|idx| self.answer(self.table(idx), idx, method, line.unwrap_or(0)));
         self.count(hit.as_ref().is_some_and(|r| !r.class_only));
         hit
     }
 
-    fn frame_uncounted(&self, class: &str, method: &str, line: Option<u32>) -> Option<Retraced> {
-        let idx = self.lookup_class(class)?;
-        let members = self.members(idx);
-        let line = line.unwrap_or(0) as usize;
-        let input = StackTrace::new(None, vec![StackFrame::new(class, method, line)]);
-        let out = members.mapper.remap_stacktrace_typed(&input);
-        let original_class = self.map.original(idx);
-        let mut frames: Vec<OriginalFrame> = out
-            .frames()
-            .iter()
-            .map(|f| OriginalFrame {
-                class: f.class().to_string(),
-                method: f.method().to_string(),
-                file: f.file().map(str::to_string),
-                line: f.line().and_then(|l| u32::try_from(l).ok()).unwrap_or(0),
+    /// [`Retracer::frame`] for a frame that carries its residual (obfuscated) method descriptor,
+    /// such as `(I)V`, when several methods share the obfuscated name: candidates whose
+    /// `residualsignature` metadata names another descriptor are left out, and so are those
+    /// without it whose original signature (when it has only primitives and `java.*` types, which
+    /// R8 never renames) spells another one; unless none would remain.
+    pub fn frame_typed(&self, class: &str, method: &str, descriptor: &str, line: Option<u32>) -> Option<Retraced> {
+        let hit = self.lookup_class(class).map(|idx| {
+            let t = self.table(idx);
+            let all = self.answer(t, idx, method, line.unwrap_or(0));
+            if !all.ambiguous {
+                return all;
+            }
+            let keep: Vec<(String, String)> = t
+                .lines_of(method)
+                .iter()
+                .filter(|m| m.residual_is(t, descriptor))
+                .map(|m| t.original_of(m, self.map.original(idx)))
+                .collect();
+            let frames: Vec<OriginalFrame> = all
+                .frames
+                .iter()
+                .filter(|f| keep.iter().any(|(c, n)| *c == f.class && *n == f.method))
+                .cloned()
+                .collect();
+            if frames.is_empty() || frames.len() == all.frames.len() {
+                return all;
+            }
+            Retraced { ambiguous: frames.len() > 1, frames, class_only: false }
+        });
+        self.count(hit.as_ref().is_some_and(|r| !r.class_only));
+        hit
+    }
+
+    /// The answer for `method` at `line` (0: none) of class `idx`, from its table `t`.
+    fn answer(&self, t: &ClassTable, idx: u32, method: &str, line: u32) -> Retraced {
+        let original = self.map.original(idx);
+        let mut frames = t.remap(original, method, line);
+        let lines = t.lines_of(method);
+        let class_only = lines.is_empty();
+        let lined = lines.iter().any(|m| m.lined);
+        if frames.is_empty() {
+            // An outline asked about on its own: the class is known, its caller is not.
+            frames.push(OriginalFrame { class: original.to_owned(), method: method.to_owned(), file: None, line });
+        }
+        let chain = line > 0 && lined;
+        Retraced { ambiguous: !chain && frames.len() > 1, frames, class_only }
+    }
+
+    /// Deobfuscates a batch of frames: the answer of [`Retracer::frame`] for each, in order.
+    /// Each distinct frame is answered once; classes are read in parallel and not kept (a
+    /// class this retracer already keeps is not read again).
+    pub fn frames(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
+        self.frames_with(queries, |_, r| r)
+    }
+
+    /// [`Retracer::frames`], each answer turned into `T` by `f` (called once per query, in
+    /// parallel) so a caller can keep less than a [`Retraced`] per frame.
+    pub fn frames_with<T: Send>(
+        &self,
+        queries: &[FrameQuery<'_>],
+        f: impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync,
+    ) -> Vec<Option<T>> {
+        let mut keyed: Vec<(u32, u32)> = Vec::with_capacity(queries.len());
+        let mut misses = 0u64;
+        for (qi, q) in queries.iter().enumerate() {
+            match self.lookup_class(q.class) {
+                Some(idx) => keyed.push((idx, qi as u32)),
+                None => misses += 1,
+            }
+        }
+        self.lookups.fetch_add(misses, Ordering::Relaxed);
+        keyed.par_sort_unstable();
+        let mut groups: Vec<Range<usize>> = Vec::new();
+        let mut start = 0;
+        for i in 1..=keyed.len() {
+            if i == keyed.len() || keyed[i].0 != keyed[start].0 {
+                if i > start {
+                    groups.push(start..i);
+                }
+                start = i;
+            }
+        }
+        // Runs of classes next to one another in the file are read with one read.
+        const RUN: usize = 32;
+        const MAX_BLOCK: u64 = 8 << 20;
+        let runs: Vec<&[Range<usize>]> = groups.chunks(RUN).collect();
+        let answered: Vec<Vec<(u32, T)>> = runs
+            .par_iter()
+            .map(|run| {
+                let first = keyed[run[0].start].0;
+                let last = keyed[run[run.len() - 1].start].0;
+                let span = self.map.entries[first as usize].section.start..self.map.entries[last as usize].section.end;
+                let block = (span.end - span.start <= MAX_BLOCK).then(|| self.map.read_range(span.clone()));
+                let mut out: Vec<(u32, T)> = Vec::new();
+                for g in run.iter() {
+                    let idx = keyed[g.start].0;
+                    let fresh;
+                    let t: &ClassTable = match self.tables[idx as usize].get() {
+                        Some(t) => t,
+                        None => {
+                            let e = &self.map.entries[idx as usize];
+                            fresh = match &block {
+                                Some(Some(b)) => ClassTable::parse(
+                                    &b[(e.section.start - span.start) as usize..(e.section.end - span.start) as usize],
+                                    e.line,
+                                ),
+                                _ => self.map.parse_class(idx),
+                            };
+                            self.note_read(idx, &fresh);
+                            &fresh
+                        }
+                    };
+                    self.answer_group(t, idx, &keyed[g.clone()], queries, &f, &mut out);
+                }
+                out
             })
             .collect();
-        let class_only = !members.methods.contains_key(method);
-        if frames.is_empty() {
-            frames.push(OriginalFrame {
-                class: original_class.to_string(),
-                method: method.to_string(),
-                file: None,
-                line: line as u32,
-            });
+        let mut result: Vec<Option<T>> = (0..queries.len()).map(|_| None).collect();
+        for (qi, t) in answered.into_iter().flatten() {
+            result[qi as usize] = Some(t);
         }
-        let chain = line > 0 && members.methods.get(method).copied().unwrap_or(false);
-        let ambiguous = !chain && frames.len() > 1;
-        Some(Retraced { frames, ambiguous, class_only })
+        result
+    }
+
+    /// Answers the queries `items` (all of class `idx`, table `t`), each distinct frame once.
+    fn answer_group<T>(
+        &self,
+        t: &ClassTable,
+        idx: u32,
+        items: &[(u32, u32)],
+        queries: &[FrameQuery<'_>],
+        f: &(impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync),
+        out: &mut Vec<(u32, T)>,
+    ) {
+        let key = |qi: u32| {
+            let q = &queries[qi as usize];
+            (q.method, q.line.unwrap_or(0))
+        };
+        let mut order: Vec<u32> = items.iter().map(|&(_, qi)| qi).collect();
+        order.sort_unstable_by(|&a, &b| key(a).cmp(&key(b)).then(a.cmp(&b)));
+        let mut hits = 0u64;
+        let mut i = 0;
+        while i < order.len() {
+            let (method, line) = key(order[i]);
+            let r = self.answer(t, idx, method, line);
+            let mut j = i + 1;
+            while j < order.len() && key(order[j]) == (method, line) {
+                j += 1;
+            }
+            if !r.class_only {
+                hits += (j - i) as u64;
+            }
+            for &qi in &order[i + 1..j] {
+                out.push((qi, f(&queries[qi as usize], r.clone())));
+            }
+            out.push((order[i], f(&queries[order[i] as usize], r)));
+            i = j;
+        }
+        self.lookups.fetch_add(items.len() as u64, Ordering::Relaxed);
+        self.deobfuscated.fetch_add(hits, Ordering::Relaxed);
+    }
+
+    /// Whether `class.method` is an R8 outline (its frames are dropped, their position moving
+    /// the caller's line; see [`Retracer::stack`]).
+    pub fn is_outline(&self, class: &str, method: &str) -> bool {
+        self.lookup_class(class).is_some_and(|idx| self.table(idx).is_outline(method))
+    }
+
+    /// The obfuscated line of the call site of an outline: `class.method` at obfuscated line
+    /// `line` called an outline that was at position `position`; `None` when the map has no
+    /// `outlineCallsite` entry for it.
+    pub fn outline_callsite(&self, class: &str, method: &str, line: u32, position: u32) -> Option<u32> {
+        let idx = self.lookup_class(class)?;
+        self.table(idx).outline_callsite(method, line, position)
+    }
+
+    /// Deobfuscates one call stack, innermost frame first, as R8's retrace does a stack trace:
+    /// each frame's answer as [`Retracer::frame`]'s, except that an outline frame answers with
+    /// no frames (it is to be dropped) and the frame below it (its caller) is looked up at
+    /// the line its `outlineCallsite` metadata gives for the outline's position.
+    pub fn stack(&self, frames: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
+        let mut out = Vec::with_capacity(frames.len());
+        let mut carried: Option<u32> = None;
+        for q in frames {
+            let Some(idx) = self.lookup_class(q.class) else {
+                carried = None;
+                self.count(false);
+                out.push(None);
+                continue;
+            };
+            let t = self.table(idx);
+            let mut line = q.line.unwrap_or(0);
+            if t.is_outline(q.method) {
+                carried = Some(line);
+                self.count(true);
+                out.push(Some(Retraced { frames: Vec::new(), ambiguous: false, class_only: false }));
+                continue;
+            }
+            if let Some(pos) = carried.take() {
+                if let Some(l) = t.outline_callsite(q.method, line, pos) {
+                    line = l;
+                }
+            }
+            let r = self.answer(t, idx, q.method, line);
+            self.count(!r.class_only);
+            out.push(Some(r));
+        }
+        out
     }
 
     /// What this retracer did so far.
     pub fn report(&self) -> RetraceReport {
+        let first = self.first_skipped.load(Ordering::Relaxed);
         RetraceReport {
             map: self.map.name.clone(),
             package: self.map.package.clone(),
@@ -449,7 +747,7 @@ impl<'m> Retracer<'m> {
             lookups: self.lookups.load(Ordering::Relaxed),
             deobfuscated: self.deobfuscated.load(Ordering::Relaxed),
             skipped_lines: self.skipped.load(Ordering::Relaxed),
-            first_skipped: self.first_skipped.get().map(|l| format!("{}:{l}", self.map.name)),
+            first_skipped: (first != u32::MAX).then(|| format!("{}:{first}", self.map.name)),
         }
     }
 }
@@ -536,7 +834,9 @@ pub struct MapUse {
 pub struct DeobfuscationReport {
     /// Per map, in the order given.
     pub maps: Vec<MapUse>,
-    /// Java names no map deobfuscated (their class is in no map that applied).
+    /// Java names no map deobfuscated (their class is in no map that applied), counting only
+    /// those worth reporting ([`Deobfuscator::worth_reporting`]: obfuscated-looking names and
+    /// names in packages a map covers, not framework classes).
     pub left_obfuscated: u64,
     /// A few of them, as examples.
     pub left_examples: Vec<String>,
@@ -618,6 +918,29 @@ impl Deobfuscator {
         }
     }
 
+    /// Whether a class no map names is worth reporting as left obfuscated: its simple name
+    /// looks obfuscated (its first `$`-part is one to three lowercase letters or digits,
+    /// starting with a letter, as R8 and ProGuard name classes), or its package holds a class
+    /// one of the maps names (by original or obfuscated name: a class of the app the map
+    /// misses). Framework and library classes (`java.*`, `android.*`, `kotlin.*`, …) in
+    /// packages no map covers are not, and neither are primitive types and their arrays. Array
+    /// suffixes and `java.lang.Class<…>` are looked through.
+    pub fn worth_reporting(&self, class: &str) -> bool {
+        let class = class.strip_prefix("java.lang.Class<").and_then(|c| c.strip_suffix('>')).unwrap_or(class);
+        let base = class.trim_end_matches("[]");
+        if base.is_empty()
+            || matches!(base, "boolean" | "byte" | "char" | "short" | "int" | "long" | "float" | "double" | "void")
+        {
+            return false;
+        }
+        let (package, simple) = base.rsplit_once('.').unwrap_or(("", base));
+        let first = simple.split('$').next().unwrap_or(simple);
+        let looks_obfuscated = (1..=3).contains(&first.len())
+            && first.starts_with(|c: char| c.is_ascii_lowercase())
+            && first.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        looks_obfuscated || self.maps.iter().any(|m| m.covers_package(package))
+    }
+
     /// What deobfuscation did so far.
     pub fn report(&self) -> DeobfuscationReport {
         let maps = self.uses.lock().map(|u| u.clone()).unwrap_or_default();
@@ -649,8 +972,18 @@ impl<'d> Session<'d> {
         Some(i)
     }
 
-    /// Notes a Java name no map deobfuscated.
-    pub fn left_obfuscated(&mut self, name: &str) {
+    /// Notes a Java class no map deobfuscated, when it is worth reporting
+    /// ([`Deobfuscator::worth_reporting`]).
+    pub fn left_obfuscated(&mut self, class: &str) {
+        self.left_obfuscated_as(class, class);
+    }
+
+    /// Notes a Java name (a class, or a frame `class.method`) no map deobfuscated, `class`
+    /// being its class, when it is worth reporting ([`Deobfuscator::worth_reporting`]).
+    pub fn left_obfuscated_as(&mut self, class: &str, name: &str) {
+        if !self.deob.worth_reporting(class) {
+            return;
+        }
         self.left.0 += 1;
         if self.left.1.len() < 5 && !self.left.1.iter().any(|n| n == name) {
             self.left.1.push(name.to_owned());
@@ -699,6 +1032,8 @@ impl Drop for Session<'_> {
 /// lines (native frames, symbolized) are left alone.
 pub fn deobfuscate_frames(tables: &mut crate::model::Tables, range: Range<usize>, session: &mut Session<'_>) {
     use crate::model::Line;
+    // The frames to ask about, each with its map; then one batch per map.
+    let mut todo: Vec<(usize, String, usize)> = Vec::new();
     for i in range {
         let f = &tables.frames()[i];
         if !f.lines.is_empty() {
@@ -716,8 +1051,29 @@ pub fn deobfuscate_frames(tables: &mut crate::model::Tables, range: Range<usize>
             None => "Java frames".to_owned(),
         };
         let Some(mi) = session.for_package(pkg, &what) else { continue };
-        let Some(r) = session.retracer(mi).frame(class, method, None) else {
-            session.left_obfuscated(&name);
+        todo.push((i, name, mi));
+    }
+    let mut answers: Vec<Option<Retraced>> = (0..todo.len()).map(|_| None).collect();
+    let mut maps: Vec<usize> = todo.iter().map(|t| t.2).collect();
+    maps.sort_unstable();
+    maps.dedup();
+    for mi in maps {
+        let which: Vec<usize> = (0..todo.len()).filter(|&k| todo[k].2 == mi).collect();
+        let queries: Vec<FrameQuery<'_>> = which
+            .iter()
+            .map(|&k| {
+                let (class, method) = split_java_frame(&todo[k].1).unwrap_or_default();
+                FrameQuery { class, method, line: None }
+            })
+            .collect();
+        for (k, r) in which.into_iter().zip(session.retracer(mi).frames(&queries)) {
+            answers[k] = r;
+        }
+    }
+    for ((i, name, _), r) in todo.into_iter().zip(answers) {
+        let Some(r) = r else {
+            let class = split_java_frame(&name).map_or(&name[..], |(c, _)| c);
+            session.left_obfuscated_as(class, &name);
             continue;
         };
         if r.class_only && r.frames.len() == 1 {
@@ -875,19 +1231,17 @@ impl ProguardMap {
     /// holds. Member lines that do not parse are left out.
     pub fn table(&self) -> crate::model::deobfuscation::DeobfuscationTable {
         use crate::model::deobfuscation::{DeobfuscationTable, ObfuscatedClass, ObfuscatedMember};
-        let data = self.bytes.as_slice();
-        let mut order: Vec<(&str, u32)> = self.classes.iter().map(|(k, &v)| (&**k, v)).collect();
-        order.sort_unstable_by_key(|&(_, i)| i);
-        let mut classes = Vec::with_capacity(order.len());
-        for (obf, idx) in order {
+        let mut classes = Vec::with_capacity(self.entries.len());
+        for idx in 0..self.entries.len() as u32 {
             let e = &self.entries[idx as usize];
             let mut class = ObfuscatedClass {
-                obfuscated: obf.to_owned(),
+                obfuscated: self.name_at(&e.obfuscated).to_owned(),
                 deobfuscated: self.original(idx).to_owned(),
                 fields: Vec::new(),
                 methods: Vec::new(),
             };
-            for line in data[e.section.clone()].split(|&b| b == b'\n').skip(1) {
+            let data = self.section(idx);
+            for line in data.split(|&b| b == b'\n').skip(1) {
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
                 if line.trim_ascii_start().first().is_none_or(|&b| b == b'#') {
                     continue;

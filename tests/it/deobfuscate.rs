@@ -661,6 +661,22 @@ fn ddm_capture_frames_and_classes() {
     assert!(lines.contains(&("com.real.app.HomeActivity.title HomeActivity.java".to_owned(), 14)), "{lines:?}");
 }
 
+/// DDM allocation records with an R8 outline: the outline frame (`Cache.put` at position 52)
+/// is dropped, and its caller `Loader.run`, which has no line, takes the call site the
+/// outline's position names (obfuscated line 9, original line 77).
+#[test]
+fn ddm_capture_outline_frame_moves_the_callers_line() {
+    let alloc = data("ddm/art.alloc");
+    let map = data("proguard/ddm_outline.map");
+    let (a, m) = (alloc.to_str().unwrap(), map.to_str().unwrap());
+    let out = heapconv_ok(&["convert", a, "--to", "folded", "-o", "-", "--proguard-map", m], 0);
+    let folded = String::from_utf8_lossy(&out.stdout);
+    assert!(folded.contains("\ncom.real.app.Loader.run(Loader.java:77);com.example.app.Cache$Node 16"), "{folded}");
+    // The outline frame itself is gone from every stack (its class still names `Cache.grow`,
+    // a method the map does not list, in the other stack).
+    assert!(!folded.contains("outline0") && !folded.contains(".put("), "{folded}");
+}
+
 /// Heap graphs: `heapconv hprof --proguard-map PACKAGE=FILE` writes a dump with the source's
 /// class and field names (the process's package picks the map); `convert` shows them; a map
 /// for another package leaves the names.

@@ -1,0 +1,639 @@
+//! One class's members as a compact table, and the lookup rules of R8's `retrace` over it.
+//!
+//! Each line is parsed with the [`proguard`] crate's line grammar
+//! ([`ProguardRecord::try_parse`], R8 JSON metadata included); what is kept is a flat table of
+//! byte spans into the class's own section text (a copy of its lines), a few dozen bytes a
+//! member line. The crate's own mapper keeps several hash maps of owned and cloned records per
+//! class (about eight times the map's bytes when every class is read): its rules are
+//! reproduced here over the flat table instead, and a unit test compares the two on maps of
+//! every shape the rules distinguish.
+
+use std::collections::HashMap;
+
+use proguard::ProguardRecord;
+
+use super::OriginalFrame;
+
+/// A byte range of a [`ClassTable`]'s text; `NONE` for absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    const NONE: Span = Span { start: u32::MAX, len: 0 };
+
+    fn is_none(self) -> bool {
+        self.start == u32::MAX
+    }
+}
+
+/// One method line (`[a:b:]type [Class.]name(args)[:c[:d]] -> obfuscated`) of a class.
+#[derive(Clone, Debug)]
+pub(super) struct MethodLine {
+    /// A hash of the obfuscated name: the table is sorted by it (then by the name).
+    key: u64,
+    pub(super) obfuscated: Span,
+    /// Return type, as the line writes it (original names).
+    ty: Span,
+    original: Span,
+    /// The receiver when the line names one (`Other.name(…)`), else `NONE`.
+    class: Span,
+    arguments: Span,
+    /// Obfuscated range, normalized (start <= end).
+    start: Option<u32>,
+    end: Option<u32>,
+    /// Original range, normalized; the obfuscated one when the line gives none.
+    original_start: Option<u32>,
+    original_end: Option<u32>,
+    /// Whether the line, as written, has an obfuscated range ending past line 0.
+    pub(super) lined: bool,
+    synthesized: bool,
+    pub(super) outline: bool,
+    /// Index into [`ClassTable::callsites`], or `u32::MAX`.
+    callsite: u32,
+    /// `com.android.tools.r8.residualsignature`: the method's descriptor in the output.
+    pub(super) residual: Span,
+}
+
+/// A class's fields and methods, parsed from its section of the map.
+#[derive(Debug, Default)]
+pub(super) struct ClassTable {
+    text: Box<str>,
+    /// The class's original name (its class line's left side).
+    own: Span,
+    source_file: Span,
+    synthesized: bool,
+    /// `(obfuscated, original)` per field line, file order.
+    fields: Vec<(Span, Span)>,
+    /// Method lines, file order.
+    pub(super) methods: Vec<MethodLine>,
+    /// `outlineCallsite` position tables: (outline position, callsite line), sorted.
+    callsites: Vec<Vec<(u32, u32)>>,
+    /// Member lines that did not parse, and the 1-based map line of the first.
+    pub(super) skipped: u32,
+    pub(super) first_skipped: Option<u32>,
+}
+
+impl Default for Span {
+    fn default() -> Self {
+        Span::NONE
+    }
+}
+
+/// What was attached last, for the R8 metadata lines that follow it.
+enum Attach {
+    /// The class line (and metadata lines after it).
+    Class,
+    /// Method line `i` of the table.
+    Method(usize),
+    /// Something metadata does not attach to (a field, a `# key: value` comment).
+    Nothing,
+}
+
+impl ClassTable {
+    /// Parses the section `text` of a class (its class line first), whose class line is line
+    /// `first_line` of the map.
+    pub(super) fn parse(raw: &[u8], first_line: u32) -> ClassTable {
+        let text: Box<str> = match std::str::from_utf8(raw) {
+            Ok(s) => s.into(),
+            Err(_) => valid_lines(raw).into_boxed_str(),
+        };
+        let mut t = ClassTable { text, ..ClassTable::default() };
+        let mut line_flags: Vec<(bool, bool)> = Vec::new();
+        let mut attach = Attach::Nothing;
+        let text: &[u8] = t.text.as_bytes();
+        let base = text.as_ptr() as usize;
+        let span = |s: &str| Span { start: (s.as_ptr() as usize - base) as u32, len: s.len() as u32 };
+        let lines = memchr::memchr_iter(b'\n', text).count() + 1;
+        let mut fields = Vec::new();
+        let mut methods: Vec<MethodLine> = Vec::with_capacity(lines);
+        let mut callsites: Vec<Vec<(u32, u32)>> = Vec::new();
+        let mut source_file = Span::NONE;
+        let mut own = Span::NONE;
+        let mut synthesized = false;
+        let mut skipped = 0u32;
+        let mut first_skipped = None;
+        let mut pos = 0usize;
+        let mut line_no = first_line;
+        let mut first = true;
+        while pos < text.len() {
+            let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |i| pos + i);
+            let raw = &text[pos..end];
+            let here = line_no;
+            line_no = line_no.saturating_add(1);
+            pos = end + 1;
+            let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+            if first {
+                first = false;
+                attach = Attach::Class;
+                if let Ok(l) = std::str::from_utf8(line) {
+                    own = span(l.split(" -> ").next().unwrap_or_default().trim());
+                }
+                continue;
+            }
+            if line.iter().all(|b| b.is_ascii_whitespace()) {
+                continue;
+            }
+            if let Some(rest) = line.trim_ascii_start().strip_prefix(b"#") {
+                let rest = rest.trim_ascii_start();
+                if !rest.starts_with(b"{") {
+                    // A `# key: value` comment: metadata after it attaches to nothing.
+                    if std::str::from_utf8(rest).is_ok() {
+                        attach = Attach::Nothing;
+                    }
+                    continue;
+                }
+                // R8 metadata; one that does not parse is passed over.
+                let Some(meta) = std::str::from_utf8(rest).ok().and_then(|r| serde_json::from_str::<Meta<'_>>(r).ok())
+                else {
+                    continue;
+                };
+                match (&attach, meta) {
+                    (Attach::Class, Meta::SourceFile { file_name }) => source_file = span(file_name),
+                    (Attach::Class, Meta::Synthesized) => synthesized = true,
+                    (Attach::Method(i), Meta::Synthesized) => line_flags[*i].0 = true,
+                    (Attach::Method(i), Meta::Outline) => line_flags[*i].1 = true,
+                    (Attach::Method(i), Meta::OutlineCallsite { positions }) => {
+                        let mut map: Vec<(u32, u32)> = positions
+                            .iter()
+                            .filter_map(|(k, &v)| Some((k.parse::<u32>().ok()?, u32::try_from(v).ok()?)))
+                            .collect();
+                        if !map.is_empty() {
+                            map.sort_unstable();
+                            methods[*i].callsite = callsites.len() as u32;
+                            callsites.push(map);
+                        }
+                    }
+                    (Attach::Method(i), Meta::ResidualSignature { signature }) => {
+                        methods[*i].residual = span(signature);
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            match ProguardRecord::try_parse(line) {
+                Ok(ProguardRecord::R8Header(_) | ProguardRecord::Header { .. }) => attach = Attach::Nothing,
+                Ok(ProguardRecord::Field { original, obfuscated, .. }) => {
+                    fields.push((span(obfuscated), span(original)));
+                    attach = Attach::Nothing;
+                }
+                Ok(ProguardRecord::Method { ty, original, obfuscated, arguments, original_class, line_mapping }) => {
+                    let lm = line_mapping;
+                    let (mut start, mut end_) = lm.map_or((None, None), |l| (l.startline, l.endline));
+                    let (mut os, mut oe) = match lm {
+                        None => (None, None),
+                        Some(l) => match l.original_startline {
+                            Some(s) => (Some(s), l.original_endline),
+                            None => (start, end_),
+                        },
+                    };
+                    if let (Some(s), Some(e)) = (start, end_) {
+                        if s > e {
+                            (start, end_) = (Some(e), Some(s));
+                        }
+                    }
+                    if let (Some(s), Some(e)) = (os, oe) {
+                        if s > e {
+                            (os, oe) = (Some(e), Some(s));
+                        }
+                    }
+                    let narrow = |v: Option<usize>| v.map(u32::try_from).transpose();
+                    let (Ok(start), Ok(end_), Ok(os), Ok(oe)) = (narrow(start), narrow(end_), narrow(os), narrow(oe))
+                    else {
+                        skipped += 1;
+                        first_skipped.get_or_insert(here);
+                        attach = Attach::Nothing;
+                        continue;
+                    };
+                    methods.push(MethodLine {
+                        key: name_key(obfuscated),
+                        obfuscated: span(obfuscated),
+                        ty: span(ty),
+                        original: span(original),
+                        class: original_class.map_or(Span::NONE, span),
+                        arguments: span(arguments),
+                        start,
+                        end: end_,
+                        original_start: os,
+                        original_end: oe,
+                        lined: lm.is_some_and(|l| l.endline.unwrap_or(0) > 0),
+                        synthesized: false,
+                        outline: false,
+                        callsite: u32::MAX,
+                        residual: Span::NONE,
+                    });
+                    line_flags.push((false, false));
+                    attach = Attach::Method(methods.len() - 1);
+                }
+                Ok(ProguardRecord::Class { .. }) => attach = Attach::Nothing,
+                Err(_) => {
+                    // Lines that do not parse are transparent to metadata attachment, as in
+                    // the crate (its record iterator drops them).
+                    skipped += 1;
+                    first_skipped.get_or_insert(here);
+                }
+            }
+        }
+        t.fields = fields;
+        t.own = own;
+        t.source_file = source_file;
+        t.synthesized = synthesized;
+        t.callsites = callsites;
+        t.skipped = skipped;
+        t.first_skipped = first_skipped;
+        // `synthesized` and `outline` belong to a method (receiver, name, arguments): every line
+        // of that method in the class carries them.
+        if line_flags.iter().any(|&(s, o)| s || o) {
+            let flags: Vec<(bool, bool)> = (0..methods.len())
+                .map(|i| {
+                    let mut f = (false, false);
+                    for (j, &(s, o)) in line_flags.iter().enumerate() {
+                        if (s || o) && t.same_method(&methods[i], &methods[j]) {
+                            f.0 |= s;
+                            f.1 |= o;
+                        }
+                    }
+                    f
+                })
+                .collect();
+            for (m, (s, o)) in methods.iter_mut().zip(flags) {
+                m.synthesized = s;
+                m.outline = o;
+            }
+        }
+        // Lookups go by obfuscated name: lines sorted by it, file order kept within a name.
+        methods.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| t.s(a.obfuscated).cmp(t.s(b.obfuscated))));
+        t.methods = methods;
+        t
+    }
+
+    /// The text of span `s` (empty for `NONE`).
+    pub(super) fn s(&self, s: Span) -> &str {
+        if s.is_none() {
+            return "";
+        }
+        // Spans come from `&str`s the parser cut from this text: always on char boundaries.
+        self.text.get(s.start as usize..s.start as usize + s.len as usize).unwrap_or_default()
+    }
+
+    fn receiver<'a>(&'a self, m: &MethodLine, class: &'a str) -> &'a str {
+        if m.class.is_none() { class } else { self.s(m.class) }
+    }
+
+    /// Whether two lines are of the same method (receiver, name, arguments), the receiver of a
+    /// line without one being this class (its original name is the class line's).
+    fn same_method(&self, a: &MethodLine, b: &MethodLine) -> bool {
+        let own = self.own_name();
+        self.receiver(a, own) == self.receiver(b, own)
+            && self.s(a.original) == self.s(b.original)
+            && self.s(a.arguments) == self.s(b.arguments)
+    }
+
+    /// The class's original name, from its class line.
+    fn own_name(&self) -> &str {
+        self.s(self.own)
+    }
+
+    /// The original names of field `obfuscated`, file order, each once.
+    pub(super) fn fields(&self, obfuscated: &str) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for &(o, n) in &self.fields {
+            if self.s(o) == obfuscated {
+                let n = self.s(n);
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+        out
+    }
+
+    /// The lines of obfuscated method `method`, file order.
+    pub(super) fn lines_of(&self, method: &str) -> &[MethodLine] {
+        let key = name_key(method);
+        let lo = self.methods.partition_point(|m| (m.key, self.s(m.obfuscated)) < (key, method));
+        let n = self.methods[lo..].partition_point(|m| m.key == key && self.s(m.obfuscated) == method);
+        &self.methods[lo..lo + n]
+    }
+
+    /// Whether obfuscated method `method` is an outline (R8 `com.android.tools.r8.outline`),
+    /// judged, as retrace does, by its first line.
+    pub(super) fn is_outline(&self, method: &str) -> bool {
+        self.lines_of(method).first().is_some_and(|m| m.outline)
+    }
+
+    /// The line of the callsite of an outline, for the frame that called it: the outline ran
+    /// at position `pos`, the caller `method` is at obfuscated line `line`; its line covering
+    /// `line` (or without a range) maps `pos` in its `outlineCallsite` table.
+    pub(super) fn outline_callsite(&self, method: &str, line: u32, pos: u32) -> Option<u32> {
+        self.lines_of(method)
+            .iter()
+            .filter(|m| m.end.unwrap_or(0) == 0 || (line >= m.start.unwrap_or(0) && line <= m.end.unwrap_or(0)))
+            .find_map(|m| {
+                let table = self.callsites.get(m.callsite as usize)?;
+                table.binary_search_by_key(&pos, |&(p, _)| p).ok().map(|i| table[i].1)
+            })
+    }
+
+    fn frame(&self, m: &MethodLine, class: &str, line: Option<u32>, file: Option<String>) -> OriginalFrame {
+        OriginalFrame {
+            class: self.receiver(m, class).to_owned(),
+            method: self.s(m.original).to_owned(),
+            file,
+            line: line.unwrap_or(0),
+        }
+    }
+
+    /// The file of a frame for a line without a range: always derived from the class name.
+    fn without_lines(&self, m: &MethodLine, class: &str, line: Option<u32>) -> OriginalFrame {
+        let file = synthesize_source_file(self.receiver(m, class), self.outer_source_file());
+        self.frame(m, class, line, file)
+    }
+
+    fn outer_source_file(&self) -> Option<&str> {
+        (!self.source_file.is_none()).then(|| self.s(self.source_file))
+    }
+
+    fn with_lines(&self, m: &MethodLine, class: &str, frame_line: u32) -> Option<OriginalFrame> {
+        let end = m.end.unwrap_or(0);
+        let start = m.start.unwrap_or(0);
+        if end > 0 && (frame_line < start || frame_line > end) {
+            return None;
+        }
+        let line = if m.original_end.is_none() || m.original_end == m.original_start {
+            m.original_start.unwrap_or(0)
+        } else {
+            let l = u64::from(m.original_start.unwrap_or(0)) + u64::from(frame_line) - u64::from(start);
+            u32::try_from(l).unwrap_or(0)
+        };
+        let receiver = self.receiver(m, class);
+        // The source file of the receiver: this class's record when the line is this class's.
+        let own_file = (receiver == self.own_name() && !self.source_file.is_none()).then(|| self.s(self.source_file));
+        let file = match own_file {
+            Some("R8$$SyntheticClass") => extract_class_name(receiver).map(str::to_owned),
+            Some(f) => Some(f.to_owned()),
+            None => synthesize_source_file(receiver, self.outer_source_file()),
+        };
+        Some(self.frame(m, class, Some(line), file))
+    }
+
+    /// The class-only answer: original class, obfuscated method, the frame's line.
+    fn class_only(class: &str, method: &str, line: u32) -> OriginalFrame {
+        OriginalFrame {
+            class: class.to_owned(),
+            method: method.to_owned(),
+            file: synthesize_source_file(class, None),
+            line,
+        }
+    }
+
+    /// The frames obfuscated method `method` at obfuscated line `line` (0: none) stands for,
+    /// `class` being this class's original name: R8 retrace's rules for one frame (the
+    /// `proguard` crate's `remap_stacktrace_typed` of a one-frame trace). Empty for an outline.
+    pub(super) fn remap(&self, class: &str, method: &str, line: u32) -> Vec<OriginalFrame> {
+        let entries = self.lines_of(method);
+        let Some(first) = entries.first() else {
+            return vec![Self::class_only(class, method, line)];
+        };
+        if first.outline {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let has_line_info = entries.iter().any(|m| m.end.unwrap_or(0) > 0);
+        if line == 0 {
+            let base: Vec<&MethodLine> = entries.iter().filter(|m| m.end.unwrap_or(0) == 0).collect();
+            if !base.is_empty() {
+                self.base_entries(class, &base, &mut out);
+            } else {
+                // No line to pick a range with: the outermost line (the last) of each range
+                // group is a method that exists in the class. R8's retrace (and the crate)
+                // report the first group's; when groups disagree, which one ran is exactly
+                // what the missing line would tell, so every distinct one is a candidate,
+                // sorted as trace processor lists them (Perfetto's R8 retrace compatibility
+                // tests: a horizontally merged `baz` is `A.baz | B.baz`).
+                let mut outer: Vec<&MethodLine> = Vec::new();
+                let mut k = 0;
+                while k < entries.len() {
+                    let mut j = k;
+                    while j + 1 < entries.len()
+                        && entries[j + 1].start == entries[k].start
+                        && entries[j + 1].end == entries[k].end
+                    {
+                        j += 1;
+                    }
+                    let m = &entries[j];
+                    let name = (self.receiver(m, class), self.s(m.original));
+                    if !outer.iter().any(|o| (self.receiver(o, class), self.s(o.original)) == name) {
+                        outer.push(m);
+                    }
+                    k = j + 1;
+                }
+                if outer.len() > 1 {
+                    outer.sort_by(|a, b| {
+                        (self.receiver(a, class), self.s(a.original))
+                            .cmp(&(self.receiver(b, class), self.s(b.original)))
+                    });
+                }
+                for m in outer {
+                    out.push(self.without_lines(m, class, Some(0)));
+                }
+            }
+            return out;
+        }
+        for m in entries {
+            let end = m.end.unwrap_or(0);
+            if has_line_info && end == 0 {
+                continue;
+            }
+            if end == 0 {
+                let Some(os) = m.original_start else {
+                    out.push(self.without_lines(m, class, Some(line)));
+                    continue;
+                };
+                if let Some(oe) = m.original_end {
+                    if oe > os && oe - os <= 65_535 {
+                        for l in os..=oe {
+                            out.push(self.without_lines(m, class, Some(l)));
+                        }
+                        continue;
+                    }
+                }
+                out.push(self.without_lines(m, class, (os > 0).then_some(os)));
+            } else if let Some(f) = self.with_lines(m, class, line) {
+                out.push(f);
+            }
+        }
+        if out.is_empty() && has_line_info {
+            out.push(Self::class_only(class, method, line));
+        }
+        out
+    }
+
+    /// Lines without an obfuscated range, for a frame without a line.
+    fn base_entries(&self, class: &str, base: &[&MethodLine], out: &mut Vec<OriginalFrame>) {
+        let mut zero_has_range = false;
+        let mut no_range = 0usize;
+        let mut first_name: Option<&str> = None;
+        let mut same_name = true;
+        let mut all_lined = true;
+        for m in base {
+            if m.start.is_some() {
+                if m.original_end.is_some() && m.original_end != m.original_start {
+                    zero_has_range = true;
+                }
+            } else {
+                no_range += 1;
+                if m.original_start.is_none() {
+                    all_lined = false;
+                }
+                let n = self.s(m.original);
+                match first_name {
+                    None => first_name = Some(n),
+                    Some(f) if f != n => same_name = false,
+                    _ => {}
+                }
+            }
+        }
+        let mut emitted = false;
+        for m in base {
+            if m.start.is_some() {
+                let l = if zero_has_range { Some(0) } else { m.original_start.filter(|&s| s > 0) };
+                out.push(self.without_lines(m, class, l));
+            } else if same_name {
+                if !emitted {
+                    emitted = true;
+                    let l = if no_range == 1 { m.original_start.or(Some(0)) } else { Some(0) };
+                    out.push(self.without_lines(m, class, l));
+                }
+            } else {
+                out.push(self.without_lines(m, class, Some(0)));
+            }
+        }
+        if !same_name && all_lined {
+            out.sort_by(|a, b| a.method.cmp(&b.method));
+        }
+    }
+}
+
+/// `bytes` (a class's section that is not all UTF-8) with each line that is not UTF-8
+/// replaced by one that reads the same way: a comment stays a comment that is passed over
+/// (`#{`), any other line becomes a member line that does not parse (skipped and counted).
+fn valid_lines(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match std::str::from_utf8(line) {
+            Ok(l) => out.push_str(l),
+            Err(_) if line.trim_ascii_start().first() == Some(&b'#') => out.push_str("#{"),
+            Err(_) => out.push_str("\t\u{1}"),
+        }
+    }
+    out
+}
+
+/// The R8 metadata (`# {"id":…}` lines) the lookups use; others are `Other`.
+#[derive(serde::Deserialize)]
+#[serde(tag = "id")]
+enum Meta<'a> {
+    #[serde(rename = "sourceFile", rename_all = "camelCase")]
+    SourceFile { file_name: &'a str },
+    #[serde(rename = "com.android.tools.r8.synthesized")]
+    Synthesized,
+    #[serde(rename = "com.android.tools.r8.outline")]
+    Outline,
+    #[serde(rename = "com.android.tools.r8.outlineCallsite")]
+    OutlineCallsite {
+        #[serde(borrow)]
+        positions: HashMap<&'a str, u64>,
+    },
+    #[serde(rename = "com.android.tools.r8.residualsignature")]
+    ResidualSignature { signature: &'a str },
+    #[serde(other)]
+    Other,
+}
+
+/// A hash of a member name (FNV-1a): orders a class's method lines without comparing text.
+fn name_key(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The simple name of a class without its inner classes (`a.b.Foo$Bar` -> `Foo`).
+fn extract_class_name(full: &str) -> Option<&str> {
+    full.split('.').next_back()?.split('$').next()
+}
+
+/// A source file name derived from a class name as retrace derives it: a `$`-segment ending
+/// in `Kt` gives `<segment>.kt`; otherwise the outer class's name with the extension of
+/// `reference` (the class's `sourceFile`), `.java` by default.
+pub(super) fn synthesize_source_file(class: &str, reference: Option<&str>) -> Option<String> {
+    let last = class.split('.').next_back()?;
+    let mut segments = last.split('$');
+    let base = segments.next()?;
+    for seg in std::iter::once(base).chain(segments) {
+        if let Some(k) = seg.strip_suffix("Kt").filter(|s| !s.is_empty()) {
+            return Some(format!("{k}.kt"));
+        }
+    }
+    if let Some(ext) = reference.and_then(|f| f.rfind('.').map(|p| &f[p..])) {
+        return Some(format!("{base}{ext}"));
+    }
+    Some(format!("{base}.java"))
+}
+
+impl MethodLine {
+    /// Whether this line may be the method with residual descriptor `descriptor`: its
+    /// `residualsignature` says so; without one, the descriptor of its original signature
+    /// does, when every type in it is one R8 never renames (primitives, `java.*`); a line with
+    /// other types and no metadata may be it.
+    pub(super) fn residual_is(&self, t: &ClassTable, descriptor: &str) -> bool {
+        if !self.residual.is_none() {
+            return t.s(self.residual) == descriptor;
+        }
+        let args = t.s(self.arguments);
+        let mut d = String::from("(");
+        for a in args.split(',').filter(|a| !a.is_empty()) {
+            match type_descriptor(a.trim()) {
+                Some(x) => d.push_str(&x),
+                None => return true,
+            }
+        }
+        d.push(')');
+        match type_descriptor(t.s(self.ty)) {
+            Some(x) => d.push_str(&x),
+            None => return true,
+        }
+        d == descriptor
+    }
+}
+
+/// The JVM descriptor of a Java type R8 never renames (`int[]` -> `[I`,
+/// `java.lang.String` -> `Ljava/lang/String;`); `None` for any other class.
+fn type_descriptor(ty: &str) -> Option<String> {
+    let base = ty.trim_end_matches("[]");
+    let dims = (ty.len() - base.len()) / 2;
+    let code = match base {
+        "void" => "V".to_owned(),
+        "boolean" => "Z".to_owned(),
+        "byte" => "B".to_owned(),
+        "char" => "C".to_owned(),
+        "short" => "S".to_owned(),
+        "int" => "I".to_owned(),
+        "long" => "J".to_owned(),
+        "float" => "F".to_owned(),
+        "double" => "D".to_owned(),
+        c if c.starts_with("java.") => format!("L{};", c.replace('.', "/")),
+        _ => return None,
+    };
+    Some(format!("{}{code}", "[".repeat(dims)))
+}
+
+impl ClassTable {
+    /// `(class, method)` of line `m`, `class` being this class's original name.
+    pub(super) fn original_of(&self, m: &MethodLine, class: &str) -> (String, String) {
+        (self.receiver(m, class).to_owned(), self.s(m.original).to_owned())
+    }
+}
