@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use super::proguard::{Session, package_of_mapping_path, split_java_frame};
+use super::proguard::{FrameQuery, Retraced, Session, package_of_mapping_path, split_java_frame};
 use crate::model::{Line, StringId, Tables};
 
 /// Which map applies to which Java frame, beyond its mapping's path.
@@ -42,13 +42,24 @@ fn pick(session: &mut Session<'_>, rules: &FrameRules, pkg: Option<&str>, what: 
 }
 
 /// Deobfuscates the Java frames among `range` of `tables` (see the module documentation).
-/// Frames that already have lines (native frames, symbolized) are left alone.
+/// Frames that already have lines (native frames, symbolized) are left alone. Each map is
+/// asked once, in one batch ([`Retracer::frames`](super::proguard::Retracer::frames)), for
+/// all the frames it may answer; a `/memfd:` frame asks its maps in turn, the last given
+/// first, until one names its class.
 pub fn deobfuscate_java_frames(
     tables: &mut Tables,
     range: Range<usize>,
     session: &mut Session<'_>,
     rules: &FrameRules,
 ) {
+    // Each Java frame with the maps to ask, in order, and what each is used for.
+    struct Todo {
+        frame: usize,
+        name: String,
+        maps: Vec<(usize, String)>,
+        answer: Option<Retraced>,
+    }
+    let mut todo: Vec<Todo> = Vec::new();
     for i in range {
         let f = &tables.frames()[i];
         if !f.lines.is_empty() {
@@ -60,34 +71,62 @@ pub fn deobfuscate_java_frames(
             continue;
         }
         let path = f.mapping.map(|m| tables.strings.get(tables.mapping(m).path).to_owned()).unwrap_or_default();
-        let hit = if let Some(p) = package_of_mapping_path(&path) {
-            pick(session, rules, Some(p), &format!("Java frames of {p}"))
-                .and_then(|mi| session.retracer(mi).frame(class, method, None))
+        let maps: Vec<(usize, String)> = if let Some(p) = package_of_mapping_path(&path) {
+            pick(session, rules, Some(p), &format!("Java frames of {p}")).map(|mi| (mi, String::new())).into_iter().collect()
         } else if path.starts_with("/memfd:") && !rules.packaged.is_empty() {
             // Every map of a package applies; trace processor applies them in turn, so the
             // last that names the class wins.
-            let mut hit = None;
-            for (mi, p) in rules.packaged.iter().rev() {
-                if let Some(r) = session.retracer(*mi).frame(class, method, None) {
-                    session.for_package(Some(p), &format!("Java frames in memfd (JIT) of {p}"));
-                    hit = Some(r);
-                    break;
-                }
-            }
-            hit
+            rules.packaged.iter().rev().map(|(mi, p)| (*mi, format!("Java frames in memfd (JIT) of {p}"))).collect()
         } else if let Some(g) = &rules.guessed_package {
             pick(session, rules, Some(g), &format!("Java frames of {g} (package from packages_list)"))
-                .and_then(|mi| session.retracer(mi).frame(class, method, None))
+                .map(|mi| (mi, String::new()))
+                .into_iter()
+                .collect()
         } else if !rules.several_packages.is_empty() {
-            None
+            Vec::new()
         } else {
-            pick(session, rules, None, "Java frames").and_then(|mi| session.retracer(mi).frame(class, method, None))
+            pick(session, rules, None, "Java frames").map(|mi| (mi, String::new())).into_iter().collect()
         };
-        let Some(r) = hit else {
-            session.left_obfuscated(&name);
+        todo.push(Todo { frame: i, name, maps, answer: None });
+    }
+    // Rounds: round k asks each unanswered frame's k-th map, one batch per map.
+    let rounds = todo.iter().map(|t| t.maps.len()).max().unwrap_or(0);
+    for k in 0..rounds {
+        let mut maps: Vec<usize> =
+            todo.iter().filter(|t| t.answer.is_none()).filter_map(|t| t.maps.get(k).map(|m| m.0)).collect();
+        maps.sort_unstable();
+        maps.dedup();
+        for mi in maps {
+            let which: Vec<usize> = (0..todo.len())
+                .filter(|&j| todo[j].answer.is_none() && todo[j].maps.get(k).is_some_and(|m| m.0 == mi))
+                .collect();
+            let queries: Vec<FrameQuery<'_>> = which
+                .iter()
+                .map(|&j| {
+                    let (class, method) = split_java_frame(&todo[j].name).unwrap_or_default();
+                    FrameQuery { class, method, line: None }
+                })
+                .collect();
+            let answers = session.retracer(mi).frames(&queries);
+            drop(queries);
+            for (j, r) in which.into_iter().zip(answers) {
+                if r.is_some() && !todo[j].maps[k].1.is_empty() {
+                    let p = rules.packaged.iter().find(|(m, _)| *m == mi).map(|(_, p)| p.clone());
+                    let what = todo[j].maps[k].1.clone();
+                    session.for_package(p.as_deref(), &what);
+                }
+                todo[j].answer = r;
+            }
+        }
+    }
+    let full = |o: &super::proguard::OriginalFrame| format!("{}.{}", o.class, o.method);
+    for t in todo {
+        let i = t.frame;
+        let Some(r) = t.answer else {
+            let class = split_java_frame(&t.name).map_or(&t.name[..], |(c, _)| c);
+            session.left_obfuscated_as(class, &t.name);
             continue;
         };
-        let full = |o: &super::proguard::OriginalFrame| format!("{}.{}", o.class, o.method);
         if r.frames.len() == 1 || r.ambiguous {
             // Trace processor: the distinct names, sorted, joined by " | ".
             let mut names: Vec<String> = r.frames.iter().map(full).collect();

@@ -351,7 +351,7 @@ some.Class -> b:\n    1:1:void foo.bar.Baz.qux():42:42 -> s\n\
     assert_eq!(got[2].as_ref().unwrap().frames[0].line, 0);
 }
 
-/// A heapprofd frame's name after deobfuscation, as `deobfuscate_frames` spells it.
+/// A heapprofd frame's name after deobfuscation, as `java_frames::deobfuscate_java_frames` spells it.
 fn frame_name(r: &Retracer<'_>, class: &str, method: &str) -> String {
     let t = r.frame(class, method, None).unwrap();
     let names: Vec<String> = t.frames.iter().map(|f| format!("{}.{}", f.class, f.method)).collect();
