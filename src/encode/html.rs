@@ -6,9 +6,12 @@
 //! interval, the total of every sample type, data-loss flags, symbolization coverage with the
 //! mappings left unsymbolized, how much was pruned); a flame graph (or icicle) drawn on a
 //! canvas, with click to zoom, reset, search with the matched share and tooltips giving exact
-//! values and percentages; a selector of the sample type shown; a sortable table of functions
-//! (self and cumulative, counted once per stack) and of mappings, whose rows highlight their
-//! frames in the graph. A diff (`BASE` and `NEW`) colours frames by their inclusive change
+//! values and percentages; a selector of the sample type shown; sortable tables of functions
+//! (self and cumulative, counted once per stack), of mappings and of stacks, whose rows
+//! highlight their frames in the graph. A Java heap's report adds its classes by retained
+//! size and its largest retainers, each with its path from a GC root
+//! ([`encode_heap_html`]); several dumps of one process and heap make one report with a
+//! timeline of their totals, a click on a dump showing it ([`encode_html_timeline`]). A diff (`BASE` and `NEW`) colours frames by their inclusive change
 //! (growth red, shrinkage blue), shows before/after/delta/% in tooltips and sorts its table by
 //! what grew most.
 //!
@@ -26,7 +29,12 @@
 //! indexes into one string table, and the node's **self** value per series (the page adds them
 //! up). Nodes whose cumulative value is below `prune_below` percent of the total in every
 //! series are merged, with their subtrees, into one `[other]` node per parent; the header
-//! says how many nodes and how much value that merged. The JSON is placed in a
+//! says how many nodes and how much value that merged. Per function name and per mapping,
+//! `functions` and `mappings` hold the self and cumulative values of the whole tree, computed
+//! before pruning: the tables show them, and a search matching one function name reports its
+//! exact share from them even when some of its frames were merged into `[other]` (a search
+//! matching several names is exact when they were all kept, else shown as the range that
+//! holds the true share). The JSON is placed in a
 //! `<script type="application/json">` with every `<` escaped, so no label can end it.
 
 use std::fmt::Write as _;
@@ -815,6 +823,49 @@ mod tests {
         assert_eq!(d["nodes"]["self"][0], json!([0, 0, 99_990, 10]));
         assert_eq!(d["pruned"]["nodes"], json!(4));
         assert_eq!(d["pruned"]["values"], json!([10, 0]));
+    }
+
+    #[test]
+    fn function_totals_are_exact_when_frames_are_pruned() {
+        // `leaf` under the pruned `tiny` is still counted; `main` recursing counts once.
+        let p = profile(&[
+            (&["main", "big", "leaf"], 99_990),
+            (&["main", "tiny", "leaf"], 9),
+            (&["main", "main", "leaf"], 1),
+        ]);
+        // Counts only on the first stack, so that sizes alone decide what is pruned.
+        let (t, m, ty, dd, st, mut v) = p.into_parts();
+        for c in v.chunks_mut(2).skip(1) {
+            c[1] = 0;
+        }
+        let p = Profile::from_parts(t, m, ty, dd, st, v);
+        let d = data(&encode_html(&p, &HtmlOptions { prune_below: 1.0, ..Default::default() }).unwrap());
+        assert_eq!(names(&d), ["all", "main", "big", "leaf", "[other]"]);
+        let strings = d["strings"].as_array().unwrap();
+        let f = &d["functions"];
+        let row = |n: &str| {
+            let k =
+                f["key"].as_array().unwrap().iter().position(|k| strings[k.as_u64().unwrap() as usize] == n).unwrap();
+            (f["self"][0][k].as_i64().unwrap(), f["cum"][0][k].as_i64().unwrap(), f["cum"][1][k].as_i64().unwrap())
+        };
+        assert_eq!(row("leaf"), (100_000, 100_000, 1));
+        assert_eq!(row("main"), (0, 100_000, 1));
+        assert_eq!(row("tiny"), (0, 9, 0));
+        assert_eq!(d["mappings"]["key"], json!([0]));
+        assert_eq!(d["mappings"]["cum"][0], json!([100_000]));
+        assert_eq!(d["pruned"]["values"], json!([10, 0]));
+    }
+
+    #[test]
+    fn timeline_holds_every_dump() {
+        let a = profile(&[(&["main", "a"], 10)]);
+        let b = profile(&[(&["main", "a"], 10), (&["main", "b"], 30)]);
+        let d = data(&encode_html_timeline(&[&a, &b], &HtmlOptions::default()).unwrap());
+        assert_eq!(d["kind"], "timeline");
+        assert_eq!(d["chosen"], 1);
+        assert_eq!(d["dumps"][0]["totals"], json!([10, 1]));
+        assert_eq!(d["dumps"][1]["totals"], json!([40, 2]));
+        assert_eq!(d["title"], "unknown process, heap : 2 dumps");
     }
 
     #[test]

@@ -368,7 +368,13 @@
   var tableRows = [];
   function keyName() { return st.by === 'function' ? 'Function' : st.by === 'mapping' ? 'Mapping' : 'Stack (leaf first)'; }
   // A stack's frames, leaf first (pruned frames show as [other]).
-  function stackText(i) { var parts = []; for (; i > 0; i = parent[i]) parts.push(label(i)); return parts.join(' \u2190 '); }
+  // Shown: the leaf and up to 7 callers; the row's tooltip has the whole stack.
+  var STACK_SHOWN = 8;
+  function stackFrames(i) { var parts = []; for (; i > 0; i = parent[i]) parts.push(label(i)); return parts; }
+  function stackText(i) {
+    var f = stackFrames(i);
+    return f.slice(0, STACK_SHOWN).join(' \u2190 ') + (f.length > STACK_SHOWN ? ' \u2190 \u2026 ' + (f.length - STACK_SHOWN) + ' more' : '');
+  }
   function buildRows() {
     var rows = [];
     if (heapTab()) {
@@ -437,7 +443,11 @@
     tableRows.slice(0, ROWS_SHOWN).forEach(function (r) {
       var row = el('tr', { 'data-id': r.id });
       if (st.selectedRow === r.id) row.className = 'on';
-      cols.forEach(function (c) { var td = el('td', null, c.text(r)); if (c.cls) td.className = c.cls(r); row.appendChild(td); });
+      cols.forEach(function (c, k) {
+        var td = el('td', k === 0 && st.by === 'stack' ? { title: stackFrames(r.id).join('\n') } : null, c.text(r));
+        if (c.cls) td.className = c.cls(r);
+        row.appendChild(td);
+      });
       row.addEventListener('click', function () { selectRow(st.selectedRow === r.id ? null : r.id); });
       frag.appendChild(row);
     });
@@ -538,8 +548,16 @@
     var t = st.type;
     load(doc);
     st.type = keepType && t < T ? t : Math.min(D.shown || 0, T - 1);
+    // A type that is zero everywhere (pprof's default can be) would draw nothing: the first
+    // type with values is shown instead, and the header says so.
+    var empty = null;
+    if (!DIFF && !keepType && D.totals[st.type] === 0) {
+      for (var k = 0; k < T; k++) if (D.totals[k] !== 0) { empty = D.types[st.type].name; st.type = k; break; }
+    }
     st.focus = 0; st.selectedRow = null; st.match = null; st.matchNames = null; st.matchExact = null; st.matchText = '';
-    header(); refresh();
+    header();
+    if (empty !== null) document.getElementById('hc-warnings').appendChild(el('p', { 'class': 'note', id: 'hc-empty-type' }, empty + ' is zero everywhere: showing ' + D.types[st.type].name + ' (choose another under Value)'));
+    refresh();
     if (search.value) runSearch();
   }
 
