@@ -348,15 +348,14 @@ fn convert_trace(
     Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
 }
 
+/// Outputs of a run: each path (`None`: standard output) and its bytes.
+type Outputs = Vec<(Option<PathBuf>, Vec<u8>)>;
+
 /// `--to html` of several dumps of one process and heap: one report per (pid, heap) with a
 /// timeline of its dumps (a single dump gets its usual report and name). `None` when no
 /// (pid, heap) has several dumps, or when there are several reports and `dest` is not a
 /// directory (the caller then says so).
-fn html_timelines(
-    dest: &Destination,
-    profiles: &[Profile],
-    opts: &ConvertOptions,
-) -> Option<Result<Vec<(Option<PathBuf>, Vec<u8>)>>> {
+fn html_timelines(dest: &Destination, profiles: &[Profile], opts: &ConvertOptions) -> Option<Result<Outputs>> {
     use rayon::prelude::*;
     if opts.format != Format::Html {
         return None;
