@@ -354,7 +354,7 @@ fn icicle_value_switch_and_stack_table_in_chromium() {
         .lines()
         .map(|l| heapconv::encode::folded::parse_folded_line(l).unwrap())
         .collect();
-    lines.sort_by(|a, b| b.1.cmp(&a.1));
+    lines.sort_by_key(|l| std::cmp::Reverse(l.1));
     let top: Vec<String> = lines[0].0.iter().rev().cloned().collect();
     let Some(page) = open(&report, json!({"icicle": "all", "type": 0, "tab": "stack", "search": "Feed"})) else {
         return;
