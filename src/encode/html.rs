@@ -6,9 +6,12 @@
 //! interval, the total of every sample type, data-loss flags, symbolization coverage with the
 //! mappings left unsymbolized, how much was pruned); a flame graph (or icicle) drawn on a
 //! canvas, with click to zoom, reset, search with the matched share and tooltips giving exact
-//! values and percentages; a selector of the sample type shown; a sortable table of functions
-//! (self and cumulative, counted once per stack) and of mappings, whose rows highlight their
-//! frames in the graph. A diff (`BASE` and `NEW`) colours frames by their inclusive change
+//! values and percentages; a selector of the sample type shown; sortable tables of functions
+//! (self and cumulative, counted once per stack), of mappings and of stacks, whose rows
+//! highlight their frames in the graph. A Java heap's report adds its classes by retained
+//! size and its largest retainers, each with its path from a GC root
+//! ([`encode_heap_html`]); several dumps of one process and heap make one report with a
+//! timeline of their totals, a click on a dump showing it ([`encode_html_timeline`]). A diff (`BASE` and `NEW`) colours frames by their inclusive change
 //! (growth red, shrinkage blue), shows before/after/delta/% in tooltips and sorts its table by
 //! what grew most.
 //!
@@ -26,7 +29,12 @@
 //! indexes into one string table, and the node's **self** value per series (the page adds them
 //! up). Nodes whose cumulative value is below `prune_below` percent of the total in every
 //! series are merged, with their subtrees, into one `[other]` node per parent; the header
-//! says how many nodes and how much value that merged. The JSON is placed in a
+//! says how many nodes and how much value that merged. Per function name and per mapping,
+//! `functions` and `mappings` hold the self and cumulative values of the whole tree, computed
+//! before pruning: the tables show them, and a search matching one function name reports its
+//! exact share from them even when some of its frames were merged into `[other]` (a search
+//! matching several names is exact when they were all kept, else shown as the range that
+//! holds the true share). The JSON is placed in a
 //! `<script type="application/json">` with every `<` escaped, so no label can end it.
 
 use std::fmt::Write as _;
@@ -37,6 +45,7 @@ use serde_json::{Value, json};
 use super::labels::frame_labels;
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::annotate::{Annotation, AnnotationState, annotate_node};
+use crate::model::heap_report::HeapTop;
 use crate::model::mapping::basename;
 use crate::model::{Profile, ProfileMeta, StackId};
 
@@ -127,11 +136,12 @@ impl LabelTree {
     }
 
     fn child(&mut self, parent: u32, name: u32, map: u32) -> u32 {
-        if let Some(&c) = self.index.get(&(parent, name)) {
-            return c;
+        // One hash per lookup, found or made.
+        let next = self.parent.len() as u32;
+        let c = *self.index.entry((parent, name)).or_insert(next);
+        if c == next {
+            self.push(parent, name, map);
         }
-        let c = self.push(parent, name, map);
-        self.index.insert((parent, name), c);
         c
     }
 
@@ -146,9 +156,21 @@ impl LabelTree {
         let mut seen_frame = vec![false; tables.frames().len()];
         let mut chain: Vec<StackId> = Vec::new();
         let mut labels: Vec<String> = Vec::new();
-        let mut label_cache: HashMap<(u32, Annotation), (usize, usize, u32)> = HashMap::default();
+        // (frame, annotation) -> its labels' range in `label_ids` and its mapping, made once.
+        const ANNOTATIONS: usize = 6;
+        let mut label_cache: Vec<(u32, u32, u32)> = vec![(UNSET, 0, 0); tables.frames().len() * ANNOTATIONS];
         let mut label_ids: Vec<u32> = Vec::new();
         let types = profile.header.sample_types.len();
+        if self.parent.len() == 1 {
+            // About one tree node per stack node (more with inlined frames, fewer when labels
+            // merge): reserved once rather than grown by doubling.
+            let guess = tables.stack_count().min(profile.samples().len().saturating_mul(64));
+            self.parent.reserve(guess);
+            self.name.reserve(guess);
+            self.map.reserve(guess);
+            self.values.reserve(guess * self.series);
+            self.index.reserve(guess);
+        }
         for (stack, values) in profile.samples() {
             if values.iter().all(|&v| v == 0) {
                 continue;
@@ -172,9 +194,10 @@ impl LabelTree {
                 let a = if annotations { a } else { Annotation::None };
                 let fid = tables.stack_node(s).frame;
                 // A frame's labels (and mapping) are made once per annotation it shows with.
-                let (start, end, map) = match label_cache.get(&(fid.0, a)) {
-                    Some(&x) => x,
-                    None => {
+                let key = fid.0 as usize * ANNOTATIONS + a as usize;
+                let (start, end, map) = match label_cache[key] {
+                    (start, end, map) if start != UNSET => (start as usize, end as usize, map),
+                    _ => {
                         labels.clear();
                         frame_labels(tables, s, a, &mut labels);
                         let frame = tables.frame(fid);
@@ -186,9 +209,8 @@ impl LabelTree {
                             let id = self.intern(l);
                             label_ids.push(id);
                         }
-                        let x = (start, label_ids.len(), map);
-                        label_cache.insert((fid.0, a), x);
-                        x
+                        label_cache[key] = (start as u32, label_ids.len() as u32, map);
+                        (start, label_ids.len(), map)
                     }
                 };
                 if !seen_frame[fid.0 as usize] {
@@ -223,18 +245,132 @@ enum Pending {
     Other(u32, Vec<i64>),
 }
 
+/// Per key (a function name or a mapping, as string ids of the tree), the self and the
+/// cumulative value per series over the whole tree before pruning, a key counted once per
+/// stack (recursion does not count twice): what the page's tables show and its search share
+/// is made exact with.
+struct KeyTotals {
+    self_: Vec<i64>,
+    cum: Vec<i64>,
+    seen: Vec<bool>,
+}
+
+/// The whole tree's children, as ranges of one array (`kids[offsets[i]..offsets[i + 1]]`),
+/// each sorted by label.
+struct Children {
+    offsets: Vec<u32>,
+    kids: Vec<u32>,
+}
+
+impl Children {
+    fn of(tree: &LabelTree) -> Self {
+        let n = tree.parent.len();
+        let mut offsets = vec![0u32; n + 1];
+        for i in 1..n {
+            offsets[tree.parent[i] as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut kids = vec![0u32; n.saturating_sub(1)];
+        for i in 1..n {
+            let p = tree.parent[i] as usize;
+            kids[fill[p] as usize] = i as u32;
+            fill[p] += 1;
+        }
+        // Labels compared once, by their rank in text order.
+        let mut by_text: Vec<u32> = (0..tree.strings.len() as u32).collect();
+        by_text.sort_unstable_by(|&a, &b| tree.strings[a as usize].cmp(&tree.strings[b as usize]));
+        let mut rank = vec![0u32; tree.strings.len()];
+        for (r, &id) in by_text.iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        for i in 0..n {
+            let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
+            if b - a > 1 {
+                kids[a..b].sort_unstable_by_key(|&c| rank[tree.name[c as usize] as usize]);
+            }
+        }
+        Children { offsets, kids }
+    }
+
+    fn of_node(&self, i: usize) -> &[u32] {
+        &self.kids[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+}
+
+/// Totals per function name and per mapping over the whole tree (see [`KeyTotals`]), from the
+/// cumulative values `cum` (`series` per node).
+fn key_totals(tree: &LabelTree, children: &Children, cum: &[i64], series: usize) -> [KeyTotals; 2] {
+    let keys = tree.strings.len();
+    let s = series;
+    let mut out =
+        [0, 1].map(|_| KeyTotals { self_: vec![0; keys * s], cum: vec![0; keys * s], seen: vec![false; keys] });
+    let mut on_stack = [vec![0u32; keys], vec![0u32; keys]];
+    // Depth-first: (node, index of its next child).
+    let mut walk: Vec<(u32, u32)> = Vec::new();
+    let mut own = vec![0i64; s];
+    for &c in children.of_node(0) {
+        walk.push((c, 0));
+        let mut enter = true;
+        while let Some(&mut (node, ref mut next)) = walk.last_mut() {
+            let i = node as usize;
+            if enter {
+                own.copy_from_slice(&cum[i * s..(i + 1) * s]);
+                for &c in children.of_node(i) {
+                    for v in 0..s {
+                        own[v] -= cum[c as usize * s + v];
+                    }
+                }
+                for (which, key) in [tree.name[i], tree.map[i]].into_iter().enumerate() {
+                    let (t, k) = (&mut out[which], key as usize);
+                    t.seen[k] = true;
+                    let first = on_stack[which][k] == 0;
+                    for v in 0..s {
+                        t.self_[k * s + v] += own[v];
+                        if first {
+                            t.cum[k * s + v] += cum[i * s + v];
+                        }
+                    }
+                    on_stack[which][k] += 1;
+                }
+            }
+            let kids = children.of_node(i);
+            if (*next as usize) < kids.len() {
+                let c = kids[*next as usize];
+                *next += 1;
+                walk.push((c, 0));
+                enter = true;
+            } else {
+                on_stack[0][tree.name[i] as usize] -= 1;
+                on_stack[1][tree.map[i] as usize] -= 1;
+                walk.pop();
+                enter = false;
+            }
+        }
+    }
+    out
+}
+
 /// The tree as the page reads it (see the module docs): pruned, in pre-order, with a string
-/// table of the names it uses.
-fn emit(tree: &LabelTree, prune_below: f64) -> Value {
+/// table of the names it uses, and the exact totals per function and per mapping.
+fn emit(mut tree: LabelTree, prune_below: f64) -> Value {
+    // The (parent, name) index is not needed any more: its memory goes before the rest is made.
+    tree.index = HashMap::default();
     let n = tree.parent.len();
     let s = tree.series;
-    let mut cum = tree.values.clone();
+    // Self values become cumulative ones in place; a node's self value is its cumulative one
+    // less its children's.
+    let mut cum = std::mem::take(&mut tree.values);
     for i in (1..n).rev() {
         let p = tree.parent[i] as usize;
         for k in 0..s {
             cum[p * s + k] += cum[i * s + k];
         }
     }
+    let self_of =
+        |i: usize, k: usize, kids: &[u32]| cum[i * s + k] - kids.iter().map(|&c| cum[c as usize * s + k]).sum::<i64>();
     let thresholds: Vec<f64> = (0..s).map(|k| cum[k].unsigned_abs() as f64 * prune_below / 100.0).collect();
     let keep = |i: usize| {
         (0..s).any(|k| {
@@ -242,15 +378,8 @@ fn emit(tree: &LabelTree, prune_below: f64) -> Value {
             v > 0.0 && v >= thresholds[k]
         })
     };
-    let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for i in 1..n {
-        children[tree.parent[i] as usize].push(i as u32);
-    }
-    let label = |i: u32| tree.strings[tree.name[i as usize] as usize].as_str();
-    for c in &mut children {
-        c.sort_by(|&a, &b| label(a).cmp(label(b)));
-    }
-    let mut size = vec![1u64; n];
+    let children = Children::of(&tree);
+    let mut size = vec![1u32; n];
     for i in (1..n).rev() {
         size[tree.parent[i] as usize] += size[i];
     }
@@ -266,6 +395,8 @@ fn emit(tree: &LabelTree, prune_below: f64) -> Value {
     let mut pruned_nodes = 0u64;
     let mut pruned_values = vec![0i64; s];
     let mut todo: Vec<Pending> = vec![Pending::Node(0, 0)];
+    let mut kept: Vec<u32> = Vec::new();
+    let mut pruned: Vec<u32> = Vec::new();
     while let Some(item) = todo.pop() {
         let me = out_parent.len() as u32;
         match item {
@@ -289,14 +420,19 @@ fn emit(tree: &LabelTree, prune_below: f64) -> Value {
                     }
                     out.push(id);
                 }
-                for (col, &v) in out_self.iter_mut().zip(&tree.values[i * s..(i + 1) * s]) {
-                    col.push(v);
+                let kids = children.of_node(i);
+                for (k, col) in out_self.iter_mut().enumerate() {
+                    col.push(self_of(i, k, kids));
                 }
-                let (kept, pruned): (Vec<u32>, Vec<u32>) = children[i].iter().partition(|&&c| keep(c as usize));
+                kept.clear();
+                pruned.clear();
+                for &c in kids {
+                    if keep(c as usize) { kept.push(c) } else { pruned.push(c) }
+                }
                 if !pruned.is_empty() {
                     let mut vals = vec![0i64; s];
                     for &c in &pruned {
-                        pruned_nodes += size[c as usize];
+                        pruned_nodes += u64::from(size[c as usize]);
                         for k in 0..s {
                             vals[k] += cum[c as usize * s + k];
                         }
@@ -313,13 +449,42 @@ fn emit(tree: &LabelTree, prune_below: f64) -> Value {
             }
         }
     }
+    // Exact totals per function and mapping (names only in pruned frames join the strings).
+    let totals = key_totals(&tree, &children, &cum, s);
+    let mut tables = Vec::new();
+    for t in &totals {
+        let mut ids = Vec::new();
+        let mut self_cols: Vec<Vec<i64>> = vec![Vec::new(); s];
+        let mut cum_cols: Vec<Vec<i64>> = vec![Vec::new(); s];
+        for k in 0..tree.strings.len() {
+            let (sv, cv) = (&t.self_[k * s..(k + 1) * s], &t.cum[k * s..(k + 1) * s]);
+            if !t.seen[k] || (sv.iter().all(|&v| v == 0) && cv.iter().all(|&v| v == 0)) {
+                continue;
+            }
+            let text = tree.strings[k].as_str();
+            let next = strings.len() as u32;
+            let id = *string_index.entry(text).or_insert(next);
+            if id == next {
+                strings.push(text);
+            }
+            ids.push(id);
+            for v in 0..s {
+                self_cols[v].push(sv[v]);
+                cum_cols[v].push(cv[v]);
+            }
+        }
+        tables.push(json!({ "key": ids, "self": self_cols, "cum": cum_cols }));
+    }
     let mut unsym: Vec<(&str, u64)> =
         tree.unsymbolized.iter().map(|(&m, &c)| (tree.strings[m as usize].as_str(), c)).collect();
     unsym.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     let unsym_frames: u64 = unsym.iter().map(|x| x.1).sum();
+    let [functions, mappings]: [Value; 2] = tables.try_into().expect("two key tables");
     json!({
         "strings": strings,
         "nodes": { "parent": out_parent, "name": out_name, "map": out_map, "self": out_self },
+        "functions": functions,
+        "mappings": mappings,
         "totals": (0..s).map(|k| cum[k]).collect::<Vec<_>>(),
         "pruned": { "below_percent": prune_below, "nodes": pruned_nodes, "values": pruned_values },
         "symbols": {
@@ -360,19 +525,58 @@ fn types_json(profile: &Profile) -> Vec<Value> {
         .collect()
 }
 
-/// Renders a profile as an HTML report (see the module docs).
-pub fn encode_html(profile: &Profile, opts: &HtmlOptions) -> Result<Vec<u8>> {
+/// One profile's document as the page reads it (see the module docs).
+fn profile_doc(profile: &Profile, opts: &HtmlOptions) -> Result<Value> {
     let types = profile.header.sample_types.len();
     check_index(opts.value_index, types)?;
     let mut tree = LabelTree::new(types);
     tree.add(profile, 0, &vec![1.0; types], opts.annotations);
-    let mut doc = emit(&tree, opts.prune_below);
+    let mut doc = emit(tree, opts.prune_below);
     let title = opts.title.clone().unwrap_or_else(|| profile.header.meta.describe());
     doc["kind"] = json!("profile");
     doc["title"] = json!(title);
     doc["meta"] = meta_json(&profile.header.meta);
     doc["types"] = json!(types_json(profile));
     doc["shown"] = json!(opts.value_index);
+    Ok(doc)
+}
+
+/// Renders a profile as an HTML report (see the module docs).
+pub fn encode_html(profile: &Profile, opts: &HtmlOptions) -> Result<Vec<u8>> {
+    let doc = profile_doc(profile, opts)?;
+    let title = doc["title"].as_str().unwrap_or_default().to_owned();
+    Ok(page(&title, &doc))
+}
+
+/// Renders a Java heap's tree (dominator or shortest-path, as `profile` holds it) as an HTML
+/// report with the heap's `top` report beside it: tables of the classes by retained size and of
+/// the largest retainers, and for a chosen one its path from a GC root.
+pub fn encode_heap_html(profile: &Profile, top: &HeapTop, opts: &HtmlOptions) -> Result<Vec<u8>> {
+    let mut doc = profile_doc(profile, opts)?;
+    doc["heap"] = serde_json::to_value(top).expect("the heap report serializes");
+    let title = doc["title"].as_str().unwrap_or_default().to_owned();
+    Ok(page(&title, &doc))
+}
+
+/// Renders several dumps of one process and heap (in time order) as one HTML report: a
+/// timeline chart of every dump's totals above the flame graph and tables of the dump chosen
+/// on it (the last one at first). Each dump is pruned on its own.
+pub fn encode_html_timeline(profiles: &[&Profile], opts: &HtmlOptions) -> Result<Vec<u8>> {
+    let Some(last) = profiles.last() else {
+        return Err(Error::new(ErrorKind::NoData, "no dump to report"));
+    };
+    let docs = profiles.iter().map(|p| profile_doc(p, opts)).collect::<Result<Vec<Value>>>()?;
+    let m = &last.header.meta;
+    let title = opts.title.clone().unwrap_or_else(|| {
+        let who = match (&m.process_name, m.pid) {
+            (Some(n), Some(p)) => format!("{n} (pid {p})"),
+            (None, Some(p)) => format!("pid {p}"),
+            (Some(n), None) => n.clone(),
+            (None, None) => "unknown process".to_owned(),
+        };
+        format!("{who}, heap {}: {} dumps", m.heap, profiles.len())
+    });
+    let doc = json!({ "kind": "timeline", "title": title, "dumps": docs, "chosen": profiles.len() - 1 });
     Ok(page(&title, &doc))
 }
 
@@ -418,7 +622,7 @@ pub fn encode_diff_html(base: &Profile, new: &Profile, opts: &HtmlDiffOptions) -
     let mut tree = LabelTree::new(2 * types);
     tree.add(base, 0, &scale, opts.html.annotations);
     tree.add(new, types, &vec![1.0; types], opts.html.annotations);
-    let mut doc = emit(&tree, opts.html.prune_below);
+    let mut doc = emit(tree, opts.html.prune_below);
     let title = opts.html.title.clone().unwrap_or_else(|| format!("{} \u{2192} {}", opts.base_name, opts.new_name));
     doc["kind"] = json!("diff");
     doc["title"] = json!(title);
@@ -619,6 +823,49 @@ mod tests {
         assert_eq!(d["nodes"]["self"][0], json!([0, 0, 99_990, 10]));
         assert_eq!(d["pruned"]["nodes"], json!(4));
         assert_eq!(d["pruned"]["values"], json!([10, 0]));
+    }
+
+    #[test]
+    fn function_totals_are_exact_when_frames_are_pruned() {
+        // `leaf` under the pruned `tiny` is still counted; `main` recursing counts once.
+        let p = profile(&[
+            (&["main", "big", "leaf"], 99_990),
+            (&["main", "tiny", "leaf"], 9),
+            (&["main", "main", "leaf"], 1),
+        ]);
+        // Counts only on the first stack, so that sizes alone decide what is pruned.
+        let (t, m, ty, dd, st, mut v) = p.into_parts();
+        for c in v.chunks_mut(2).skip(1) {
+            c[1] = 0;
+        }
+        let p = Profile::from_parts(t, m, ty, dd, st, v);
+        let d = data(&encode_html(&p, &HtmlOptions { prune_below: 1.0, ..Default::default() }).unwrap());
+        assert_eq!(names(&d), ["all", "main", "big", "leaf", "[other]"]);
+        let strings = d["strings"].as_array().unwrap();
+        let f = &d["functions"];
+        let row = |n: &str| {
+            let k =
+                f["key"].as_array().unwrap().iter().position(|k| strings[k.as_u64().unwrap() as usize] == n).unwrap();
+            (f["self"][0][k].as_i64().unwrap(), f["cum"][0][k].as_i64().unwrap(), f["cum"][1][k].as_i64().unwrap())
+        };
+        assert_eq!(row("leaf"), (100_000, 100_000, 1));
+        assert_eq!(row("main"), (0, 100_000, 1));
+        assert_eq!(row("tiny"), (0, 9, 0));
+        assert_eq!(d["mappings"]["key"], json!([0]));
+        assert_eq!(d["mappings"]["cum"][0], json!([100_000]));
+        assert_eq!(d["pruned"]["values"], json!([10, 0]));
+    }
+
+    #[test]
+    fn timeline_holds_every_dump() {
+        let a = profile(&[(&["main", "a"], 10)]);
+        let b = profile(&[(&["main", "a"], 10), (&["main", "b"], 30)]);
+        let d = data(&encode_html_timeline(&[&a, &b], &HtmlOptions::default()).unwrap());
+        assert_eq!(d["kind"], "timeline");
+        assert_eq!(d["chosen"], 1);
+        assert_eq!(d["dumps"][0]["totals"], json!([10, 1]));
+        assert_eq!(d["dumps"][1]["totals"], json!([40, 2]));
+        assert_eq!(d["title"], "unknown process, heap : 2 dumps");
     }
 
     #[test]

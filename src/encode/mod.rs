@@ -241,6 +241,40 @@ pub fn encode(profile: &Profile, format: Format, opts: &EncodeOptions) -> Result
     })
 }
 
+/// Several dumps of one process and heap, in time order, as one HTML report with a timeline
+/// of their totals ([`html::encode_html_timeline`]).
+pub fn encode_html_timeline(profiles: &[&Profile], opts: &EncodeOptions) -> Result<Vec<u8>> {
+    let index = profiles.last().map_or(0, |p| opts.shown.index(p));
+    html::encode_html_timeline(
+        profiles,
+        &html::HtmlOptions {
+            value_index: index,
+            annotations: opts.annotations,
+            title: opts.title.clone(),
+            prune_below: opts.prune_below,
+        },
+    )
+}
+
+/// A Java heap's tree with its `top` report (classes, largest retainers, their paths from GC
+/// roots) as one HTML report ([`html::encode_heap_html`]).
+pub fn encode_heap_html(
+    profile: &Profile,
+    top: &crate::model::heap_report::HeapTop,
+    opts: &EncodeOptions,
+) -> Result<Vec<u8>> {
+    html::encode_heap_html(
+        profile,
+        top,
+        &html::HtmlOptions {
+            value_index: opts.shown.index(profile),
+            annotations: opts.annotations,
+            title: opts.title.clone(),
+            prune_below: opts.prune_below,
+        },
+    )
+}
+
 /// Encodes a profile in `format` into `out`: as [`encode`], but folded stacks are written line
 /// by line as they are made (their text, hundreds of megabytes for a big profile, is never held
 /// whole). `what` names the output in an I/O error ("writing WHAT").

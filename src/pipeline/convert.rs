@@ -19,7 +19,9 @@ use crate::decode::perfetto::DecodeOptions;
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
 use crate::decode::{Input, InputKind};
 use crate::encode::summary::{DdmInspect, SummaryOptions, convert_json};
-use crate::encode::{EncodeOptions, Format, Shown, encode, encode_flat, encode_to};
+use crate::encode::{
+    EncodeOptions, Format, Shown, encode, encode_flat, encode_heap_html, encode_html_timeline, encode_to,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::TypeSelector;
 use crate::model::{HeapDump, Profile, TraceReport, ValueKind};
@@ -306,6 +308,13 @@ fn convert_trace(
             Destination::Dir(d) => vec![(Some(d.join(format!("{}.json", stem(input)))), doc)],
         }
     } else {
+        if let Some(outs) = html_timelines(dest, &profiles, opts) {
+            let outs = outs?;
+            write_outputs(input, dest, &outs)?;
+            let profiles = profiles.iter().map(ProfileTotals::of).collect();
+            let converted = opts.dump_filter(&report);
+            return Ok(ConvertRun { outputs: outs, report, symbols, profiles, converted, warnings: Vec::new() });
+        }
         if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
             let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
             return Err(Error::new(
@@ -340,6 +349,56 @@ fn convert_trace(
     let profiles = profiles.iter().map(ProfileTotals::of).collect();
     let converted = opts.dump_filter(&report);
     Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
+}
+
+/// Outputs of a run: each path (`None`: standard output) and its bytes.
+type Outputs = Vec<(Option<PathBuf>, Vec<u8>)>;
+
+/// `--to html` of several dumps of one process and heap: one report per (pid, heap) with a
+/// timeline of its dumps (a single dump gets its usual report and name). `None` when no
+/// (pid, heap) has several dumps, or when there are several reports and `dest` is not a
+/// directory (the caller then says so).
+fn html_timelines(dest: &Destination, profiles: &[Profile], opts: &ConvertOptions) -> Option<Result<Outputs>> {
+    use rayon::prelude::*;
+    if opts.format != Format::Html {
+        return None;
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (n, p) in profiles.iter().enumerate() {
+        let key = |q: &Profile| (q.header.meta.pid, q.header.meta.heap.clone());
+        match groups.iter_mut().find(|g| key(&profiles[g[0]]) == key(p)) {
+            Some(g) => g.push(n),
+            None => groups.push(vec![n]),
+        }
+    }
+    if groups.len() == profiles.len() || (groups.len() > 1 && !matches!(dest, Destination::Dir(_))) {
+        return None;
+    }
+    let eopts = opts.encode_options();
+    let outs: Vec<Result<(Option<PathBuf>, Vec<u8>)>> = groups
+        .par_iter()
+        .map(|g| {
+            let first = &profiles[g[0]];
+            let path = match dest {
+                Destination::Stdout => None,
+                Destination::File(f) => Some(f.clone()),
+                Destination::Dir(d) if g.len() == 1 => Some(d.join(heap_dump_name(g[0] + 1, first, "html"))),
+                Destination::Dir(d) => Some(d.join(format!(
+                    "heap_dump.timeline.{}.{}.html",
+                    first.header.meta.pid.unwrap_or(0),
+                    first.header.meta.heap
+                ))),
+            };
+            let bytes = if g.len() == 1 {
+                encode_one(first, opts)?
+            } else {
+                let dumps: Vec<&Profile> = g.iter().map(|&n| &profiles[n]).collect();
+                encode_html_timeline(&dumps, &eopts)?
+            };
+            Ok((path, bytes))
+        })
+        .collect();
+    Some(outs.into_iter().collect())
 }
 
 /// Writes each profile to its output (`path_of`; `None` is standard output) as it is encoded,
@@ -458,9 +517,17 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
         let dom = heap.dominators();
         return Ok((heap_top_json(&heap.heap_top(&spt, &dom, &HeapTopOptions::default())).into_bytes(), None));
     }
-    let mut profile = match opts.heap_tree {
-        HeapTree::Dominator => heap.dominator_profile(&heap.dominators()),
-        HeapTree::ShortestPath => heap.spt_profile(&heap.shortest_path_tree()),
+    // The HTML report carries the top report too (classes, largest retainers, paths from
+    // roots), which needs both trees.
+    let html = opts.format == Format::Html;
+    let (spt, dom) = match opts.heap_tree {
+        HeapTree::Dominator => (html.then(|| heap.shortest_path_tree()), Some(heap.dominators())),
+        HeapTree::ShortestPath => (Some(heap.shortest_path_tree()), html.then(|| heap.dominators())),
+    };
+    let mut profile = match (opts.heap_tree, &spt, &dom) {
+        (HeapTree::Dominator, _, Some(dom)) => heap.dominator_profile(dom),
+        (HeapTree::ShortestPath, Some(spt), _) => heap.spt_profile(spt),
+        _ => unreachable!("the tree shown is made above"),
     };
     // A heap dump without process name or pid (HPROF) is called by its file's name.
     let meta = &mut profile.header.meta;
@@ -468,6 +535,10 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
         meta.process_name = Some(stem(input));
     }
     let profile = filter_profile(profile, &opts.filter);
+    if let (true, Some(spt), Some(dom)) = (html, &spt, &dom) {
+        let top = heap.heap_top(spt, dom, &HeapTopOptions { classes: 200, retainers: 50, ..Default::default() });
+        return Ok((encode_heap_html(&profile, &top, &opts.encode_options())?, Some(ProfileTotals::of(&profile))));
+    }
     Ok((encode_one(&profile, opts)?, Some(ProfileTotals::of(&profile))))
 }
 

@@ -4,7 +4,10 @@
 //
 // Scenario keys (all optional): search (text typed in the search box), click (a frame name to
 // click, to zoom), sort (a table column key whose header is clicked), row (index of a table row to
-// click after sorting), screenshot (a PNG path), width/height (viewport).
+// click after sorting), screenshot (a PNG path), width/height (viewport), icicle (a frame name
+// whose place is read before and after the icicle button is pressed), type (a sample type index
+// chosen), tab (a table tab clicked first: function, mapping or stack), dump (index of a dump of
+// a timeline clicked after the rest), search2 (a second search, after the dump is chosen).
 // playwright-core comes from PLAYWRIGHT_CORE (a path to its package), installed by
 // .ci/install-oracles.sh; the browser is CHROMIUM (default /usr/bin/chromium).
 import { createRequire } from 'node:module';
@@ -44,6 +47,7 @@ try {
   out.symbols = await page.$eval('#hc-symbols', (e) => e.textContent).catch(() => null);
   out.types = await page.$$eval('#hc-type option', (os) => os.map((o) => o.textContent));
   out.initial = await page.evaluate(() => window.heapconvReport.state());
+  out.tabs = await page.$$eval('#hc-tabs button', (bs) => bs.filter((b) => !b.hidden).map((b) => b.getAttribute('data-by')));
   if (scenario.timings) {
     // In-page milliseconds of a search (with redraw), a zoom, a reset and a sample-type switch.
     out.timings = await page.evaluate(() => {
@@ -91,8 +95,16 @@ try {
     }
   }
   if (scenario.icicle) {
+    const rect = () => page.evaluate((n) => window.heapconvReport.frameRect(n), scenario.icicle);
+    const canvasTop = await page.evaluate(() => document.getElementById('hc-canvas').getBoundingClientRect().top + window.scrollY);
+    const before = await rect();
     await page.click('#hc-icicle');
-    out.icicle = await page.evaluate(() => window.heapconvReport.state().icicle);
+    out.icicle = { canvasTop, before, after: await rect(), state: await page.evaluate(() => window.heapconvReport.state()), pressed: await page.getAttribute('#hc-icicle', 'aria-pressed') };
+    await page.click('#hc-icicle');
+    out.icicle.back = await rect();
+  }
+  if (scenario.tab !== undefined) {
+    await page.click(`#hc-tabs button[data-by="${scenario.tab}"]`);
   }
   const firstColumn = () => page.$$eval('#hc-table tbody tr', (rows) => rows.slice(0, 10).map((r) => [...r.children].map((td) => td.textContent)));
   out.table = { initial: await firstColumn(), headers: await page.$$eval('#hc-table th', (t) => t.map((h) => h.getAttribute('data-key'))) };
@@ -106,10 +118,25 @@ try {
   if (scenario.row !== undefined) {
     await page.click(`#hc-table tbody tr:nth-child(${scenario.row + 1})`);
     out.row = await page.evaluate(() => ({ state: window.heapconvReport.state(), highlighted: window.heapconvReport.highlighted() }));
+    out.row.path = await page.$$eval('#hc-path-steps li', (ls) => ls.map((l) => l.textContent));
+    out.row.pathNote = await page.$eval('#hc-path', (e) => (e.hidden ? null : e.textContent)).catch(() => null);
   }
   if (scenario.type !== undefined) {
     await page.selectOption('#hc-type', String(scenario.type));
     out.afterType = await page.evaluate(() => window.heapconvReport.state());
+    out.afterType.table = await firstColumn();
+    out.afterType.match = await page.textContent('#hc-match');
+  }
+  out.timeline = await page.evaluate(() => window.heapconvReport.timeline());
+  if (scenario.dump !== undefined) {
+    out.timelineBars = await page.$$eval('#hc-timeline-chart g.dump', (gs) => gs.length);
+    await page.click(`#hc-timeline-chart g[data-dump="${scenario.dump}"] rect.hit`);
+    out.afterDump = { state: await page.evaluate(() => window.heapconvReport.state()), timeline: await page.evaluate(() => window.heapconvReport.timeline()), table: await firstColumn(), heading: await page.textContent('#hc-title'), totals: await page.textContent('#hc-totals') };
+  }
+  if (scenario.search2 !== undefined) {
+    await page.fill('#hc-search', scenario.search2);
+    await page.press('#hc-search', 'Enter');
+    out.search2 = await page.evaluate(() => ({ state: window.heapconvReport.state(), highlighted: window.heapconvReport.highlighted() }));
   }
   if (scenario.screenshot) {
     await page.click('#hc-reset');

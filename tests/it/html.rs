@@ -77,6 +77,8 @@ fn profile_report_searches_zooms_and_sorts_in_chromium() {
     let report = tmp("art_frames.html");
     heapconv_ok(&["convert", "--to", "html", input.to_str().unwrap(), "-o", report.to_str().unwrap()], 0);
     let html = std::fs::read_to_string(&report).unwrap();
+    // (The SVG namespace name of the timeline's chart is a name, never fetched.)
+    let html = html.replace("'http://www.w3.org/2000/svg'", "");
     assert!(!html.contains("http://") && !html.contains("https://"), "no address in a self-contained report");
     // The README's picture is made here (HEAPCONV_SCREENSHOT=path writes it).
     let shot = std::env::var("HEAPCONV_SCREENSHOT").ok();
@@ -241,5 +243,212 @@ fn batch_of_reports_gets_an_index_linking_them_with_totals() {
         assert!(index.contains(&format!("<td><a href=\"{href}\">{name}</a></td><td>{totals}</td>")), "{index}");
         let report = std::fs::read_to_string(out.join(href)).unwrap();
         assert!(report.contains(&format!("<title>{name}</title>")));
+    }
+}
+
+/// A synthetic heapprofd trace (one process, three dumps, a few thousand callstacks over a few
+/// hundred functions: `heapconv_testdata::heapprofd`), written once per name.
+fn synthetic(name: &str) -> PathBuf {
+    let path = tmp(name);
+    let opts = heapconv_testdata::heapprofd::SynthOptions {
+        callstacks: 3000,
+        depth: 12,
+        dumps: 3,
+        processes: 1,
+        functions: 300,
+        seed: 16,
+        ..Default::default()
+    };
+    let mut buf = Vec::new();
+    heapconv_testdata::heapprofd::write_synthetic_trace(&opts, &mut buf).unwrap();
+    std::fs::write(&path, buf).unwrap();
+    path
+}
+
+#[test]
+fn search_share_is_exact_when_frames_are_pruned() {
+    let input = synthetic("synth.prune.pftrace");
+    let report = tmp("synth.prune.html");
+    // At 2%, most of the profile is folded into [other] nodes.
+    heapconv_ok(
+        &["convert", "--to", "html", "--prune-below", "2", input.to_str().unwrap(), "-o", report.to_str().unwrap()],
+        0,
+    );
+    let (malloc, total) = folded_sum(&input, &[], |f| f == "malloc");
+    let Some(page) = open(&report, json!({"search": "^malloc$", "search2": "process|Buffer"})) else {
+        return;
+    };
+    let pruned = page["pruned"].as_str().unwrap();
+    assert!(pruned.contains("nodes,"), "{pruned}");
+    assert_eq!(page["initial"]["total"], json!(total));
+    // One function name: its share comes from the whole profile's table, exactly.
+    let search = &page["search"]["state"];
+    assert_eq!(search["matchedValue"], json!(malloc));
+    assert_eq!(search["matchedHigh"], json!(malloc));
+    let share = format!("Matched: {:.2}% ", malloc as f64 * 100.0 / total as f64);
+    assert!(search["match"].as_str().unwrap().starts_with(&share), "{} vs {share}", search["match"]);
+    // Several names: exact when what they match is drawn, else a range that holds the truth.
+    let (several, _) = folded_sum(&input, &[], |f| f.contains("process") || f.contains("Buffer"));
+    let s2 = &page["search2"]["state"];
+    let (lo, hi) = (s2["matchedValue"].as_i64().unwrap(), s2["matchedHigh"].as_i64().unwrap());
+    assert!(lo <= several && several <= hi, "{lo} <= {several} <= {hi}");
+    assert!(lo > 0);
+    // The table by function is the whole profile's, pruned or not: `malloc` (the leaf of most
+    // stacks) is at the top with all of its share.
+    assert_eq!(page["table"]["initial"][0][0], "malloc");
+    assert_eq!(page["table"]["initial"][0][4], format!("{:.2}%", malloc as f64 * 100.0 / total as f64));
+}
+
+#[test]
+fn timeline_of_all_dumps_switches_the_dump_shown() {
+    let input = synthetic("synth.timeline.pftrace");
+    let report = tmp("synth.timeline.html");
+    // `--dump all` of one process and heap: one report, not one per dump.
+    heapconv_ok(
+        &["convert", "--to", "html", "--dump", "all", input.to_str().unwrap(), "-o", report.to_str().unwrap()],
+        0,
+    );
+    let totals: Vec<i64> = (1..=3).map(|d| folded_sum(&input, &["--dump", &d.to_string()], |_| true).1).collect();
+    let (malloc1, _) = folded_sum(&input, &["--dump", "1"], |f| f == "malloc");
+    let Some(page) = open(&report, json!({"dump": 0, "search2": "^malloc$"})) else {
+        return;
+    };
+    assert!(page["title"].as_str().unwrap().ends_with(", heap libc.malloc: 3 dumps"), "{}", page["title"]);
+    let timeline = page["timeline"].as_array().unwrap();
+    assert_eq!(timeline.iter().map(|d| d["total"].as_i64().unwrap()).collect::<Vec<_>>(), totals);
+    assert_eq!(timeline.iter().map(|d| d["dump"].as_i64().unwrap()).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(timeline.iter().map(|d| d["chosen"].as_bool().unwrap()).collect::<Vec<_>>(), [false, false, true]);
+    assert_eq!(page["initial"]["total"], json!(totals[2]));
+    assert_eq!(page["timelineBars"], json!(3));
+    // Clicking the first dump shows it: graph, header and table.
+    let after = &page["afterDump"];
+    assert_eq!(after["state"]["dump"], json!(0));
+    assert_eq!(after["state"]["total"], json!(totals[0]));
+    assert_eq!(after["timeline"][0]["chosen"], json!(true));
+    assert_eq!(after["heading"], page["heading"]);
+    assert_eq!(page["search2"]["state"]["matchedValue"], json!(malloc1));
+    // The index of a batch names it too: `-o DIR/` writes one timeline report per process.
+    let dir = tmp("timeline-dir");
+    let _ = std::fs::remove_dir_all(&dir);
+    heapconv_ok(
+        &["convert", "--to", "html", "--dump", "all", input.to_str().unwrap(), "-o", &format!("{}/", dir.display())],
+        0,
+    );
+    let names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["heap_dump.timeline.1000.libc.malloc.html"]);
+}
+
+#[test]
+fn icicle_value_switch_and_stack_table_in_chromium() {
+    let input = data("art_frames.pftrace");
+    let report = tmp("art_frames.controls.html");
+    heapconv_ok(
+        &["convert", "--to", "html", "--prune-below", "0", input.to_str().unwrap(), "-o", report.to_str().unwrap()],
+        0,
+    );
+    // The largest stack of the folded output, leaf first, is the first row of "By stack".
+    let folded = heapconv_ok(&["convert", "--to", "folded", input.to_str().unwrap(), "-o", "-"], 0);
+    let mut lines: Vec<(Vec<String>, i64)> = String::from_utf8(folded.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| heapconv::encode::folded::parse_folded_line(l).unwrap())
+        .collect();
+    lines.sort_by_key(|l| std::cmp::Reverse(l.1));
+    let top: Vec<String> = lines[0].0.iter().rev().cloned().collect();
+    let Some(page) = open(&report, json!({"icicle": "all", "type": 0, "tab": "stack", "search": "Feed"})) else {
+        return;
+    };
+    // Icicle: the root row moves from the bottom of the canvas to its top, and back.
+    let ic = &page["icicle"];
+    let top_y = ic["canvasTop"].as_f64().unwrap();
+    assert_eq!(ic["pressed"], "true");
+    assert_eq!(ic["state"]["icicle"], json!(true));
+    assert!(ic["before"]["y"].as_f64().unwrap() > top_y + 18.0, "{ic}");
+    assert!((ic["after"]["y"].as_f64().unwrap() - top_y).abs() < 1.0, "{ic}");
+    assert_eq!(ic["back"]["y"], ic["before"]["y"]);
+    // By stack: the largest stack first, with its value.
+    assert_eq!(page["table"]["headers"], json!(["name", "self", "selfPct", "cum", "cumPct"]));
+    // (The leaf and 7 callers are shown; the rest is counted.)
+    assert_eq!(top.len(), 13);
+    assert_eq!(page["table"]["initial"][0][0], format!("{} \u{2190} \u{2026} 5 more", top[..8].join(" \u{2190} ")));
+    assert_eq!(page["table"]["initial"][0][1], heapconv::encode::labels::human_bytes(lines[0].1));
+    // The value switch: widths, totals, table and the search share follow the type chosen.
+    let (feed_count, count_total) = {
+        let out = heapconv_ok(
+            &["convert", "--to", "folded", "--value", "total-count", input.to_str().unwrap(), "-o", "-"],
+            0,
+        );
+        let (mut hit, mut total) = (0, 0);
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let (frames, v) = heapconv::encode::folded::parse_folded_line(line).unwrap();
+            total += v;
+            if frames.iter().any(|f| f.contains("Feed")) {
+                hit += v;
+            }
+        }
+        (hit, total)
+    };
+    let at = &page["afterType"];
+    assert_eq!(at["type"], "Total malloc count");
+    assert_eq!(at["total"], json!(count_total));
+    assert_eq!(count_total, 11);
+    assert_eq!(at["matchedValue"], json!(feed_count));
+    assert!(at["match"].as_str().unwrap().starts_with(&format!("Matched: {:.2}% ", feed_count as f64 * 100.0 / 11.0)));
+    // Counts are shown as plain numbers, no bytes.
+    assert!(!at["table"][0][1].as_str().unwrap().contains('B'), "{}", at["table"]);
+}
+
+#[test]
+fn heap_report_lists_retainers_with_their_paths_from_gc_roots() {
+    let input = data("heapgraph/references.pftrace");
+    let top: Value = serde_json::from_slice(
+        &heapconv_ok(&["convert", "--to", "json", input.to_str().unwrap(), "-o", "-"], 0).stdout,
+    )
+    .unwrap();
+    // The retainer with the longest path (Payload, held through a field of its root).
+    let (k, longest) = top["retainers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, r)| r["path"]["length"].as_u64().unwrap_or(0))
+        .unwrap();
+    assert_eq!(longest["class"], "Payload");
+    let steps = longest["path"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    let id = |v: &Value| format!("@0x{:x}", v["id"].as_u64().unwrap());
+    let mut expected = vec![format!("[{}]", longest["path"]["root_kind"].as_str().unwrap())];
+    for s in steps {
+        let via = s["via"].as_str().map(|v| format!(" {v} \u{2192}")).unwrap_or_default();
+        expected.push(format!("{} {}{via}", s["class"].as_str().unwrap(), id(s)));
+    }
+    // Both trees: dominator (retained sizes) and traceconv's shortest-path tree.
+    for by in ["dominator", "shortest-path"] {
+        let report = tmp(&format!("references.{by}.html"));
+        heapconv_ok(
+            &["convert", "--to", "html", "--by", by, input.to_str().unwrap(), "-o", report.to_str().unwrap()],
+            0,
+        );
+        let (payload, total) = folded_sum(&input, &["--by", by], |f| f.starts_with("Payload"));
+        let Some(page) = open(&report, json!({"tab": "retainers", "row": k, "search": "^Payload"})) else {
+            return;
+        };
+        assert_eq!(page["tabs"], json!(["function", "mapping", "stack", "classes", "retainers"]));
+        assert_eq!(page["initial"]["total"], json!(total), "{by}");
+        assert_eq!(page["search"]["state"]["matchedValue"], json!(payload), "{by}");
+        // The retainers as the JSON top report lists them, largest first.
+        let rows: Vec<String> =
+            page["table"]["initial"].as_array().unwrap().iter().map(|r| r[0].as_str().unwrap().to_owned()).collect();
+        let want: Vec<String> = top["retainers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{} {}", r["class"].as_str().unwrap(), id(r)))
+            .collect();
+        assert_eq!(rows, want, "{by}");
+        // A click on Payload shows its path from the GC root and highlights its frames.
+        assert_eq!(page["row"]["path"], json!(expected), "{by}");
+        assert_eq!(page["row"]["highlighted"], json!(["Payload"]), "{by}");
     }
 }

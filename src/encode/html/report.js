@@ -2,35 +2,41 @@
 // the JSON in #heapconv-data (see src/encode/html.rs for its layout). No library, no network.
 (function () {
   'use strict';
-  var D = JSON.parse(document.getElementById('heapconv-data').textContent);
-  var STR = D.strings;
-  var N = D.nodes.parent.length;
-  var DIFF = D.kind === 'diff';
-  var T = D.types.length;
+  var ALL = JSON.parse(document.getElementById('heapconv-data').textContent);
+  // A timeline holds one document per dump; the page shows one of them at a time.
+  var TL = ALL.kind === 'timeline' ? ALL : null;
+  var D, STR, N, DIFF, T, parent, name, map, depth, size, maxDepth, selfv, cum, fnIndex, mapIndex;
   var OTHER = 1; // string id of "[other]"
   var ROW = 18;
 
   // ---- the tree -------------------------------------------------------------------------
-  var parent = new Int32Array(N), name = Int32Array.from(D.nodes.name), map = Int32Array.from(D.nodes.map);
-  var depth = new Int32Array(N), size = new Int32Array(N), maxDepth = 0;
-  parent[0] = -1;
-  for (var i = 1; i < N; i++) {
-    parent[i] = i - D.nodes.parent[i];
-    depth[i] = depth[parent[i]] + 1;
-    if (depth[i] > maxDepth) maxDepth = depth[i];
-  }
-  for (i = N - 1; i >= 0; i--) { size[i] += 1; if (i > 0) size[parent[i]] += size[i]; }
-  // Cumulative values per series (DIFF: BASE's types, then NEW's).
-  var selfv = [], cum = [];
-  for (var s = 0; s < D.nodes.self.length; s++) {
-    var sv = Float64Array.from(D.nodes.self[s]), cv = Float64Array.from(sv);
-    for (i = N - 1; i > 0; i--) cv[parent[i]] += cv[i];
-    selfv.push(sv); cum.push(cv);
+  function load(doc) {
+    D = doc; STR = D.strings; N = D.nodes.parent.length; DIFF = D.kind === 'diff'; T = D.types.length;
+    parent = new Int32Array(N); name = Int32Array.from(D.nodes.name); map = Int32Array.from(D.nodes.map);
+    depth = new Int32Array(N); size = new Int32Array(N); maxDepth = 0;
+    parent[0] = -1;
+    for (var i = 1; i < N; i++) {
+      parent[i] = i - D.nodes.parent[i];
+      depth[i] = depth[parent[i]] + 1;
+      if (depth[i] > maxDepth) maxDepth = depth[i];
+    }
+    for (i = N - 1; i >= 0; i--) { size[i] += 1; if (i > 0) size[parent[i]] += size[i]; }
+    // Cumulative values per series (DIFF: BASE's types, then NEW's).
+    selfv = []; cum = [];
+    for (var s = 0; s < D.nodes.self.length; s++) {
+      var sv = Float64Array.from(D.nodes.self[s]), cv = Float64Array.from(sv);
+      for (i = N - 1; i > 0; i--) cv[parent[i]] += cv[i];
+      selfv.push(sv); cum.push(cv);
+    }
+    // Exact totals per function and per mapping (made before pruning): string id -> row.
+    function index(t) { var ix = new Int32Array(STR.length).fill(-1); t.key.forEach(function (k, j) { ix[k] = j; }); return ix; }
+    fnIndex = index(D.functions); mapIndex = index(D.mappings);
+    x = new Float64Array(N); w = new Float64Array(N);
   }
 
   // ---- state ----------------------------------------------------------------------------
-  var st = { type: Math.min(D.shown || 0, T - 1), side: 'new', icicle: false, focus: 0, match: null, matchText: '', by: 'function', sortKey: null, sortAsc: false, selectedRow: null };
-  var x = new Float64Array(N), w = new Float64Array(N);
+  var st = { type: 0, side: 'new', icicle: false, focus: 0, match: null, matchText: '', matchNames: null, by: 'function', sortKey: null, sortAsc: false, selectedRow: null, dump: 0 };
+  var x, w;
   function widthSeries() { return DIFF ? (st.side === 'base' ? st.type : T + st.type) : st.type; }
   function layout() {
     var c = cum[widthSeries()], off = new Float64Array(N);
@@ -69,8 +75,9 @@
 
   // ---- header ---------------------------------------------------------------------------
   function header() {
-    document.getElementById('hc-title').textContent = D.title;
+    document.getElementById('hc-title').textContent = TL ? TL.title : D.title;
     var facts = document.getElementById('hc-facts'), m = D.meta;
+    facts.replaceChildren(); document.getElementById('hc-warnings').replaceChildren();
     function fact(k, v, id) {
       if (v === null || v === undefined || v === '') return;
       var d = el('div'); d.appendChild(el('dt', null, k));
@@ -116,9 +123,15 @@
     } else prunedText += ': none were';
     warn.appendChild(el('p', { 'class': 'note', id: 'hc-pruned' }, prunedText));
     var sel = document.getElementById('hc-type');
+    sel.replaceChildren();
     D.types.forEach(function (ty, k) { var o = el('option', { value: k }, ty.name + ' (' + ty.unit + ')'); sel.appendChild(o); });
     sel.value = st.type;
     if (DIFF) document.getElementById('hc-side-label').hidden = false;
+    document.querySelectorAll('#hc-tabs button[data-heap]').forEach(function (b) { b.hidden = !D.heap; });
+    if (D.heap) {
+      var H = D.heap;
+      fact('objects', grouped(H.reachable_objects) + ' reachable of ' + grouped(H.objects) + ', ' + grouped(H.roots) + ' roots, ' + grouped(H.class_count) + ' classes');
+    }
   }
 
   // ---- drawing --------------------------------------------------------------------------
@@ -251,20 +264,42 @@
 
   // ---- search and highlighting ----------------------------------------------------------
   var matchOut = document.getElementById('hc-match');
-  // Share of the total under the highlighted frames (each stack counted once).
-  function matchedValue() {
+  // Value of the stacks through a highlighted frame (each stack counted once), as [low, high]:
+  // the frames drawn give it exactly, and so does the whole profile's table for one function
+  // name; names that are also in pruned frames ([other]) can leave a range.
+  function keptMatched() {
     var c = cum[widthSeries()], sum = 0;
-    if (st.match === null) return 0;
     for (var i = 1; i < N;) { if (st.match(i)) { sum += c[i]; i += size[i]; } else i++; }
     return sum;
   }
+  function matchedRange() {
+    if (st.match === null) return [0, 0];
+    var kept = keptMatched(), names = st.matchNames;
+    if (st.matchExact) { var e = st.matchExact(widthSeries()); return [e, e]; }
+    if (names === null) return [kept, kept];
+    var series = widthSeries(), F = D.functions, tot = cum[series][0];
+    var rows = names.filter(function (k) { return fnIndex[k] >= 0; });
+    if (rows.length === 1) { var v = F.cum[series][fnIndex[rows[0]]]; return [v, v]; }
+    if (D.pruned.nodes === 0) return [kept, kept];
+    // Per name: its stacks that no drawn frame of that name is on (found in [other] only).
+    var keptBy = aggregate(name, series), lo = kept, extra = 0;
+    rows.forEach(function (k) {
+      var all = F.cum[series][fnIndex[k]];
+      if (all > lo) lo = all;
+      extra += Math.max(0, all - keptBy.cum[k]);
+    });
+    return [lo, Math.max(lo, Math.min(tot, kept + extra))];
+  }
+  function matchedValue() { return matchedRange()[0]; }
   function showMatch() {
     if (st.match === null) { matchOut.textContent = ''; return; }
-    var v = matchedValue(), tot = cum[widthSeries()][0];
-    matchOut.textContent = 'Matched: ' + pct(v, tot) + ' (' + human(v, unit()) + ' of ' + human(tot, unit()) + ')';
+    var r = matchedRange(), tot = cum[widthSeries()][0], u = unit();
+    if (r[0] === r[1]) matchOut.textContent = 'Matched: ' + pct(r[0], tot) + ' (' + human(r[0], u) + ' of ' + human(tot, u) + ')';
+    else matchOut.textContent = 'Matched: ' + pct(r[0], tot) + ' to ' + pct(r[1], tot) + ' (' + human(r[0], u) + ' to ' + human(r[1], u) + ' of ' + human(tot, u) + '; several names matched, some only in [other])';
   }
-  function highlight(pred, text) {
+  function highlight(pred, text, names, exact) {
     st.match = pred === null ? null : function (i) { return i > 0 && pred(i); };
+    st.matchNames = names || null; st.matchExact = exact || null;
     st.matchText = text; showMatch(); draw();
   }
   var search = document.getElementById('hc-search');
@@ -274,9 +309,9 @@
     if (!q) { highlight(null, ''); return; }
     var re;
     try { re = new RegExp(q); } catch (err) { var lq = q.toLowerCase(); re = { test: function (s) { return s.toLowerCase().indexOf(lq) >= 0; } }; }
-    var hit = new Uint8Array(STR.length);
-    for (var k = 2; k < STR.length; k++) hit[k] = re.test(STR[k]) ? 1 : 0;
-    highlight(function (i) { return hit[name[i]] === 1; }, q);
+    var hit = new Uint8Array(STR.length), names = [];
+    for (var k = 2; k < STR.length; k++) { hit[k] = re.test(STR[k]) ? 1 : 0; if (hit[k] && fnIndex[k] >= 0) names.push(k); }
+    highlight(function (i) { return hit[name[i]] === 1; }, q, names);
   }
   var searchTimer = 0;
   search.addEventListener('input', function () { clearTimeout(searchTimer); searchTimer = setTimeout(runSearch, 120); });
@@ -298,10 +333,23 @@
     return { self: selfA, cum: cumA, seen: seen };
   }
   var ROWS_SHOWN = 300;
+  function heapTab() { return st.by === 'classes' || st.by === 'retainers'; }
   function columns() {
     var u = unit();
+    if (heapTab()) {
+      var H = D.heap, tot = H.reachable_shallow + H.reachable_native, cols = [
+        { key: 'name', title: st.by === 'classes' ? 'Class' : 'Object', text: function (r) { return r.name; } }];
+      if (st.by === 'classes') cols.push({ key: 'instances', title: 'Instances', num: true, text: function (r) { return grouped(r.instances); } });
+      else cols.push({ key: 'root', title: 'GC root', num: false, text: function (r) { return r.root; } });
+      return cols.concat([
+        { key: 'shallow', title: 'Shallow', num: true, text: function (r) { return human(r.shallow, 'bytes'); } },
+        { key: 'retained', title: 'Retained', num: true, text: function (r) { return human(r.retained, 'bytes'); } },
+        { key: 'retainedNative', title: 'Retained native', num: true, text: function (r) { return human(r.retainedNative, 'bytes'); } },
+        { key: 'retainedPct', title: 'Retained %', num: true, text: function (r) { return pct(r.retained + r.retainedNative, tot); } }
+      ]);
+    }
     if (DIFF) return [
-      { key: 'name', title: st.by === 'function' ? 'Function' : 'Mapping', text: function (r) { return r.name; } },
+      { key: 'name', title: keyName(), text: function (r) { return r.name; } },
       { key: 'before', title: 'Before', num: true, text: function (r) { return human(r.before, u); } },
       { key: 'after', title: 'After', num: true, text: function (r) { return human(r.after, u); } },
       { key: 'delta', title: 'Delta', num: true, text: function (r) { return signed(r.delta, u); }, cls: function (r) { return r.delta > 0 ? 'grow' : r.delta < 0 ? 'shrink' : ''; } },
@@ -310,7 +358,7 @@
     ];
     var tot = cum[st.type][0];
     return [
-      { key: 'name', title: st.by === 'function' ? 'Function' : 'Mapping', text: function (r) { return r.name; } },
+      { key: 'name', title: keyName(), text: function (r) { return r.name; } },
       { key: 'self', title: 'Self', num: true, text: function (r) { return human(r.self, u); } },
       { key: 'selfPct', title: 'Self %', num: true, text: function (r) { return pct(r.self, tot); } },
       { key: 'cum', title: 'Cumulative', num: true, text: function (r) { return human(r.cum, u); } },
@@ -318,21 +366,53 @@
     ];
   }
   var tableRows = [];
+  function keyName() { return st.by === 'function' ? 'Function' : st.by === 'mapping' ? 'Mapping' : 'Stack (leaf first)'; }
+  // A stack's frames, leaf first (pruned frames show as [other]).
+  // Shown: the leaf and up to 7 callers; the row's tooltip has the whole stack.
+  var STACK_SHOWN = 8;
+  function stackFrames(i) { var parts = []; for (; i > 0; i = parent[i]) parts.push(label(i)); return parts; }
+  function stackText(i) {
+    var f = stackFrames(i);
+    return f.slice(0, STACK_SHOWN).join(' \u2190 ') + (f.length > STACK_SHOWN ? ' \u2190 \u2026 ' + (f.length - STACK_SHOWN) + ' more' : '');
+  }
   function buildRows() {
-    var keyOf = st.by === 'function' ? name : map, rows = [];
-    if (DIFF) {
-      var b = aggregate(keyOf, st.type), a = aggregate(keyOf, T + st.type);
-      for (var k = 0; k < STR.length; k++) {
-        if (!a.seen[k] && !b.seen[k]) continue;
-        if (a.cum[k] === 0 && b.cum[k] === 0) continue;
-        rows.push({ id: k, name: STR[k] || '[no mapping]', before: b.cum[k], after: a.cum[k], delta: a.cum[k] - b.cum[k], deltaPct: b.cum[k] ? (a.cum[k] - b.cum[k]) / Math.abs(b.cum[k]) : (a.cum[k] ? Infinity : 0), selfDelta: a.self[k] - b.self[k] });
+    var rows = [];
+    if (heapTab()) {
+      var H = D.heap;
+      if (st.by === 'classes') H.classes.forEach(function (c, j) {
+        rows.push({ id: j, order: j, name: c.name, instances: c.instances, shallow: c.shallow + c.native, retained: c.retained, retainedNative: c.retained_native, retainedPct: c.retained + c.retained_native });
+      });
+      else H.retainers.forEach(function (r, j) {
+        rows.push({ id: j, order: j, name: r.class + ' @0x' + r.id.toString(16), root: r.root_kind || (r.path ? 'via ' + r.path.root_kind : 'unreachable'), shallow: r.shallow + r.native, retained: r.retained, retainedNative: r.retained_native, retainedPct: r.retained + r.retained_native });
+      });
+      tableRows = rows;
+      return;
+    } else if (st.by === 'stack') {
+      // Each drawn node with a self value is a stack (its frames merged by label).
+      var bs = DIFF ? st.type : -1, as = DIFF ? T + st.type : st.type;
+      for (var i = 1; i < N; i++) {
+        var a = selfv[as][i], b = bs >= 0 ? selfv[bs][i] : 0;
+        if (a === 0 && b === 0) continue;
+        var r = { id: i, name: stackText(i) };
+        if (DIFF) { r.before = b; r.after = a; r.delta = a - b; r.deltaPct = b ? (a - b) / Math.abs(b) : (a ? Infinity : 0); r.selfDelta = a - b; }
+        else { r.self = a; r.selfPct = a; r.cum = cum[as][i]; r.cumPct = r.cum; }
+        rows.push(r);
       }
     } else {
-      var g = aggregate(keyOf, st.type);
-      for (k = 0; k < STR.length; k++) {
-        if (!g.seen[k] || (g.cum[k] === 0 && g.self[k] === 0)) continue;
-        rows.push({ id: k, name: STR[k] || '[no mapping]', self: g.self[k], selfPct: g.self[k], cum: g.cum[k], cumPct: g.cum[k] });
-      }
+      // Exact per key: computed over the whole profile before pruning.
+      var tab = st.by === 'function' ? D.functions : D.mappings;
+      tab.key.forEach(function (k, j) {
+        var nm = STR[k] || '[no mapping]';
+        if (DIFF) {
+          var bc = tab.cum[st.type][j], ac = tab.cum[T + st.type][j];
+          if (ac === 0 && bc === 0) return;
+          rows.push({ id: k, name: nm, before: bc, after: ac, delta: ac - bc, deltaPct: bc ? (ac - bc) / Math.abs(bc) : (ac ? Infinity : 0), selfDelta: tab.self[T + st.type][j] - tab.self[st.type][j] });
+        } else {
+          var sv = tab.self[st.type][j], cv = tab.cum[st.type][j];
+          if (cv === 0 && sv === 0) return;
+          rows.push({ id: k, name: nm, self: sv, selfPct: sv, cum: cv, cumPct: cv });
+        }
+      });
     }
     tableRows = rows;
     if (st.sortKey === null) { st.sortKey = DIFF ? 'delta' : 'cum'; st.sortAsc = false; }
@@ -340,10 +420,11 @@
   function renderTable() {
     var cols = columns(), key = st.sortKey, asc = st.sortAsc;
     var colOk = cols.some(function (c) { return c.key === key; });
-    if (!colOk) { key = st.sortKey = DIFF ? 'delta' : 'cum'; asc = st.sortAsc = false; }
+    if (!colOk) { key = st.sortKey = DIFF ? 'delta' : heapTab() ? 'retainedPct' : 'cum'; asc = st.sortAsc = false; }
     tableRows.sort(function (p, q) {
       var a = p[key], b = q[key], r = typeof a === 'string' ? a.localeCompare(b) : a - b;
-      if (r === 0 || r !== r) r = p.name.localeCompare(q.name);
+      // Ties: heap tables keep the top report's order, the others go by name.
+      if (r === 0 || r !== r) r = p.order !== undefined ? q.order - p.order : p.name.localeCompare(q.name);
       return asc ? r : -r;
     });
     var thead = document.querySelector('#hc-table thead'), tbody = document.querySelector('#hc-table tbody');
@@ -362,45 +443,139 @@
     tableRows.slice(0, ROWS_SHOWN).forEach(function (r) {
       var row = el('tr', { 'data-id': r.id });
       if (st.selectedRow === r.id) row.className = 'on';
-      cols.forEach(function (c) { var td = el('td', null, c.text(r)); if (c.cls) td.className = c.cls(r); row.appendChild(td); });
+      cols.forEach(function (c, k) {
+        var td = el('td', k === 0 && st.by === 'stack' ? { title: stackFrames(r.id).join('\n') } : null, c.text(r));
+        if (c.cls) td.className = c.cls(r);
+        row.appendChild(td);
+      });
       row.addEventListener('click', function () { selectRow(st.selectedRow === r.id ? null : r.id); });
       frag.appendChild(row);
     });
     tbody.replaceChildren(frag);
     document.getElementById('hc-table-note').textContent = tableRows.length > ROWS_SHOWN ? 'Showing ' + ROWS_SHOWN + ' of ' + tableRows.length + ' rows.' : tableRows.length + ' rows.';
   }
+  // The path from a GC root to a retainer, one step a line.
+  function showPath(cls, ret) {
+    var box = document.getElementById('hc-path');
+    box.hidden = false;
+    if (!ret || !ret.path) {
+      box.replaceChildren(el('p', { 'class': 'note' }, ret ? cls + ' @0x' + ret.id.toString(16) + ' is a GC root' + (ret.root_kind ? ' (' + ret.root_kind + ')' : '') : 'No instance of ' + cls + ' is among the ' + D.heap.retainers.length + ' largest retainers: no path listed.'));
+      return;
+    }
+    var p = ret.path, ol = el('ol', { id: 'hc-path-steps' });
+    ol.appendChild(el('li', { 'class': 'root' }, '[' + p.root_kind + ']'));
+    p.steps.forEach(function (stp, k) {
+      if (p.elided > 0 && k === p.elided_after) ol.appendChild(el('li', { 'class': 'note' }, '\u2026 ' + p.elided + ' more objects \u2026'));
+      ol.appendChild(el('li', null, stp.class + ' @0x' + stp.id.toString(16) + (stp.via ? ' ' + stp.via + ' \u2192' : '')));
+    });
+    box.replaceChildren(el('div', null, 'Path from a GC root to ' + ret.class + ' @0x' + ret.id.toString(16) + ' (' + p.length + ' objects):'), ol);
+  }
   function selectRow(id) {
+    if (id === null) { var pb = document.getElementById('hc-path'); pb.hidden = true; pb.replaceChildren(); }
     st.selectedRow = id;
     document.querySelectorAll('#hc-table tbody tr').forEach(function (tr) { tr.className = Number(tr.getAttribute('data-id')) === id ? 'on' : ''; });
     if (id === null) { if (st.matchText.indexOf('row:') === 0) highlight(null, ''); return; }
     search.value = '';
-    var keyOf = st.by === 'function' ? name : map;
-    highlight(function (i) { return keyOf[i] === id; }, 'row:' + STR[id]);
+    if (heapTab()) {
+      var H = D.heap, cls = st.by === 'classes' ? H.classes[id].name : H.retainers[id].class;
+      var ret = st.by === 'retainers' ? H.retainers[id] : H.retainers.filter(function (r) { return r.class === cls; })[0];
+      showPath(cls, ret || null);
+      // The class's frames in the tree (labels are the class, then a root kind or a field).
+      highlight(function (i) { var l = label(i); return l === cls || l.indexOf(cls + ' [') === 0; }, 'row:' + cls);
+      return;
+    }
+    if (st.by === 'stack') {
+      // The stack's leaf node; its value is exact for what is drawn.
+      highlight(function (i) { return i === id; }, 'row:stack');
+      return;
+    }
+    var keyOf = st.by === 'function' ? name : map, tab = st.by === 'function' ? D.functions : D.mappings, j = (st.by === 'function' ? fnIndex : mapIndex)[id];
+    highlight(function (i) { return keyOf[i] === id; }, 'row:' + STR[id], null, j >= 0 ? function (series) { return tab.cum[series][j]; } : null);
   }
   document.querySelectorAll('#hc-tabs button').forEach(function (b) {
     b.addEventListener('click', function () {
       document.querySelectorAll('#hc-tabs button').forEach(function (o) { o.className = o === b ? 'on' : ''; });
-      st.by = b.getAttribute('data-by'); selectRow(null); buildRows(); renderTable();
+      st.by = b.getAttribute('data-by'); selectRow(null);
+      // Stacks rank by their own value; functions and mappings by cumulative (diffs: delta).
+      st.sortKey = DIFF ? 'delta' : st.by === 'stack' ? 'self' : heapTab() ? 'retainedPct' : 'cum'; st.sortAsc = false;
+      buildRows(); renderTable();
     });
   });
 
   // ---- sample type and sides ------------------------------------------------------------
   function refresh() {
-    layout(); if (DIFF) diffScale(); buildRows(); renderTable(); showMatch(); draw();
+    layout(); if (DIFF) diffScale(); buildRows(); renderTable(); showMatch(); draw(); drawTimeline();
   }
   document.getElementById('hc-type').addEventListener('change', function (e) { st.type = Number(e.target.value); refresh(); });
   document.getElementById('hc-side').addEventListener('change', function (e) { st.side = e.target.value; st.focus = 0; refresh(); });
-  window.addEventListener('resize', function () { draw(); });
+  window.addEventListener('resize', function () { draw(); drawTimeline(); });
+
+  // ---- the timeline of a report of several dumps ----------------------------------------
+  var SVG = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function dumpTotal(j) { var d = TL.dumps[j]; return st.type < d.totals.length ? d.totals[st.type] : 0; }
+  function drawTimeline() {
+    var box = document.getElementById('hc-timeline');
+    if (!TL) return;
+    box.hidden = false;
+    var n = TL.dumps.length, W = Math.max(200, box.clientWidth - 28), H = 96, top = 14, bottom = 18, max = 0;
+    for (var j = 0; j < n; j++) max = Math.max(max, dumpTotal(j));
+    var chart = svg('svg', { id: 'hc-timeline-chart', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H });
+    var bw = W / n, u = unit();
+    for (j = 0; j < n; j++) {
+      var v = dumpTotal(j), h = max > 0 ? (H - top - bottom) * v / max : 0, m = TL.dumps[j].meta;
+      var g = svg('g', { 'class': 'dump' + (j === st.dump ? ' on' : ''), 'data-dump': j });
+      g.appendChild(svg('rect', { x: j * bw + 2, y: H - bottom - h, width: Math.max(1, bw - 4), height: Math.max(h, 1) }));
+      g.appendChild(svg('rect', { 'class': 'hit', x: j * bw, y: 0, width: bw, height: H }));
+      if (bw > 24) g.appendChild(svg('text', { x: j * bw + bw / 2, y: H - 5, 'text-anchor': 'middle' }, String(m.dump)));
+      if (bw > 60) g.appendChild(svg('text', { x: j * bw + bw / 2, y: H - bottom - h - 3, 'text-anchor': 'middle' }, human(v, u)));
+      g.appendChild(svg('title', {}, 'dump ' + m.dump + (m.timestamp_ns !== null ? ' at ' + grouped(m.timestamp_ns) + ' ns' : '') + ': ' + D.types[st.type].name + ' ' + exact(v, u)));
+      g.addEventListener('click', (function (k) { return function () { chooseDump(k); }; })(j));
+      chart.appendChild(g);
+    }
+    box.replaceChildren(el('div', { 'class': 'note' }, D.types[st.type].name + ' per dump (' + n + ' dumps); click one to show it'), chart);
+  }
+  function chooseDump(j) {
+    if (!TL || j < 0 || j >= TL.dumps.length) return;
+    st.dump = j; show(TL.dumps[j], true);
+  }
+  function show(doc, keepType) {
+    var t = st.type;
+    load(doc);
+    st.type = keepType && t < T ? t : Math.min(D.shown || 0, T - 1);
+    // A type that is zero everywhere (pprof's default can be) would draw nothing: the first
+    // type with values is shown instead, and the header says so.
+    var empty = null;
+    if (!DIFF && !keepType && D.totals[st.type] === 0) {
+      for (var k = 0; k < T; k++) if (D.totals[k] !== 0) { empty = D.types[st.type].name; st.type = k; break; }
+    }
+    st.focus = 0; st.selectedRow = null; st.match = null; st.matchNames = null; st.matchExact = null; st.matchText = '';
+    header();
+    if (empty !== null) document.getElementById('hc-warnings').appendChild(el('p', { 'class': 'note', id: 'hc-empty-type' }, empty + ' is zero everywhere: showing ' + D.types[st.type].name + ' (choose another under Value)'));
+    refresh();
+    if (search.value) runSearch();
+  }
 
   // ---- a read-only view of the page for scripts and tests -------------------------------
   window.heapconvReport = {
     state: function () {
-      return { focus: st.focus === 0 ? 'all' : label(st.focus), type: D.types[st.type].name, icicle: st.icicle, nodes: N, match: matchOut.textContent, matchedValue: matchedValue(), total: cum[widthSeries()][0] };
+      var r = matchedRange();
+      return { focus: st.focus === 0 ? 'all' : label(st.focus), type: D.types[st.type].name, icicle: st.icicle, nodes: N, match: matchOut.textContent, matchedValue: r[0], matchedHigh: r[1], total: cum[widthSeries()][0], dump: TL ? st.dump : null, dumps: TL ? TL.dumps.length : null, by: st.by };
     },
     highlighted: function () {
       var seen = {}, out = [];
       drawnHighlighted.forEach(function (i) { var n = label(i); if (!seen[n]) { seen[n] = 1; out.push(n); } });
       return out.sort();
+    },
+    // The dumps of a timeline: number, total of the type shown, and which is chosen.
+    timeline: function () {
+      if (!TL) return null;
+      return TL.dumps.map(function (d, j) { return { dump: d.meta.dump, total: dumpTotal(j), chosen: j === st.dump }; });
     },
     // Where the widest drawn frame called `n` is, in page coordinates (null if not drawn).
     frameRect: function (n) {
@@ -415,7 +590,6 @@
     }
   };
 
-  header();
-  refresh();
+  if (TL) { st.dump = TL.chosen; show(TL.dumps[TL.chosen], false); } else show(ALL, false);
   document.body.setAttribute('data-ready', String(Math.round(performance.now())));
 })();
