@@ -192,10 +192,11 @@ fn tune_malloc() {
 fn tune_malloc() {}
 
 /// For `profile`, which streams dumps through tables that grow to hundreds of megabytes: maps
-/// every block of 4 MiB or more on its own (glibc's default raises that threshold to the size
-/// of the largest block freed so far, up to 32 MiB, after which such blocks come from the heap
-/// and leave holes there: 368 MiB peak instead of 322 MiB on the issue-15 shape). Called
-/// before any other thread starts.
+/// every block of 1 MiB or more on its own and unmaps it when freed (glibc's default raises
+/// that threshold to the size of the largest block freed so far, up to 32 MiB, after which
+/// such blocks come from the heap and leave holes there). Peak RSS on the issue-15 shape:
+/// 359 MiB with the default, 322-334 MiB with 4 MiB, 307 MiB with 1 MiB (BENCHMARKS.md).
+/// Called before any other thread starts.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn tune_malloc_streaming() {
     use std::os::raw::c_int;
@@ -206,7 +207,7 @@ fn tune_malloc_streaming() {
     const M_MMAP_THRESHOLD: c_int = -3;
     // SAFETY: as in `tune_malloc`.
     unsafe {
-        mallopt(M_MMAP_THRESHOLD, 4 << 20);
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 

@@ -815,7 +815,8 @@ mod tests {
         let mut streamed = Vec::new();
         PprofEncoder::new(PprofOptions::default()).encode_streaming_to(&p, &mut streamed).unwrap();
         assert_eq!(streamed, whole);
-        assert_eq!(pp::Profile::decode(whole.as_slice()).unwrap().string_table.len(), 30_000 + 3);
+        // The names, "", the sample type's two strings and the comment.
+        assert_eq!(pp::Profile::decode(whole.as_slice()).unwrap().string_table.len(), 30_000 + 4);
     }
 }
 
