@@ -8,12 +8,15 @@
 #          the two largest pprofs `profile` writes for the 300k trace, and on two pprofs of the
 #          issue's big-frame shape (benches/pprof-shape.py: 200k locations, 160k functions,
 #          120 mappings, 300k samples).
-#   bash benches/issue15.sh OLD_BINARY NEW_BINARY [flame|symbolize|merge]...
+#   profile: `heapconv profile` of the issue's shape (`synth --shape issue15`, 90.8 MB), OLD vs
+#          NEW, outputs compared (decompressed always; compressed bytes too, which differ
+#          only from builds before the parallel gzip members).
+#   bash benches/issue15.sh OLD_BINARY NEW_BINARY [flame|symbolize|merge|profile]...
 # Prints wall, user, sys and peak RSS per run. On a loaded machine compare user+sys (CPU) and
 # peak RSS, not wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OLD=$1; NEW=$2; shift 2; PARTS=${*:-flame symbolize merge}; RUNS=${RUNS:-2}
+OLD=$1; NEW=$2; shift 2; PARTS=${*:-flame symbolize merge profile}; RUNS=${RUNS:-2}
 B=target/bench; mkdir -p "$B"
 T="%e s wall, %U s user, %S s sys, %M KB peak"
 [ -f $B/big300k.pftrace ] || ./target/release/synth -o $B/big300k.pftrace --callstacks 300000 --depth 30 --dumps 4 --processes 2
@@ -59,5 +62,19 @@ for part in $PARTS; do
         /usr/bin/time -f "merge go ($pair): $T" sh -c "go tool pprof -proto $pair > $B/merge-go.pb.gz 2>/dev/null"
       done 2>&1
     done ;;
+  profile)
+    [ -f $B/issue15.pftrace ] || ./target/release/synth --shape issue15 -o $B/issue15.pftrace -q
+    for _ in $(seq "$RUNS"); do
+      for who in old new; do
+        H=$OLD; [ $who = new ] && H=$NEW
+        rm -rf $B/p15-$who; /usr/bin/time -f "profile $who: $T" "$H" profile $B/issue15.pftrace -o $B/p15-$who -q
+      done
+    done 2>&1
+    for f in $B/p15-old/*.pb.gz; do
+      g=$B/p15-new/$(basename "$f")
+      [ "$(zcat "$f" | sha256sum)" = "$(zcat "$g" | sha256sum)" ] || echo "DIFFERENT (decompressed): $f"
+      cmp -s "$f" "$g" || echo "compressed bytes differ: $f"
+    done
+    echo "profile outputs compared: $(ls $B/p15-old | wc -l) files" ;;
   esac
 done

@@ -152,9 +152,12 @@ impl Builder<'_> {
 pub struct PprofEncoder {
     opts: PprofOptions,
     classes: Vec<FrameClass>,
-    node_loc: Vec<u32>,
-    node_state: Vec<AnnotationState>,
+    /// Per stack node: its annotation and the annotation state for its children, one byte.
+    node_ann: Vec<NodeAnn>,
     locs: Vec<(FrameId, Annotation)>,
+    /// Location id of each frame without annotation (0: none yet).
+    plain_loc: Vec<u32>,
+    /// Location ids of annotated frames.
     loc_index: HashMap<(FrameId, Annotation), u32>,
     paths: PathIndex,
     arena: Vec<u8>,
@@ -167,9 +170,9 @@ impl PprofEncoder {
         PprofEncoder {
             opts,
             classes: Vec::new(),
-            node_loc: Vec::new(),
-            node_state: Vec::new(),
+            node_ann: Vec::new(),
             locs: Vec::new(),
+            plain_loc: Vec::new(),
             loc_index: HashMap::default(),
             paths: PathIndex::default(),
             arena: Vec::new(),
@@ -185,33 +188,47 @@ impl PprofEncoder {
             let start = self.classes.len();
             self.classes.extend(classify_frames_from(tables, start));
         }
-        let start = self.node_loc.len();
+        let start = self.node_ann.len();
         let count = tables.stack_count();
         if start >= count {
             return;
         }
-        // Grown by an eighth at a time at most (not doubled): these hold one entry per node.
-        let want = (count - start).max(self.node_loc.len() / 8);
-        if self.node_loc.capacity() < count {
-            self.node_loc.reserve_exact(want);
-            self.node_state.reserve_exact(want);
+        // Grown by an eighth at a time at most (not doubled): this holds one entry per node.
+        let want = (count - start).max(self.node_ann.len() / 8);
+        if self.node_ann.capacity() < count {
+            self.node_ann.reserve_exact(want);
+        }
+        if self.plain_loc.len() < tables.frames().len() {
+            self.plain_loc.resize(tables.frames().len(), 0);
         }
         for n in start..count {
             let node = tables.stack_node(StackId(n as u32));
-            let state = node.parent.map_or(AnnotationState::Initial, |p| self.node_state[p.0 as usize]);
+            let state = node.parent.map_or(AnnotationState::Initial, |p| self.node_ann[p.0 as usize].state());
             let (next, ann) = annotate_with(state, self.classes[node.frame.0 as usize]);
-            let key = (node.frame, if self.opts.annotations { ann } else { Annotation::None });
-            let id = match self.loc_index.get(&key) {
-                Some(&id) => id,
-                None => {
+            let ann = if self.opts.annotations { ann } else { Annotation::None };
+            // Location ids in the order nodes first use them.
+            let key = (node.frame, ann);
+            if ann == Annotation::None {
+                let slot = &mut self.plain_loc[node.frame.0 as usize];
+                if *slot == 0 {
                     self.locs.push(key);
-                    let id = u32::try_from(self.locs.len()).expect("fewer than 2^32 locations");
-                    self.loc_index.insert(key, id);
-                    id
+                    *slot = u32::try_from(self.locs.len()).expect("fewer than 2^32 locations");
                 }
-            };
-            self.node_loc.push(id);
-            self.node_state.push(next);
+            } else if !self.loc_index.contains_key(&key) {
+                self.locs.push(key);
+                let id = u32::try_from(self.locs.len()).expect("fewer than 2^32 locations");
+                self.loc_index.insert(key, id);
+            }
+            self.node_ann.push(NodeAnn::new(ann, next));
+        }
+    }
+
+    /// The location id of stack node `s` (of frame `frame`), known to [`PprofEncoder::sync`].
+    #[inline]
+    fn node_location(&self, s: StackId, frame: FrameId) -> u32 {
+        match self.node_ann[s.0 as usize].annotation() {
+            Annotation::None => self.plain_loc[frame.0 as usize],
+            ann => self.loc_index[&(frame, ann)],
         }
     }
 
@@ -221,10 +238,15 @@ impl PprofEncoder {
             return (off as usize, len as usize);
         }
         let off = self.arena.len();
+        // Grown by an eighth at a time (not doubled): the arena is one of the largest tables.
+        if self.arena.capacity() - off < 4096 {
+            self.arena.reserve_exact((off / 8).max(1 << 20));
+        }
         let mut cur = Some(stack);
         while let Some(s) = cur {
-            prost::encoding::encode_varint(u64::from(self.node_loc[s.0 as usize]), &mut self.arena);
-            cur = tables.stack_node(s).parent;
+            let node = tables.stack_node(s);
+            prost::encoding::encode_varint(u64::from(self.node_location(s, node.frame)), &mut self.arena);
+            cur = node.parent;
         }
         let len = self.arena.len() - off;
         self.paths.insert(stack.0, u32::try_from(off).expect("arena under 4 GiB"), len as u32);
@@ -251,6 +273,18 @@ impl PprofEncoder {
     /// Encodes a profile as uncompressed pprof into `w`, a megabyte at a time (so that a
     /// compressor or a file can take it without the whole profile ever being in memory).
     pub fn encode_to(&mut self, profile: &Profile, w: &mut dyn Write) -> std::io::Result<()> {
+        self.encode_to_with(profile, w, false)
+    }
+
+    /// [`PprofEncoder::encode_to`] for a writer whose output does not depend on where its
+    /// writes fall (a file, [`crate::encode::pprof_gzip::ParallelGzWriter`]): the same bytes,
+    /// with the tables after the samples written a megabyte at a time instead of in one write,
+    /// so they are never all in memory at once.
+    pub fn encode_streaming_to(&mut self, profile: &Profile, w: &mut dyn Write) -> std::io::Result<()> {
+        self.encode_to_with(profile, w, true)
+    }
+
+    fn encode_to_with(&mut self, profile: &Profile, w: &mut dyn Write, stream: bool) -> std::io::Result<()> {
         let tables = std::sync::Arc::clone(&profile.tables);
         self.sync(&tables);
         let opts = self.opts.clone();
@@ -344,11 +378,28 @@ impl PprofEncoder {
         };
         // The samples' last bytes and everything after them go in one write, as they always
         // have (a streaming gzip's bytes depend on where the writes fall).
+        if stream {
+            w.write_all(&bytes)?;
+            bytes.clear();
+            w.write_all(&mappings)?;
+            w.write_all(&loc_bytes)?;
+            drop(loc_bytes);
+            cat.write_functions(&mut bytes);
+            w.write_all(&bytes)?;
+            bytes.clear();
+            let mut next = 0;
+            while next < cat.pstrings.len() {
+                next = cat.write_strings_from(&tables, &mut bytes, next, CHUNK);
+                w.write_all(&bytes)?;
+                bytes.clear();
+            }
+            return w.write_all(&rest);
+        }
         bytes.extend_from_slice(&mappings);
         bytes.extend_from_slice(&loc_bytes);
         drop(loc_bytes);
         cat.write_functions(&mut bytes);
-        cat.write_strings(&tables, &mut bytes);
+        cat.write_strings_from(&tables, &mut bytes, 0, usize::MAX);
         bytes.extend_from_slice(&rest);
         w.write_all(&bytes)
     }
@@ -732,6 +783,71 @@ mod tests {
         assert_eq!(labels, [("thread", 300), ("thread", -1)]);
         assert_eq!(out.sample[1].value, [2]);
         assert_eq!(out.sample[1].location_id.len(), 1);
+    }
+
+    #[test]
+    fn node_annotations_pack_into_a_byte() {
+        for ann in NodeAnn::ANNOTATIONS {
+            for state in NodeAnn::STATES {
+                let n = NodeAnn::new(ann, state);
+                assert_eq!((n.annotation(), n.state()), (ann, state));
+            }
+        }
+    }
+
+    #[test]
+    fn streaming_writes_the_same_bytes() {
+        let mut tables = Tables::default();
+        let mut frames = Vec::new();
+        // Over a megabyte of strings, so that they are written in several pieces.
+        for i in 0..30_000u64 {
+            let name = tables.strings.intern(&format!("function_{i}_with_a_long_enough_name"));
+            frames.push(tables.intern_frame(None, i, name));
+        }
+        let stacks: Vec<StackId> =
+            (0..30_000).map(|i| tables.intern_stack(&[frames[i % 7], frames[i]]).unwrap()).collect();
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let mut p = Profile::new(std::sync::Arc::new(tables), ProfileMeta::default(), types);
+        for (i, &s) in stacks.iter().enumerate() {
+            p.push_sample(s, &[i as i64]);
+        }
+        let whole = encode_pprof(&p, &PprofOptions::default());
+        let mut streamed = Vec::new();
+        PprofEncoder::new(PprofOptions::default()).encode_streaming_to(&p, &mut streamed).unwrap();
+        assert_eq!(streamed, whole);
+        // The names, "", the sample type's two strings and the comment.
+        assert_eq!(pp::Profile::decode(whole.as_slice()).unwrap().string_table.len(), 30_000 + 4);
+    }
+}
+
+/// A stack node's annotation (low 4 bits) and the annotation state for its children.
+#[derive(Debug, Clone, Copy)]
+struct NodeAnn(u8);
+
+impl NodeAnn {
+    const ANNOTATIONS: [Annotation; 6] = [
+        Annotation::None,
+        Annotation::Interp,
+        Annotation::Jit,
+        Annotation::Aot,
+        Annotation::CommonFrame,
+        Annotation::CommonFrameInterp,
+    ];
+    const STATES: [AnnotationState; 3] =
+        [AnnotationState::Initial, AnnotationState::EraseLibart, AnnotationState::KeepNext];
+
+    fn new(ann: Annotation, state: AnnotationState) -> Self {
+        let a = Self::ANNOTATIONS.iter().position(|&x| x == ann).expect("every annotation is listed");
+        let s = Self::STATES.iter().position(|&x| x == state).expect("every state is listed");
+        NodeAnn(a as u8 | (s as u8) << 4)
+    }
+
+    fn annotation(self) -> Annotation {
+        Self::ANNOTATIONS[usize::from(self.0 & 15)]
+    }
+
+    fn state(self) -> AnnotationState {
+        Self::STATES[usize::from(self.0 >> 4)]
     }
 }
 
@@ -1161,14 +1277,19 @@ impl Catalog {
         }
     }
 
-    /// Appends the profile's string table (Profile field 6) to `buf`.
-    fn write_strings(&self, tables: &Tables, buf: &mut Vec<u8>) {
-        for &g in &self.pstrings {
+    /// Appends the profile's string table (Profile field 6) to `buf`, from its string `from`
+    /// until `buf` holds at least `limit` bytes; returns the index of the next string.
+    fn write_strings_from(&self, tables: &Tables, buf: &mut Vec<u8>, from: usize, limit: usize) -> usize {
+        for (i, &g) in self.pstrings.iter().enumerate().skip(from) {
+            if buf.len() >= limit {
+                return i;
+            }
             let text = self.text(tables, g);
             buf.push(0x32);
             prost::encoding::encode_varint(text.len() as u64, buf);
             buf.extend_from_slice(text.as_bytes());
         }
+        self.pstrings.len()
     }
 }
 

@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap as HashMap;
-
 /// Index of a string in a [`StringTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct StringId(pub u32);
@@ -18,35 +16,97 @@ impl StringId {
     }
 }
 
-/// A table of unique strings; each is stored once (the list and the index share it, and so do
-/// the replicas of [`crate::model::Tables::delta_since`]).
+/// A table of unique strings; each is stored once (the list shares it with the replicas of
+/// [`crate::model::Tables::delta_since`]). The index is open addressing over 4-byte slots
+/// holding a string id + 1 (0: empty), the key read from the list, so no text is stored twice.
 #[derive(Debug, Clone)]
 pub struct StringTable {
     strings: Vec<Arc<str>>,
-    index: HashMap<Arc<str>, StringId>,
+    slots: Vec<u32>,
+    /// How many strings the slots index (a replica indexes none; see `extend_unindexed`).
+    indexed: usize,
 }
 
 impl Default for StringTable {
     fn default() -> Self {
-        let mut t = StringTable { strings: Vec::new(), index: HashMap::default() };
-        let empty: Arc<str> = "".into();
-        t.strings.push(Arc::clone(&empty));
-        t.index.insert(empty, StringId::EMPTY);
+        let mut t = StringTable { strings: Vec::new(), slots: Vec::new(), indexed: 0 };
+        t.strings.push("".into());
+        t.reindex();
         t
     }
 }
 
+fn hash_text(s: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(s)
+}
+
 impl StringTable {
+    fn home(&self, h: u64) -> usize {
+        // The high bits of the product: Fx's low bits alone are weak for short keys.
+        let bits = self.slots.len().trailing_zeros();
+        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+    }
+
+    /// The id of `s`, or the empty slot where it would go.
+    fn find(&self, s: &str) -> Result<StringId, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(hash_text(s));
+        loop {
+            let v = self.slots[i];
+            if v == 0 {
+                return Err(i);
+            }
+            if *self.strings[v as usize - 1] == *s {
+                return Ok(StringId(v - 1));
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Indexes every string, with room to grow.
+    fn reindex(&mut self) {
+        let n = self.strings.len();
+        let mut cap = self.slots.len().max(64);
+        while (n + 1) * 5 > cap * 4 {
+            cap *= 2;
+        }
+        self.slots = Vec::new();
+        self.slots = vec![0; cap];
+        let mask = cap - 1;
+        for k in 0..n {
+            let mut i = self.home(hash_text(&self.strings[k]));
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = k as u32 + 1;
+        }
+        self.indexed = n;
+    }
+
     /// Interns `s`, returning its id (the same id for the same text).
     pub fn intern(&mut self, s: &str) -> StringId {
-        if let Some(&id) = self.index.get(s) {
-            return id;
+        if self.indexed != self.strings.len() {
+            self.reindex();
         }
-        let id = StringId(u32::try_from(self.strings.len()).expect("fewer than 2^32 strings"));
-        let text: Arc<str> = s.into();
-        self.strings.push(Arc::clone(&text));
-        self.index.insert(text, id);
-        id
+        match self.find(s) {
+            Ok(id) => id,
+            Err(slot) => {
+                let id = StringId(u32::try_from(self.strings.len()).expect("fewer than 2^32 strings"));
+                // Grown by an eighth at a time past a million strings (not doubled).
+                if self.strings.len() == self.strings.capacity() && self.strings.len() >= 1 << 20 {
+                    self.strings.reserve_exact(self.strings.len() / 8);
+                }
+                self.strings.push(s.into());
+                if (self.strings.len() + 1) * 5 > self.slots.len() * 4 {
+                    self.reindex();
+                } else {
+                    self.slots[slot] = id.0 + 1;
+                    self.indexed += 1;
+                }
+                id
+            }
+        }
     }
 
     /// The text of `id`. An id from another table may give any string or "".
@@ -56,7 +116,11 @@ impl StringTable {
 
     /// The id of `s` if it was interned.
     pub fn lookup(&self, s: &str) -> Option<StringId> {
-        self.index.get(s).copied()
+        if self.indexed == self.strings.len() {
+            return self.find(s).ok();
+        }
+        // A replica (never interned into) is not indexed: read it through.
+        self.strings.iter().position(|t| **t == *s).map(|i| StringId(i as u32))
     }
 
     /// Number of strings, including "".
@@ -71,11 +135,42 @@ impl StringTable {
 
     /// Appends strings without indexing them (a replica is read, never interned into).
     pub(super) fn extend_unindexed(&mut self, more: Vec<Arc<str>>) {
+        let (len, n) = (self.strings.len(), more.len());
+        if self.strings.capacity() < len + n {
+            self.strings.reserve_exact(n.max(len / 8));
+        }
         self.strings.extend(more);
     }
 
     /// Always false: the table holds at least "".
     pub fn is_empty(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interning_gives_one_id_per_text_across_growth() {
+        let mut t = StringTable::default();
+        assert_eq!(t.intern(""), StringId::EMPTY);
+        let ids: Vec<StringId> = (0..5_000).map(|i| t.intern(&format!("s{i}"))).collect();
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(id.0 as usize, i + 1);
+            assert_eq!(t.intern(&format!("s{i}")), *id);
+            assert_eq!(t.get(*id), format!("s{i}"));
+            assert_eq!(t.lookup(&format!("s{i}")), Some(*id));
+        }
+        assert_eq!(t.lookup("absent"), None);
+        assert_eq!(t.len(), 5_001);
+        assert!(t.slots.len() * 4 >= t.len() * 5);
+        // A replica fed without indexing still finds its strings, and indexes them when interned into.
+        let mut r = StringTable::default();
+        r.extend_unindexed(t.tail(1).to_vec());
+        assert_eq!(r.lookup("s42"), Some(StringId(43)));
+        assert_eq!(r.intern("s42"), StringId(43));
+        assert_eq!(r.intern("new"), StringId(5_001));
     }
 }

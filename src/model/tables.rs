@@ -6,6 +6,31 @@ use super::chunked::{ChunkedTail, ChunkedVec};
 use super::frame::{Frame, FrameId, demangle};
 use super::mapping::{Mapping, MappingId};
 use super::stack::{StackId, StackNode};
+
+/// A stack node as stored: `parent + 1` (0 for an outermost frame) and the frame, 8 bytes
+/// (a [`StackNode`] with its `Option` takes 12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PackedNode {
+    parent1: u32,
+    frame: u32,
+}
+
+impl PackedNode {
+    #[inline]
+    fn new(parent: Option<StackId>, frame: FrameId) -> Self {
+        PackedNode { parent1: parent.map_or(0, |p| p.0 + 1), frame: frame.0 }
+    }
+
+    #[inline]
+    fn parent(self) -> Option<StackId> {
+        self.parent1.checked_sub(1).map(StackId)
+    }
+
+    #[inline]
+    fn unpack(self) -> StackNode {
+        StackNode { parent: self.parent(), frame: FrameId(self.frame) }
+    }
+}
 use super::strings::{StringId, StringTable};
 
 /// How much of a [`Tables`] a replica holds: the lengths of its tables. The default is the
@@ -31,7 +56,7 @@ pub struct TablesDelta {
     strings: Vec<std::sync::Arc<str>>,
     mappings: Vec<Mapping>,
     frames: Vec<Frame>,
-    stacks: ChunkedTail<StackNode>,
+    stacks: ChunkedTail<PackedNode>,
 }
 
 /// Interned strings, mappings, frames and the stack tree. Tables only grow: an id, once
@@ -47,7 +72,7 @@ pub struct Tables {
     // Frames interned by their whole content (see `intern_frame_exact`).
     exact_frame_index: HashMap<Frame, FrameId>,
     // In shared chunks: a replica on the encoder's thread holds the same chunks, not a copy.
-    stacks: ChunkedVec<StackNode>,
+    stacks: ChunkedVec<PackedNode>,
     stack_index: NodeIndex,
     demangled: HashMap<StringId, StringId>,
     // The last stack interned, to skip the lookups of the prefix the next one shares with it
@@ -83,6 +108,11 @@ impl Tables {
     pub fn apply_delta(&mut self, d: TablesDelta) {
         self.strings.extend_unindexed(d.strings);
         self.mappings.extend(d.mappings);
+        // Grown by an eighth at a time (not doubled): a replica lives as long as its source.
+        let (len, more) = (self.frames.len(), d.frames.len());
+        if self.frames.capacity() < len + more {
+            self.frames.reserve_exact(more.max(len / 8));
+        }
         self.frames.extend(d.frames);
         self.stacks.apply_tail(d.stacks);
     }
@@ -140,19 +170,40 @@ impl Tables {
         d
     }
 
+    /// Frees what only interning needs (the stack index, the demangling cache), for tables
+    /// that will mostly be read from now on; interning into them later rebuilds it first.
+    pub fn release_indexes(&mut self) {
+        self.stack_index = NodeIndex::default();
+        self.demangled = HashMap::default();
+        self.last_frames = Vec::new();
+        self.last_nodes = Vec::new();
+    }
+
+    /// Indexes every stack node (after [`Tables::release_indexes`], or in a replica).
+    fn ensure_stack_index(&mut self) {
+        if self.stack_index.len != self.stacks.len() {
+            self.stack_index.rebuild(&self.stacks, self.stacks.len());
+        }
+    }
+
     /// The child of `parent` (or a root when `None`) with frame `frame`.
     pub fn intern_stack_node(&mut self, parent: Option<StackId>, frame: FrameId) -> StackId {
-        let p1 = parent.map_or(0, |p| p.0 + 1);
-        let next = to_u32(self.stacks.len());
-        let id = self.stack_index.get_or_insert(p1, frame.0 + 1, next);
-        if id == next {
-            self.stacks.push(StackNode { parent, frame });
+        self.ensure_stack_index();
+        let key = PackedNode::new(parent, frame);
+        match self.stack_index.find(&self.stacks, key) {
+            Ok(id) => StackId(id),
+            Err(slot) => {
+                let id = to_u32(self.stacks.len());
+                self.stacks.push(key);
+                self.stack_index.insert_at(&self.stacks, slot, id);
+                StackId(id)
+            }
         }
-        StackId(id)
     }
 
     /// Interns a whole stack given root first; `None` for an empty list.
     pub fn intern_stack(&mut self, frames_root_first: &[FrameId]) -> Option<StackId> {
+        self.ensure_stack_index();
         let shared = self.last_frames.iter().zip(frames_root_first).take_while(|(a, b)| a == b).count();
         self.last_frames.truncate(shared);
         self.last_nodes.truncate(shared);
@@ -165,7 +216,7 @@ impl Tables {
         for _ in rest {
             let id = n.expect("a node per frame");
             self.last_nodes.push(id);
-            n = self.stacks.get(id.0 as usize).parent;
+            n = self.stacks.get(id.0 as usize).parent();
         }
         self.last_nodes[start..].reverse();
         self.last_frames.extend_from_slice(rest);
@@ -178,6 +229,7 @@ impl Tables {
     /// the last) are interleaved across a group of stacks, so their cache misses overlap.
     pub fn intern_stacks(&mut self, frames: &[FrameId], bounds: &[usize]) -> Vec<Option<StackId>> {
         const GROUP: usize = 16;
+        self.ensure_stack_index();
         let n = bounds.len().saturating_sub(1);
         let mut out = Vec::with_capacity(n);
         // Per stack in the group: frames matched so far and the node they end at.
@@ -189,21 +241,26 @@ impl Tables {
             pos[..m].fill(0);
             node[..m].fill(None);
             // Read-only walk: every stack advances one node per round until a node is missing.
+            // Each round prefetches the slots, then the nodes they name, then compares.
             let mut live: Vec<usize> = (0..m).filter(|&k| !stack(k).is_empty()).collect();
+            let mut slot = [0usize; GROUP];
             while !live.is_empty() {
                 for &k in &live {
-                    let p1 = node[k].map_or(0, |p| p.0 + 1);
-                    self.stack_index.prefetch(p1, stack(k)[pos[k]].0 + 1);
+                    slot[k] = self.stack_index.home(PackedNode::new(node[k], stack(k)[pos[k]]));
+                    self.stack_index.prefetch_slot(slot[k]);
+                }
+                for &k in &live {
+                    self.stack_index.prefetch_node(&self.stacks, slot[k]);
                 }
                 live.retain(|&k| {
-                    let p1 = node[k].map_or(0, |p| p.0 + 1);
-                    match self.stack_index.get(p1, stack(k)[pos[k]].0 + 1) {
-                        Some(id) => {
+                    let key = PackedNode::new(node[k], stack(k)[pos[k]]);
+                    match self.stack_index.find_from(&self.stacks, key, slot[k]) {
+                        Ok(id) => {
                             node[k] = Some(StackId(id));
                             pos[k] += 1;
                             pos[k] < stack(k).len()
                         }
-                        None => false,
+                        Err(_) => false,
                     }
                 });
             }
@@ -232,10 +289,10 @@ impl Tables {
             let first = self.stacks.len();
             for &f in rest {
                 let n = StackId(to_u32(self.stacks.len()));
-                self.stacks.push(StackNode { parent: node, frame: f });
+                self.stacks.push(PackedNode::new(node, f));
                 node = Some(n);
             }
-            self.stack_index.insert_new(self.stacks.range(first, self.stacks.len()), to_u32(first));
+            self.stack_index.insert_new(&self.stacks, first);
         }
         node
     }
@@ -266,8 +323,21 @@ impl Tables {
     }
 
     /// The stack node `id`.
-    pub fn stack_node(&self, id: StackId) -> &StackNode {
-        self.stacks.get(id.0 as usize)
+    #[inline]
+    pub fn stack_node(&self, id: StackId) -> StackNode {
+        self.stacks.get(id.0 as usize).unpack()
+    }
+
+    /// The caller of stack node `id` (`None` for an outermost frame).
+    #[inline]
+    pub fn stack_parent(&self, id: StackId) -> Option<StackId> {
+        self.stacks.get(id.0 as usize).parent()
+    }
+
+    /// The frame of stack node `id`.
+    #[inline]
+    pub fn stack_frame(&self, id: StackId) -> FrameId {
+        FrameId(self.stacks.get(id.0 as usize).frame)
     }
 
     /// Number of stack nodes.
@@ -280,9 +350,9 @@ impl Tables {
         out.clear();
         let mut cur = Some(id);
         while let Some(s) = cur {
-            let n = self.stacks.get(s.0 as usize);
-            out.push(n.frame);
-            cur = n.parent;
+            let n = *self.stacks.get(s.0 as usize);
+            out.push(FrameId(n.frame));
+            cur = n.parent();
         }
     }
 
@@ -292,7 +362,7 @@ impl Tables {
         let mut cur = Some(id);
         while let Some(s) = cur {
             out.push(s);
-            cur = self.stacks.get(s.0 as usize).parent;
+            cur = self.stacks.get(s.0 as usize).parent();
         }
         out.reverse();
     }
@@ -308,19 +378,29 @@ mod tests {
 
     #[test]
     fn node_index_agrees_with_a_hash_map() {
-        let mut idx = NodeIndex::default();
+        let mut t = Tables::default();
         let mut reference = std::collections::HashMap::new();
         let mut x: u64 = 7;
-        for n in 0..300_000u32 {
+        for _ in 0..300_000u32 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let (p, f) = ((x % 5_000) as u32, ((x >> 20) % 300) as u32 + 1);
-            let want = *reference.entry((p, f)).or_insert(n);
-            assert_eq!(idx.get_or_insert(p, f, n), want);
+            let p = (x % 5_000) as u32;
+            let parent = if p > 0 && (p as usize) <= t.stack_count() { Some(StackId(p - 1)) } else { None };
+            let f = FrameId(((x >> 20) % 300) as u32);
+            let next = StackId(t.stack_count() as u32);
+            let want = *reference.entry((parent, f)).or_insert(next);
+            assert_eq!(t.intern_stack_node(parent, f), want);
+            assert_eq!(t.stack_node(want), StackNode { parent, frame: f });
         }
-        assert_eq!(idx.len, reference.len());
-        assert!(idx.slots.len() * 4 >= idx.len * 5);
+        assert_eq!(t.stack_index.len, reference.len());
+        assert_eq!(t.stack_count(), reference.len());
+        assert!(t.stack_index.slots.len() * 4 >= t.stack_index.len * 5);
+        // Every slot names a node whose home the probe sequence passes.
+        let used = t.stack_index.slots.iter().filter(|&&s| s != 0).count();
+        assert_eq!(used, reference.len());
+        // Every slot keeps hash bits above the id.
+        assert!(t.stack_index.slots.iter().any(|&s| s & !t.stack_index.id_mask() != 0));
     }
 
     #[test]
@@ -408,105 +488,151 @@ mod tests {
     }
 }
 
-/// Open-addressing index of stack nodes by (parent + 1, frame + 1): key and value inline in one
-/// 12-byte slot, so a probe costs one cache miss.
+/// Open-addressing index of stack nodes by (parent, frame), 4 bytes a slot. A slot holds the
+/// node id + 1 in its low `bits` bits (0: empty; the table has 2^`bits` slots and never more
+/// nodes than slots) and, above them, as many bits of the key's hash as are left, so that a
+/// probe reads the node table (where the key is, stored once) only when those bits match. It
+/// always indexes exactly the nodes `0..len` of its table.
 #[derive(Debug, Clone, Default)]
 struct NodeIndex {
-    slots: Vec<[u32; 3]>,
+    slots: Vec<u32>,
     len: usize,
 }
 
 impl NodeIndex {
-    fn slot(&self, p1: u32, f1: u32) -> usize {
-        let h = ((u64::from(p1) << 32) | u64::from(f1)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let bits = self.slots.len().trailing_zeros();
-        (h >> (64 - bits)) as usize
+    #[inline]
+    fn hash(key: PackedNode) -> u64 {
+        ((u64::from(key.parent1) << 32) | u64::from(key.frame)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
     }
 
-    fn get_or_insert(&mut self, p1: u32, f1: u32, next: u32) -> u32 {
-        if (self.len + 1) * 5 > self.slots.len() * 4 {
-            self.grow();
-        }
-        let mask = self.slots.len() - 1;
-        let mut i = self.slot(p1, f1);
-        loop {
-            let s = self.slots[i];
-            if s[1] == 0 {
-                self.slots[i] = [p1, f1, next];
-                self.len += 1;
-                return next;
-            }
-            if s[0] == p1 && s[1] == f1 {
-                return s[2];
-            }
-            i = (i + 1) & mask;
-        }
+    #[inline]
+    fn bits(&self) -> u32 {
+        self.slots.len().trailing_zeros()
     }
 
-    /// Hints the cache to fetch the first slot a lookup of (`p1`, `f1`) reads.
-    fn prefetch(&self, p1: u32, f1: u32) {
-        if !self.slots.is_empty() {
-            prefetch(&self.slots[self.slot(p1, f1)]);
-        }
-    }
-
-    /// The node with key (`p1`, `f1`), if indexed.
-    fn get(&self, p1: u32, f1: u32) -> Option<u32> {
+    /// The first slot a lookup of `key` reads (0 when the index is empty).
+    #[inline]
+    fn home(&self, key: PackedNode) -> usize {
         if self.slots.is_empty() {
-            return None;
+            return 0;
+        }
+        (Self::hash(key) >> (64 - self.bits())) as usize
+    }
+
+    /// The hash bits a slot of `key` keeps above the id.
+    #[inline]
+    fn tag(&self, key: PackedNode) -> u32 {
+        let bits = self.bits();
+        // Bits 32.. of the product depend on parent and frame alike (the lower ones on the frame
+        // only); the home slot takes the top ones.
+        if bits >= 32 { 0 } else { ((Self::hash(key) >> 32) as u32) << bits }
+    }
+
+    #[inline]
+    fn id_mask(&self) -> u32 {
+        let bits = self.bits();
+        if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 }
+    }
+
+    /// Hints the cache to fetch slot `i`.
+    #[inline]
+    fn prefetch_slot(&self, i: usize) {
+        if let Some(s) = self.slots.get(i) {
+            prefetch(s);
+        }
+    }
+
+    /// Hints the cache to fetch the node that slot `i` names (read the slot first).
+    #[inline]
+    fn prefetch_node(&self, nodes: &ChunkedVec<PackedNode>, i: usize) {
+        if let Some(&s) = self.slots.get(i) {
+            let id = s & self.id_mask();
+            if id != 0 {
+                prefetch(nodes.get(id as usize - 1));
+            }
+        }
+    }
+
+    /// The node with `key`, or the empty slot where it would go.
+    #[inline]
+    fn find(&self, nodes: &ChunkedVec<PackedNode>, key: PackedNode) -> Result<u32, usize> {
+        self.find_from(nodes, key, self.home(key))
+    }
+
+    /// [`NodeIndex::find`] from slot `i` (the key's home).
+    #[inline]
+    fn find_from(&self, nodes: &ChunkedVec<PackedNode>, key: PackedNode, mut i: usize) -> Result<u32, usize> {
+        if self.slots.is_empty() {
+            return Err(0);
         }
         let mask = self.slots.len() - 1;
-        let mut i = self.slot(p1, f1);
+        let (tag, ids) = (self.tag(key), self.id_mask());
         loop {
             let s = self.slots[i];
-            if s[1] == 0 {
-                return None;
+            if s == 0 {
+                return Err(i);
             }
-            if s[0] == p1 && s[1] == f1 {
-                return Some(s[2]);
+            if s & !ids == tag && *nodes.get((s & ids) as usize - 1) == key {
+                return Ok((s & ids) - 1);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Indexes nodes known to be absent from the index (`nodes[k]` has id `first + k`). The
-    /// slots are prefetched first, so the cache misses of a batch overlap.
-    fn insert_new<'a>(&mut self, nodes: impl Iterator<Item = &'a StackNode> + Clone, first: u32) {
-        let count = nodes.clone().count();
-        while (self.len + count + 1) * 5 > self.slots.len() * 4 {
-            self.grow();
+    /// Indexes node `id` (just appended, the last of `nodes`) at `slot`, an empty slot
+    /// [`NodeIndex::find`] gave for its key.
+    fn insert_at(&mut self, nodes: &ChunkedVec<PackedNode>, slot: usize, id: u32) {
+        debug_assert_eq!(id as usize, self.len);
+        if (self.len + 1) * 5 > self.slots.len() * 4 {
+            self.rebuild(nodes, self.len + 1);
+            return;
         }
-        let key = |n: &StackNode| (n.parent.map_or(0, |p| p.0 + 1), n.frame.0 + 1);
-        for n in nodes.clone() {
-            let (p1, f1) = key(n);
-            prefetch(&self.slots[self.slot(p1, f1)]);
-        }
-        let mask = self.slots.len() - 1;
-        for (k, n) in nodes.enumerate() {
-            let (p1, f1) = key(n);
-            let mut i = self.slot(p1, f1);
-            while self.slots[i][1] != 0 {
-                debug_assert!(self.slots[i][0] != p1 || self.slots[i][1] != f1, "node already indexed");
-                i = (i + 1) & mask;
-            }
-            self.slots[i] = [p1, f1, first + k as u32];
-            self.len += 1;
-        }
+        self.slots[slot] = self.tag(*nodes.get(id as usize)) | (id + 1);
+        self.len += 1;
     }
 
-    fn grow(&mut self) {
-        let cap = (self.slots.len() * 2).max(1024);
-        let old = std::mem::replace(&mut self.slots, vec![[0; 3]; cap]);
-        let mask = cap - 1;
-        for s in old {
-            if s[1] != 0 {
-                let mut i = self.slot(s[0], s[1]);
-                while self.slots[i][1] != 0 {
-                    i = (i + 1) & mask;
-                }
-                self.slots[i] = s;
-            }
+    /// Indexes the nodes from `first` to the end of `nodes`, known to be absent from the index.
+    /// The slots are prefetched first, so the cache misses of a batch overlap.
+    fn insert_new(&mut self, nodes: &ChunkedVec<PackedNode>, first: usize) {
+        debug_assert_eq!(first, self.len);
+        let end = nodes.len();
+        if (end + 1) * 5 > self.slots.len() * 4 {
+            self.rebuild(nodes, end);
+            return;
         }
+        for n in nodes.range(first, end) {
+            self.prefetch_slot(self.home(*n));
+        }
+        for (k, n) in nodes.range(first, end).enumerate() {
+            self.put(*n, (first + k) as u32);
+        }
+        self.len = end;
+    }
+
+    /// Writes node `id` with `key` into the first empty slot from its home.
+    #[inline]
+    fn put(&mut self, key: PackedNode, id: u32) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        while self.slots[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = self.tag(key) | (id + 1);
+    }
+
+    /// Rebuilds the index over the nodes `0..len`, with room to grow: reads the nodes in order.
+    fn rebuild(&mut self, nodes: &ChunkedVec<PackedNode>, len: usize) {
+        let mut cap = self.slots.len().max(1024);
+        while (len + 1) * 5 > cap * 4 {
+            cap *= 2;
+        }
+        // The old slots are freed before the new ones are taken.
+        self.slots = Vec::new();
+        self.slots = vec![0; cap];
+        for (k, n) in nodes.range(0, len).enumerate() {
+            self.put(*n, k as u32);
+        }
+        self.len = len;
     }
 }
 

@@ -123,6 +123,8 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let mark = std::cell::Cell::new(crate::model::TablesMark::default());
     let mut early: Vec<crate::model::StackId> = Vec::new();
     let mut result = Ok((TraceReport::default(), Arc::new(Tables::default())));
+    // Whether the encoder thread waits for work (a hint for the decoder's early hand-overs).
+    let encoder_idle = std::sync::atomic::AtomicBool::new(false);
     let raw = opts.raw;
     let dir = opts.output_dir.clone();
     std::thread::scope(|threads| {
@@ -182,9 +184,13 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 let _ = s.join();
             }
         });
+        let idle = &encoder_idle;
         let encoder_thread = threads.spawn(move || {
             let mut replica = Arc::new(Tables::default());
-            for work in job_rx {
+            loop {
+                idle.store(true, std::sync::atomic::Ordering::Relaxed);
+                let Ok(work) = job_rx.recv() else { break };
+                idle.store(false, std::sync::atomic::Ordering::Relaxed);
                 let job = match work {
                     Work::Grow(delta, stacks) => {
                         Arc::make_mut(&mut replica).apply_delta(delta);
@@ -208,7 +214,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                     return;
                 }
                 let mut w = MegabyteSender::new(&chunk_tx, Chunk::Data);
-                let _ = encoder.encode_to(&p, &mut w).and_then(|_| std::io::Write::flush(&mut w));
+                let _ = encoder.encode_streaming_to(&p, &mut w).and_then(|_| std::io::Write::flush(&mut w));
                 if chunk_tx.send(Chunk::End).is_err() {
                     return;
                 }
@@ -217,6 +223,11 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         let job_tx_early = job_tx.clone();
         let mut stack_hook = |t: &Tables, stacks: &[crate::model::StackId]| {
             early.extend_from_slice(stacks);
+            // The delta is only worth making when the encoder waits for work (it copies every
+            // frame added since the last one it took).
+            if !encoder_idle.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
             let work = Work::Grow(t.delta_since(mark.get()), std::mem::take(&mut early));
             match job_tx_early.try_send(work) {
                 Ok(()) => mark.set(t.mark()),

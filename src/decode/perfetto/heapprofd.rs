@@ -145,8 +145,26 @@ struct Interned {
     mappings: HashMap<u64, MappingId>,
     frames: HashMap<u64, FrameId>,
     /// iid -> (stack, dense index of the iid in this generation).
-    callstacks: HashMap<u64, (Option<StackId>, u32)>,
+    callstacks: HashMap<u64, Callsite>,
     pending: Pending,
+}
+
+/// An interned callstack: its stack (`u32::MAX`: none, an empty callstack) and its dense
+/// index in its generation, 8 bytes.
+#[derive(Clone, Copy)]
+struct Callsite {
+    stack: u32,
+    dense: u32,
+}
+
+impl Callsite {
+    fn new(stack: Option<StackId>, dense: u32) -> Self {
+        Callsite { stack: stack.map_or(u32::MAX, |s| s.0), dense }
+    }
+
+    fn stack(self) -> Option<StackId> {
+        (self.stack != u32::MAX).then_some(StackId(self.stack))
+    }
 }
 
 /// Android Q inline tables: one string namespace, scoped to a chain.
@@ -165,7 +183,7 @@ impl Inline {
 }
 
 /// A sample as buffered until its chain ends.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct RawSample {
     callstack: u64,
     alloc_bytes: u64,
@@ -174,6 +192,59 @@ struct RawSample {
     free_count: u64,
     max_bytes: Option<u64>,
     max_count: Option<u64>,
+}
+
+/// The samples of a dump as buffered until its chain ends, packed as varints (a flags byte
+/// saying which of the `max` fields are present, then callstack, allocated and freed bytes,
+/// allocation and free counts, and the present `max` fields): about a sixth of the memory of
+/// [`RawSample`]s.
+#[derive(Default)]
+struct PackedSamples {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl PackedSamples {
+    fn push(&mut self, s: RawSample) {
+        use prost::encoding::encode_varint;
+        let flags = u8::from(s.max_bytes.is_some()) | (u8::from(s.max_count.is_some()) << 1);
+        self.bytes.push(flags);
+        for v in [s.callstack, s.alloc_bytes, s.freed_bytes, s.alloc_count, s.free_count] {
+            encode_varint(v, &mut self.bytes);
+        }
+        for v in [s.max_bytes, s.max_count].into_iter().flatten() {
+            encode_varint(v, &mut self.bytes);
+        }
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = RawSample> + '_ {
+        let mut rest = &self.bytes[..];
+        std::iter::from_fn(move || {
+            let (&flags, tail) = rest.split_first()?;
+            rest = tail;
+            let mut next = || prost::encoding::decode_varint(&mut rest).expect("varints we wrote");
+            let mut s = RawSample {
+                callstack: next(),
+                alloc_bytes: next(),
+                freed_bytes: next(),
+                alloc_count: next(),
+                free_count: next(),
+                ..RawSample::default()
+            };
+            if flags & 1 != 0 {
+                s.max_bytes = Some(next());
+            }
+            if flags & 2 != 0 {
+                s.max_count = Some(next());
+            }
+            Some(s)
+        })
+    }
 }
 
 struct PendingDump {
@@ -186,7 +257,7 @@ struct PendingDump {
     sampling_interval: Option<u64>,
     orig_sampling_interval: Option<u64>,
     flags: DumpFlags,
-    samples: Vec<RawSample>,
+    samples: PackedSamples,
 }
 
 #[derive(Default)]
@@ -253,42 +324,71 @@ struct Held {
     /// The dump's rows, taken from its series when it was closed; `None` while it is open
     /// (the series' counters are its rows until a chain at another time changes them), so an
     /// open dump costs no memory of its own.
-    rows: Option<Vec<(StackId, Cum)>>,
+    rows: Option<Rows>,
+}
+
+/// A dump's rows in the form its profile takes them: per stack, in stack order, `width`
+/// values (total count and size, then, with frees, unreleased count and size).
+struct Rows {
+    stacks: Vec<StackId>,
+    values: Vec<i64>,
+    width: usize,
 }
 
 /// A series' rows: per stack, the latest value of every entry, summed (entries of recycled
-/// callstack ids land on the same stack), in stack order.
-fn series_rows(series: &Series) -> Vec<(StackId, Cum)> {
-    let mut rows: Vec<(StackId, Cum)> = series
+/// callstack ids land on the same stack), in stack order, `width` values per stack. Made
+/// straight from the counters (sorted references to them), at their exact size.
+fn series_rows(series: &Series, width: usize) -> Rows {
+    let mut refs: Vec<(StackId, &Cum)> = series
         .dense
         .values()
         .flatten()
         .chain(series.inline.values())
         .filter(|e| e.stack != NO_STACK && e.cum != Cum::default())
-        .map(|e| (e.stack, e.cum))
+        .map(|e| (e.stack, &e.cum))
         .collect();
-    rows.sort_unstable_by_key(|r| r.0);
-    rows.dedup_by(|b, a| {
-        if a.0 == b.0 {
-            a.1.alloc_bytes += b.1.alloc_bytes;
-            a.1.freed_bytes += b.1.freed_bytes;
-            a.1.alloc_count += b.1.alloc_count;
-            a.1.free_count += b.1.free_count;
-            true
-        } else {
-            false
+    refs.sort_unstable_by_key(|r| r.0);
+    let distinct =
+        refs.iter().zip(refs.iter().skip(1)).filter(|(a, b)| a.0 != b.0).count() + usize::from(!refs.is_empty());
+    let mut rows = Rows { stacks: Vec::with_capacity(distinct), values: Vec::with_capacity(distinct * width), width };
+    let mut i = 0;
+    while i < refs.len() {
+        let stack = refs[i].0;
+        let mut c = *refs[i].1;
+        i += 1;
+        while i < refs.len() && refs[i].0 == stack {
+            let b = refs[i].1;
+            c.alloc_bytes += b.alloc_bytes;
+            c.freed_bytes += b.freed_bytes;
+            c.alloc_count += b.alloc_count;
+            c.free_count += b.free_count;
+            i += 1;
         }
-    });
+        let vals = [
+            sat(c.alloc_count),
+            sat(c.alloc_bytes),
+            sat(c.alloc_count) - sat(c.free_count),
+            sat(c.alloc_bytes) - sat(c.freed_bytes),
+        ];
+        rows.stacks.push(stack);
+        rows.values.extend_from_slice(&vals[..width]);
+    }
     rows
 }
 
-fn totals_of(rows: &[(StackId, Cum)]) -> Totals {
+/// The number of values per stack of a heap's profiles.
+fn width_of(heap: &str) -> usize {
+    sample_types_for_heap(heap).len()
+}
+
+/// The totals of a dump's rows (a heap without frees has unreleased = total).
+fn totals_of(rows: &Rows) -> Totals {
     let mut t = Totals::default();
-    for (_, c) in rows {
-        t.total_count += sat(c.alloc_count);
-        t.total_size += sat(c.alloc_bytes);
-        t.unreleased_count += sat(c.alloc_count) - sat(c.free_count);
-        t.unreleased_size += sat(c.alloc_bytes) - sat(c.freed_bytes);
+    for v in rows.values.chunks_exact(rows.width) {
+        t.total_count += v[0];
+        t.total_size += v[1];
+        t.unreleased_count += if rows.width == 4 { v[2] } else { v[0] };
+        t.unreleased_size += if rows.width == 4 { v[3] } else { v[1] };
     }
     t
 }
@@ -373,8 +473,9 @@ pub fn decode_heapprofd_observed(
     let mut out = Out { hook: &mut *hook, stacks, sink: &mut *sink, ending: false };
     read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, &mut out))?;
     out.ending = true;
-    d.flush(&mut out)?;
     d.finish();
+    d.release();
+    d.flush(&mut out)?;
     Ok((d.trace.report, d.tables))
 }
 
@@ -600,7 +701,7 @@ impl Decoder {
                         sampling_interval: None,
                         orig_sampling_interval: None,
                         flags: DumpFlags::default(),
-                        samples: Vec::new(),
+                        samples: PackedSamples::default(),
                     });
                     dumps.len() - 1
                 }
@@ -622,7 +723,7 @@ impl Decoder {
                     f.buffer_overran = true;
                 }
             }
-            d.samples.reserve(pd.samples.len());
+            d.samples.bytes.reserve(pd.samples.len() * 12);
             for s in pd.samples {
                 d.samples.push(RawSample {
                     callstack: s.callstack_id.unwrap_or(0),
@@ -689,17 +790,17 @@ impl Decoder {
             if let Some(h) = self.held.iter_mut().find(|h| !h.done && h.key.0 == dump.pid && h.key.1 == dump.heap)
                 && h.meta.timestamp != timestamp
             {
-                h.rows = Some(series_rows(series));
+                h.rows = Some(series_rows(series, width_of(&dump.heap)));
                 h.done = true;
             }
             let frees = heap_has_frees(&dump.heap);
             let orig = dump.orig_sampling_interval.unwrap_or(0);
             let mut changed = false;
-            for s in &dump.samples {
+            for s in dump.samples.iter() {
                 let (stack, dense) = match inline_stacks.get(&s.callstack) {
                     Some(st) => (*st, None),
                     None => match seq.interned.callstacks.get(&s.callstack) {
-                        Some(&(st, d)) => (st, Some(d)),
+                        Some(&c) => (c.stack(), Some(c.dense)),
                         None => (None, None),
                     },
                 };
@@ -850,39 +951,46 @@ impl Decoder {
             }
             let h = self.held.pop_front().expect("front exists");
             // Still open at the end of the trace: its rows are its series' final counters.
+            let width = width_of(&h.meta.heap);
             let rows = match h.rows {
                 Some(rows) => rows,
-                None => self.series.get(&h.key).map(series_rows).unwrap_or_default(),
+                None => match self.series.get(&h.key) {
+                    Some(series) => series_rows(series, width),
+                    None => Rows { stacks: Vec::new(), values: Vec::new(), width },
+                },
             };
             let r = &mut self.trace.report.dumps[h.report];
-            r.stacks = rows.len() as u64;
+            r.stacks = rows.stacks.len() as u64;
             r.totals = totals_of(&rows);
             if !h.wanted || !(h.meta.changed || self.opts.include_unchanged) {
                 continue;
             }
             let sample_types = sample_types_for_heap(&h.meta.heap);
-            let two = sample_types.len() == 2;
-            // Exactly as long as needed, and the rows gone before the sink (which may wait for
-            // the encoder) takes the profile.
-            let width = if two { 2 } else { 4 };
-            let mut stacks = Vec::with_capacity(rows.len());
-            let mut values = Vec::with_capacity(rows.len() * width);
-            for (stack, c) in &rows {
-                let vals = [
-                    sat(c.alloc_count),
-                    sat(c.alloc_bytes),
-                    sat(c.alloc_count) - sat(c.free_count),
-                    sat(c.alloc_bytes) - sat(c.freed_bytes),
-                ];
-                stacks.push(*stack);
-                values.extend_from_slice(&vals[..width]);
-            }
-            drop(rows);
-            let default = if two { 1 } else { 3 };
+            let default = if width == 2 { 1 } else { 3 };
+            let Rows { stacks, values, .. } = rows;
             let profile = Profile::from_parts(Arc::clone(&self.tables), h.meta, sample_types, default, stacks, values);
             (out.sink)(profile)?;
         }
         Ok(())
+    }
+
+    /// At the end of the trace, before the last dumps go to the sink: takes the rows of the
+    /// dumps still open and frees what only decoding needed (the series' counters, the
+    /// sequences' interned tables, the stack index), so the last dumps are encoded without it.
+    fn release(&mut self) {
+        for h in self.held.iter_mut().filter(|h| h.rows.is_none()) {
+            let width = width_of(&h.key.1);
+            h.rows = Some(match self.series.get(&h.key) {
+                Some(series) => series_rows(series, width),
+                None => Rows { stacks: Vec::new(), values: Vec::new(), width },
+            });
+        }
+        self.series = HashMap::default();
+        self.seqs = HashMap::default();
+        // Only when no profile still holds the tables (a copy would cost more than it frees).
+        if let Some(t) = Arc::get_mut(&mut self.tables) {
+            t.release_indexes();
+        }
     }
 
     fn finish(&mut self) {
@@ -907,8 +1015,11 @@ impl Decoder {
         self.trace.report.stack_nodes = t.stack_count() as u64;
         self.trace.report.frames_with_names = t.frames().iter().filter(|f| !f.raw_name.is_empty()).count() as u64;
         self.trace.report.mappings = t.mappings().len() as u64;
-        self.trace.report.callstacks =
-            self.seqs.values().map(|s| s.interned.callstacks.values().filter(|c| c.0.is_some()).count() as u64).sum();
+        self.trace.report.callstacks = self
+            .seqs
+            .values()
+            .map(|s| s.interned.callstacks.values().filter(|c| c.stack().is_some()).count() as u64)
+            .sum();
         // Process names may arrive after the dumps that use them.
         for d in &mut self.trace.report.dumps {
             if d.process_name.is_none() {
@@ -1014,7 +1125,7 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData, mut fresh:
     }
     for (iid, st) in iids.into_iter().zip(tables.intern_stacks(&frames, &bounds)) {
         let dense = t.callstacks.len() as u32;
-        t.callstacks.insert(iid, (st, dense));
+        t.callstacks.insert(iid, Callsite::new(st, dense));
         if let (Some(fresh), Some(st)) = (fresh.as_deref_mut(), st) {
             fresh.push(st);
         }
@@ -1152,7 +1263,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
         match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
             Some(st) => {
                 let dense = t.callstacks.len() as u32;
-                t.callstacks.insert(iid, (st, dense));
+                t.callstacks.insert(iid, Callsite::new(st, dense));
             }
             None => {
                 // Kept: its frames may still come in a later chain.
@@ -1233,4 +1344,81 @@ fn resolve_inline(
         }
     }
     stacks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_samples_read_back_as_written() {
+        let samples = [
+            RawSample {
+                callstack: 1,
+                alloc_bytes: 4096,
+                freed_bytes: 0,
+                alloc_count: 3,
+                free_count: 0,
+                ..RawSample::default()
+            },
+            RawSample {
+                callstack: u64::MAX,
+                alloc_bytes: u64::MAX,
+                freed_bytes: 1 << 40,
+                alloc_count: 0,
+                free_count: 7,
+                max_bytes: Some(0),
+                max_count: None,
+            },
+            RawSample { callstack: 0, max_bytes: None, max_count: Some(u64::MAX - 1), ..RawSample::default() },
+            RawSample { callstack: 300, max_bytes: Some(5), max_count: Some(6), ..RawSample::default() },
+        ];
+        let mut packed = PackedSamples::default();
+        for s in samples {
+            packed.push(s);
+        }
+        assert_eq!(packed.len(), 4);
+        let back: Vec<RawSample> = packed.iter().collect();
+        assert_eq!(back.len(), 4);
+        for (a, b) in samples.iter().zip(&back) {
+            assert_eq!(
+                (a.callstack, a.alloc_bytes, a.freed_bytes, a.alloc_count, a.free_count, a.max_bytes, a.max_count),
+                (b.callstack, b.alloc_bytes, b.freed_bytes, b.alloc_count, b.free_count, b.max_bytes, b.max_count)
+            );
+        }
+        // Small values take a byte each: 6 bytes for the first sample, not 72.
+        assert!(packed.bytes.len() < 6 + 1 + 10 * 5 + 10 + 1 + 5 + 10 + 1 + 5 + 2);
+    }
+
+    #[test]
+    fn series_rows_sum_entries_of_one_stack_in_stack_order() {
+        let cum =
+            |b: u64, fb: u64, c: u64, fc: u64| Cum { alloc_bytes: b, freed_bytes: fb, alloc_count: c, free_count: fc };
+        let mut series = Series::default();
+        series.dense.insert(
+            (1, 1),
+            vec![
+                Entry { stack: StackId(5), cum: cum(100, 40, 2, 1) },
+                Entry { stack: NO_STACK, cum: Cum::default() },
+                Entry { stack: StackId(2), cum: cum(10, 0, 1, 0) },
+                Entry { stack: StackId(5), cum: cum(1, 1, 1, 1) },
+                Entry { stack: StackId(9), cum: Cum::default() },
+            ],
+        );
+        series.inline.insert((1, 77, StackId(2)), Entry { stack: StackId(2), cum: cum(u64::MAX, 0, 1, 0) });
+        let rows = series_rows(&series, 4);
+        assert_eq!(rows.stacks, vec![StackId(2), StackId(5)]);
+        // Stack 2: the sum wraps as the counters' own sums do, then saturates into i64.
+        let s2 = 10u64.wrapping_add(u64::MAX);
+        assert_eq!(rows.values, vec![2, sat(s2), 2, sat(s2), 3, 101, 1, 60]);
+        let t = totals_of(&rows);
+        assert_eq!(
+            (t.total_count, t.total_size, t.unreleased_count, t.unreleased_size),
+            (5, sat(s2) + 101, 3, sat(s2) + 60)
+        );
+        let two = series_rows(&series, 2);
+        assert_eq!(two.values, vec![2, sat(s2), 3, 101]);
+        let t = totals_of(&two);
+        assert_eq!((t.unreleased_count, t.unreleased_size), (5, sat(s2) + 101));
+    }
 }
