@@ -40,6 +40,7 @@
 //! the sample, location or mapping that refers to it. Sizes are bounded by the input, whose
 //! decompressed size is capped.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -239,7 +240,7 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
             format!("{name}: not a pprof profile: its string table does not start with the empty string"),
         ));
     }
-    let mut msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
+    let msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
         let text = e.to_string();
         let kind = if text.contains("underflow") || text.contains("unexpected end") || text.contains("truncated") {
             ErrorKind::Truncated
@@ -249,8 +250,7 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
         Error::new(kind, format!("{name}: not a valid pprof profile ({} bytes)", bytes.len())).with_source(e)
     })?;
     clock.done("prost");
-    msg.string_table = strings;
-    let mut r = Converter::new(&msg, name)?.convert(bytes, &samples);
+    let mut r = Converter::new(&msg, &strings, name)?.convert(bytes, &samples);
     if invalid > 0
         && let Ok(p) = &mut r
     {
@@ -269,10 +269,11 @@ pub fn invalid_utf8_note(n: u64) -> String {
 /// Splits a profile into its samples (byte ranges of each `sample` field's payload), its
 /// strings, and everything else (copied, for prost).
 /// The bytes of a profile without its samples and strings, the byte range of each sample, and
-/// the string table with the number of strings that were not valid UTF-8.
-type Split = (Vec<u8>, Vec<(usize, usize)>, Vec<String>, u64);
+/// the string table (borrowed from the profile's bytes when they are UTF-8) with the number of
+/// strings that were not valid UTF-8.
+type Split<'a> = (Vec<u8>, Vec<(usize, usize)>, Vec<Cow<'a, str>>, u64);
 
-fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
+fn split_samples<'a>(bytes: &'a [u8], name: &str) -> Result<Split<'a>> {
     let mut w = Wire::new(bytes);
     let mut rest = Vec::new();
     let mut samples = Vec::new();
@@ -305,10 +306,10 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
                 .take(len)
                 .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a string of {len} bytes runs past the end")))?;
             match std::str::from_utf8(b) {
-                Ok(t) => strings.push(t.to_owned()),
+                Ok(t) => strings.push(Cow::Borrowed(t)),
                 Err(_) => {
                     invalid += 1;
-                    strings.push(String::from_utf8_lossy(b).into_owned());
+                    strings.push(String::from_utf8_lossy(b));
                 }
             }
         } else {
@@ -385,6 +386,8 @@ fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels:
 /// Turns a decoded message into the model, checking every reference.
 struct Converter<'a> {
     msg: &'a pp::Profile,
+    /// The string table (not in `msg`: read beside it).
+    table: &'a [Cow<'a, str>],
     name: &'a str,
     tables: Tables,
     strings: Vec<Option<StringId>>,
@@ -428,18 +431,19 @@ impl<T: Copy> IdMap<T> {
 }
 
 impl<'a> Converter<'a> {
-    fn new(msg: &'a pp::Profile, name: &'a str) -> Result<Self> {
-        if msg.string_table.first().is_some_and(|s| !s.is_empty()) {
+    fn new(msg: &'a pp::Profile, table: &'a [Cow<'a, str>], name: &'a str) -> Result<Self> {
+        if table.first().is_some_and(|s| !s.is_empty()) {
             return Err(Error::new(
                 ErrorKind::Malformed,
-                format!("{name}: string_table[0] must be the empty string, not {:?}", msg.string_table[0]),
+                format!("{name}: string_table[0] must be the empty string, not {:?}", table[0]),
             ));
         }
         Ok(Converter {
             msg,
+            table,
             name,
             tables: Tables::default(),
-            strings: vec![None; msg.string_table.len()],
+            strings: vec![None; table.len()],
             mappings: IdMap::for_ids(msg.mapping.iter().map(|m| m.id), msg.mapping.len()),
             functions: IdMap::for_ids(msg.function.iter().map(|f| f.id), msg.function.len()),
             locations: IdMap::for_ids(msg.location.iter().map(|l| l.id), msg.location.len()),
@@ -447,8 +451,8 @@ impl<'a> Converter<'a> {
     }
 
     fn text(&self, index: i64, what: &dyn Fn() -> String) -> Result<&'a str> {
-        match usize::try_from(index).ok().and_then(|i| self.msg.string_table.get(i)) {
-            Some(s) => Ok(s),
+        match usize::try_from(index).ok().and_then(|i| self.table.get(i)) {
+            Some(s) => Ok(&**s),
             None if index == 0 => Ok(""),
             None => Err(Error::new(
                 ErrorKind::Malformed,
@@ -456,7 +460,7 @@ impl<'a> Converter<'a> {
                     "{}: {} refers to string {index}, but the string table has {} entries",
                     self.name,
                     what(),
-                    self.msg.string_table.len()
+                    self.table.len()
                 ),
             )),
         }
