@@ -609,6 +609,7 @@ impl<'a> Converter<'a> {
             }
         };
         self.locations = IdMap::for_ids(raw.locations.iter().map(|l| l.0), raw.locations.len());
+        let mut line_buf: Vec<Line> = Vec::new();
         for (i, &(lid, mapping_id, address, first, nlines)) in raw.locations.iter().enumerate() {
             if lid == 0 {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: location #{i} has id 0")));
@@ -620,7 +621,8 @@ impl<'a> Converter<'a> {
                 0 => None,
                 m => self.mappings.get(m),
             };
-            let mut lines = Vec::with_capacity(nlines);
+            let lines = &mut line_buf;
+            lines.clear();
             for &(function_id, line, column) in &raw.lines[first..first + nlines] {
                 let (function, system_name, file) = match function_id {
                     0 => (StringId::EMPTY, StringId::EMPTY, StringId::EMPTY),
@@ -634,7 +636,13 @@ impl<'a> Converter<'a> {
                 let clamp = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
                 lines.push(Line { function, system_name, file, line: clamp(line), column: clamp(column) });
             }
-            let frame = frame_of(mapping, address, lines);
+            let frame = match lines.as_slice() {
+                // (What `frame_of` makes of it, without a list.)
+                [l] if l.file.is_empty() && l.line == 0 && l.column == 0 => {
+                    Frame { mapping, rel_pc: address, raw_name: l.system_name, name: l.function, lines: Vec::new() }
+                }
+                _ => frame_of(mapping, address, lines.clone()),
+            };
             let id = self.tables.intern_frame_exact(frame);
             if !self.locations.insert(lid, id) {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: location id {lid} is defined twice")));
@@ -775,7 +783,8 @@ impl<'a> Converter<'a> {
 pub fn frame_of(mapping: Option<MappingId>, address: u64, mut lines: Vec<Line>) -> Frame {
     if lines.len() == 1 && lines[0].file.is_empty() && lines[0].line == 0 && lines[0].column == 0 {
         let l = lines.pop().expect("one line");
-        return Frame { mapping, rel_pc: address, raw_name: l.system_name, name: l.function, lines };
+        // (A list that held one line is dropped rather than kept empty with its block.)
+        return Frame { mapping, rel_pc: address, raw_name: l.system_name, name: l.function, lines: Vec::new() };
     }
     Frame { mapping, rel_pc: address, raw_name: StringId::EMPTY, name: StringId::EMPTY, lines }
 }
@@ -826,6 +835,68 @@ mod tests {
         assert!(!looks_like_pprof(b"JDWP-Handshake"));
         assert!(!looks_like_pprof(b"heap;main 12\n"));
         assert!(!looks_like_pprof(&[]));
+    }
+
+    /// A profile of two locations: `main` by name only, and `g` (a.c:7) inlined into `main`
+    /// at line `caller_line`.
+    fn two_locations(caller_line: i64) -> Vec<u8> {
+        let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        let line = |function_id, line| pp::Line { function_id, line, column: 0 };
+        let msg = pp::Profile {
+            sample_type: vec![pp::ValueType { r#type: 1, unit: 2 }],
+            function: vec![
+                pp::Function { id: 1, name: 3, ..Default::default() },
+                pp::Function { id: 2, name: 4, filename: 5, ..Default::default() },
+            ],
+            location: vec![
+                pp::Location { id: 1, line: vec![line(1, 0)], ..Default::default() },
+                pp::Location {
+                    id: 2,
+                    address: 0x40,
+                    line: vec![line(2, 7), line(1, caller_line)],
+                    ..Default::default()
+                },
+            ],
+            sample: vec![pp::Sample { location_id: vec![2, 1], value: vec![5], label: vec![] }],
+            string_table: s(&["", "space", "bytes", "main", "g", "a.c"]),
+            ..Default::default()
+        };
+        msg.encode_to_vec()
+    }
+
+    #[test]
+    fn locations_read_from_the_wire_as_prost_reads_them() {
+        // Line 3 is read from the wire; line -3 (a 10-byte varint) makes prost read the
+        // locations; both give the same frames, but for the clamped line.
+        for (caller_line, want) in [(3, 3), (-3, 0)] {
+            let p = decode_pprof(&two_locations(caller_line), "t.pb").unwrap();
+            let (frames, values) = p.sample(0);
+            assert_eq!(values, &[5]);
+            let t = &p.tables;
+            let (inner, outer) = (t.frame(frames[0]), t.frame(frames[1]));
+            assert_eq!(inner.rel_pc, 0x40);
+            let lines: Vec<(&str, &str, u32)> =
+                inner.lines.iter().map(|l| (t.strings.get(l.function), t.strings.get(l.file), l.line)).collect();
+            assert_eq!(lines, [("g", "a.c", 7), ("main", "", want)]);
+            assert!(outer.lines.is_empty());
+            assert_eq!(t.strings.get(outer.name), "main");
+        }
+    }
+
+    #[test]
+    fn a_location_without_an_id_is_named_either_way() {
+        let mut bytes = two_locations(-3);
+        // The same error from the wire reader's path and prost's: location #0 has id 0.
+        let mut msg = pp::Profile::decode(bytes.as_slice()).unwrap();
+        msg.location[0].id = 0;
+        for negative in [true, false] {
+            if !negative {
+                msg.location[1].line[1].line = 3;
+            }
+            bytes = msg.encode_to_vec();
+            let e = decode_pprof(&bytes, "t.pb").unwrap_err();
+            assert!(e.to_string().contains("t.pb: location #0 has id 0"), "{e}");
+        }
     }
 
     #[test]

@@ -175,8 +175,8 @@ impl Merger {
                 .filter(|&i| self.values[i as usize * width..(i as usize + 1) * width].iter().any(|&v| v != 0))
                 .map(|i| {
                     let k = self.keys[i as usize];
-                    let rank =
-                        (u64::from(stack_rank[(k >> 32) as usize]) << 32) | u64::from(set_rank[(k & 0xffff_ffff) as usize]);
+                    let rank = (u64::from(stack_rank[(k >> 32) as usize]) << 32)
+                        | u64::from(set_rank[(k & 0xffff_ffff) as usize]);
                     (rank, i)
                 })
                 .collect();

@@ -532,13 +532,14 @@ impl Merger {
         let ncols = width / self.sides;
         let mut clock = crate::timing::Phases::start("absorb");
         let mut strings = vec![UNSET; other.strings.len()];
+        self.strings.reserve(other.strings.len(), 0);
         let mut s = |this: &mut Merger, id: StringId| -> StringId {
             if id.is_empty() {
                 return id;
             }
             let slot = &mut strings[id.0 as usize];
             if *slot == UNSET {
-                *slot = this.strings.intern(other.strings.get(id)).0;
+                *slot = this.strings.intern_from(&other.strings, id).0;
             }
             StringId(*slot)
         };

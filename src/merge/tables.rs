@@ -252,10 +252,21 @@ impl MStrings {
         if s.is_empty() {
             return StringId::EMPTY;
         }
+        self.intern_hashed(s, str_hash(s))
+    }
+
+    /// Interns string `id` of `other` (its hash is known already).
+    pub(super) fn intern_from(&mut self, other: &MStrings, id: StringId) -> StringId {
+        match other.hashes.get(id.0 as usize) {
+            Some(&h) if !id.is_empty() => self.intern_hashed(other.get(id), h),
+            _ => StringId::EMPTY,
+        }
+    }
+
+    fn intern_hashed(&mut self, s: &str, h: u64) -> StringId {
         if (self.len() + 1) * 4 > self.slots.len() * 3 {
             self.grow();
         }
-        let h = str_hash(s);
         let tag = h & 0xffff_ffff_0000_0000;
         let mask = self.slots.len() - 1;
         let mut i = (h as usize) & mask;
@@ -291,5 +302,31 @@ impl MStrings {
             }
             self.slots[i] = (h & 0xffff_ffff_0000_0000) | (id as u64 + 1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_interned_once_and_found_after_growing() {
+        let mut a = MStrings::default();
+        assert_eq!(a.intern(""), StringId::EMPTY);
+        let ids: Vec<StringId> = (0..5000).map(|i| a.intern(&format!("fn{i}"))).collect();
+        assert_eq!(a.len(), 5001);
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(id, StringId(i as u32 + 1));
+            assert_eq!(a.get(id), format!("fn{i}"));
+            assert_eq!(a.intern(&format!("fn{i}")), id);
+        }
+        assert_eq!(a.get(StringId(9999)), "");
+        let mut b = MStrings::default();
+        let x = b.intern("fn42");
+        let y = b.intern("other");
+        assert_eq!(a.intern_from(&b, x), ids[42]);
+        assert_eq!(a.intern_from(&b, y), StringId(5001));
+        assert_eq!(a.get(StringId(5001)), "other");
+        assert_eq!(a.intern_from(&b, StringId::EMPTY), StringId::EMPTY);
     }
 }
