@@ -67,13 +67,17 @@ pub(crate) fn run(ui: &Ui, a: MergeArgs) -> Result<u8, Error> {
         timed_write(|| ui::write_output(&a.output, &run.bytes, opts.format.is_binary(), &inputs))?;
         (run.profile, run.inputs)
     };
+    let samples = profile.sample_count();
+    // The process ends next: the merged profile's tables (a block per frame and string) go
+    // back to the system with it rather than being freed one by one first.
+    std::mem::forget(profile);
     let (gate_ok, damaged) = ui.inputs(&infos, &sources);
     if a.output.as_os_str() != "-" {
         ui.info(&format!(
             "merged {} profile(s) from {} input(s): {} samples; wrote {}",
             infos.iter().map(|i| i.profiles).sum::<usize>(),
             infos.len(),
-            profile.sample_count(),
+            samples,
             a.output.display()
         ));
     }

@@ -40,6 +40,7 @@
 //! the sample, location or mapping that refers to it. Sizes are bounded by the input, whose
 //! decompressed size is capped.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -229,7 +230,14 @@ fn too_big(name: &str, max: u64) -> Error {
 /// the other fields are decoded with prost.
 pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
     let mut clock = crate::timing::Phases::start("decode pprof");
-    let (rest, samples, strings, invalid) = split_samples(bytes, name)?;
+    // Locations are read from the wire too (no message per location); a profile whose
+    // locations this reader does not take is read again, locations and all, by prost, which
+    // then says what is wrong.
+    let (mut rest, mut samples, mut strings, mut invalid, locations) = split_samples(bytes, name, true)?;
+    let raw_locations = parse_locations(bytes, &locations);
+    if raw_locations.is_none() {
+        (rest, samples, strings, invalid, _) = split_samples(bytes, name, false)?;
+    }
     clock.done("split");
     // Every profile's string table starts with "" (go tool pprof rejects one that does not):
     // bytes that merely parse as protobuf fields (a text file of `x`s does) are no profile.
@@ -239,7 +247,7 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
             format!("{name}: not a pprof profile: its string table does not start with the empty string"),
         ));
     }
-    let mut msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
+    let msg = pp::Profile::decode(rest.as_slice()).map_err(|e| {
         let text = e.to_string();
         let kind = if text.contains("underflow") || text.contains("unexpected end") || text.contains("truncated") {
             ErrorKind::Truncated
@@ -249,8 +257,7 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
         Error::new(kind, format!("{name}: not a valid pprof profile ({} bytes)", bytes.len())).with_source(e)
     })?;
     clock.done("prost");
-    msg.string_table = strings;
-    let mut r = Converter::new(&msg, name)?.convert(bytes, &samples);
+    let mut r = Converter::new(&msg, &strings, name)?.convert(bytes, &samples, raw_locations.as_ref());
     if invalid > 0
         && let Ok(p) = &mut r
     {
@@ -269,13 +276,16 @@ pub fn invalid_utf8_note(n: u64) -> String {
 /// Splits a profile into its samples (byte ranges of each `sample` field's payload), its
 /// strings, and everything else (copied, for prost).
 /// The bytes of a profile without its samples and strings, the byte range of each sample, and
-/// the string table with the number of strings that were not valid UTF-8.
-type Split = (Vec<u8>, Vec<(usize, usize)>, Vec<String>, u64);
+/// the string table (borrowed from the profile's bytes when they are UTF-8) with the number of
+/// strings that were not valid UTF-8.
+/// With `split_locations`, the byte range of each location too (not in the rest then).
+type Split<'a> = (Vec<u8>, Vec<(usize, usize)>, Vec<Cow<'a, str>>, u64, Vec<(usize, usize)>);
 
-fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
+fn split_samples<'a>(bytes: &'a [u8], name: &str, split_locations: bool) -> Result<Split<'a>> {
     let mut w = Wire::new(bytes);
     let mut rest = Vec::new();
     let mut samples = Vec::new();
+    let mut locations = Vec::new();
     let mut strings = Vec::new();
     let mut invalid = 0u64;
     while !w.done() {
@@ -297,6 +307,12 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
             w.take(len)
                 .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a sample of {len} bytes runs past the end")))?;
             samples.push((at, w.pos()));
+        } else if num == 4 && wt == 2 && split_locations {
+            let len = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a location's length is cut off"))?;
+            let at = w.pos();
+            w.take(len)
+                .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a location of {len} bytes runs past the end")))?;
+            locations.push((at, w.pos()));
         } else if num == 6 && wt == 2 {
             // Strings are read as Go reads them: bytes that are not UTF-8 do not reject the
             // profile; they become U+FFFD, and the count is noted.
@@ -305,10 +321,10 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
                 .take(len)
                 .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a string of {len} bytes runs past the end")))?;
             match std::str::from_utf8(b) {
-                Ok(t) => strings.push(t.to_owned()),
+                Ok(t) => strings.push(Cow::Borrowed(t)),
                 Err(_) => {
                     invalid += 1;
-                    strings.push(String::from_utf8_lossy(b).into_owned());
+                    strings.push(String::from_utf8_lossy(b));
                 }
             }
         } else {
@@ -316,7 +332,70 @@ fn split_samples(bytes: &[u8], name: &str) -> Result<Split> {
             rest.extend_from_slice(&bytes[start..w.pos()]);
         }
     }
-    Ok((rest, samples, strings, invalid))
+    Ok((rest, samples, strings, invalid, locations))
+}
+
+/// Locations as read from the wire: (id, mapping id, address, first line, number of lines),
+/// and every location's lines (function id, line, column), one after the other.
+struct RawLocations {
+    locations: Vec<(u64, u64, u64, usize, usize)>,
+    lines: Vec<(u64, i64, i64)>,
+}
+
+/// A varint of at most 9 bytes: `None` for longer ones (negative numbers among them, which
+/// prost then reads, or rejects when they have more than 64 bits) and cut-off ones.
+fn strict_varint(w: &mut Wire<'_>) -> Option<u64> {
+    let at = w.pos();
+    let v = w.varint()?;
+    (w.pos() - at < 10).then_some(v)
+}
+
+/// The next field's tag as prost reads it: `None` for field 0, wire types 3, 4, 6, 7 (groups
+/// included: this reader leaves them to prost) and tags past 32 bits.
+fn strict_tag(w: &mut Wire<'_>) -> Option<(u64, u64)> {
+    let t = strict_varint(w)?;
+    let (num, wt) = (t >> 3, t & 7);
+    (t <= u64::from(u32::MAX) && num != 0 && matches!(wt, 0 | 1 | 2 | 5)).then_some((num, wt))
+}
+
+/// Reads each location's payload (`ranges` of `bytes`) as prost reads a `Location`; `None`
+/// when one is anything but plain (prost then reads them all, and reports what is wrong).
+fn parse_locations(bytes: &[u8], ranges: &[(usize, usize)]) -> Option<RawLocations> {
+    let mut out = RawLocations { locations: Vec::with_capacity(ranges.len()), lines: Vec::with_capacity(ranges.len()) };
+    for &(start, end) in ranges {
+        let mut w = Wire::new(&bytes[start..end]);
+        let (mut id, mut mapping, mut address) = (0, 0, 0);
+        let first = out.lines.len();
+        while !w.done() {
+            match strict_tag(&mut w)? {
+                (1, 0) => id = strict_varint(&mut w)?,
+                (2, 0) => mapping = strict_varint(&mut w)?,
+                (3, 0) => address = strict_varint(&mut w)?,
+                (4, 2) => {
+                    let len = strict_varint(&mut w)?;
+                    let mut l = Wire::new(w.take(len)?);
+                    let (mut function, mut line, mut column) = (0, 0, 0);
+                    while !l.done() {
+                        match strict_tag(&mut l)? {
+                            (1, 0) => function = strict_varint(&mut l)?,
+                            (2, 0) => line = strict_varint(&mut l)? as i64,
+                            (3, 0) => column = strict_varint(&mut l)? as i64,
+                            (1..=3, _) => return None,
+                            (_, wt) => l.skip(wt)?,
+                        }
+                    }
+                    out.lines.push((function, line, column));
+                }
+                (5, 0) => {
+                    strict_varint(&mut w)?;
+                }
+                (1..=5, _) => return None,
+                (_, wt) => w.skip(wt)?,
+            }
+        }
+        out.locations.push((id, mapping, address, first, out.lines.len() - first));
+    }
+    Some(out)
 }
 
 /// One label as written: key, str, num, num_unit (string indexes and a number).
@@ -385,6 +464,8 @@ fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels:
 /// Turns a decoded message into the model, checking every reference.
 struct Converter<'a> {
     msg: &'a pp::Profile,
+    /// The string table (not in `msg`: read beside it).
+    table: &'a [Cow<'a, str>],
     name: &'a str,
     tables: Tables,
     strings: Vec<Option<StringId>>,
@@ -428,27 +509,29 @@ impl<T: Copy> IdMap<T> {
 }
 
 impl<'a> Converter<'a> {
-    fn new(msg: &'a pp::Profile, name: &'a str) -> Result<Self> {
-        if msg.string_table.first().is_some_and(|s| !s.is_empty()) {
+    fn new(msg: &'a pp::Profile, table: &'a [Cow<'a, str>], name: &'a str) -> Result<Self> {
+        if table.first().is_some_and(|s| !s.is_empty()) {
             return Err(Error::new(
                 ErrorKind::Malformed,
-                format!("{name}: string_table[0] must be the empty string, not {:?}", msg.string_table[0]),
+                format!("{name}: string_table[0] must be the empty string, not {:?}", table[0]),
             ));
         }
         Ok(Converter {
             msg,
+            table,
             name,
             tables: Tables::default(),
-            strings: vec![None; msg.string_table.len()],
+            strings: vec![None; table.len()],
             mappings: IdMap::for_ids(msg.mapping.iter().map(|m| m.id), msg.mapping.len()),
             functions: IdMap::for_ids(msg.function.iter().map(|f| f.id), msg.function.len()),
-            locations: IdMap::for_ids(msg.location.iter().map(|l| l.id), msg.location.len()),
+            // Numbered in `convert`, where the locations are read.
+            locations: IdMap::Dense(Vec::new()),
         })
     }
 
     fn text(&self, index: i64, what: &dyn Fn() -> String) -> Result<&'a str> {
-        match usize::try_from(index).ok().and_then(|i| self.msg.string_table.get(i)) {
-            Some(s) => Ok(s),
+        match usize::try_from(index).ok().and_then(|i| self.table.get(i)) {
+            Some(s) => Ok(&**s),
             None if index == 0 => Ok(""),
             None => Err(Error::new(
                 ErrorKind::Malformed,
@@ -456,7 +539,7 @@ impl<'a> Converter<'a> {
                     "{}: {} refers to string {index}, but the string table has {} entries",
                     self.name,
                     what(),
-                    self.msg.string_table.len()
+                    self.table.len()
                 ),
             )),
         }
@@ -471,7 +554,12 @@ impl<'a> Converter<'a> {
         Ok(*slot.get_or_insert_with(|| self.tables.strings.intern(text)))
     }
 
-    fn convert(mut self, bytes: &[u8], sample_ranges: &[(usize, usize)]) -> Result<FlatProfile> {
+    fn convert(
+        mut self,
+        bytes: &[u8],
+        sample_ranges: &[(usize, usize)],
+        raw: Option<&RawLocations>,
+    ) -> Result<FlatProfile> {
         let msg = self.msg;
         let name = self.name;
         for (i, m) in msg.mapping.iter().enumerate() {
@@ -505,35 +593,59 @@ impl<'a> Converter<'a> {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: function id {} is defined twice", f.id)));
             }
         }
-        for (i, l) in msg.location.iter().enumerate() {
-            if l.id == 0 {
+        // The locations as prost would give them, when prost did not read them.
+        let from_prost;
+        let raw = match raw {
+            Some(r) => r,
+            None => {
+                let mut r = RawLocations { locations: Vec::new(), lines: Vec::new() };
+                for l in &msg.location {
+                    let first = r.lines.len();
+                    r.lines.extend(l.line.iter().map(|ln| (ln.function_id, ln.line, ln.column)));
+                    r.locations.push((l.id, l.mapping_id, l.address, first, l.line.len()));
+                }
+                from_prost = r;
+                &from_prost
+            }
+        };
+        self.locations = IdMap::for_ids(raw.locations.iter().map(|l| l.0), raw.locations.len());
+        let mut line_buf: Vec<Line> = Vec::new();
+        for (i, &(lid, mapping_id, address, first, nlines)) in raw.locations.iter().enumerate() {
+            if lid == 0 {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: location #{i} has id 0")));
             }
             // A mapping id that names no mapping leaves the location without one, as
             // `go tool pprof` reads it (traceconv's `--java-heap` profiles refer to mapping 1
             // and define none); a function id that names nothing is an error there and here.
-            let mapping = match l.mapping_id {
+            let mapping = match mapping_id {
                 0 => None,
                 m => self.mappings.get(m),
             };
-            let mut lines = Vec::with_capacity(l.line.len());
-            for ln in &l.line {
-                let (function, system_name, file) = match ln.function_id {
+            let lines = &mut line_buf;
+            lines.clear();
+            for &(function_id, line, column) in &raw.lines[first..first + nlines] {
+                let (function, system_name, file) = match function_id {
                     0 => (StringId::EMPTY, StringId::EMPTY, StringId::EMPTY),
                     f => self.functions.get(f).ok_or_else(|| {
                         Error::new(
                             ErrorKind::Malformed,
-                            format!("{name}: location {} refers to function {f}, which is not defined", l.id),
+                            format!("{name}: location {lid} refers to function {f}, which is not defined"),
                         )
                     })?,
                 };
                 let clamp = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
-                lines.push(Line { function, system_name, file, line: clamp(ln.line), column: clamp(ln.column) });
+                lines.push(Line { function, system_name, file, line: clamp(line), column: clamp(column) });
             }
-            let frame = frame_of(mapping, l.address, lines);
+            let frame = match lines.as_slice() {
+                // (What `frame_of` makes of it, without a list.)
+                [l] if l.file.is_empty() && l.line == 0 && l.column == 0 => {
+                    Frame { mapping, rel_pc: address, raw_name: l.system_name, name: l.function, lines: Vec::new() }
+                }
+                _ => frame_of(mapping, address, lines.clone()),
+            };
             let id = self.tables.intern_frame_exact(frame);
-            if !self.locations.insert(l.id, id) {
-                return Err(Error::new(ErrorKind::Malformed, format!("{name}: location id {} is defined twice", l.id)));
+            if !self.locations.insert(lid, id) {
+                return Err(Error::new(ErrorKind::Malformed, format!("{name}: location id {lid} is defined twice")));
             }
         }
         let mut sample_types = Vec::with_capacity(msg.sample_type.len());
@@ -671,7 +783,8 @@ impl<'a> Converter<'a> {
 pub fn frame_of(mapping: Option<MappingId>, address: u64, mut lines: Vec<Line>) -> Frame {
     if lines.len() == 1 && lines[0].file.is_empty() && lines[0].line == 0 && lines[0].column == 0 {
         let l = lines.pop().expect("one line");
-        return Frame { mapping, rel_pc: address, raw_name: l.system_name, name: l.function, lines };
+        // (A list that held one line is dropped rather than kept empty with its block.)
+        return Frame { mapping, rel_pc: address, raw_name: l.system_name, name: l.function, lines: Vec::new() };
     }
     Frame { mapping, rel_pc: address, raw_name: StringId::EMPTY, name: StringId::EMPTY, lines }
 }
@@ -722,6 +835,68 @@ mod tests {
         assert!(!looks_like_pprof(b"JDWP-Handshake"));
         assert!(!looks_like_pprof(b"heap;main 12\n"));
         assert!(!looks_like_pprof(&[]));
+    }
+
+    /// A profile of two locations: `main` by name only, and `g` (a.c:7) inlined into `main`
+    /// at line `caller_line`.
+    fn two_locations(caller_line: i64) -> Vec<u8> {
+        let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        let line = |function_id, line| pp::Line { function_id, line, column: 0 };
+        let msg = pp::Profile {
+            sample_type: vec![pp::ValueType { r#type: 1, unit: 2 }],
+            function: vec![
+                pp::Function { id: 1, name: 3, ..Default::default() },
+                pp::Function { id: 2, name: 4, filename: 5, ..Default::default() },
+            ],
+            location: vec![
+                pp::Location { id: 1, line: vec![line(1, 0)], ..Default::default() },
+                pp::Location {
+                    id: 2,
+                    address: 0x40,
+                    line: vec![line(2, 7), line(1, caller_line)],
+                    ..Default::default()
+                },
+            ],
+            sample: vec![pp::Sample { location_id: vec![2, 1], value: vec![5], label: vec![] }],
+            string_table: s(&["", "space", "bytes", "main", "g", "a.c"]),
+            ..Default::default()
+        };
+        msg.encode_to_vec()
+    }
+
+    #[test]
+    fn locations_read_from_the_wire_as_prost_reads_them() {
+        // Line 3 is read from the wire; line -3 (a 10-byte varint) makes prost read the
+        // locations; both give the same frames, but for the clamped line.
+        for (caller_line, want) in [(3, 3), (-3, 0)] {
+            let p = decode_pprof(&two_locations(caller_line), "t.pb").unwrap();
+            let (frames, values) = p.sample(0);
+            assert_eq!(values, &[5]);
+            let t = &p.tables;
+            let (inner, outer) = (t.frame(frames[0]), t.frame(frames[1]));
+            assert_eq!(inner.rel_pc, 0x40);
+            let lines: Vec<(&str, &str, u32)> =
+                inner.lines.iter().map(|l| (t.strings.get(l.function), t.strings.get(l.file), l.line)).collect();
+            assert_eq!(lines, [("g", "a.c", 7), ("main", "", want)]);
+            assert!(outer.lines.is_empty());
+            assert_eq!(t.strings.get(outer.name), "main");
+        }
+    }
+
+    #[test]
+    fn a_location_without_an_id_is_named_either_way() {
+        let mut bytes = two_locations(-3);
+        // The same error from the wire reader's path and prost's: location #0 has id 0.
+        let mut msg = pp::Profile::decode(bytes.as_slice()).unwrap();
+        msg.location[0].id = 0;
+        for negative in [true, false] {
+            if !negative {
+                msg.location[1].line[1].line = 3;
+            }
+            bytes = msg.encode_to_vec();
+            let e = decode_pprof(&bytes, "t.pb").unwrap_err();
+            assert!(e.to_string().contains("t.pb: location #0 has id 0"), "{e}");
+        }
     }
 
     #[test]

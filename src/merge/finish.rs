@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::Merger;
 use super::sample_types::go_name;
-use super::tables::{MLabel, UNSET};
+use super::tables::{MLabel, MStrings, UNSET};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{FlatProfile, Frame, FrameId, Line, Mapping, MappingId, ProfileMeta, StringId, Tables, ValueType};
 
@@ -94,8 +94,11 @@ impl Merger {
         for (r, &m) in map_order.iter().enumerate() {
             map_rank[m as usize] = r as u32;
         }
+        // Distinct frames never compare equal (their content differs), so an unstable sort
+        // gives one order.
+        use rayon::prelude::*;
         let mut frame_order: Vec<u32> = (0..self.frames.len() as u32).collect();
-        frame_order.sort_by(|&a, &b| {
+        frame_order.par_sort_unstable_by(|&a, &b| {
             let (x, y) = (&self.frames[a as usize], &self.frames[b as usize]);
             x.mapping
                 .map(|m| map_rank[m as usize])
@@ -106,7 +109,7 @@ impl Merger {
                 .then_with(|| s(x.raw).cmp(s(y.raw)))
                 .then_with(|| {
                     let key = |l: &Line| (s(l.function), s(l.system_name), s(l.file), l.line, l.column);
-                    x.lines.iter().map(key).cmp(y.lines.iter().map(key))
+                    self.frame_lines(x).iter().map(key).cmp(self.frame_lines(y).iter().map(key))
                 })
         });
         clock.done("sort frames");
@@ -114,84 +117,170 @@ impl Merger {
         for (r, &f) in frame_order.iter().enumerate() {
             frame_rank[f as usize] = r as u32;
         }
-        // Stacks are ordered by a hash of their content (frame ranks), then by the content
-        // itself: any order that depends on content alone will do, and this one sorts
-        // integers rather than lists.
-        let ranked_stack = |id: u32| self.stacks.get(id).iter().map(|&f| frame_rank[f as usize]);
-        use rayon::prelude::*;
-        let mut by_hash: Vec<(u64, u32)> = (0..self.stacks.len() as u32)
-            .into_par_iter()
-            .map(|id| {
-                let mut h: u64 = 0x243f_6a88_85a3_08d3;
-                for r in ranked_stack(id) {
-                    h = (h.rotate_left(5) ^ u64::from(r)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                }
-                (h, id)
-            })
-            .collect();
-        by_hash.par_sort_unstable();
-        // Stacks with equal hashes (rare) in the order of their contents.
-        let mut i = 0;
-        while i < by_hash.len() {
-            let j = i + by_hash[i..].iter().take_while(|x| x.0 == by_hash[i].0).count();
-            if j - i > 1 {
-                by_hash[i..j].sort_by(|a, b| ranked_stack(a.1).cmp(ranked_stack(b.1)));
-            }
-            i = j;
-        }
-        let mut stack_rank = vec![0u32; self.stacks.len()];
-        for (r, &(_, st)) in by_hash.iter().enumerate() {
-            stack_rank[st as usize] = r as u32;
-        }
-        drop(by_hash);
-        clock.done("sort stacks");
+        // Sorting the samples (stacks first), and numbering the output frames.
         let label_key = |l: &MLabel| match *l {
             MLabel::Num(k, v, u) => (s(k), 0u8, "", v, s(u)),
             MLabel::Str(k, v) => (s(k), 1u8, s(v), 0, ""),
         };
-        let mut set_order: Vec<u32> = (0..self.label_sets.len() as u32).collect();
-        set_order.sort_by(|&a, &b| {
-            let (x, y) = (&self.label_sets[a as usize], &self.label_sets[b as usize]);
-            let mut xs: Vec<_> = x.iter().map(label_key).collect();
-            let mut ys: Vec<_> = y.iter().map(label_key).collect();
-            xs.sort();
-            ys.sort();
-            xs.cmp(&ys)
-        });
-        let mut set_rank = vec![0u32; self.label_sets.len()];
-        for (r, &l) in set_order.iter().enumerate() {
-            set_rank[l as usize] = r as u32;
-        }
-        // Samples with a value, by (stack rank, label set rank): one key each.
-        let mut keyed: Vec<(u64, u32)> = (0..self.keys.len() as u32)
-            .into_par_iter()
-            .filter(|&i| self.values[i as usize * width..(i as usize + 1) * width].iter().any(|&v| v != 0))
-            .map(|i| {
-                let k = self.keys[i as usize];
-                let rank =
-                    (u64::from(stack_rank[(k >> 32) as usize]) << 32) | u64::from(set_rank[(k & 0xffff_ffff) as usize]);
-                (rank, i)
-            })
-            .collect();
-        keyed.par_sort_unstable();
-        let order: Vec<u32> = keyed.par_iter().map(|x| x.1).collect();
-        drop(keyed);
+        let sort_samples = || -> Vec<u32> {
+            // Stacks are ordered by a hash of their content (frame ranks), then by the content
+            // itself: any order that depends on content alone will do, and this one sorts
+            // integers rather than lists.
+            let ranked_stack = |id: u32| self.stacks.get(id).iter().map(|&f| frame_rank[f as usize]);
+            let mut by_hash: Vec<(u64, u32)> = (0..self.stacks.len() as u32)
+                .into_par_iter()
+                .map(|id| {
+                    let mut h: u64 = 0x243f_6a88_85a3_08d3;
+                    for r in ranked_stack(id) {
+                        h = (h.rotate_left(5) ^ u64::from(r)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    }
+                    (h, id)
+                })
+                .collect();
+            by_hash.par_sort_unstable();
+            // Stacks with equal hashes (rare) in the order of their contents.
+            let mut i = 0;
+            while i < by_hash.len() {
+                let j = i + by_hash[i..].iter().take_while(|x| x.0 == by_hash[i].0).count();
+                if j - i > 1 {
+                    by_hash[i..j].sort_by(|a, b| ranked_stack(a.1).cmp(ranked_stack(b.1)));
+                }
+                i = j;
+            }
+            let mut stack_rank = vec![0u32; self.stacks.len()];
+            for (r, &(_, st)) in by_hash.iter().enumerate() {
+                stack_rank[st as usize] = r as u32;
+            }
+            drop(by_hash);
+            // Each set's labels by their keys, sorted once.
+            let set_keys: Vec<Vec<_>> = self
+                .label_sets
+                .par_iter()
+                .map(|set| {
+                    let mut keys: Vec<_> = set.iter().map(label_key).collect();
+                    keys.sort();
+                    keys
+                })
+                .collect();
+            let mut set_order: Vec<u32> = (0..self.label_sets.len() as u32).collect();
+            set_order.sort_by(|&a, &b| set_keys[a as usize].cmp(&set_keys[b as usize]));
+            drop(set_keys);
+            let mut set_rank = vec![0u32; self.label_sets.len()];
+            for (r, &l) in set_order.iter().enumerate() {
+                set_rank[l as usize] = r as u32;
+            }
+            // Samples with a value, by (stack rank, label set rank): one key each.
+            let mut keyed: Vec<(u64, u32)> = (0..self.keys.len() as u32)
+                .into_par_iter()
+                .filter(|&i| self.values[i as usize * width..(i as usize + 1) * width].iter().any(|&v| v != 0))
+                .map(|i| {
+                    let k = self.keys[i as usize];
+                    let rank = (u64::from(stack_rank[(k >> 32) as usize]) << 32)
+                        | u64::from(set_rank[(k & 0xffff_ffff) as usize]);
+                    (rank, i)
+                })
+                .collect();
+            keyed.par_sort_unstable();
+            let order: Vec<u32> = keyed.par_iter().map(|x| x.1).collect();
+            drop(keyed);
 
-        clock.done("sort samples");
-        // The output tables: labels first, then frames (with their mappings) in rank order.
-        let mut out = Tables::default();
-        let mut out_maps = vec![None::<MappingId>; self.maps.len()];
-        let mut out_str = vec![UNSET; self.strings.len()];
-        let mut os = |out: &mut Tables, id: StringId| -> StringId {
-            if id.is_empty() {
-                return id;
-            }
-            let slot = &mut out_str[id.0 as usize];
-            if *slot == UNSET {
-                *slot = out.strings.intern(s(id)).0;
-            }
-            StringId(*slot)
+            order
         };
+        // Output frames are numbered in rank order (frames of live samples only), so that every
+        // stack is translated in one pass over the stacks in storage order; the sorted samples
+        // then only copy their translated stacks.
+        let mut live_stack = vec![false; self.stacks.len()];
+        for (i, &k) in self.keys.iter().enumerate() {
+            if self.values[i * width..(i + 1) * width].iter().any(|&v| v != 0) {
+                live_stack[(k >> 32) as usize] = true;
+            }
+        }
+        let nframes = self.frames.len();
+        let used = live_stack
+            .par_chunks(1 << 16)
+            .enumerate()
+            .fold(
+                || vec![false; nframes],
+                |mut used, (c, chunk)| {
+                    for (k, &live) in chunk.iter().enumerate() {
+                        if live {
+                            for &f in self.stacks.get((c * (1 << 16) + k) as u32) {
+                                used[f as usize] = true;
+                            }
+                        }
+                    }
+                    used
+                },
+            )
+            .reduce(
+                || vec![false; nframes],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x |= y;
+                    }
+                    a
+                },
+            );
+        let mut out_maps = vec![None::<MappingId>; self.maps.len()];
+        let mut build_frames = |out: &mut Tables, out_str: &mut [u32]| -> Vec<FrameId> {
+            let mut os = |out: &mut Tables, id: StringId| out_string(out, out_str, &self.strings, id);
+            let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
+            for &fi in &frame_order {
+                let fi = fi as usize;
+                if !used[fi] {
+                    continue;
+                }
+                let f = &self.frames[fi];
+                let mut start = 0;
+                let mapping = f.mapping.map(|m| {
+                    let mm = &self.maps[m as usize];
+                    start = mm.start;
+                    *out_maps[m as usize].get_or_insert_with(|| {
+                        let path = os(out, mm.path);
+                        out.intern_mapping(Mapping {
+                            path,
+                            build_id: mm.key.build_id.clone(),
+                            start: mm.start,
+                            end: mm.start.saturating_add(mm.size),
+                            start_offset: 0,
+                            exact_offset: mm.key.offset,
+                            load_bias: 0,
+                        })
+                    })
+                });
+                let lines = self
+                    .frame_lines(f)
+                    .iter()
+                    .map(|l| Line {
+                        function: os(out, l.function),
+                        system_name: os(out, l.system_name),
+                        file: os(out, l.file),
+                        line: l.line,
+                        column: l.column,
+                    })
+                    .collect();
+                let frame = Frame {
+                    mapping,
+                    rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
+                    raw_name: os(out, f.raw),
+                    name: os(out, f.name),
+                    lines,
+                };
+                out_frames[fi] = out.intern_frame_exact(frame);
+            }
+            out_frames
+        };
+        // The output tables: labels first, then frames (with their mappings) in rank order. Without
+        // labels, the frames do not wait for the samples' order: both are made at once.
+        let mut out = Tables::default();
+        let mut out_str = vec![UNSET; self.strings.len()];
+        let (order, mut out_frames) = if self.label_sets.len() == 1 {
+            let (order, frames) = rayon::join(sort_samples, || build_frames(&mut out, &mut out_str));
+            (order, Some(frames))
+        } else {
+            (sort_samples(), None)
+        };
+        clock.done("sort samples");
         let columns: Vec<ValueType> = header
             .columns
             .iter()
@@ -222,6 +311,7 @@ impl Merger {
             ..Default::default()
         };
         let default = header.defaults.iter().next().copied().unwrap_or(ncols.saturating_sub(1));
+        let mut os = |out: &mut Tables, id: StringId| out_string(out, &mut out_str, &self.strings, id);
         // Labels, in the output's strings.
         let mut units: Vec<(StringId, StringId)> = Vec::new();
         type Labels = (Vec<(StringId, i64)>, Vec<(StringId, StringId)>);
@@ -249,83 +339,11 @@ impl Merger {
             }
             set_labels[ls] = Some((num, strs));
         }
-        // Output frames are numbered in rank order (frames of live samples only), so that every
-        // stack is translated in one pass over the stacks in storage order; the sorted samples
-        // then only copy their translated stacks.
-        let mut live_stack = vec![false; self.stacks.len()];
-        for &i in &order {
-            live_stack[(self.keys[i as usize] >> 32) as usize] = true;
-        }
-        let nframes = self.frames.len();
-        let used = live_stack
-            .par_chunks(1 << 16)
-            .enumerate()
-            .fold(
-                || vec![false; nframes],
-                |mut used, (c, chunk)| {
-                    for (k, &live) in chunk.iter().enumerate() {
-                        if live {
-                            for &f in self.stacks.get((c * (1 << 16) + k) as u32) {
-                                used[f as usize] = true;
-                            }
-                        }
-                    }
-                    used
-                },
-            )
-            .reduce(
-                || vec![false; nframes],
-                |mut a, b| {
-                    for (x, y) in a.iter_mut().zip(b) {
-                        *x |= y;
-                    }
-                    a
-                },
-            );
-        let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
-        for &fi in &frame_order {
-            let fi = fi as usize;
-            if !used[fi] {
-                continue;
-            }
-            let f = &self.frames[fi];
-            let mut start = 0;
-            let mapping = f.mapping.map(|m| {
-                let mm = &self.maps[m as usize];
-                start = mm.start;
-                *out_maps[m as usize].get_or_insert_with(|| {
-                    let path = os(&mut out, mm.path);
-                    out.intern_mapping(Mapping {
-                        path,
-                        build_id: mm.key.build_id.clone(),
-                        start: mm.start,
-                        end: mm.start.saturating_add(mm.size),
-                        start_offset: 0,
-                        exact_offset: mm.key.offset,
-                        load_bias: 0,
-                    })
-                })
-            });
-            let lines = f
-                .lines
-                .iter()
-                .map(|l| Line {
-                    function: os(&mut out, l.function),
-                    system_name: os(&mut out, l.system_name),
-                    file: os(&mut out, l.file),
-                    line: l.line,
-                    column: l.column,
-                })
-                .collect();
-            let frame = Frame {
-                mapping,
-                rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
-                raw_name: os(&mut out, f.raw),
-                name: os(&mut out, f.name),
-                lines,
-            };
-            out_frames[fi] = out.intern_frame_exact(frame);
-        }
+
+        let out_frames = match out_frames.take() {
+            Some(f) => f,
+            None => build_frames(&mut out, &mut out_str),
+        };
         drop(used);
         drop(live_stack);
         clock.done("output frames");
@@ -374,4 +392,16 @@ impl Merger {
         clock.done("gather stacks");
         Ok(profiles)
     }
+}
+
+/// `id` (a string of the merge) in the output's strings, interned the first time.
+fn out_string(out: &mut Tables, out_str: &mut [u32], strings: &MStrings, id: StringId) -> StringId {
+    if id.is_empty() {
+        return id;
+    }
+    let slot = &mut out_str[id.0 as usize];
+    if *slot == UNSET {
+        *slot = out.strings.intern(strings.get(id)).0;
+    }
+    StringId(*slot)
 }

@@ -7,20 +7,24 @@ use rustc_hash::FxHashMap as HashMap;
 use super::MergeOptions;
 use super::header::Header;
 use super::sample_types::scale_value;
-use super::tables::{MFrame, MLabel, MMap, MapKey, Memo, SeqIndex, UNSET, round_4k, seq_hash};
+use super::tables::{MFrame, MLabel, MMap, MStrings, MapKey, Memo, SeqIndex, UNSET, round_4k, seq_hash};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::annotate::{Annotation, AnnotationState, annotate_with};
-use crate::model::{FlatProfile, FrameId, Line, MappingId, Profile, StackId, StringId, StringTable, Tables};
+use crate::model::{FlatProfile, FrameId, Line, MappingId, Profile, StackId, StringId, Tables};
 
 /// An accumulator of profiles (see the module docs).
 pub struct Merger {
     pub(super) opts: MergeOptions,
     pub(super) sides: usize,
     pub(super) header: Option<Header>,
-    pub(super) strings: StringTable,
+    pub(super) strings: MStrings,
     pub(super) maps: Vec<MMap>,
     pub(super) map_index: HashMap<MapKey, u32>,
     pub(super) frames: Vec<MFrame>,
+    /// The frames' lines, one after the other (see [`MFrame`]).
+    pub(super) lines: Vec<Line>,
+    /// A frame's lines while it is looked up (kept for its allocation).
+    pub(super) line_buf: Vec<Line>,
     /// A frame's hash -> the last frame interned with that hash; `frame_next` chains the
     /// others (the frames are stored once, in `frames`).
     pub(super) frame_index: HashMap<u64, u32>,
@@ -120,10 +124,12 @@ impl Merger {
             opts,
             sides: sides.max(1),
             header: None,
-            strings: StringTable::default(),
+            strings: MStrings::default(),
             maps: Vec::new(),
             map_index: HashMap::default(),
             frames: Vec::new(),
+            lines: Vec::new(),
+            line_buf: Vec::new(),
             frame_index: HashMap::default(),
             frame_next: Vec::new(),
             stacks: SeqIndex::default(),
@@ -176,6 +182,7 @@ impl Merger {
         let tables = Arc::clone(profile.tables());
         let reuse = self.memo.as_ref().is_some_and(|m| Arc::ptr_eq(&m.tables, &tables) && m.annotate == annotate);
         if !reuse {
+            self.strings.reserve(tables.strings.len(), 0);
             self.memo = Some(Memo::new(Arc::clone(&tables), annotate));
         }
         let mut memo = self.memo.take().expect("a memo");
@@ -412,18 +419,31 @@ impl Merger {
         id
     }
 
-    pub(super) fn intern_frame(&mut self, f: MFrame) -> u32 {
-        use std::hash::BuildHasher;
-        let h = self.frame_index.hasher().hash_one(&f);
+    /// The lines of a frame of this merger.
+    pub(super) fn frame_lines(&self, f: &MFrame) -> &[Line] {
+        &self.lines[f.lines_at as usize..f.lines_at as usize + f.lines_len as usize]
+    }
+
+    /// Interns a frame whose lines are `lines` (its own `lines_at`/`lines_len` are ignored).
+    pub(super) fn intern_frame(&mut self, mut f: MFrame, lines: &[Line]) -> u32 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = rustc_hash::FxHasher::default();
+        f.head().hash(&mut hasher);
+        lines.hash(&mut hasher);
+        let h = hasher.finish();
         let head = self.frame_index.get(&h).copied().unwrap_or(UNSET);
         let mut cur = head;
         while cur != UNSET {
-            if self.frames[cur as usize] == f {
+            let g = &self.frames[cur as usize];
+            if g.head() == f.head() && self.frame_lines(g) == lines {
                 return cur;
             }
             cur = self.frame_next[cur as usize];
         }
         let id = u32::try_from(self.frames.len()).expect("fewer than 2^32 frames");
+        f.lines_at = u32::try_from(self.lines.len()).expect("fewer than 2^32 frame lines");
+        f.lines_len = u32::try_from(lines.len()).expect("fewer than 2^32 frame lines");
+        self.lines.extend_from_slice(lines);
         self.frames.push(f);
         self.frame_next.push(head);
         self.frame_index.insert(h, id);
@@ -465,7 +485,8 @@ impl Merger {
             }
             this.strings.intern(&format!("{}{suffix}", tables.strings.get(name)))
         };
-        let mut lines: Vec<Line> = Vec::with_capacity(f.lines.len());
+        let mut lines = std::mem::take(&mut self.line_buf);
+        lines.clear();
         for l in &f.lines {
             lines.push(Line {
                 function: shown(self, memo, l.function),
@@ -484,7 +505,8 @@ impl Merger {
         } else {
             (StringId::EMPTY, StringId::EMPTY)
         };
-        let id = self.intern_frame(MFrame { mapping, abs, addr, name, raw, lines: lines.into() });
+        let id = self.intern_frame(MFrame { mapping, abs, addr, name, raw, lines_at: 0, lines_len: 0 }, &lines);
+        self.line_buf = lines;
         if ann == Annotation::None {
             memo.frames[fid.0 as usize] = id;
         } else {
@@ -510,13 +532,14 @@ impl Merger {
         let ncols = width / self.sides;
         let mut clock = crate::timing::Phases::start("absorb");
         let mut strings = vec![UNSET; other.strings.len()];
+        self.strings.reserve(other.strings.len(), 0);
         let mut s = |this: &mut Merger, id: StringId| -> StringId {
             if id.is_empty() {
                 return id;
             }
             let slot = &mut strings[id.0 as usize];
             if *slot == UNSET {
-                *slot = this.strings.intern(other.strings.get(id)).0;
+                *slot = this.strings.intern_from(&other.strings, id).0;
             }
             StringId(*slot)
         };
@@ -527,27 +550,29 @@ impl Merger {
             maps.push(self.intern_map(mm));
         }
         let mut frames = Vec::with_capacity(other.frames.len());
+        self.frames.reserve(other.frames.len());
+        self.frame_next.reserve(other.frames.len());
+        self.lines.reserve(other.lines.len());
+        let mut lines: Vec<Line> = Vec::new();
         for f in &other.frames {
-            let lines: Vec<Line> = f
-                .lines
-                .iter()
-                .map(|l| Line {
-                    function: s(self, l.function),
-                    system_name: s(self, l.system_name),
-                    file: s(self, l.file),
-                    line: l.line,
-                    column: l.column,
-                })
-                .collect();
+            lines.clear();
+            lines.extend(other.frame_lines(f).iter().map(|l| Line {
+                function: s(self, l.function),
+                system_name: s(self, l.system_name),
+                file: s(self, l.file),
+                line: l.line,
+                column: l.column,
+            }));
             let mf = MFrame {
                 mapping: f.mapping.map(|m| maps[m as usize]),
                 abs: f.abs,
                 addr: f.addr,
                 name: s(self, f.name),
                 raw: s(self, f.raw),
-                lines: lines.into(),
+                lines_at: 0,
+                lines_len: 0,
             };
-            frames.push(self.intern_frame(mf));
+            frames.push(self.intern_frame(mf, &lines));
         }
         clock.done("frames");
         // The other's stacks in this one's frames (translated in place: `other` is consumed),

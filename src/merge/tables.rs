@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::annotate::{Annotation, AnnotationState, FrameClass, classify_frames};
-use crate::model::{Line, StringId, Tables};
+use crate::model::{StringId, Tables};
 
 /// A mapping's identity in a merge (pprof's mapping key).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -28,15 +28,24 @@ pub(super) struct MMap {
 }
 
 /// A frame's identity in a merge: the address is relative to the mapping's start when it lies
-/// inside the mapping (`abs`), as written otherwise.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// inside the mapping (`abs`), as written otherwise. Its lines are `lines_len` lines from
+/// `lines_at` in the merger's line arena (frames are compared by those lines' content).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct MFrame {
     pub(super) mapping: Option<u32>,
     pub(super) abs: bool,
     pub(super) addr: u64,
     pub(super) name: StringId,
     pub(super) raw: StringId,
-    pub(super) lines: Box<[Line]>,
+    pub(super) lines_at: u32,
+    pub(super) lines_len: u32,
+}
+
+impl MFrame {
+    /// The fields that identify a frame besides its lines (equal when those are equal).
+    pub(super) fn head(&self) -> (Option<u32>, bool, u64, StringId, StringId) {
+        (self.mapping, self.abs, self.addr, self.name, self.raw)
+    }
 }
 
 /// One label of a sample.
@@ -186,4 +195,138 @@ impl SeqIndex {
 }
 pub(super) fn round_4k(size: u64) -> u64 {
     size.saturating_add(0xfff) & !0xfff
+}
+
+/// The merge's strings: every distinct text once, one after the other in one buffer (no
+/// allocation per string), found again by content (open addressing on a 64-bit hash, as
+/// [`SeqIndex`]). Id 0 is the empty string, as in [`crate::model::StringTable`].
+#[derive(Debug)]
+pub(super) struct MStrings {
+    text: String,
+    /// String `i` is `text[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<usize>,
+    hashes: Vec<u64>,
+    /// Per slot: the upper half of the hash, then id + 1 (0: empty).
+    slots: Vec<u64>,
+}
+
+impl Default for MStrings {
+    fn default() -> Self {
+        MStrings { text: String::new(), offsets: vec![0, 0], hashes: vec![0], slots: Vec::new() }
+    }
+}
+
+fn str_hash(s: &str) -> u64 {
+    use std::hash::BuildHasher;
+    let h = rustc_hash::FxBuildHasher.hash_one(s).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 32)
+}
+
+impl MStrings {
+    /// Number of strings, "" included.
+    pub(super) fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The text of `id` ("" for an id this table did not give).
+    pub(super) fn get(&self, id: StringId) -> &str {
+        let i = id.0 as usize;
+        if i + 1 >= self.offsets.len() {
+            return "";
+        }
+        &self.text[self.offsets[i]..self.offsets[i + 1]]
+    }
+
+    /// Makes room for `strings` more strings of `bytes` bytes in all.
+    pub(super) fn reserve(&mut self, strings: usize, bytes: usize) {
+        self.text.reserve(bytes);
+        self.offsets.reserve(strings);
+        self.hashes.reserve(strings);
+        while (self.len() + strings + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+    }
+
+    /// Interns `s`: the same id for the same text.
+    pub(super) fn intern(&mut self, s: &str) -> StringId {
+        if s.is_empty() {
+            return StringId::EMPTY;
+        }
+        self.intern_hashed(s, str_hash(s))
+    }
+
+    /// Interns string `id` of `other` (its hash is known already).
+    pub(super) fn intern_from(&mut self, other: &MStrings, id: StringId) -> StringId {
+        match other.hashes.get(id.0 as usize) {
+            Some(&h) if !id.is_empty() => self.intern_hashed(other.get(id), h),
+            _ => StringId::EMPTY,
+        }
+    }
+
+    fn intern_hashed(&mut self, s: &str, h: u64) -> StringId {
+        if (self.len() + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let tag = h & 0xffff_ffff_0000_0000;
+        let mask = self.slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        loop {
+            let v = self.slots[i];
+            if v == 0 {
+                let id = u32::try_from(self.len()).expect("fewer than 2^32 strings");
+                self.text.push_str(s);
+                self.offsets.push(self.text.len());
+                self.hashes.push(h);
+                self.slots[i] = tag | u64::from(id + 1);
+                return StringId(id);
+            }
+            if v & 0xffff_ffff_0000_0000 == tag {
+                let id = StringId((v as u32) - 1);
+                if self.get(id) == s {
+                    return id;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(1024);
+        self.slots = vec![0; cap];
+        let mask = cap - 1;
+        // Id 0 ("") is never looked up.
+        for (id, &h) in self.hashes.iter().enumerate().skip(1) {
+            let mut i = (h as usize) & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = (h & 0xffff_ffff_0000_0000) | (id as u64 + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_interned_once_and_found_after_growing() {
+        let mut a = MStrings::default();
+        assert_eq!(a.intern(""), StringId::EMPTY);
+        let ids: Vec<StringId> = (0..5000).map(|i| a.intern(&format!("fn{i}"))).collect();
+        assert_eq!(a.len(), 5001);
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(id, StringId(i as u32 + 1));
+            assert_eq!(a.get(id), format!("fn{i}"));
+            assert_eq!(a.intern(&format!("fn{i}")), id);
+        }
+        assert_eq!(a.get(StringId(9999)), "");
+        let mut b = MStrings::default();
+        let x = b.intern("fn42");
+        let y = b.intern("other");
+        assert_eq!(a.intern_from(&b, x), ids[42]);
+        assert_eq!(a.intern_from(&b, y), StringId(5001));
+        assert_eq!(a.get(StringId(5001)), "other");
+        assert_eq!(a.intern_from(&b, StringId::EMPTY), StringId::EMPTY);
+    }
 }
