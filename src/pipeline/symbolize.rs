@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::batch::{BatchInput, Done, file_for};
 use crate::decode::Input;
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
+use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::error::Result;
 use crate::model::TraceReport;
@@ -36,15 +36,18 @@ pub fn run_symbolize(
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
     let mut symbolizer = Symbolizer::new(opts.clone());
-    let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
-    let (trace, tables) = decode_heapprofd_with(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |p| {
-        attributions
-            .insert((p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()), crate::symbolize::attribute(&p));
-        Ok(())
-    })?;
+    // The bytes of the last dump of each process and heap are attributed to mappings (the
+    // report's byte figures). Symbolization needs frames, not stack trees: the callstacks stay
+    // flat frame lists.
+    let mut last: BTreeMap<(u64, String), ListDump> = BTreeMap::new();
+    let (trace, tables, lists) =
+        decode_heapprofd_frames(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |d| {
+            last.insert((d.header.meta.pid.unwrap_or(0), d.header.meta.heap.clone()), d);
+            Ok(())
+        })?;
     let mut report = symbolizer.report(&tables);
-    for a in attributions.values() {
-        report.attribute(a);
+    for d in last.values() {
+        report.attribute(&crate::symbolize::attribute_lists(&d.header, &d.stacks, &d.values, &lists, &tables));
     }
     let symbols = encode_module_symbols(&tables);
     if let Some(out) = output {

@@ -156,6 +156,63 @@ pub fn attribute(profile: &crate::model::Profile) -> Attribution {
     attribute_shared(profile, idx).unwrap_or_else(|| attribute_walk(profile, idx))
 }
 
+/// [`attribute`] of a dump whose stacks are flat frame lists (`stacks[i]` a stack of `lists`,
+/// with `header.sample_types.len()` values per row in `values`), over the frames of `tables`:
+/// the same figures as [`attribute`] of the same dump as a profile. Each distinct stack's
+/// frames are visited once.
+pub fn attribute_lists(
+    header: &crate::model::ProfileHeader,
+    stacks: &[crate::model::StackId],
+    values: &[i64],
+    lists: &crate::model::StackLists,
+    tables: &Tables,
+) -> Attribution {
+    use crate::model::ValueKind;
+    let kind = |k: ValueKind| header.sample_types.iter().position(|t| t.kind == k);
+    let Some(idx) = kind(ValueKind::UnreleasedSize).or_else(|| kind(ValueKind::TotalSize)) else {
+        return Attribution::default();
+    };
+    let width = header.sample_types.len();
+    // Per stack, the sum of its rows' values (`None`: no row with a value).
+    let mut sums: Vec<Option<i64>> = vec![None; lists.len()];
+    for (i, s) in stacks.iter().enumerate() {
+        let v = values[i * width + idx];
+        if v != 0 {
+            *sums[s.0 as usize].get_or_insert(0) += v;
+        }
+    }
+    let mut a = Attribution::default();
+    let mut seen: Vec<u32> = Vec::new();
+    for (s, sum) in sums.iter().enumerate() {
+        let Some(v) = *sum else { continue };
+        seen.clear();
+        let (mut all, mut all_named) = (true, true);
+        for &fid in lists.frames(crate::model::StackId(s as u32)) {
+            let f = tables.frame(fid);
+            if let Some(m) = f.mapping {
+                if !seen.contains(&m.0) {
+                    seen.push(m.0);
+                }
+                if !tables.mapping(m).build_id.is_empty() {
+                    all &= !f.lines.is_empty();
+                    all_named &= frame_has_symbol(f);
+                }
+            }
+        }
+        for m in &seen {
+            *a.per_mapping.entry(*m).or_default() += v;
+        }
+        a.total += v;
+        if all {
+            a.symbolized += v;
+        }
+        if all_named {
+            a.named += v;
+        }
+    }
+    a
+}
+
 /// [`attribute`] walking every sample's whole stack.
 fn attribute_walk(profile: &crate::model::Profile, idx: usize) -> Attribution {
     let mut a = Attribution::default();

@@ -45,8 +45,8 @@ use super::packets::{TraceDecoder, TraceState, read_trace};
 use crate::decode::input::Input;
 use crate::error::Result;
 use crate::model::{
-    DumpFlags, DumpReport, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables, Totals, TraceReport,
-    ValueKind, ValueType,
+    DumpFlags, DumpReport, FrameId, Mapping, MappingId, Profile, ProfileHeader, ProfileMeta, StackId, StackLists,
+    Tables, Totals, TraceReport, ValueKind, ValueType,
 };
 use crate::proto::perfetto as pb;
 
@@ -360,7 +360,56 @@ pub fn decode_heapprofd_observed(
     stacks: Option<&mut StackHook<'_>>,
     sink: &mut dyn FnMut(Profile) -> Result<()>,
 ) -> Result<(TraceReport, Arc<Tables>)> {
+    let (report, tables, _) = run_decoder(input, opts, hook, stacks, Sink::Profiles(sink))?;
+    Ok((report, tables))
+}
+
+/// A dump as [`decode_heapprofd_frames`] hands it over: what a [`Profile`] would hold, with
+/// stacks of the decoder's [`StackLists`] instead of the tables' stack tree.
+#[derive(Debug, Clone)]
+pub struct ListDump {
+    /// The dump's meta data and sample types, as its profile would have them.
+    pub header: ProfileHeader,
+    /// One stack per row (ids of the [`StackLists`] returned with the tables).
+    pub stacks: Vec<StackId>,
+    /// `header.sample_types.len()` values per row.
+    pub values: Vec<i64>,
+}
+
+/// The heapprofd decoder for stages that need frames, not stack trees (symbolization): the
+/// same dumps, report and tables as [`decode_heapprofd_with`], frame hook included, but the
+/// callstacks are kept as flat frame lists ([`StackLists`]): no stack-tree node is interned
+/// (the returned tables have none, and the report's `stack_nodes` is 0), and each dump the
+/// other decoders would hand over as a [`Profile`] is handed to `sink` as a [`ListDump`].
+pub fn decode_heapprofd_frames(
+    input: &mut Input,
+    opts: &DecodeOptions,
+    hook: &mut FrameHook<'_>,
+    sink: &mut dyn FnMut(ListDump) -> Result<()>,
+) -> Result<(TraceReport, Arc<Tables>, StackLists)> {
+    let (report, tables, lists) = run_decoder(input, opts, hook, None, Sink::Lists(sink))?;
+    Ok((report, tables, lists.unwrap_or_default()))
+}
+
+/// Where a decoder's dumps go.
+enum Sink<'a, 'b> {
+    /// As profiles over the tables' stack tree.
+    Profiles(&'a mut (dyn FnMut(Profile) -> Result<()> + 'b)),
+    /// As rows of flat frame lists ([`decode_heapprofd_frames`]).
+    Lists(&'a mut (dyn FnMut(ListDump) -> Result<()> + 'b)),
+}
+
+fn run_decoder<'s>(
+    input: &mut Input,
+    opts: &DecodeOptions,
+    hook: &'s mut FrameHook<'_>,
+    stacks: Option<&mut StackHook<'_>>,
+    sink: Sink<'s, 's>,
+) -> Result<(TraceReport, Arc<Tables>, Option<StackLists>)> {
     let mut d = Decoder::new(input, opts);
+    if matches!(sink, Sink::Lists(_)) {
+        d.lists = Some(StackLists::default());
+    }
     // ModuleSymbols usually follow the dumps they name: read them first when the input can be
     // read twice.
     if let Some(Ok(mut again)) = input.reopen() {
@@ -370,12 +419,12 @@ pub fn decode_heapprofd_observed(
     // Symbols read ahead of time are complete: callstacks can be handed to the stack hook as
     // soon as they are interned. Otherwise frames may still change when ModuleSymbols come.
     let stacks = if d.symbols_prescanned && d.symbols.is_empty() { stacks } else { None };
-    let mut out = Out { hook: &mut *hook, stacks, sink: &mut *sink, ending: false };
+    let mut out = Out { hook: &mut *hook, stacks, sink, ending: false };
     read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, &mut out))?;
     out.ending = true;
     d.flush(&mut out)?;
     d.finish();
-    Ok((d.trace.report, d.tables))
+    Ok((d.trace.report, d.tables, d.lists))
 }
 
 /// Decodes a whole trace and returns every dump's profile, all sharing the final tables.
@@ -401,7 +450,7 @@ pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(
 struct Out<'a, 'b, 'c> {
     hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
     stacks: Option<&'a mut StackHook<'c>>,
-    sink: &'a mut (dyn FnMut(Profile) -> Result<()> + 'b),
+    sink: Sink<'a, 'b>,
     /// The trace has ended: every held dump is closed.
     ending: bool,
 }
@@ -419,6 +468,8 @@ struct Decoder {
     symbols_prescanned: bool,
     /// Finished dumps not yet handed to the sink, in the order they began.
     held: std::collections::VecDeque<Held>,
+    /// Callstacks as frame lists instead of stack-tree nodes ([`decode_heapprofd_frames`]).
+    lists: Option<StackLists>,
 }
 
 impl TraceDecoder for Decoder {
@@ -440,6 +491,7 @@ impl Decoder {
             symbols_prescanned: false,
             fresh: Vec::new(),
             held: std::collections::VecDeque::new(),
+            lists: None,
         }
     }
 
@@ -503,7 +555,7 @@ impl Decoder {
             if seq.valid {
                 let tables = Arc::make_mut(&mut self.tables);
                 let fresh = out.stacks.is_some().then_some(&mut self.fresh);
-                intern(tables, &mut seq.interned, interned, fresh);
+                intern(tables, &mut seq.interned, interned, fresh, self.lists.as_mut());
                 if let Some(hook) = &mut out.stacks
                     && !self.fresh.is_empty()
                 {
@@ -648,11 +700,11 @@ impl Decoder {
         let tables = Arc::make_mut(&mut self.tables);
         let mut problems = Vec::new();
         // Resolve what was waiting for later definitions, then the chain's inline tables.
-        resolve_pending(tables, &mut seq.interned, &mut problems);
+        resolve_pending(tables, &mut seq.interned, &mut problems, &mut self.lists);
         let inline_stacks = if chain.inline.is_empty() {
             HashMap::default()
         } else {
-            resolve_inline(tables, &chain.inline, &seq.interned, &mut problems)
+            resolve_inline(tables, &chain.inline, &seq.interned, &mut problems, &mut self.lists)
         };
         for p in problems {
             self.trace.report.problem(
@@ -879,8 +931,15 @@ impl Decoder {
             }
             drop(rows);
             let default = if two { 1 } else { 3 };
-            let profile = Profile::from_parts(Arc::clone(&self.tables), h.meta, sample_types, default, stacks, values);
-            (out.sink)(profile)?;
+            match &mut out.sink {
+                Sink::Profiles(sink) => {
+                    sink(Profile::from_parts(Arc::clone(&self.tables), h.meta, sample_types, default, stacks, values))?;
+                }
+                Sink::Lists(sink) => {
+                    let header = ProfileHeader { meta: h.meta, sample_types, default_sample_type: default };
+                    sink(ListDump { header, stacks, values })?;
+                }
+            }
         }
         Ok(())
     }
@@ -941,7 +1000,13 @@ fn join_path(parts: &[&str]) -> String {
 }
 
 /// Adds one InternedData block to a sequence's tables, resolving eagerly what it can.
-fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData, mut fresh: Option<&mut Vec<StackId>>) {
+fn intern(
+    tables: &mut Tables,
+    t: &mut Interned,
+    d: pb::InternedData,
+    mut fresh: Option<&mut Vec<StackId>>,
+    lists: Option<&mut StackLists>,
+) {
     for s in d.function_names {
         if let Some(iid) = s.iid {
             t.function_names
@@ -1012,7 +1077,11 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData, mut fresh:
         iids.push(iid);
         batch.insert(iid);
     }
-    for (iid, st) in iids.into_iter().zip(tables.intern_stacks(&frames, &bounds)) {
+    let stacks = match lists {
+        Some(l) => l.intern_batch(&frames, &bounds),
+        None => tables.intern_stacks(&frames, &bounds),
+    };
+    for (iid, st) in iids.into_iter().zip(stacks) {
         let dense = t.callstacks.len() as u32;
         t.callstacks.insert(iid, (st, dense));
         if let (Some(fresh), Some(st)) = (fresh.as_deref_mut(), st) {
@@ -1069,17 +1138,21 @@ fn try_callstack(
     tables: &mut Tables,
     c: &pb::Callstack,
     frame: impl Fn(u64) -> Option<FrameId>,
+    lists: &mut Option<StackLists>,
 ) -> Option<Option<StackId>> {
     let mut frames = Vec::with_capacity(c.frame_ids.len());
     for &f in &c.frame_ids {
         frames.push(frame(f)?);
     }
-    Some(tables.intern_stack(&frames))
+    Some(match lists {
+        Some(l) => l.intern(&frames),
+        None => tables.intern_stack(&frames),
+    })
 }
 
 /// Resolves definitions that arrived before what they reference. What still cannot be
 /// resolved is reported and, for names and build ids, resolved as empty.
-fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<String>) {
+fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<String>, lists: &mut Option<StackLists>) {
     let p = &t.pending;
     if p.mappings.is_empty() && p.frames.is_empty() && p.callstacks.is_empty() && p.arrived.is_empty() {
         return;
@@ -1149,7 +1222,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
     }
     for (c, is_new) in retry {
         let iid = c.iid.unwrap_or(0);
-        match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
+        match try_callstack(tables, &c, |id| t.frames.get(&id).copied(), lists) {
             Some(st) => {
                 let dense = t.callstacks.len() as u32;
                 t.callstacks.insert(iid, (st, dense));
@@ -1173,6 +1246,7 @@ fn resolve_inline(
     inl: &Inline,
     t: &Interned,
     problems: &mut Vec<String>,
+    lists: &mut Option<StackLists>,
 ) -> HashMap<u64, Option<StackId>> {
     let str_of = |id: u64| inl.strings.get(&id).map(|b| &**b);
     let mut mappings: HashMap<u64, MappingId> = HashMap::default();
@@ -1225,7 +1299,7 @@ fn resolve_inline(
     let mut stacks = HashMap::default();
     for c in &inl.callstacks {
         let Some(iid) = c.iid else { continue };
-        match try_callstack(tables, c, |id| frames.get(&id).or_else(|| t.frames.get(&id)).copied()) {
+        match try_callstack(tables, c, |id| frames.get(&id).or_else(|| t.frames.get(&id)).copied(), lists) {
             Some(st) => {
                 stacks.entry(iid).or_insert(st);
             }
