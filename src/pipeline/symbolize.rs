@@ -35,7 +35,9 @@ pub fn run_symbolize(
     let mut inp = Input::open(input, decode.max_gzip_bytes)?;
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
+    let mut clock = crate::timing::Phases::start("symbolize");
     let mut symbolizer = Symbolizer::new(opts.clone());
+    clock.done("index symbol directories");
     // The bytes of the last dump of each process and heap are attributed to mappings (the
     // report's byte figures). Symbolization needs frames, not stack trees: the callstacks stay
     // flat frame lists.
@@ -45,14 +47,18 @@ pub fn run_symbolize(
             last.insert((d.header.meta.pid.unwrap_or(0), d.header.meta.heap.clone()), d);
             Ok(())
         })?;
+    clock.done("decode and symbolize");
     let mut report = symbolizer.report(&tables);
     for d in last.values() {
         report.attribute(&crate::symbolize::attribute_lists(&d.header, &d.stacks, &d.values, &lists, &tables));
     }
+    clock.done("attribute bytes");
     let symbols = encode_module_symbols(&tables);
+    clock.done("encode");
     if let Some(out) = output {
         write_atomic(out, &symbols, &[input.to_path_buf()])?;
     }
+    clock.done("write");
     Ok(SymbolizeRun { symbols, report, trace })
 }
 

@@ -181,23 +181,45 @@ pub fn attribute_lists(
             *sums[s.0 as usize].get_or_insert(0) += v;
         }
     }
+    // What each frame says, looked up once: its mapping (`NONE`: none), and whether it counts
+    // against a stack (a mapping with a build id) for lines and for a symbol.
+    const NONE: u32 = u32::MAX;
+    const NO_LINES: u8 = 1;
+    const NO_SYMBOL: u8 = 2;
+    let class: Vec<(u32, u8)> = tables
+        .frames()
+        .iter()
+        .map(|f| match f.mapping {
+            None => (NONE, 0),
+            Some(m) if tables.mapping(m).build_id.is_empty() => (m.0, 0),
+            Some(m) => {
+                let lines = if f.lines.is_empty() { NO_LINES } else { 0 };
+                (m.0, lines | if frame_has_symbol(f) { 0 } else { NO_SYMBOL })
+            }
+        })
+        .collect();
     let mut a = Attribution::default();
+    // The mappings a stack passes through: the first 64 as bits, the others listed.
     let mut seen: Vec<u32> = Vec::new();
     for (s, sum) in sums.iter().enumerate() {
         let Some(v) = *sum else { continue };
         seen.clear();
-        let (mut all, mut all_named) = (true, true);
+        let mut mask = 0u64;
+        let mut missing = 0u8;
         for &fid in lists.frames(crate::model::StackId(s as u32)) {
-            let f = tables.frame(fid);
-            if let Some(m) = f.mapping {
-                if !seen.contains(&m.0) {
-                    seen.push(m.0);
-                }
-                if !tables.mapping(m).build_id.is_empty() {
-                    all &= !f.lines.is_empty();
-                    all_named &= frame_has_symbol(f);
-                }
+            let (m, flags) = class[fid.0 as usize];
+            if m < 64 {
+                mask |= 1 << m;
+            } else if m != NONE && !seen.contains(&m) {
+                seen.push(m);
             }
+            missing |= flags;
+        }
+        let (all, all_named) = (missing & NO_LINES == 0, missing & NO_SYMBOL == 0);
+        while mask != 0 {
+            let m = mask.trailing_zeros();
+            mask &= mask - 1;
+            *a.per_mapping.entry(m).or_default() += v;
         }
         for m in &seen {
             *a.per_mapping.entry(*m).or_default() += v;
@@ -384,6 +406,9 @@ impl std::fmt::Debug for Symbolizer {
 /// One symbolized address: lines innermost first, with owned strings.
 type RawLines = Vec<ResolvedLine>;
 
+/// A file's answer for one address, shared by every frame (and batch) that names it.
+type Answer = std::sync::Arc<RawLines>;
+
 /// A mapping's file and the (frame, address) pairs to look up in it.
 type MappingWork = (MappingId, PathBuf, Vec<(FrameId, u64)>);
 
@@ -394,7 +419,7 @@ type FileJob = (PathBuf, Option<OpenFile>, Vec<FileWork>);
 type FileWork = (MappingId, Vec<(FrameId, u64)>);
 
 /// A file, its opened state, and each mapping's answers.
-type FileDone = (PathBuf, Option<OpenFile>, Vec<(MappingId, Vec<(FrameId, RawLines)>)>);
+type FileDone = (PathBuf, Option<OpenFile>, Vec<(MappingId, Vec<(FrameId, Answer)>)>);
 
 impl Symbolizer {
     /// Indexes the symbol directories (recursively, in parallel).
@@ -445,6 +470,7 @@ impl Symbolizer {
             };
             self.mappings.insert(m, MappingState { located, frames: 0, symbolized: 0, outcome });
         }
+        let mut clock = crate::timing::Phases::start("symbolize");
         // Look up every unique address, one task per mapping.
         let work: Vec<MappingWork> = groups
             .iter()
@@ -489,7 +515,8 @@ impl Symbolizer {
                 (path, open, found)
             })
             .collect();
-        let mut results: Vec<(MappingId, Vec<(FrameId, RawLines)>)> = Vec::new();
+        clock.done("look up addresses");
+        let mut results: Vec<(MappingId, Vec<(FrameId, Answer)>)> = Vec::new();
         for (path, open, found) in done {
             self.open.insert(path, open);
             results.extend(found);
@@ -508,7 +535,7 @@ impl Symbolizer {
                     continue;
                 }
                 let lines: Vec<Line> = lines
-                    .into_iter()
+                    .iter()
                     .map(|l| Line {
                         function: tables.strings.intern(&l.function),
                         system_name: tables.strings.intern(&l.system_name),
@@ -523,6 +550,7 @@ impl Symbolizer {
             let st = self.mappings.get_mut(&m).expect("located above");
             st.symbolized += n;
         }
+        clock.done("apply answers");
         for st in self.mappings.values_mut() {
             if st.frames > 0 && st.symbolized == st.frames && st.located.file.is_none() {
                 st.outcome = MappingOutcome::AlreadySymbolized;
@@ -610,14 +638,14 @@ pub fn symbolize_addresses(path: &std::path::Path, addrs: &[u64]) -> Vec<Vec<Res
     let with_ids: Vec<(FrameId, u64)> = addrs.iter().enumerate().map(|(i, &a)| (FrameId(i as u32), a)).collect();
     let mut out = vec![Vec::new(); addrs.len()];
     for (fid, lines) in lookup_all(path, &with_ids) {
-        out[fid.0 as usize] = lines;
+        out[fid.0 as usize] = std::sync::Arc::unwrap_or_clone(lines);
     }
     out
 }
 
 /// Looks up every address in one file: DWARF first (inline chain, innermost first), then the
 /// symbol table.
-fn lookup_all(file: &std::path::Path, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, RawLines)> {
+fn lookup_all(file: &std::path::Path, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, Answer)> {
     match OpenFile::open(file) {
         Some(mut f) => f.lookup_all(addrs),
         None => Vec::new(),
@@ -629,7 +657,7 @@ struct OpenFile {
     loader: addr2line::Loader,
     symbols: SymbolTable,
     rel_dirs: Vec<String>,
-    answers: std::collections::HashMap<u64, RawLines>,
+    answers: rustc_hash::FxHashMap<u64, Answer>,
 }
 
 impl OpenFile {
@@ -639,18 +667,19 @@ impl OpenFile {
             loader,
             symbols: SymbolTable::read(file),
             rel_dirs: relative_comp_dirs(file),
-            answers: std::collections::HashMap::new(),
+            answers: Default::default(),
         })
     }
 
     /// Each distinct address is looked up once, however many frames and batches name it.
-    fn lookup_all(&mut self, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, RawLines)> {
+    fn lookup_all(&mut self, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, Answer)> {
         addrs
             .iter()
             .map(|&(fid, addr)| {
                 let (loader, symbols, dirs) = (&self.loader, &self.symbols, &self.rel_dirs);
-                let lines = self.answers.entry(addr).or_insert_with(|| lookup(loader, symbols, dirs, addr)).clone();
-                (fid, lines)
+                let lines =
+                    self.answers.entry(addr).or_insert_with(|| Answer::new(lookup(loader, symbols, dirs, addr)));
+                (fid, Answer::clone(lines))
             })
             .collect()
     }
@@ -883,9 +912,13 @@ mod attribution_tests {
                 vec![Line { function: func, system_name: func, file: StringId(0), line: 1, column: 0 }];
         }
         let mut stacks = Vec::new();
+        let mut lists = crate::model::StackLists::default();
+        let (mut list_stacks, mut list_values) = (Vec::new(), Vec::new());
         for s in 0..500usize {
             let path: Vec<FrameId> = (0..1 + s % 9).map(|d| frames[(s * 13 + d * 7 + s / 11) % 60]).collect();
             stacks.push((t.intern_stack(&path).unwrap(), (s as i64 % 11) - 3));
+            list_stacks.push(lists.intern(&path).unwrap());
+            list_values.push((s as i64 % 11) - 3);
         }
         let types = vec![ValueType::new("space", "bytes", ValueKind::UnreleasedSize)];
         let mut p = Profile::new(Arc::new(t), ProfileMeta::default(), types);
@@ -897,5 +930,10 @@ mod attribution_tests {
         assert_eq!(shared.per_mapping, walk.per_mapping);
         assert_eq!((shared.total, shared.symbolized, shared.named), (walk.total, walk.symbolized, walk.named));
         assert!(walk.symbolized != 0 && walk.symbolized != walk.total && walk.named != walk.total);
+        // The same samples with their stacks as flat frame lists (the symbolize decoder's).
+        let listed = attribute_lists(&p.header, &list_stacks, &list_values, &lists, &p.tables);
+        assert_eq!(listed.per_mapping, walk.per_mapping);
+        assert_eq!((listed.total, listed.symbolized, listed.named), (walk.total, walk.symbolized, walk.named));
+        assert!(lists.len() < 500, "equal lists are one stack");
     }
 }
