@@ -36,17 +36,26 @@ pub fn run_symbolize(
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
     let mut clock = crate::timing::Phases::start("symbolize");
-    let mut symbolizer = Symbolizer::new(opts.clone());
+    let symbolizer = Symbolizer::new(opts.clone());
     clock.done("index symbol directories");
     // The bytes of the last dump of each process and heap are attributed to mappings (the
     // report's byte figures). Symbolization needs frames, not stack trees: the callstacks stay
     // flat frame lists.
     let mut last: BTreeMap<(u64, String), ListDump> = BTreeMap::new();
-    let (trace, tables, lists) =
-        decode_heapprofd_frames(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |d| {
+    // Lookups start on another thread as soon as frames are interned (`prefetch`), while the
+    // decoder reads callstacks and samples; each chain's end applies the answers (`symbolize`).
+    let symbolizer = std::cell::RefCell::new(symbolizer);
+    let (trace, tables, lists) = decode_heapprofd_frames(
+        &mut inp,
+        &dopts,
+        &mut |t, r| symbolizer.borrow_mut().prefetch(t, r),
+        &mut |t, r| symbolizer.borrow_mut().symbolize(t, r),
+        &mut |d| {
             last.insert((d.header.meta.pid.unwrap_or(0), d.header.meta.heap.clone()), d);
             Ok(())
-        })?;
+        },
+    )?;
+    let symbolizer = symbolizer.into_inner();
     clock.done("decode and symbolize");
     let mut report = symbolizer.report(&tables);
     for d in last.values() {

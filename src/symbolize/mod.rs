@@ -126,6 +126,7 @@ pub fn input_coverage(tables: &Tables, profiles: &[&crate::model::Profile]) -> S
         index: SymbolIndex::build(&[]),
         mappings: BTreeMap::new(),
         open: BTreeMap::new(),
+        background: Vec::new(),
     };
     s.count_only(tables, 0..tables.frames().len());
     let mut r = s.report(tables);
@@ -395,6 +396,15 @@ pub struct Symbolizer {
     mappings: BTreeMap<MappingId, MappingState>,
     /// Symbol files opened so far (`None`: could not be opened), each opened once per run.
     open: BTreeMap<PathBuf, Option<OpenFile>>,
+    /// Files taken out of `open` by [`Symbolizer::prefetch`], looking addresses up on other
+    /// threads; put back before the next lookups.
+    background: Vec<(PathBuf, std::thread::JoinHandle<Option<OpenFile>>)>,
+}
+
+impl Drop for Symbolizer {
+    fn drop(&mut self) {
+        self.join_background();
+    }
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -425,7 +435,65 @@ impl Symbolizer {
     /// Indexes the symbol directories (recursively, in parallel).
     pub fn new(opts: SymbolizeOptions) -> Self {
         let index = SymbolIndex::build(&opts.symbol_dirs);
-        Symbolizer { opts, index, mappings: BTreeMap::new(), open: BTreeMap::new() }
+        Symbolizer { opts, index, mappings: BTreeMap::new(), open: BTreeMap::new(), background: Vec::new() }
+    }
+
+    /// Starts looking up the frames `range` of `tables` on other threads (one per symbol file),
+    /// while the caller goes on (decoding the rest of the trace); the answers are kept, and the
+    /// next [`Symbolizer::symbolize`] of these frames uses them instead of looking up again. It
+    /// changes nothing else: what `symbolize` reports and writes is the same with or without it.
+    pub fn prefetch(&mut self, tables: &Tables, range: Range<usize>) {
+        if self.opts.symbol_dirs.is_empty() {
+            return;
+        }
+        let mut by_file: BTreeMap<PathBuf, Vec<(FrameId, u64)>> = BTreeMap::new();
+        let mut located: BTreeMap<MappingId, Option<(PathBuf, Option<(u64, u64, u64)>)>> = BTreeMap::new();
+        for i in range {
+            let f = &tables.frames()[i];
+            let Some(m) = f.mapping.filter(|_| f.lines.is_empty()) else { continue };
+            let mapping = tables.mapping(m);
+            let found = located.entry(m).or_insert_with(|| {
+                if mapping.build_id.is_empty() && !self.opts.ignore_build_id {
+                    return None;
+                }
+                let path = tables.strings.get(mapping.path);
+                let l = self.index.locate(path, &mapping.build_id, self.opts.ignore_build_id, self.opts.find_only);
+                l.file.map(|file| (file, l.exec_load))
+            });
+            let Some((file, exec_load)) = found else { continue };
+            let a = elf::corrected_address(
+                f.rel_pc,
+                *exec_load,
+                mapping.exact_offset,
+                mapping.start_offset,
+                mapping.load_bias,
+            );
+            by_file.entry(file.clone()).or_default().push((FrameId(i as u32), a));
+        }
+        for (path, addrs) in by_file {
+            // A file still busy with an earlier batch: these frames are looked up by `symbolize`.
+            if self.background.iter().any(|(p, _)| *p == path) {
+                continue;
+            }
+            let open = self.open.remove(&path).flatten();
+            let p = path.clone();
+            let job = std::thread::spawn(move || {
+                let mut open = open.or_else(|| OpenFile::open(&p));
+                if let Some(o) = &mut open {
+                    o.lookup_all(&addrs);
+                }
+                open
+            });
+            self.background.push((path, job));
+        }
+    }
+
+    /// Waits for the background lookups and puts their files back.
+    fn join_background(&mut self) {
+        for (path, job) in std::mem::take(&mut self.background) {
+            // A lookup that panicked leaves the file to be opened again (and fail the same way).
+            self.open.insert(path, job.join().ok().flatten());
+        }
     }
 
     /// Symbolizes the frames `range` of `tables` (all frames: `0..tables.frames().len()`).
@@ -436,6 +504,7 @@ impl Symbolizer {
             self.count_only(tables, range);
             return;
         }
+        self.join_background();
         // Group the frames to look up by mapping.
         let mut groups: BTreeMap<MappingId, Vec<FrameId>> = BTreeMap::new();
         for i in range.clone() {

@@ -339,6 +339,11 @@ pub type FrameHook<'a> = dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'a;
 /// are complete (heapprofd defines every callstack of a dump in the dump's own chain).
 pub type StackHook<'a> = dyn FnMut(&Tables, &[StackId]) + 'a;
 
+/// A callback that sees frames as soon as interned data defines them, before their dump chain
+/// ends (and before ModuleSymbols or the [`FrameHook`] change them): where a later stage can
+/// start slow work for them (say, symbol lookups on another thread) while decoding goes on.
+pub type FramesSeenHook<'a> = dyn FnMut(&Tables, std::ops::Range<usize>) + 'a;
+
 /// [`decode_heapprofd`] with a [`FrameHook`].
 pub fn decode_heapprofd_with(
     input: &mut Input,
@@ -360,7 +365,7 @@ pub fn decode_heapprofd_observed(
     stacks: Option<&mut StackHook<'_>>,
     sink: &mut dyn FnMut(Profile) -> Result<()>,
 ) -> Result<(TraceReport, Arc<Tables>)> {
-    let (report, tables, _) = run_decoder(input, opts, hook, stacks, Sink::Profiles(sink))?;
+    let (report, tables, _) = run_decoder(input, opts, hook, stacks, None, Sink::Profiles(sink))?;
     Ok((report, tables))
 }
 
@@ -381,13 +386,18 @@ pub struct ListDump {
 /// callstacks are kept as flat frame lists ([`StackLists`]): no stack-tree node is interned
 /// (the returned tables have none, and the report's `stack_nodes` is 0), and each dump the
 /// other decoders would hand over as a [`Profile`] is handed to `sink` as a [`ListDump`].
+///
+/// `seen` (a [`FramesSeenHook`]) is called with the frames each interned-data packet adds, when
+/// the trace holds no ModuleSymbols (so that what it starts is not wasted on frames the trace
+/// names itself).
 pub fn decode_heapprofd_frames(
     input: &mut Input,
     opts: &DecodeOptions,
+    seen: &mut FramesSeenHook<'_>,
     hook: &mut FrameHook<'_>,
     sink: &mut dyn FnMut(ListDump) -> Result<()>,
 ) -> Result<(TraceReport, Arc<Tables>, StackLists)> {
-    let (report, tables, lists) = run_decoder(input, opts, hook, None, Sink::Lists(sink))?;
+    let (report, tables, lists) = run_decoder(input, opts, hook, None, Some(seen), Sink::Lists(sink))?;
     Ok((report, tables, lists.unwrap_or_default()))
 }
 
@@ -399,11 +409,12 @@ enum Sink<'a, 'b> {
     Lists(&'a mut (dyn FnMut(ListDump) -> Result<()> + 'b)),
 }
 
-fn run_decoder<'s>(
+fn run_decoder<'s, 'h>(
     input: &mut Input,
     opts: &DecodeOptions,
     hook: &'s mut FrameHook<'_>,
-    stacks: Option<&mut StackHook<'_>>,
+    stacks: Option<&mut StackHook<'h>>,
+    seen: Option<&mut FramesSeenHook<'h>>,
     sink: Sink<'s, 's>,
 ) -> Result<(TraceReport, Arc<Tables>, Option<StackLists>)> {
     let mut d = Decoder::new(input, opts);
@@ -418,8 +429,10 @@ fn run_decoder<'s>(
     }
     // Symbols read ahead of time are complete: callstacks can be handed to the stack hook as
     // soon as they are interned. Otherwise frames may still change when ModuleSymbols come.
-    let stacks = if d.symbols_prescanned && d.symbols.is_empty() { stacks } else { None };
-    let mut out = Out { hook: &mut *hook, stacks, sink, ending: false };
+    let final_frames = d.symbols_prescanned && d.symbols.is_empty();
+    let stacks = if final_frames { stacks } else { None };
+    let seen = if final_frames { seen } else { None };
+    let mut out = Out { hook: &mut *hook, stacks, seen, sink, ending: false };
     read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, &mut out))?;
     out.ending = true;
     d.flush(&mut out)?;
@@ -450,6 +463,7 @@ pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(
 struct Out<'a, 'b, 'c> {
     hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
     stacks: Option<&'a mut StackHook<'c>>,
+    seen: Option<&'a mut FramesSeenHook<'c>>,
     sink: Sink<'a, 'b>,
     /// The trace has ended: every held dump is closed.
     ending: bool,
@@ -462,6 +476,8 @@ struct Decoder {
     seqs: HashMap<u32, Sequence>,
     series: HashMap<(u64, String), Series>,
     frames_hooked: usize,
+    /// Frames handed to the frames-seen hook so far.
+    frames_seen: usize,
     // Callstacks interned since the last call of the stack hook.
     fresh: Vec<StackId>,
     symbols: SymbolPackets,
@@ -487,6 +503,7 @@ impl Decoder {
             seqs: HashMap::default(),
             series: HashMap::default(),
             frames_hooked: 0,
+            frames_seen: 0,
             symbols: SymbolPackets::default(),
             symbols_prescanned: false,
             fresh: Vec::new(),
@@ -556,6 +573,12 @@ impl Decoder {
                 let tables = Arc::make_mut(&mut self.tables);
                 let fresh = out.stacks.is_some().then_some(&mut self.fresh);
                 intern(tables, &mut seq.interned, interned, fresh, self.lists.as_mut());
+                if let Some(seen) = &mut out.seen
+                    && tables.frames().len() > self.frames_seen
+                {
+                    seen(tables, self.frames_seen..tables.frames().len());
+                    self.frames_seen = tables.frames().len();
+                }
                 if let Some(hook) = &mut out.stacks
                     && !self.fresh.is_empty()
                 {
