@@ -447,7 +447,9 @@ impl Symbolizer {
             return;
         }
         let mut by_file: BTreeMap<PathBuf, Vec<(FrameId, u64)>> = BTreeMap::new();
-        let mut located: BTreeMap<MappingId, Option<(PathBuf, Option<(u64, u64, u64)>)>> = BTreeMap::new();
+        // Per mapping, its file and the program headers of its load-bias correction.
+        type Found = Option<(PathBuf, Option<(u64, u64, u64)>)>;
+        let mut located: BTreeMap<MappingId, Found> = BTreeMap::new();
         for i in range {
             let f = &tables.frames()[i];
             let Some(m) = f.mapping.filter(|_| f.lines.is_empty()) else { continue };
