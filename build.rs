@@ -24,5 +24,9 @@ fn main() {
     let bytes = set.write_to_bytes().expect("descriptor set serializes");
     let fds = prost_types::FileDescriptorSet::decode(bytes.as_slice()).expect("descriptor set decodes");
 
-    prost_build::Config::new().compile_fds(fds).expect("prost-build generates code");
+    prost_build::Config::new()
+        // Written by hand (src/proto/callstack.rs): the same message, decoded faster.
+        .extern_path(".perfetto.protos.Callstack", "crate::proto::callstack::Callstack")
+        .compile_fds(fds)
+        .expect("prost-build generates code");
 }

@@ -58,7 +58,9 @@ pub mod proto {
     /// `perfetto.protos`: the trace messages heapconv reads and writes.
     pub mod perfetto {
         include!(concat!(env!("OUT_DIR"), "/perfetto.protos.rs"));
+        pub use super::callstack::Callstack;
     }
+    pub mod callstack;
     /// `perftools.profiles`: pprof.
     pub mod pprof {
         include!(concat!(env!("OUT_DIR"), "/perftools.profiles.rs"));

@@ -13,6 +13,7 @@ pub mod mapping;
 pub mod profile;
 pub mod report;
 pub mod stack;
+pub mod stack_lists;
 pub mod strings;
 pub mod tables;
 
@@ -24,5 +25,6 @@ pub use mapping::{Mapping, MappingId};
 pub use profile::{DumpFlags, Period, Profile, ProfileHeader, ProfileMeta, ValueKind, ValueType};
 pub use report::{DumpReport, HeapGraphReport, Problem, SequenceReport, Totals, TraceReport};
 pub use stack::{StackId, StackNode};
+pub use stack_lists::StackLists;
 pub use strings::{StringId, StringTable};
 pub use tables::{Tables, TablesDelta, TablesMark};

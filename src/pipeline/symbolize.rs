@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::batch::{BatchInput, Done, file_for};
 use crate::decode::Input;
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
+use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::error::Result;
 use crate::model::TraceReport;
@@ -35,21 +35,39 @@ pub fn run_symbolize(
     let mut inp = Input::open(input, decode.max_gzip_bytes)?;
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
-    let mut symbolizer = Symbolizer::new(opts.clone());
-    let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
-    let (trace, tables) = decode_heapprofd_with(&mut inp, &dopts, &mut |t, r| symbolizer.symbolize(t, r), &mut |p| {
-        attributions
-            .insert((p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()), crate::symbolize::attribute(&p));
-        Ok(())
-    })?;
+    let mut clock = crate::timing::Phases::start("symbolize");
+    let symbolizer = Symbolizer::new(opts.clone());
+    clock.done("index symbol directories");
+    // The bytes of the last dump of each process and heap are attributed to mappings (the
+    // report's byte figures). Symbolization needs frames, not stack trees: the callstacks stay
+    // flat frame lists.
+    let mut last: BTreeMap<(u64, String), ListDump> = BTreeMap::new();
+    // Lookups start on another thread as soon as frames are interned (`prefetch`), while the
+    // decoder reads callstacks and samples; each chain's end applies the answers (`symbolize`).
+    let symbolizer = std::cell::RefCell::new(symbolizer);
+    let (trace, tables, lists) = decode_heapprofd_frames(
+        &mut inp,
+        &dopts,
+        &mut |t, r| symbolizer.borrow_mut().prefetch(t, r),
+        &mut |t, r| symbolizer.borrow_mut().symbolize(t, r),
+        &mut |d| {
+            last.insert((d.header.meta.pid.unwrap_or(0), d.header.meta.heap.clone()), d);
+            Ok(())
+        },
+    )?;
+    let symbolizer = symbolizer.into_inner();
+    clock.done("decode and symbolize");
     let mut report = symbolizer.report(&tables);
-    for a in attributions.values() {
-        report.attribute(a);
+    for d in last.values() {
+        report.attribute(&crate::symbolize::attribute_lists(&d.header, &d.stacks, &d.values, &lists, &tables));
     }
+    clock.done("attribute bytes");
     let symbols = encode_module_symbols(&tables);
+    clock.done("encode");
     if let Some(out) = output {
         write_atomic(out, &symbols, &[input.to_path_buf()])?;
     }
+    clock.done("write");
     Ok(SymbolizeRun { symbols, report, trace })
 }
 

@@ -127,6 +127,7 @@ pub fn input_coverage(tables: &Tables, profiles: &[&crate::model::Profile]) -> S
         index: SymbolIndex::build(&[]),
         mappings: BTreeMap::new(),
         open: BTreeMap::new(),
+        background: Vec::new(),
     };
     s.count_only(tables, 0..tables.frames().len());
     let mut r = s.report(tables);
@@ -155,6 +156,85 @@ pub fn attribute(profile: &crate::model::Profile) -> Attribution {
         return Attribution::default();
     };
     attribute_shared(profile, idx).unwrap_or_else(|| attribute_walk(profile, idx))
+}
+
+/// [`attribute`] of a dump whose stacks are flat frame lists (`stacks[i]` a stack of `lists`,
+/// with `header.sample_types.len()` values per row in `values`), over the frames of `tables`:
+/// the same figures as [`attribute`] of the same dump as a profile. Each distinct stack's
+/// frames are visited once.
+pub fn attribute_lists(
+    header: &crate::model::ProfileHeader,
+    stacks: &[crate::model::StackId],
+    values: &[i64],
+    lists: &crate::model::StackLists,
+    tables: &Tables,
+) -> Attribution {
+    use crate::model::ValueKind;
+    let kind = |k: ValueKind| header.sample_types.iter().position(|t| t.kind == k);
+    let Some(idx) = kind(ValueKind::UnreleasedSize).or_else(|| kind(ValueKind::TotalSize)) else {
+        return Attribution::default();
+    };
+    let width = header.sample_types.len();
+    // Per stack, the sum of its rows' values (`None`: no row with a value).
+    let mut sums: Vec<Option<i64>> = vec![None; lists.len()];
+    for (i, s) in stacks.iter().enumerate() {
+        let v = values[i * width + idx];
+        if v != 0 {
+            *sums[s.0 as usize].get_or_insert(0) += v;
+        }
+    }
+    // What each frame says, looked up once: its mapping (`NONE`: none), and whether it counts
+    // against a stack (a mapping with a build id) for lines and for a symbol.
+    const NONE: u32 = u32::MAX;
+    const NO_LINES: u8 = 1;
+    const NO_SYMBOL: u8 = 2;
+    let class: Vec<(u32, u8)> = tables
+        .frames()
+        .iter()
+        .map(|f| match f.mapping {
+            None => (NONE, 0),
+            Some(m) if tables.mapping(m).build_id.is_empty() => (m.0, 0),
+            Some(m) => {
+                let lines = if f.lines.is_empty() { NO_LINES } else { 0 };
+                (m.0, lines | if frame_has_symbol(f) { 0 } else { NO_SYMBOL })
+            }
+        })
+        .collect();
+    let mut a = Attribution::default();
+    // The mappings a stack passes through: the first 64 as bits, the others listed.
+    let mut seen: Vec<u32> = Vec::new();
+    for (s, sum) in sums.iter().enumerate() {
+        let Some(v) = *sum else { continue };
+        seen.clear();
+        let mut mask = 0u64;
+        let mut missing = 0u8;
+        for &fid in lists.frames(crate::model::StackId(s as u32)) {
+            let (m, flags) = class[fid.0 as usize];
+            if m < 64 {
+                mask |= 1 << m;
+            } else if m != NONE && !seen.contains(&m) {
+                seen.push(m);
+            }
+            missing |= flags;
+        }
+        let (all, all_named) = (missing & NO_LINES == 0, missing & NO_SYMBOL == 0);
+        while mask != 0 {
+            let m = mask.trailing_zeros();
+            mask &= mask - 1;
+            *a.per_mapping.entry(m).or_default() += v;
+        }
+        for m in &seen {
+            *a.per_mapping.entry(*m).or_default() += v;
+        }
+        a.total += v;
+        if all {
+            a.symbolized += v;
+        }
+        if all_named {
+            a.named += v;
+        }
+    }
+    a
 }
 
 /// [`attribute`] walking every sample's whole stack.
@@ -317,6 +397,15 @@ pub struct Symbolizer {
     mappings: BTreeMap<MappingId, MappingState>,
     /// Symbol files opened so far (`None`: could not be opened), each opened once per run.
     open: BTreeMap<PathBuf, Option<OpenFile>>,
+    /// Files taken out of `open` by [`Symbolizer::prefetch`], looking addresses up on other
+    /// threads; put back before the next lookups.
+    background: Vec<(PathBuf, std::thread::JoinHandle<Option<OpenFile>>)>,
+}
+
+impl Drop for Symbolizer {
+    fn drop(&mut self) {
+        self.join_background();
+    }
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -328,6 +417,9 @@ impl std::fmt::Debug for Symbolizer {
 /// One symbolized address: lines innermost first, with owned strings.
 type RawLines = Vec<ResolvedLine>;
 
+/// A file's answer for one address, shared by every frame (and batch) that names it.
+type Answer = std::sync::Arc<RawLines>;
+
 /// A mapping's file and the (frame, address) pairs to look up in it.
 type MappingWork = (MappingId, PathBuf, Vec<(FrameId, u64)>);
 
@@ -338,13 +430,73 @@ type FileJob = (PathBuf, Option<OpenFile>, Vec<FileWork>);
 type FileWork = (MappingId, Vec<(FrameId, u64)>);
 
 /// A file, its opened state, and each mapping's answers.
-type FileDone = (PathBuf, Option<OpenFile>, Vec<(MappingId, Vec<(FrameId, RawLines)>)>);
+type FileDone = (PathBuf, Option<OpenFile>, Vec<(MappingId, Vec<(FrameId, Answer)>)>);
 
 impl Symbolizer {
     /// Indexes the symbol directories (recursively, in parallel).
     pub fn new(opts: SymbolizeOptions) -> Self {
         let index = SymbolIndex::build(&opts.symbol_dirs);
-        Symbolizer { opts, index, mappings: BTreeMap::new(), open: BTreeMap::new() }
+        Symbolizer { opts, index, mappings: BTreeMap::new(), open: BTreeMap::new(), background: Vec::new() }
+    }
+
+    /// Starts looking up the frames `range` of `tables` on other threads (one per symbol file),
+    /// while the caller goes on (decoding the rest of the trace); the answers are kept, and the
+    /// next [`Symbolizer::symbolize`] of these frames uses them instead of looking up again. It
+    /// changes nothing else: what `symbolize` reports and writes is the same with or without it.
+    pub fn prefetch(&mut self, tables: &Tables, range: Range<usize>) {
+        if self.opts.symbol_dirs.is_empty() {
+            return;
+        }
+        let mut by_file: BTreeMap<PathBuf, Vec<(FrameId, u64)>> = BTreeMap::new();
+        // Per mapping, its file and the program headers of its load-bias correction.
+        type Found = Option<(PathBuf, Option<(u64, u64, u64)>)>;
+        let mut located: BTreeMap<MappingId, Found> = BTreeMap::new();
+        for i in range {
+            let f = &tables.frames()[i];
+            let Some(m) = f.mapping.filter(|_| f.lines.is_empty()) else { continue };
+            let mapping = tables.mapping(m);
+            let found = located.entry(m).or_insert_with(|| {
+                if mapping.build_id.is_empty() && !self.opts.ignore_build_id {
+                    return None;
+                }
+                let path = tables.strings.get(mapping.path);
+                let l = self.index.locate(path, &mapping.build_id, self.opts.ignore_build_id, self.opts.find_only);
+                l.file.map(|file| (file, l.exec_load))
+            });
+            let Some((file, exec_load)) = found else { continue };
+            let a = elf::corrected_address(
+                f.rel_pc,
+                *exec_load,
+                mapping.exact_offset,
+                mapping.start_offset,
+                mapping.load_bias,
+            );
+            by_file.entry(file.clone()).or_default().push((FrameId(i as u32), a));
+        }
+        for (path, addrs) in by_file {
+            // A file still busy with an earlier batch: these frames are looked up by `symbolize`.
+            if self.background.iter().any(|(p, _)| *p == path) {
+                continue;
+            }
+            let open = self.open.remove(&path).flatten();
+            let p = path.clone();
+            let job = std::thread::spawn(move || {
+                let mut open = open.or_else(|| OpenFile::open(&p));
+                if let Some(o) = &mut open {
+                    o.lookup_all(&addrs);
+                }
+                open
+            });
+            self.background.push((path, job));
+        }
+    }
+
+    /// Waits for the background lookups and puts their files back.
+    fn join_background(&mut self) {
+        for (path, job) in std::mem::take(&mut self.background) {
+            // A lookup that panicked leaves the file to be opened again (and fail the same way).
+            self.open.insert(path, job.join().ok().flatten());
+        }
     }
 
     /// Symbolizes the frames `range` of `tables` (all frames: `0..tables.frames().len()`).
@@ -355,6 +507,7 @@ impl Symbolizer {
             self.count_only(tables, range);
             return;
         }
+        self.join_background();
         // Group the frames to look up by mapping.
         let mut groups: BTreeMap<MappingId, Vec<FrameId>> = BTreeMap::new();
         for i in range.clone() {
@@ -389,6 +542,7 @@ impl Symbolizer {
             };
             self.mappings.insert(m, MappingState { located, frames: 0, symbolized: 0, outcome });
         }
+        let mut clock = crate::timing::Phases::start("symbolize");
         // Look up every unique address, one task per mapping.
         let work: Vec<MappingWork> = groups
             .iter()
@@ -433,7 +587,8 @@ impl Symbolizer {
                 (path, open, found)
             })
             .collect();
-        let mut results: Vec<(MappingId, Vec<(FrameId, RawLines)>)> = Vec::new();
+        clock.done("look up addresses");
+        let mut results: Vec<(MappingId, Vec<(FrameId, Answer)>)> = Vec::new();
         for (path, open, found) in done {
             self.open.insert(path, open);
             results.extend(found);
@@ -452,7 +607,7 @@ impl Symbolizer {
                     continue;
                 }
                 let lines: Vec<Line> = lines
-                    .into_iter()
+                    .iter()
                     .map(|l| Line {
                         function: tables.strings.intern(&l.function),
                         system_name: tables.strings.intern(&l.system_name),
@@ -467,6 +622,7 @@ impl Symbolizer {
             let st = self.mappings.get_mut(&m).expect("located above");
             st.symbolized += n;
         }
+        clock.done("apply answers");
         for st in self.mappings.values_mut() {
             if st.frames > 0 && st.symbolized == st.frames && st.located.file.is_none() {
                 st.outcome = MappingOutcome::AlreadySymbolized;
@@ -554,14 +710,14 @@ pub fn symbolize_addresses(path: &std::path::Path, addrs: &[u64]) -> Vec<Vec<Res
     let with_ids: Vec<(FrameId, u64)> = addrs.iter().enumerate().map(|(i, &a)| (FrameId(i as u32), a)).collect();
     let mut out = vec![Vec::new(); addrs.len()];
     for (fid, lines) in lookup_all(path, &with_ids) {
-        out[fid.0 as usize] = lines;
+        out[fid.0 as usize] = std::sync::Arc::unwrap_or_clone(lines);
     }
     out
 }
 
 /// Looks up every address in one file: DWARF first (inline chain, innermost first), then the
 /// symbol table.
-fn lookup_all(file: &std::path::Path, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, RawLines)> {
+fn lookup_all(file: &std::path::Path, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, Answer)> {
     match OpenFile::open(file) {
         Some(mut f) => f.lookup_all(addrs),
         None => Vec::new(),
@@ -573,7 +729,7 @@ struct OpenFile {
     loader: addr2line::Loader,
     symbols: SymbolTable,
     rel_dirs: Vec<String>,
-    answers: std::collections::HashMap<u64, RawLines>,
+    answers: rustc_hash::FxHashMap<u64, Answer>,
 }
 
 impl OpenFile {
@@ -583,18 +739,19 @@ impl OpenFile {
             loader,
             symbols: SymbolTable::read(file),
             rel_dirs: relative_comp_dirs(file),
-            answers: std::collections::HashMap::new(),
+            answers: Default::default(),
         })
     }
 
     /// Each distinct address is looked up once, however many frames and batches name it.
-    fn lookup_all(&mut self, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, RawLines)> {
+    fn lookup_all(&mut self, addrs: &[(FrameId, u64)]) -> Vec<(FrameId, Answer)> {
         addrs
             .iter()
             .map(|&(fid, addr)| {
                 let (loader, symbols, dirs) = (&self.loader, &self.symbols, &self.rel_dirs);
-                let lines = self.answers.entry(addr).or_insert_with(|| lookup(loader, symbols, dirs, addr)).clone();
-                (fid, lines)
+                let lines =
+                    self.answers.entry(addr).or_insert_with(|| Answer::new(lookup(loader, symbols, dirs, addr)));
+                (fid, Answer::clone(lines))
             })
             .collect()
     }
@@ -827,9 +984,13 @@ mod attribution_tests {
                 vec![Line { function: func, system_name: func, file: StringId(0), line: 1, column: 0 }];
         }
         let mut stacks = Vec::new();
+        let mut lists = crate::model::StackLists::default();
+        let (mut list_stacks, mut list_values) = (Vec::new(), Vec::new());
         for s in 0..500usize {
             let path: Vec<FrameId> = (0..1 + s % 9).map(|d| frames[(s * 13 + d * 7 + s / 11) % 60]).collect();
             stacks.push((t.intern_stack(&path).unwrap(), (s as i64 % 11) - 3));
+            list_stacks.push(lists.intern(&path).unwrap());
+            list_values.push((s as i64 % 11) - 3);
         }
         let types = vec![ValueType::new("space", "bytes", ValueKind::UnreleasedSize)];
         let mut p = Profile::new(Arc::new(t), ProfileMeta::default(), types);
@@ -841,5 +1002,10 @@ mod attribution_tests {
         assert_eq!(shared.per_mapping, walk.per_mapping);
         assert_eq!((shared.total, shared.symbolized, shared.named), (walk.total, walk.symbolized, walk.named));
         assert!(walk.symbolized != 0 && walk.symbolized != walk.total && walk.named != walk.total);
+        // The same samples with their stacks as flat frame lists (the symbolize decoder's).
+        let listed = attribute_lists(&p.header, &list_stacks, &list_values, &lists, &p.tables);
+        assert_eq!(listed.per_mapping, walk.per_mapping);
+        assert_eq!((listed.total, listed.symbolized, listed.named), (walk.total, walk.symbolized, walk.named));
+        assert!(lists.len() < 500, "equal lists are one stack");
     }
 }

@@ -45,8 +45,8 @@ use super::packets::{TraceDecoder, TraceState, read_trace};
 use crate::decode::input::Input;
 use crate::error::Result;
 use crate::model::{
-    DumpFlags, DumpReport, FrameId, Mapping, MappingId, Profile, ProfileMeta, StackId, Tables, Totals, TraceReport,
-    ValueKind, ValueType,
+    DumpFlags, DumpReport, FrameId, Mapping, MappingId, Profile, ProfileHeader, ProfileMeta, StackId, StackLists,
+    Tables, Totals, TraceReport, ValueKind, ValueType,
 };
 use crate::proto::perfetto as pb;
 
@@ -439,6 +439,11 @@ pub type FrameHook<'a> = dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'a;
 /// are complete (heapprofd defines every callstack of a dump in the dump's own chain).
 pub type StackHook<'a> = dyn FnMut(&Tables, &[StackId]) + 'a;
 
+/// A callback that sees frames as soon as interned data defines them, before their dump chain
+/// ends (and before ModuleSymbols or the [`FrameHook`] change them): where a later stage can
+/// start slow work for them (say, symbol lookups on another thread) while decoding goes on.
+pub type FramesSeenHook<'a> = dyn FnMut(&Tables, std::ops::Range<usize>) + 'a;
+
 /// [`decode_heapprofd`] with a [`FrameHook`].
 pub fn decode_heapprofd_with(
     input: &mut Input,
@@ -460,7 +465,62 @@ pub fn decode_heapprofd_observed(
     stacks: Option<&mut StackHook<'_>>,
     sink: &mut dyn FnMut(Profile) -> Result<()>,
 ) -> Result<(TraceReport, Arc<Tables>)> {
+    let (report, tables, _) = run_decoder(input, opts, hook, stacks, None, Sink::Profiles(sink))?;
+    Ok((report, tables))
+}
+
+/// A dump as [`decode_heapprofd_frames`] hands it over: what a [`Profile`] would hold, with
+/// stacks of the decoder's [`StackLists`] instead of the tables' stack tree.
+#[derive(Debug, Clone)]
+pub struct ListDump {
+    /// The dump's meta data and sample types, as its profile would have them.
+    pub header: ProfileHeader,
+    /// One stack per row (ids of the [`StackLists`] returned with the tables).
+    pub stacks: Vec<StackId>,
+    /// `header.sample_types.len()` values per row.
+    pub values: Vec<i64>,
+}
+
+/// The heapprofd decoder for stages that need frames, not stack trees (symbolization): the
+/// same dumps, report and tables as [`decode_heapprofd_with`], frame hook included, but the
+/// callstacks are kept as flat frame lists ([`StackLists`]): no stack-tree node is interned
+/// (the returned tables have none, and the report's `stack_nodes` is 0), and each dump the
+/// other decoders would hand over as a [`Profile`] is handed to `sink` as a [`ListDump`].
+///
+/// `seen` (a [`FramesSeenHook`]) is called with the frames each interned-data packet adds, when
+/// the trace holds no ModuleSymbols (so that what it starts is not wasted on frames the trace
+/// names itself).
+pub fn decode_heapprofd_frames(
+    input: &mut Input,
+    opts: &DecodeOptions,
+    seen: &mut FramesSeenHook<'_>,
+    hook: &mut FrameHook<'_>,
+    sink: &mut dyn FnMut(ListDump) -> Result<()>,
+) -> Result<(TraceReport, Arc<Tables>, StackLists)> {
+    let (report, tables, lists) = run_decoder(input, opts, hook, None, Some(seen), Sink::Lists(sink))?;
+    Ok((report, tables, lists.unwrap_or_default()))
+}
+
+/// Where a decoder's dumps go.
+enum Sink<'a, 'b> {
+    /// As profiles over the tables' stack tree.
+    Profiles(&'a mut (dyn FnMut(Profile) -> Result<()> + 'b)),
+    /// As rows of flat frame lists ([`decode_heapprofd_frames`]).
+    Lists(&'a mut (dyn FnMut(ListDump) -> Result<()> + 'b)),
+}
+
+fn run_decoder<'s, 'h>(
+    input: &mut Input,
+    opts: &DecodeOptions,
+    hook: &'s mut FrameHook<'_>,
+    stacks: Option<&mut StackHook<'h>>,
+    seen: Option<&mut FramesSeenHook<'h>>,
+    sink: Sink<'s, 's>,
+) -> Result<(TraceReport, Arc<Tables>, Option<StackLists>)> {
     let mut d = Decoder::new(input, opts);
+    if matches!(sink, Sink::Lists(_)) {
+        d.lists = Some(StackLists::default());
+    }
     // ModuleSymbols usually follow the dumps they name: read them first when the input can be
     // read twice.
     if let Some(Ok(mut again)) = input.reopen() {
@@ -469,14 +529,16 @@ pub fn decode_heapprofd_observed(
     }
     // Symbols read ahead of time are complete: callstacks can be handed to the stack hook as
     // soon as they are interned. Otherwise frames may still change when ModuleSymbols come.
-    let stacks = if d.symbols_prescanned && d.symbols.is_empty() { stacks } else { None };
-    let mut out = Out { hook: &mut *hook, stacks, sink: &mut *sink, ending: false };
+    let final_frames = d.symbols_prescanned && d.symbols.is_empty();
+    let stacks = if final_frames { stacks } else { None };
+    let seen = if final_frames { seen } else { None };
+    let mut out = Out { hook: &mut *hook, stacks, seen, sink, ending: false };
     read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, &mut out))?;
     out.ending = true;
     d.finish();
     d.release();
     d.flush(&mut out)?;
-    Ok((d.trace.report, d.tables))
+    Ok((d.trace.report, d.tables, d.lists))
 }
 
 /// Decodes a whole trace and returns every dump's profile, all sharing the final tables.
@@ -502,7 +564,8 @@ pub fn decode_heapprofd_all(input: &mut Input, opts: &DecodeOptions) -> Result<(
 struct Out<'a, 'b, 'c> {
     hook: &'a mut (dyn FnMut(&mut Tables, std::ops::Range<usize>) + 'b),
     stacks: Option<&'a mut StackHook<'c>>,
-    sink: &'a mut (dyn FnMut(Profile) -> Result<()> + 'b),
+    seen: Option<&'a mut FramesSeenHook<'c>>,
+    sink: Sink<'a, 'b>,
     /// The trace has ended: every held dump is closed.
     ending: bool,
 }
@@ -514,12 +577,16 @@ struct Decoder {
     seqs: HashMap<u32, Sequence>,
     series: HashMap<(u64, String), Series>,
     frames_hooked: usize,
+    /// Frames handed to the frames-seen hook so far.
+    frames_seen: usize,
     // Callstacks interned since the last call of the stack hook.
     fresh: Vec<StackId>,
     symbols: SymbolPackets,
     symbols_prescanned: bool,
     /// Finished dumps not yet handed to the sink, in the order they began.
     held: std::collections::VecDeque<Held>,
+    /// Callstacks as frame lists instead of stack-tree nodes ([`decode_heapprofd_frames`]).
+    lists: Option<StackLists>,
 }
 
 impl TraceDecoder for Decoder {
@@ -537,10 +604,12 @@ impl Decoder {
             seqs: HashMap::default(),
             series: HashMap::default(),
             frames_hooked: 0,
+            frames_seen: 0,
             symbols: SymbolPackets::default(),
             symbols_prescanned: false,
             fresh: Vec::new(),
             held: std::collections::VecDeque::new(),
+            lists: None,
         }
     }
 
@@ -604,7 +673,13 @@ impl Decoder {
             if seq.valid {
                 let tables = Arc::make_mut(&mut self.tables);
                 let fresh = out.stacks.is_some().then_some(&mut self.fresh);
-                intern(tables, &mut seq.interned, interned, fresh);
+                intern(tables, &mut seq.interned, interned, fresh, self.lists.as_mut());
+                if let Some(seen) = &mut out.seen
+                    && tables.frames().len() > self.frames_seen
+                {
+                    seen(tables, self.frames_seen..tables.frames().len());
+                    self.frames_seen = tables.frames().len();
+                }
                 if let Some(hook) = &mut out.stacks
                     && !self.fresh.is_empty()
                 {
@@ -749,11 +824,11 @@ impl Decoder {
         let tables = Arc::make_mut(&mut self.tables);
         let mut problems = Vec::new();
         // Resolve what was waiting for later definitions, then the chain's inline tables.
-        resolve_pending(tables, &mut seq.interned, &mut problems);
+        resolve_pending(tables, &mut seq.interned, &mut problems, &mut self.lists);
         let inline_stacks = if chain.inline.is_empty() {
             HashMap::default()
         } else {
-            resolve_inline(tables, &chain.inline, &seq.interned, &mut problems)
+            resolve_inline(tables, &chain.inline, &seq.interned, &mut problems, &mut self.lists)
         };
         for p in problems {
             self.trace.report.problem(
@@ -968,8 +1043,15 @@ impl Decoder {
             let sample_types = sample_types_for_heap(&h.meta.heap);
             let default = if width == 2 { 1 } else { 3 };
             let Rows { stacks, values, .. } = rows;
-            let profile = Profile::from_parts(Arc::clone(&self.tables), h.meta, sample_types, default, stacks, values);
-            (out.sink)(profile)?;
+            match &mut out.sink {
+                Sink::Profiles(sink) => {
+                    sink(Profile::from_parts(Arc::clone(&self.tables), h.meta, sample_types, default, stacks, values))?;
+                }
+                Sink::Lists(sink) => {
+                    let header = ProfileHeader { meta: h.meta, sample_types, default_sample_type: default };
+                    sink(ListDump { header, stacks, values })?;
+                }
+            }
         }
         Ok(())
     }
@@ -1052,7 +1134,13 @@ fn join_path(parts: &[&str]) -> String {
 }
 
 /// Adds one InternedData block to a sequence's tables, resolving eagerly what it can.
-fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData, mut fresh: Option<&mut Vec<StackId>>) {
+fn intern(
+    tables: &mut Tables,
+    t: &mut Interned,
+    d: pb::InternedData,
+    mut fresh: Option<&mut Vec<StackId>>,
+    lists: Option<&mut StackLists>,
+) {
     for s in d.function_names {
         if let Some(iid) = s.iid {
             t.function_names
@@ -1123,7 +1211,11 @@ fn intern(tables: &mut Tables, t: &mut Interned, d: pb::InternedData, mut fresh:
         iids.push(iid);
         batch.insert(iid);
     }
-    for (iid, st) in iids.into_iter().zip(tables.intern_stacks(&frames, &bounds)) {
+    let stacks = match lists {
+        Some(l) => l.intern_batch(&frames, &bounds),
+        None => tables.intern_stacks(&frames, &bounds),
+    };
+    for (iid, st) in iids.into_iter().zip(stacks) {
         let dense = t.callstacks.len() as u32;
         t.callstacks.insert(iid, Callsite::new(st, dense));
         if let (Some(fresh), Some(st)) = (fresh.as_deref_mut(), st) {
@@ -1180,17 +1272,21 @@ fn try_callstack(
     tables: &mut Tables,
     c: &pb::Callstack,
     frame: impl Fn(u64) -> Option<FrameId>,
+    lists: &mut Option<StackLists>,
 ) -> Option<Option<StackId>> {
     let mut frames = Vec::with_capacity(c.frame_ids.len());
     for &f in &c.frame_ids {
         frames.push(frame(f)?);
     }
-    Some(tables.intern_stack(&frames))
+    Some(match lists {
+        Some(l) => l.intern(&frames),
+        None => tables.intern_stack(&frames),
+    })
 }
 
 /// Resolves definitions that arrived before what they reference. What still cannot be
 /// resolved is reported and, for names and build ids, resolved as empty.
-fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<String>) {
+fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<String>, lists: &mut Option<StackLists>) {
     let p = &t.pending;
     if p.mappings.is_empty() && p.frames.is_empty() && p.callstacks.is_empty() && p.arrived.is_empty() {
         return;
@@ -1260,7 +1356,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
     }
     for (c, is_new) in retry {
         let iid = c.iid.unwrap_or(0);
-        match try_callstack(tables, &c, |id| t.frames.get(&id).copied()) {
+        match try_callstack(tables, &c, |id| t.frames.get(&id).copied(), lists) {
             Some(st) => {
                 let dense = t.callstacks.len() as u32;
                 t.callstacks.insert(iid, Callsite::new(st, dense));
@@ -1284,6 +1380,7 @@ fn resolve_inline(
     inl: &Inline,
     t: &Interned,
     problems: &mut Vec<String>,
+    lists: &mut Option<StackLists>,
 ) -> HashMap<u64, Option<StackId>> {
     let str_of = |id: u64| inl.strings.get(&id).map(|b| &**b);
     let mut mappings: HashMap<u64, MappingId> = HashMap::default();
@@ -1336,7 +1433,7 @@ fn resolve_inline(
     let mut stacks = HashMap::default();
     for c in &inl.callstacks {
         let Some(iid) = c.iid else { continue };
-        match try_callstack(tables, c, |id| frames.get(&id).or_else(|| t.frames.get(&id)).copied()) {
+        match try_callstack(tables, c, |id| frames.get(&id).or_else(|| t.frames.get(&id)).copied(), lists) {
             Some(st) => {
                 stacks.entry(iid).or_insert(st);
             }

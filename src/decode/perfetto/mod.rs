@@ -13,3 +13,4 @@ pub use heapprofd::{
     DecodeOptions, FrameHook, StackHook, decode_heapprofd, decode_heapprofd_all, decode_heapprofd_observed,
     decode_heapprofd_with, sample_types_for_heap,
 };
+pub use heapprofd::{FramesSeenHook, ListDump, decode_heapprofd_frames};
