@@ -72,7 +72,10 @@ pub fn deobfuscate_java_frames(
         }
         let path = f.mapping.map(|m| tables.strings.get(tables.mapping(m).path).to_owned()).unwrap_or_default();
         let maps: Vec<(usize, String)> = if let Some(p) = package_of_mapping_path(&path) {
-            pick(session, rules, Some(p), &format!("Java frames of {p}")).map(|mi| (mi, String::new())).into_iter().collect()
+            pick(session, rules, Some(p), &format!("Java frames of {p}"))
+                .map(|mi| (mi, String::new()))
+                .into_iter()
+                .collect()
         } else if path.starts_with("/memfd:") && !rules.packaged.is_empty() {
             // Every map of a package applies; trace processor applies them in turn, so the
             // last that names the class wins.
