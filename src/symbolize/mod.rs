@@ -147,6 +147,20 @@ pub struct Attribution {
     named: i64,
 }
 
+impl Attribution {
+    /// Counts `v` bytes of one stack (or of a class of stacks), symbolized when `all` its frames
+    /// in mappings with a build id have lines, named when `all_named` have a name.
+    fn add(&mut self, v: i64, all: bool, all_named: bool) {
+        self.total += v;
+        if all {
+            self.symbolized += v;
+        }
+        if all_named {
+            self.named += v;
+        }
+    }
+}
+
 /// Attributes the bytes of `profile` (its unreleased size, or total size when it has none).
 pub fn attribute(profile: &crate::model::Profile) -> Attribution {
     use crate::model::ValueKind;
@@ -226,13 +240,7 @@ pub fn attribute_lists(
         for m in &seen {
             *a.per_mapping.entry(*m).or_default() += v;
         }
-        a.total += v;
-        if all {
-            a.symbolized += v;
-        }
-        if all_named {
-            a.named += v;
-        }
+        a.add(v, all, all_named);
     }
     a
 }
@@ -268,13 +276,7 @@ fn attribute_walk(profile: &crate::model::Profile, idx: usize) -> Attribution {
         for m in &seen {
             *a.per_mapping.entry(*m).or_default() += v;
         }
-        a.total += v;
-        if all {
-            a.symbolized += v;
-        }
-        if all_named {
-            a.named += v;
-        }
+        a.add(v, all, all_named);
     }
     a
 }
@@ -341,13 +343,7 @@ fn attribute_shared(profile: &crate::model::Profile, idx: usize) -> Option<Attri
         for m in (0..64).filter(|m| mask & (1 << m) != 0) {
             *a.per_mapping.entry(m).or_default() += v;
         }
-        a.total += v;
-        if flags & LINES != 0 {
-            a.symbolized += v;
-        }
-        if flags & NAMED != 0 {
-            a.named += v;
-        }
+        a.add(v, flags & LINES != 0, flags & NAMED != 0);
     }
     Some(a)
 }
