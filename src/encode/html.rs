@@ -705,10 +705,17 @@ pub fn encode_index(title: &str, rows: &[IndexRow]) -> Vec<u8> {
                 );
             }
             let name = r.profiles.get(k).map(|p| p.0.as_str()).unwrap_or("");
+            // A report per profile: the link is named by its profile. Otherwise (a timeline
+            // report holds several dumps) by its file, and the profiles are listed beside.
+            let paired = r.links.len() == r.profiles.len();
             match r.links.get(k) {
                 Some(href) => {
-                    let label = if name.is_empty() { href.as_str() } else { name };
-                    let _ = write!(body, "<td><a href=\"{}\">{}</a></td>", html_escape(href), html_escape(label));
+                    let label = if name.is_empty() || !paired { href.as_str() } else { name };
+                    let _ = write!(body, "<td><a href=\"{}\">{}</a>", html_escape(href), html_escape(label));
+                    if !paired && !name.is_empty() {
+                        let _ = write!(body, " {}", html_escape(name));
+                    }
+                    body.push_str("</td>");
                 }
                 None => {
                     let _ = write!(body, "<td>{}</td>", html_escape(name));
@@ -747,6 +754,26 @@ mod tests {
 
     use super::*;
     use crate::model::{Tables, ValueKind, ValueType};
+
+    #[test]
+    fn index_names_a_timeline_report_by_its_file_and_lists_its_dumps() {
+        let row = |links: &[&str], profiles: &[&str]| IndexRow {
+            input: "t.pftrace".to_owned(),
+            status: "ok".to_owned(),
+            links: links.iter().map(|s| s.to_string()).collect(),
+            profiles: profiles.iter().map(|p| (p.to_string(), vec![("unreleased-size".to_owned(), 2048)])).collect(),
+            note: None,
+        };
+        // One report per dump: each link is named by its dump.
+        let one = String::from_utf8(encode_index("b", &[row(&["a.html", "b.html"], &["dump 1", "dump 2"])])).unwrap();
+        assert!(one.contains("<a href=\"a.html\">dump 1</a></td>"), "{one}");
+        assert!(one.contains("<a href=\"b.html\">dump 2</a></td>"), "{one}");
+        // One timeline report of two dumps: the link is named by its file, each dump listed.
+        let tl = String::from_utf8(encode_index("b", &[row(&["tl.html"], &["dump 1", "dump 2"])])).unwrap();
+        assert!(tl.contains("<a href=\"tl.html\">tl.html</a> dump 1</td>"), "{tl}");
+        assert!(tl.contains("<td>dump 2</td>"), "{tl}");
+        assert!(!tl.contains(">dump 1</a>"), "{tl}");
+    }
 
     fn profile(stacks: &[(&[&str], i64)]) -> Profile {
         let mut t = Tables::default();

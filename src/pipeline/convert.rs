@@ -535,7 +535,10 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
         meta.process_name = Some(stem(input));
     }
     let profile = filter_profile(profile, &opts.filter);
-    if let (true, Some(spt), Some(dom)) = (html, &spt, &dom) {
+    // With stack filters the report shows the filtered tree only: its class and retainer
+    // tables (the top report) are of the whole heap, which filters do not apply to (as for
+    // `--to json`).
+    if let (true, true, Some(spt), Some(dom)) = (html, opts.filter.is_empty(), &spt, &dom) {
         let top = heap.heap_top(spt, dom, &HeapTopOptions { classes: 200, retainers: 50, ..Default::default() });
         return Ok((encode_heap_html(&profile, &top, &opts.encode_options())?, Some(ProfileTotals::of(&profile))));
     }

@@ -196,6 +196,22 @@ fn heap_dump_report_shows_the_dominator_tree() {
 }
 
 #[test]
+fn filtered_heap_report_leaves_out_the_whole_heap_tables() {
+    // The class and retainer tables are of the whole heap: with a stack filter the report
+    // carries the filtered tree only (`--to json` refuses filters for the same reason).
+    let input = data("heapgraph/cleaner.pftrace");
+    let (full, focused) = (tmp("cleaner-full.html"), tmp("cleaner-focused.html"));
+    heapconv_ok(&["convert", "--to", "html", input.to_str().unwrap(), "-o", full.to_str().unwrap()], 0);
+    heapconv_ok(
+        &["convert", "--to", "html", input.to_str().unwrap(), "-o", focused.to_str().unwrap(), "--focus", "Bitmap"],
+        0,
+    );
+    let (full, focused) = (std::fs::read_to_string(full).unwrap(), std::fs::read_to_string(focused).unwrap());
+    assert!(full.contains("\"heap\":{\"class_count\""), "the unfiltered report has the heap tables");
+    assert!(!focused.contains("\"heap\":{"), "the filtered report has no whole-heap tables");
+}
+
+#[test]
 fn prune_below_merges_small_frames_and_says_so() {
     let input = data("art_frames.pftrace");
     let report = tmp("art_frames.pruned.html");
