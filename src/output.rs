@@ -135,7 +135,8 @@ pub struct AtomicFile {
 }
 
 impl AtomicFile {
-    /// Starts writing `path`, refusing it if it is one of `inputs`.
+    /// Starts writing `path` (creating its folder if needed), refusing it if it is one of
+    /// `inputs`.
     pub fn create(path: &Path, inputs: &[PathBuf]) -> Result<AtomicFile> {
         check_not_input(path, inputs)?;
         let failed = |e| Error::io(format!("writing {}", path.display()), e);
@@ -147,6 +148,10 @@ impl AtomicFile {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        // `-o new/dir/file` works as `-o new/dir` does for commands writing several files.
+        if !dir.exists() {
+            ensure_dir(&dir)?;
+        }
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = dir.join(format!(".{name}.heapconv-{}-{}.tmp", std::process::id(), next_seq()));
         let file = fs::File::create(&tmp).map_err(failed)?;

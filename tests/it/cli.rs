@@ -56,6 +56,22 @@ fn nothing_matching_writes_nothing_and_creates_no_directory() {
 }
 
 #[test]
+fn a_single_output_in_a_missing_folder_creates_the_folder() {
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("new/deeper/trace.folded");
+    heapconv_ok(
+        &["convert", data("art_frames.pftrace").to_str().unwrap(), "--to", "folded", "-o", target.to_str().unwrap()],
+        0,
+    );
+    let text = std::fs::read_to_string(&target).unwrap();
+    let want = heapconv_ok(&["convert", data("art_frames.pftrace").to_str().unwrap(), "--to", "folded", "-o", "-"], 0);
+    assert_eq!(text.as_bytes(), &want.stdout[..]);
+    assert!(!text.is_empty());
+    // Only the output is there: no temporary file left beside it.
+    assert_eq!(files(&out.path().join("new/deeper")), vec!["trace.folded".to_owned()]);
+}
+
+#[test]
 fn reads_standard_input_including_gzip() {
     for name in ["continuous_recycle.pftrace", "continuous_recycle.pftrace.gz"] {
         let bytes = std::fs::read(data(name)).unwrap();
