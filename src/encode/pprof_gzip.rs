@@ -6,7 +6,8 @@ use std::sync::{Mutex, mpsc};
 use rayon::prelude::*;
 
 use super::pprof::{
-    FLAT_SAMPLES_PER_PART, PprofEncoder, PprofOptions, encode_flat_parts, encode_flat_parts_with, gzip, gzip_writer,
+    FLAT_SAMPLES_PER_PART, PprofEncoder, PprofOptions, encode_flat_parts, encode_flat_parts_with, gzip,
+    gzip_slices_into, gzip_writer,
 };
 use crate::model::{FlatProfile, Profile};
 
@@ -80,38 +81,62 @@ pub const GZIP_PIECE: usize = 1 << 20;
 /// members as one stream. The pieces are cut at fixed places, so the bytes do not depend on
 /// the number of threads; output of at most one piece is one member, the bytes of
 /// `gzip(&all)` (and of [`gzip_writer`]).
+///
+/// The piece and member buffers are reused, within one output and, through
+/// [`ParallelGzWriter::with_buffers`] and [`ParallelGzWriter::finish_keeping`], from one output
+/// to the next: fresh megabyte buffers are fresh pages for the kernel to map and zero.
 pub struct ParallelGzWriter<W: Write> {
     out: W,
     piece: Vec<u8>,
-    /// Members being compressed, in order: the piece until a task takes it, and the task's
-    /// answer.
-    pending: std::collections::VecDeque<(PieceSlot, mpsc::Receiver<Vec<u8>>)>,
+    /// Members being compressed, in order: the piece and a member buffer until a task takes
+    /// them, and the task's answer (the member and the emptied piece buffer).
+    pending: std::collections::VecDeque<(PieceSlot, mpsc::Receiver<(Vec<u8>, Vec<u8>)>)>,
     /// How many pieces may be in flight (bounds the memory: two buffers of a piece each).
     limit: usize,
     /// Whether any member was started.
     started: bool,
+    spare: GzBuffers,
 }
+
+/// Empty piece and member buffers that a [`ParallelGzWriter`] reuses.
+#[derive(Debug, Default)]
+pub struct GzBuffers {
+    pieces: Vec<Vec<u8>>,
+    members: Vec<Vec<u8>>,
+}
+
+/// Room a member buffer gets: a piece that does not compress still fits.
+const MEMBER_ROOM: usize = GZIP_PIECE + GZIP_PIECE / 256 + 256;
 
 impl<W: Write> ParallelGzWriter<W> {
     /// A writer compressing into `out`.
     pub fn new(out: W) -> Self {
+        Self::with_buffers(out, GzBuffers::default())
+    }
+
+    /// A writer compressing into `out` with the buffers another one left
+    /// ([`ParallelGzWriter::finish_keeping`]).
+    pub fn with_buffers(out: W, spare: GzBuffers) -> Self {
         ParallelGzWriter {
             out,
             piece: Vec::new(),
             pending: std::collections::VecDeque::new(),
             limit: 2 * rayon::current_num_threads().max(1),
             started: false,
+            spare,
         }
     }
 
     fn send_piece(&mut self) -> std::io::Result<()> {
-        let slot: PieceSlot = std::sync::Arc::new(Mutex::new(Some(std::mem::take(&mut self.piece))));
+        let member = self.spare.members.pop().unwrap_or_else(|| Vec::with_capacity(MEMBER_ROOM));
+        let slot: PieceSlot = std::sync::Arc::new(Mutex::new(Some((std::mem::take(&mut self.piece), member))));
         let (tx, rx) = mpsc::sync_channel(1);
         let task_slot = std::sync::Arc::clone(&slot);
         rayon::spawn(move || {
-            let piece = task_slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(piece) = piece {
-                let _ = tx.send(gzip(&piece));
+            let work = task_slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some((piece, mut member)) = work {
+                gzip_slices_into(&[&piece], &mut member);
+                let _ = tx.send((member, piece));
             }
         });
         self.pending.push_back((slot, rx));
@@ -128,17 +153,29 @@ impl<W: Write> ParallelGzWriter<W> {
             // the very work that waits on this writer (a batch of profiles), so waiting for
             // it could wait forever.
             let mine = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            let member = match mine {
-                Some(piece) => gzip(&piece),
+            let (mut member, mut piece) = match mine {
+                Some((piece, mut member)) => {
+                    gzip_slices_into(&[&piece], &mut member);
+                    (member, piece)
+                }
                 None => rx.recv().map_err(|_| std::io::Error::other("a gzip task stopped"))?,
             };
             self.out.write_all(&member)?;
+            member.clear();
+            piece.clear();
+            self.spare.members.push(member);
+            self.spare.pieces.push(piece);
         }
         Ok(())
     }
 
     /// Compresses what is left and writes every member; gives back `out`.
-    pub fn finish(mut self) -> std::io::Result<W> {
+    pub fn finish(self) -> std::io::Result<W> {
+        self.finish_keeping().map(|(out, _)| out)
+    }
+
+    /// [`ParallelGzWriter::finish`], also giving back the buffers for the next writer.
+    pub fn finish_keeping(mut self) -> std::io::Result<(W, GzBuffers)> {
         if !self.piece.is_empty() || !self.started {
             self.send_piece()?;
         }
@@ -146,14 +183,14 @@ impl<W: Write> ParallelGzWriter<W> {
             self.write_front()?;
         }
         self.out.flush()?;
-        Ok(self.out)
+        Ok((self.out, self.spare))
     }
 }
 
 impl<W: Write> Write for ParallelGzWriter<W> {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         if self.piece.capacity() == 0 {
-            self.piece.reserve_exact(GZIP_PIECE);
+            self.piece = self.spare.pieces.pop().unwrap_or_else(|| Vec::with_capacity(GZIP_PIECE));
         }
         let n = b.len().min(GZIP_PIECE - self.piece.len());
         self.piece.extend_from_slice(&b[..n]);
@@ -169,7 +206,7 @@ impl<W: Write> Write for ParallelGzWriter<W> {
 }
 
 /// A piece waiting for compression, taken by whichever comes first: its task or the writer.
-type PieceSlot = std::sync::Arc<Mutex<Option<Vec<u8>>>>;
+type PieceSlot = std::sync::Arc<Mutex<Option<(Vec<u8>, Vec<u8>)>>>;
 
 /// A `Write` that hands bytes to another thread a megabyte at a time, each chunk wrapped by
 /// `wrap` into the channel's message type (the compressor here; the profile writer of

@@ -12,7 +12,7 @@ use crate::decode::Input;
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_observed};
 use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
-use crate::encode::pprof_gzip::{MegabyteSender, ParallelGzWriter};
+use crate::encode::pprof_gzip::{GzBuffers, ParallelGzWriter};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Profile, Tables, TraceReport};
 use crate::output::{commit_staged, discard_staged, ensure_dir, stage_file};
@@ -91,11 +91,10 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let looking_up = !opts.symbols.dirs.is_empty() || deob.is_some();
     let mut session = deob.session();
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();
-    // Three things overlap: this thread decodes; an encoder thread turns each finished dump into
+    // Two things overlap: this thread decodes; an encoder thread turns each finished dump into
     // pprof, reading a replica of the tables that the decoder extends with what each dump added
-    // (so the two never share a growing table); a writer thread compresses the encoded bytes
-    // into a staged file as they come. Names are given at the end, in trace-time order, by
-    // renaming.
+    // (so the two never share a growing table), and writes it into a staged file, compressed by
+    // the rayon pool as it goes. Names are given at the end, in trace-time order, by renaming.
     type Staged = (usize, Option<i64>, String, Result<PathBuf>);
     struct Job {
         order: usize,
@@ -128,73 +127,25 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let raw = opts.raw;
     let dir = opts.output_dir.clone();
     std::thread::scope(|threads| {
-        // Encoded bytes go, a megabyte at a time, to a writer thread that compresses them into
-        // the staged file: encoding the next chunk overlaps compressing the last.
-        let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(4);
-        let writer_thread = threads.spawn(move || {
-            let mut current: Option<Current> = None;
-            let mut syncs = Vec::new();
-            for msg in chunk_rx {
-                match msg {
-                    Chunk::Start(order, ts, key) => {
-                        let sink = stage_file(&dir, order).map(|(tmp, file)| {
-                            let buf = std::io::BufWriter::with_capacity(1 << 20, file);
-                            let sink = if raw { Sink::Raw(buf) } else { Sink::Gzip(ParallelGzWriter::new(buf)) };
-                            (tmp, sink)
-                        });
-                        current = Some((order, ts, key, sink));
-                    }
-                    Chunk::Data(bytes) => {
-                        if let Some((_, _, _, Ok((tmp, sink)))) = &mut current {
-                            if let Err(e) = sink.write_all(&bytes) {
-                                let err = Error::io(format!("writing {}", tmp.display()), e);
-                                let tmp = tmp.clone();
-                                discard_staged([tmp]);
-                                if let Some(c) = &mut current {
-                                    c.3 = Err(err);
-                                }
-                            }
-                        }
-                    }
-                    Chunk::End => {
-                        let Some((order, ts, key, staged)) = current.take() else { continue };
-                        let staged = staged.and_then(|(tmp, sink)| match sink.finish() {
-                            Ok(f) => Ok((tmp, f)),
-                            Err(e) => {
-                                discard_staged([tmp.clone()]);
-                                Err(Error::io(format!("writing {}", tmp.display()), e))
-                            }
-                        });
-                        // Flushing to disk takes wall time but no CPU: done beside the work.
-                        let tx = tx.clone();
-                        syncs.push(std::thread::spawn(move || {
-                            let staged = staged.and_then(|(tmp, f)| match crate::output::sync_file(&f) {
-                                Ok(()) => Ok(tmp),
-                                Err(e) => {
-                                    discard_staged([tmp.clone()]);
-                                    Err(Error::io(format!("writing {}", tmp.display()), e))
-                                }
-                            });
-                            let _ = tx.send((order, ts, key, staged));
-                        }));
-                    }
-                }
-            }
-            for s in syncs {
-                let _ = s.join();
-            }
-        });
         let idle = &encoder_idle;
+        // The encoder writes each profile straight into its staged file, compressed in 1 MiB
+        // members by the rayon pool (every core) while it encodes the next megabyte; the
+        // compression buffers serve one file after the other.
         let encoder_thread = threads.spawn(move || {
             let mut replica = Arc::new(Tables::default());
+            let mut buffers = GzBuffers::default();
+            let mut syncs = Vec::new();
             loop {
                 idle.store(true, std::sync::atomic::Ordering::Relaxed);
+                let mut clock = crate::timing::Phases::start("profile");
                 let Ok(work) = job_rx.recv() else { break };
+                clock.done("encoder waits for the decoder");
                 idle.store(false, std::sync::atomic::Ordering::Relaxed);
                 let job = match work {
                     Work::Grow(delta, stacks) => {
                         Arc::make_mut(&mut replica).apply_delta(delta);
                         encoder.prepare(&replica, &stacks);
+                        clock.done("encoder prepares early callstacks");
                         continue;
                     }
                     Work::Dump(job) => *job,
@@ -202,6 +153,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 Arc::make_mut(&mut replica).apply_delta(job.delta);
                 let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
                 let ts = job.meta.timestamp;
+                let order = job.order;
                 let p = Profile::from_parts(
                     Arc::clone(&replica),
                     job.meta,
@@ -210,14 +162,41 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                     job.stacks,
                     job.values,
                 );
-                if chunk_tx.send(Chunk::Start(job.order, ts, key)).is_err() {
-                    return;
-                }
-                let mut w = MegabyteSender::new(&chunk_tx, Chunk::Data);
-                let _ = encoder.encode_streaming_to(&p, &mut w).and_then(|_| std::io::Write::flush(&mut w));
-                if chunk_tx.send(Chunk::End).is_err() {
-                    return;
-                }
+                let staged = stage_file(&dir, order).and_then(|(tmp, file)| {
+                    let written = if raw {
+                        let mut file = file;
+                        encoder.encode_streaming_to(&p, &mut file).map(|_| file)
+                    } else {
+                        let mut w = ParallelGzWriter::with_buffers(file, std::mem::take(&mut buffers));
+                        let encoded = encoder.encode_streaming_to(&p, &mut w);
+                        encoded.and_then(|_| w.finish_keeping()).map(|(file, kept)| {
+                            buffers = kept;
+                            file
+                        })
+                    };
+                    written.map(|file| (tmp.clone(), file)).map_err(|e| {
+                        discard_staged([tmp.clone()]);
+                        Error::io(format!("writing {}", tmp.display()), e)
+                    })
+                });
+                drop(p);
+                clock.done("encode and compress a dump");
+                // Flushing to disk takes wall time but no CPU: done beside the work.
+                let tx = tx.clone();
+                syncs.push(std::thread::spawn(move || {
+                    let staged = staged.and_then(|(tmp, f)| match crate::output::sync_file(&f) {
+                        Ok(()) => Ok(tmp),
+                        Err(e) => {
+                            discard_staged([tmp.clone()]);
+                            Err(Error::io(format!("writing {}", tmp.display()), e))
+                        }
+                    });
+                    let _ = tx.send((order, ts, key, staged));
+                }));
+            }
+            drop(tx);
+            for s in syncs {
+                let _ = s.join();
             }
         });
         let job_tx_early = job_tx.clone();
@@ -262,16 +241,19 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 mark.set(p.tables.mark());
                 let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
                 let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
+                // With HEAPCONV_TIMINGS: how long the decoder (the critical path) waited for the
+                // encoder to take the dump.
+                let mut clock = crate::timing::Phases::start("profile");
                 job_tx
                     .send(Work::Dump(Box::new(job)))
                     .map_err(|_| Error::new(ErrorKind::Io, "the pprof encoder thread stopped"))?;
+                clock.done("decoder waits for the encoder");
                 Ok(())
             },
         );
         drop(job_tx);
         drop(job_tx_early);
         let _ = encoder_thread.join();
-        let _ = writer_thread.join();
     });
     let mut outs: Vec<Staged> = rx.into_iter().collect();
     let staged_paths = |outs: &mut Vec<Staged>| -> Vec<PathBuf> { outs.drain(..).filter_map(|o| o.3.ok()).collect() };
@@ -314,44 +296,6 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     });
     let converted = opts.dump_filter(&report);
     Ok(ProfileRun { written, report, symbols, converted })
-}
-
-/// Messages from the pprof encoder to the writer thread.
-enum Chunk {
-    /// A new output: order, dump time, name key.
-    Start(usize, Option<i64>, String),
-    /// Encoded bytes.
-    Data(Vec<u8>),
-    /// The output is complete.
-    End,
-}
-
-/// The output the writer thread is filling: order, dump time, name key, staged file.
-type Current = (usize, Option<i64>, String, Result<(PathBuf, Sink)>);
-
-/// Where a staged output's bytes go.
-enum Sink {
-    Raw(std::io::BufWriter<std::fs::File>),
-    /// Compressed in 1 MiB members on every core (see [`ParallelGzWriter`]).
-    Gzip(ParallelGzWriter<std::io::BufWriter<std::fs::File>>),
-}
-
-impl Sink {
-    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
-        use std::io::Write;
-        match self {
-            Sink::Raw(w) => w.write_all(b),
-            Sink::Gzip(w) => w.write_all(b),
-        }
-    }
-
-    fn finish(self) -> std::io::Result<std::fs::File> {
-        let buf = match self {
-            Sink::Raw(w) => w,
-            Sink::Gzip(w) => w.finish()?,
-        };
-        buf.into_inner().map_err(|e| e.into_error())
-    }
 }
 
 /// Runs `heapconv profile --java-heap`, as `traceconv profile --java-heap` does: one pprof per
