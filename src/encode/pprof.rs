@@ -162,6 +162,8 @@ pub struct PprofEncoder {
     paths: PathIndex,
     arena: Vec<u8>,
     catalog: Catalog,
+    /// The sample and location buffers of the last streamed profile, for the next one.
+    spare: (Vec<u8>, Vec<u8>),
 }
 
 impl PprofEncoder {
@@ -177,6 +179,7 @@ impl PprofEncoder {
             paths: PathIndex::default(),
             arena: Vec::new(),
             catalog: Catalog::default(),
+            spare: (Vec::new(), Vec::new()),
         }
     }
 
@@ -257,7 +260,14 @@ impl PprofEncoder {
     /// (stacks of `tables`, or of tables that extend them): location ids and location lists.
     /// The output is the same as without it.
     pub fn prepare(&mut self, tables: &Tables, stacks: &[StackId]) {
+        let first_new = self.locs.len();
         self.sync(tables);
+        // The catalog entries of the new locations (names, functions, mappings) too: the first
+        // profile that uses them then only numbers them.
+        for i in first_new..self.locs.len() {
+            let (frame, ann) = self.locs[i];
+            self.catalog.entry(tables, &self.opts, i + 1, frame, ann);
+        }
         for &s in stacks {
             self.path(tables, s);
         }
@@ -302,9 +312,12 @@ impl PprofEncoder {
         // of Profile) right after the sample types; the other fields follow (a message's
         // fields may come in any order; this is traceconv's).
         let head = pp::Profile { sample_type, ..Default::default() };
-        let mut bytes = head.encode_to_vec();
         const CHUNK: usize = 1 << 20;
+        // The megabyte buffers serve one profile after the other (fresh ones are fresh pages).
+        let mut bytes = std::mem::take(&mut self.spare.0);
+        bytes.clear();
         bytes.reserve(CHUNK + 4096);
+        head.encode(&mut bytes).expect("a Vec grows as needed");
         let mut used = vec![0u64; self.locs.len() / 64 + 1];
         // Label keys and texts: model string id -> this profile's string index.
         let mut label_keys: HashMap<StringId, i64> = HashMap::default();
@@ -354,7 +367,8 @@ impl PprofEncoder {
             }
         }
         let cat = &mut self.catalog;
-        let mut loc_bytes = Vec::new();
+        let mut loc_bytes = std::mem::take(&mut self.spare.1);
+        loc_bytes.clear();
         for (word_index, &word) in used.iter().enumerate() {
             let mut w = word;
             while w != 0 {
@@ -383,7 +397,6 @@ impl PprofEncoder {
             bytes.clear();
             w.write_all(&mappings)?;
             w.write_all(&loc_bytes)?;
-            drop(loc_bytes);
             cat.write_functions(&mut bytes);
             w.write_all(&bytes)?;
             bytes.clear();
@@ -393,6 +406,7 @@ impl PprofEncoder {
                 w.write_all(&bytes)?;
                 bytes.clear();
             }
+            self.spare = (bytes, loc_bytes);
             return w.write_all(&rest);
         }
         bytes.extend_from_slice(&mappings);
