@@ -260,14 +260,7 @@ impl PprofEncoder {
     /// (stacks of `tables`, or of tables that extend them): location ids and location lists.
     /// The output is the same as without it.
     pub fn prepare(&mut self, tables: &Tables, stacks: &[StackId]) {
-        let first_new = self.locs.len();
         self.sync(tables);
-        // The catalog entries of the new locations (names, functions, mappings) too: the first
-        // profile that uses them then only numbers them.
-        for i in first_new..self.locs.len() {
-            let (frame, ann) = self.locs[i];
-            self.catalog.entry(tables, &self.opts, i + 1, frame, ann);
-        }
         for &s in stacks {
             self.path(tables, s);
         }

@@ -90,7 +90,7 @@ pub struct ParallelGzWriter<W: Write> {
     piece: Vec<u8>,
     /// Members being compressed, in order: the piece and a member buffer until a task takes
     /// them, and the task's answer (the member and the emptied piece buffer).
-    pending: std::collections::VecDeque<(PieceSlot, mpsc::Receiver<(Vec<u8>, Vec<u8>)>)>,
+    pending: std::collections::VecDeque<(PieceSlot, mpsc::Receiver<Buffers>)>,
     /// How many pieces may be in flight (bounds the memory: two buffers of a piece each).
     limit: usize,
     /// Whether any member was started.
@@ -206,7 +206,11 @@ impl<W: Write> Write for ParallelGzWriter<W> {
 }
 
 /// A piece waiting for compression, taken by whichever comes first: its task or the writer.
-type PieceSlot = std::sync::Arc<Mutex<Option<(Vec<u8>, Vec<u8>)>>>;
+type PieceSlot = std::sync::Arc<Mutex<Option<Buffers>>>;
+
+/// A piece and a member buffer (given to a task), or a member and the emptied piece buffer
+/// (given back).
+type Buffers = (Vec<u8>, Vec<u8>);
 
 /// A `Write` that hands bytes to another thread a megabyte at a time, each chunk wrapped by
 /// `wrap` into the channel's message type (the compressor here; the profile writer of
