@@ -116,7 +116,7 @@ impl Builder<'_> {
         if frame.lines.is_empty() {
             let name = tables.strings.get(frame.name);
             let raw = tables.strings.get(frame.raw_name);
-            let shown = if name.is_empty() { String::new() } else { format!("{name}{suffix}") };
+            let shown = with_suffix(name, &suffix);
             let f = self.function(&shown, raw, "", 0);
             lines.push(pp::Line { function_id: f, line: 0, column: 0 });
             if mapping_id != 0 {
@@ -125,7 +125,7 @@ impl Builder<'_> {
         } else {
             for l in &frame.lines {
                 let name = tables.strings.get(l.function);
-                let shown = if name.is_empty() { String::new() } else { format!("{name}{suffix}") };
+                let shown = with_suffix(name, &suffix);
                 let f = self.function(&shown, tables.strings.get(l.system_name), tables.strings.get(l.file), 0);
                 lines.push(pp::Line { function_id: f, line: i64::from(l.line), column: i64::from(l.column) });
             }
@@ -138,6 +138,11 @@ impl Builder<'_> {
             is_folded: false,
         });
     }
+}
+
+/// `name` with an annotation's `suffix` (none on an empty name); no copy without a suffix.
+fn with_suffix<'a>(name: &'a str, suffix: &str) -> std::borrow::Cow<'a, str> {
+    if name.is_empty() || suffix.is_empty() { name.into() } else { format!("{name}{suffix}").into() }
 }
 
 /// A pprof encoder for the profiles of one input (which share growing [`crate::model::Tables`]).
