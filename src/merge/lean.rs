@@ -11,6 +11,10 @@ use super::tables::{MFrame, MLabel, MMap, MapKey, UNSET, round_4k, seq_hash};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{FlatProfile, Line, Mapping, MappingId, StringId};
 
+/// A location of [`PprofParts`]: mapping (index into its `mappings`), address, name and system
+/// name (for a frame without lines), and (first, count) of its lines.
+pub type PprofFrame = (Option<MappingId>, u64, StringId, StringId, u32, u32);
+
 /// A pprof profile as its file has it (what `decode::pprof::decode_pprof_lean` gives): the
 /// samples in `profile`, whose frame ids index `frames` and whose label strings index
 /// `strings`; nothing interned (the same text, mapping or location may come twice).
@@ -24,7 +28,7 @@ pub struct PprofParts<'a> {
     pub mappings: &'a [Mapping],
     /// The locations: mapping (index into `mappings`), address, name and system name (for a
     /// frame without lines), and (first, count) of its lines in `lines`.
-    pub frames: &'a [(Option<MappingId>, u64, StringId, StringId, u32, u32)],
+    pub frames: &'a [PprofFrame],
     /// The locations' lines; strings index `strings`.
     pub lines: &'a [Line],
 }

@@ -616,7 +616,7 @@ fn load_input_unfiltered(path: &Path, opts: &LoadOptions) -> Result<LoadedInput>
 /// ([`crate::decode::pprof::decode_pprof_lean`]), or anything else loaded.
 enum ForMerge {
     Pprof { name: String, kind: InputKind, bytes: Vec<u8> },
-    Loaded(LoadedInput),
+    Loaded(Box<LoadedInput>),
 }
 
 /// Loads `path` for a merge: the bytes of a pprof profile when nothing (filters, symbols) is
@@ -632,7 +632,7 @@ fn load_for_merge(path: &Path, opts: &LoadOptions) -> Result<ForMerge> {
                 return Ok(ForMerge::Pprof { name, kind, bytes });
             }
             let profile = without_empty_stacks(crate::decode::legacy_heap::decode_legacy_heap(&bytes, &name)?);
-            Ok(ForMerge::Loaded(LoadedInput {
+            Ok(ForMerge::Loaded(Box::new(LoadedInput {
                 name,
                 kind,
                 profiles: Vec::new(),
@@ -640,7 +640,7 @@ fn load_for_merge(path: &Path, opts: &LoadOptions) -> Result<ForMerge> {
                 annotate: false,
                 report: None,
                 symbols: None,
-            }))
+            })))
         }
         opened => {
             let mut loaded = load_opened(path, opened, opts)?;
@@ -654,7 +654,7 @@ fn load_for_merge(path: &Path, opts: &LoadOptions) -> Result<ForMerge> {
                     .map(|p| crate::analysis::filter::filter_flat(p, &opts.filter))
                     .collect();
             }
-            Ok(ForMerge::Loaded(loaded))
+            Ok(ForMerge::Loaded(Box::new(loaded)))
         }
     }
 }
@@ -770,7 +770,7 @@ pub fn merge_inputs(
     let parallel = inputs.par_iter().enumerate().try_for_each(|(i, path)| {
         let mut clock = crate::timing::Phases::start("input");
         let loaded = match load_for_merge(path, load)? {
-            ForMerge::Loaded(l) => l,
+            ForMerge::Loaded(l) => *l,
             ForMerge::Pprof { name, kind, bytes } => {
                 // Read without tables, straight into an accumulator.
                 let lean = crate::decode::pprof::decode_pprof_lean(&bytes, &name)?;
