@@ -2,7 +2,7 @@
 # `heapconv merge` against `go tool pprof -proto` on every input pair of issue 15's benchmark
 # family, interleaved in one run (RUNS rounds, default 1), with the old build beside:
 #   bash benches/merge-family.sh OLD_BINARY NEW_BINARY [PAIR_NAME...]
-# Pairs (made on first use under target/bench; the trace pairs are the two largest pprofs that
+# Pairs (made on first use under $BENCH_DIR, default target/bench; the trace pairs are the two largest pprofs that
 # `profile` writes for a `synth --shape issue15` family member):
 #   AB        /work/bench/A.pb + B.pb if present (BENCHMARKS.md "Merging two ~40 MB pprof files")
 #   shape     benches/pprof-shape.py 1 and 2 (200k locations, 160k functions, 120 mappings)
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=$1; NEW=$2; shift 2
 PAIRS=${*:-AB shape i15 frames60k frames1m depth16 depth128 mappings1000 big300k goheap gofix}
-RUNS=${RUNS:-1}; B=target/bench; P=$B/pairs; mkdir -p "$P"
+RUNS=${RUNS:-1}; B=${BENCH_DIR:-target/bench}; P=$B/pairs; mkdir -p "$P"; P=$(cd "$P" && pwd)
 SYNTH=${SYNTH:-./target/release/synth}
 T="%e s wall, %U s user, %S s sys, %M KB peak"
 trace_pair() { # name, synth flags...
@@ -38,7 +38,7 @@ for name in $PAIRS; do
     pair="$B/shape1.pb $B/shape2.pb" ;;
   goheap)
     if [ ! -f "$P/goheap.b.pb.gz" ]; then
-      (cd benches/goheap && go build -o "../../$P/goheap" .)
+      (cd benches/goheap && go build -o "$P/goheap" .)
       "$P/goheap" "$P/goheap.a.pb.gz" 180000 1; "$P/goheap" "$P/goheap.b.pb.gz" 180000 2
     fi
     pair="$P/goheap.a.pb.gz $P/goheap.b.pb.gz" ;;

@@ -170,6 +170,17 @@ pub fn pprof_file_name(name: &str) -> bool {
 /// most `opts.max_bytes` bytes of it. ([`FlatProfile::to_profile`] gives the tree form.)
 pub fn read_pprof(input: &mut Input, opts: &PprofDecodeOptions) -> Result<FlatProfile> {
     let name = input.name.clone();
+    let bytes = read_pprof_bytes(input, opts)?;
+    if super::legacy_heap::looks_like_legacy_heap(&bytes) {
+        return super::legacy_heap::decode_legacy_heap(&bytes, &name);
+    }
+    decode_pprof(&bytes, &name)
+}
+
+/// The bytes [`read_pprof`] decodes: the whole input (gzip already undone by [`Input`]), at
+/// most `opts.max_bytes` of them (more is an error).
+pub fn read_pprof_bytes(input: &mut Input, opts: &PprofDecodeOptions) -> Result<Vec<u8>> {
+    let name = input.name.clone();
     let mut bytes = Vec::new();
     if let Some(size) = input.file_size.filter(|_| !input.gzipped) {
         bytes.reserve(usize::try_from(size.min(opts.max_bytes)).unwrap_or(0));
@@ -178,10 +189,7 @@ pub fn read_pprof(input: &mut Input, opts: &PprofDecodeOptions) -> Result<FlatPr
     if bytes.len() as u64 > opts.max_bytes {
         return Err(too_big(&name, opts.max_bytes));
     }
-    if super::legacy_heap::looks_like_legacy_heap(&bytes) {
-        return super::legacy_heap::decode_legacy_heap(&bytes, &name);
-    }
-    decode_pprof(&bytes, &name)
+    Ok(bytes)
 }
 
 /// Decodes pprof bytes that may be gzip-compressed (decompressing at most `opts.max_bytes`);
@@ -229,14 +237,63 @@ fn too_big(name: &str, max: u64) -> Error {
 /// Samples, the bulk of a profile, are read straight from the wire (no message per sample);
 /// the other fields are decoded with prost.
 pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
+    Ok(decode_parts(bytes, name, false)?.0)
+}
+
+/// A frame of a [`LeanPprof`]: mapping (an index into its `mappings`), address, name and
+/// system name (indexes into its `strings`; empty when the frame has lines), and its lines as
+/// (first, count) in its `lines`.
+pub type LeanFrame = (Option<MappingId>, u64, StringId, StringId, u32, u32);
+
+/// A pprof profile decoded without interning anything (see [`decode_pprof_lean`]): what a
+/// merge reads, with every reference checked as [`decode_pprof`] checks it.
+#[derive(Debug)]
+pub struct LeanPprof<'a> {
+    /// Header, samples and labels. Its tables are empty: its frame ids are indexes into
+    /// `frames`, its string ids (label keys, values and units) indexes into `strings`.
+    pub profile: FlatProfile,
+    /// The profile's string table, as written (borrowed from its bytes where they are UTF-8).
+    pub strings: Vec<Cow<'a, str>>,
+    /// The mappings, in the order written; their paths are indexes into `strings`.
+    pub mappings: Vec<Mapping>,
+    /// The locations, in the order written (see [`LeanFrame`]).
+    pub frames: Vec<LeanFrame>,
+    /// The frames' lines, one frame's after the other; string ids index `strings`.
+    pub lines: Vec<Line>,
+}
+
+/// Decodes an uncompressed pprof profile as [`decode_pprof`] does, with the same checks and
+/// errors, but interns nothing: strings, mappings and locations stay as written (duplicates
+/// included), and samples without locations (or whose one frame is [`NO_STACK`]) are left out,
+/// as `merge` drops them.
+pub fn decode_pprof_lean<'a>(bytes: &'a [u8], name: &str) -> Result<LeanPprof<'a>> {
+    let (profile, strings, lean) = decode_parts(bytes, name, true)?;
+    let lean = lean.expect("lean parts");
+    Ok(LeanPprof { profile, strings, mappings: lean.mappings, frames: lean.frames, lines: lean.lines })
+}
+
+/// What [`decode_pprof_lean`] keeps instead of tables.
+#[derive(Default)]
+struct LeanParts {
+    mappings: Vec<Mapping>,
+    frames: Vec<LeanFrame>,
+    lines: Vec<Line>,
+}
+
+type Parts<'a> = (FlatProfile, Vec<Cow<'a, str>>, Option<LeanParts>);
+
+fn decode_parts<'a>(bytes: &'a [u8], name: &str, lean: bool) -> Result<Parts<'a>> {
     let mut clock = crate::timing::Phases::start("decode pprof");
     // Locations are read from the wire too (no message per location); a profile whose
     // locations this reader does not take is read again, locations and all, by prost, which
     // then says what is wrong.
-    let (mut rest, mut samples, mut strings, mut invalid, locations) = split_samples(bytes, name, true)?;
-    let raw_locations = parse_locations(bytes, &locations);
-    if raw_locations.is_none() {
-        (rest, samples, strings, invalid, _) = split_samples(bytes, name, false)?;
+    // Functions likewise.
+    let (mut rest, mut samples, mut strings, mut invalid, locations, functions) = split_samples(bytes, name, true)?;
+    let mut raw_locations = parse_locations(bytes, &locations);
+    let mut raw_functions = parse_functions(bytes, &functions);
+    if raw_locations.is_none() || raw_functions.is_none() {
+        (rest, samples, strings, invalid, _, _) = split_samples(bytes, name, false)?;
+        (raw_locations, raw_functions) = (None, None);
     }
     clock.done("split");
     // Every profile's string table starts with "" (go tool pprof rejects one that does not):
@@ -257,14 +314,21 @@ pub fn decode_pprof(bytes: &[u8], name: &str) -> Result<FlatProfile> {
         Error::new(kind, format!("{name}: not a valid pprof profile ({} bytes)", bytes.len())).with_source(e)
     })?;
     clock.done("prost");
-    let mut r = Converter::new(&msg, &strings, name)?.convert(bytes, &samples, raw_locations.as_ref());
-    if invalid > 0
-        && let Ok(p) = &mut r
-    {
+    let functions = match raw_functions {
+        Some(f) => f,
+        None => msg.function.iter().map(|f| (f.id, f.name, f.system_name, f.filename)).collect(),
+    };
+    let mut converter = Converter::new(&msg, &functions, &strings, name)?;
+    if lean {
+        converter.lean = Some(LeanParts::default());
+    }
+    let r = converter.convert(bytes, &samples, raw_locations.as_ref());
+    clock.done("convert");
+    let (mut p, parts) = r?;
+    if invalid > 0 {
         p.header.meta.comments.push(invalid_utf8_note(invalid));
     }
-    clock.done("convert");
-    r
+    Ok((p, strings, parts))
 }
 
 /// The comment a profile read from a pprof with `n` strings that were not valid UTF-8 carries
@@ -278,14 +342,16 @@ pub fn invalid_utf8_note(n: u64) -> String {
 /// The bytes of a profile without its samples and strings, the byte range of each sample, and
 /// the string table (borrowed from the profile's bytes when they are UTF-8) with the number of
 /// strings that were not valid UTF-8.
-/// With `split_locations`, the byte range of each location too (not in the rest then).
-type Split<'a> = (Vec<u8>, Vec<(usize, usize)>, Vec<Cow<'a, str>>, u64, Vec<(usize, usize)>);
+/// With `split_locations`, the byte range of each location and of each function too (not in
+/// the rest then).
+type Split<'a> = (Vec<u8>, Vec<(usize, usize)>, Vec<Cow<'a, str>>, u64, Vec<(usize, usize)>, Vec<(usize, usize)>);
 
 fn split_samples<'a>(bytes: &'a [u8], name: &str, split_locations: bool) -> Result<Split<'a>> {
     let mut w = Wire::new(bytes);
     let mut rest = Vec::new();
     let mut samples = Vec::new();
     let mut locations = Vec::new();
+    let mut functions = Vec::new();
     let mut strings = Vec::new();
     let mut invalid = 0u64;
     while !w.done() {
@@ -313,6 +379,12 @@ fn split_samples<'a>(bytes: &'a [u8], name: &str, split_locations: bool) -> Resu
             w.take(len)
                 .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a location of {len} bytes runs past the end")))?;
             locations.push((at, w.pos()));
+        } else if num == 5 && wt == 2 && split_locations {
+            let len = w.varint().ok_or_else(|| bad(ErrorKind::Truncated, "a function's length is cut off"))?;
+            let at = w.pos();
+            w.take(len)
+                .ok_or_else(|| bad(ErrorKind::Truncated, &format!("a function of {len} bytes runs past the end")))?;
+            functions.push((at, w.pos()));
         } else if num == 6 && wt == 2 {
             // Strings are read as Go reads them: bytes that are not UTF-8 do not reject the
             // profile; they become U+FFFD, and the count is noted.
@@ -332,7 +404,35 @@ fn split_samples<'a>(bytes: &'a [u8], name: &str, split_locations: bool) -> Resu
             rest.extend_from_slice(&bytes[start..w.pos()]);
         }
     }
-    Ok((rest, samples, strings, invalid, locations))
+    Ok((rest, samples, strings, invalid, locations, functions))
+}
+
+/// A function as read: id, name, system name, file name (string indexes).
+type RawFunction = (u64, i64, i64, i64);
+
+/// Reads each function's payload (`ranges` of `bytes`) as prost reads a `Function`; `None`
+/// when one is anything but plain (prost then reads them all, and reports what is wrong).
+fn parse_functions(bytes: &[u8], ranges: &[(usize, usize)]) -> Option<Vec<RawFunction>> {
+    let mut out = Vec::with_capacity(ranges.len());
+    for &(start, end) in ranges {
+        let mut w = Wire::new(&bytes[start..end]);
+        let (mut id, mut name, mut system_name, mut file) = (0, 0, 0, 0);
+        while !w.done() {
+            match strict_tag(&mut w)? {
+                (1, 0) => id = strict_varint(&mut w)?,
+                (2, 0) => name = strict_varint(&mut w)? as i64,
+                (3, 0) => system_name = strict_varint(&mut w)? as i64,
+                (4, 0) => file = strict_varint(&mut w)? as i64,
+                (5, 0) => {
+                    strict_varint(&mut w)?;
+                }
+                (1..=5, _) => return None,
+                (_, wt) => w.skip(wt)?,
+            }
+        }
+        out.push((id, name, system_name, file));
+    }
+    Some(out)
 }
 
 /// Locations as read from the wire: (id, mapping id, address, first line, number of lines),
@@ -464,6 +564,8 @@ fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels:
 /// Turns a decoded message into the model, checking every reference.
 struct Converter<'a> {
     msg: &'a pp::Profile,
+    /// The functions (from the wire, or from `msg`).
+    funcs: &'a [RawFunction],
     /// The string table (not in `msg`: read beside it).
     table: &'a [Cow<'a, str>],
     name: &'a str,
@@ -472,6 +574,10 @@ struct Converter<'a> {
     mappings: IdMap<MappingId>,
     functions: IdMap<(StringId, StringId, StringId)>,
     locations: IdMap<FrameId>,
+    /// Set for [`decode_pprof_lean`]: nothing is interned; what `tables` would hold goes here.
+    lean: Option<LeanParts>,
+    /// (Lean) label keys by text: one id per distinct key, as interning gives.
+    label_keys: HashMap<&'a str, StringId>,
 }
 
 /// Ids to values: a vector when the ids are small (as producers number them, from 1), a hash
@@ -509,7 +615,7 @@ impl<T: Copy> IdMap<T> {
 }
 
 impl<'a> Converter<'a> {
-    fn new(msg: &'a pp::Profile, table: &'a [Cow<'a, str>], name: &'a str) -> Result<Self> {
+    fn new(msg: &'a pp::Profile, funcs: &'a [RawFunction], table: &'a [Cow<'a, str>], name: &'a str) -> Result<Self> {
         if table.first().is_some_and(|s| !s.is_empty()) {
             return Err(Error::new(
                 ErrorKind::Malformed,
@@ -518,14 +624,17 @@ impl<'a> Converter<'a> {
         }
         Ok(Converter {
             msg,
+            funcs,
             table,
             name,
             tables: Tables::default(),
             strings: vec![None; table.len()],
             mappings: IdMap::for_ids(msg.mapping.iter().map(|m| m.id), msg.mapping.len()),
-            functions: IdMap::for_ids(msg.function.iter().map(|f| f.id), msg.function.len()),
+            functions: IdMap::for_ids(funcs.iter().map(|f| f.0), funcs.len()),
             // Numbered in `convert`, where the locations are read.
             locations: IdMap::Dense(Vec::new()),
+            lean: None,
+            label_keys: HashMap::default(),
         })
     }
 
@@ -550,8 +659,29 @@ impl<'a> Converter<'a> {
         if text.is_empty() {
             return Ok(StringId::EMPTY);
         }
+        if self.lean.is_some() {
+            // (The index fits: the table has that many entries.)
+            return Ok(StringId(index as u32));
+        }
         let slot = &mut self.strings[index as usize];
         Ok(*slot.get_or_insert_with(|| self.tables.strings.intern(text)))
+    }
+
+    /// A label key: as [`Converter::string`], but one id per text in lean mode too (units
+    /// are kept per key).
+    fn label_key(&mut self, index: i64, what: &dyn Fn() -> String) -> Result<StringId> {
+        let id = self.string(index, what)?;
+        if self.lean.is_none() || id.is_empty() {
+            return Ok(id);
+        }
+        let slot = &mut self.strings[index as usize];
+        if let Some(k) = *slot {
+            return Ok(k);
+        }
+        let table: &'a [Cow<'a, str>] = self.table;
+        let k = *self.label_keys.entry(&*table[index as usize]).or_insert(id);
+        *slot = Some(k);
+        Ok(k)
     }
 
     fn convert(
@@ -559,7 +689,7 @@ impl<'a> Converter<'a> {
         bytes: &[u8],
         sample_ranges: &[(usize, usize)],
         raw: Option<&RawLocations>,
-    ) -> Result<FlatProfile> {
+    ) -> Result<(FlatProfile, Option<LeanParts>)> {
         let msg = self.msg;
         let name = self.name;
         for (i, m) in msg.mapping.iter().enumerate() {
@@ -578,19 +708,25 @@ impl<'a> Converter<'a> {
                 exact_offset: m.file_offset,
                 load_bias: 0,
             };
-            let id = self.tables.intern_mapping(mapping);
+            let id = match &mut self.lean {
+                Some(lean) => {
+                    lean.mappings.push(mapping);
+                    MappingId(u32::try_from(lean.mappings.len() - 1).expect("fewer than 2^32 mappings"))
+                }
+                None => self.tables.intern_mapping(mapping),
+            };
             if !self.mappings.insert(m.id, id) {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: mapping id {} is defined twice", m.id)));
             }
         }
-        for (i, f) in msg.function.iter().enumerate() {
-            let what = || format!("function {} (#{i})", f.id);
-            if f.id == 0 {
+        for (i, &(id, fname, system_name, filename)) in self.funcs.iter().enumerate() {
+            let what = || format!("function {id} (#{i})");
+            if id == 0 {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: function #{i} has id 0")));
             }
-            let v = (self.string(f.name, &what)?, self.string(f.system_name, &what)?, self.string(f.filename, &what)?);
-            if !self.functions.insert(f.id, v) {
-                return Err(Error::new(ErrorKind::Malformed, format!("{name}: function id {} is defined twice", f.id)));
+            let v = (self.string(fname, &what)?, self.string(system_name, &what)?, self.string(filename, &what)?);
+            if !self.functions.insert(id, v) {
+                return Err(Error::new(ErrorKind::Malformed, format!("{name}: function id {id} is defined twice")));
             }
         }
         // The locations as prost would give them, when prost did not read them.
@@ -635,6 +771,27 @@ impl<'a> Converter<'a> {
                 };
                 let clamp = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
                 lines.push(Line { function, system_name, file, line: clamp(line), column: clamp(column) });
+            }
+            if let Some(lean) = &mut self.lean {
+                let id = FrameId(u32::try_from(lean.frames.len()).expect("fewer than 2^32 locations"));
+                let frame = match lines.as_slice() {
+                    [l] if l.file.is_empty() && l.line == 0 && l.column == 0 => {
+                        (mapping, address, l.function, l.system_name, 0, 0)
+                    }
+                    _ => {
+                        let at = u32::try_from(lean.lines.len()).expect("fewer than 2^32 lines");
+                        lean.lines.extend_from_slice(lines);
+                        (mapping, address, StringId::EMPTY, StringId::EMPTY, at, lines.len() as u32)
+                    }
+                };
+                lean.frames.push(frame);
+                if !self.locations.insert(lid, id) {
+                    return Err(Error::new(
+                        ErrorKind::Malformed,
+                        format!("{name}: location id {lid} is defined twice"),
+                    ));
+                }
+                continue;
             }
             let frame = match lines.as_slice() {
                 // (What `frame_of` makes of it, without a list.)
@@ -737,7 +894,9 @@ impl<'a> Converter<'a> {
                     frames.push(self.locations.get(lid).ok_or_else(|| unknown(lid))?);
                 }
             }
-            if frames.is_empty() {
+            if frames.is_empty() && self.lean.is_some() {
+                // (Left out below, once its labels are checked.)
+            } else if frames.is_empty() {
                 let tables = &mut self.tables;
                 frames.push(*no_stack.get_or_insert_with(|| {
                     let n = tables.strings.intern(NO_STACK);
@@ -754,7 +913,7 @@ impl<'a> Converter<'a> {
             strs.clear();
             for l in &raw_labels {
                 let what = || format!("a label of sample {i}");
-                let key = self.string(l.key, &what)?;
+                let key = self.label_key(l.key, &what)?;
                 if l.str != 0 {
                     strs.push((key, self.string(l.str, &what)?));
                 } else {
@@ -767,14 +926,26 @@ impl<'a> Converter<'a> {
                     }
                 }
             }
+            if let Some(lean) = &self.lean {
+                let no_stack = |f: FrameId| {
+                    let (mapping, address, name, _, _, nlines) = lean.frames[f.0 as usize];
+                    mapping.is_none() && address == 0 && nlines == 0 && self.table[name.0 as usize] == NO_STACK
+                };
+                if frames.is_empty() || (frames.len() == 1 && no_stack(frames[0])) {
+                    continue;
+                }
+            }
             p.push_sample(&frames, &values, &num, &strs);
         }
         clock.done("samples");
         for (key, unit) in units {
             p.set_num_label_unit(key, unit);
         }
+        if self.lean.is_some() {
+            return Ok((p, self.lean));
+        }
         p.tables = Arc::new(self.tables);
-        Ok(p)
+        Ok((p, None))
     }
 }
 

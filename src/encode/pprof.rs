@@ -56,6 +56,8 @@ struct Builder<'a> {
     tables: std::sync::Arc<Tables>,
     opts: &'a PprofOptions,
     strings: StringTable,
+    /// Per string id of `tables`: its index in `strings` + 1 (0: not yet looked up).
+    by_id: Vec<i64>,
     functions: Vec<pp::Function>,
     function_index: HashMap<(i64, i64, i64), u64>,
     locations: Vec<pp::Location>,
@@ -69,8 +71,21 @@ impl Builder<'_> {
         i64::from(self.strings.intern(text).0)
     }
 
-    fn function(&mut self, name: &str, system_name: &str, file: &str, start_line: i64) -> u64 {
-        let key = (self.s(name), self.s(system_name), self.s(file));
+    /// [`Builder::s`] of string `id` of the tables, remembered per id.
+    fn sid(&mut self, id: StringId) -> i64 {
+        let i = id.0 as usize;
+        if self.by_id.len() <= i {
+            self.by_id.resize(self.tables.strings.len().max(i + 1), 0);
+        }
+        if self.by_id[i] == 0 {
+            let tables = std::sync::Arc::clone(&self.tables);
+            self.by_id[i] = self.s(tables.strings.get(id)) + 1;
+        }
+        self.by_id[i] - 1
+    }
+
+    /// A function's id by its name, system name and file (the `s` of each).
+    fn function(&mut self, key: (i64, i64, i64), start_line: i64) -> u64 {
         if let Some(&id) = self.function_index.get(&key) {
             return id;
         }
@@ -103,6 +118,15 @@ impl Builder<'_> {
         id
     }
 
+    /// The `s` of a function name with an annotation's `suffix` (none on an empty name).
+    fn shown(&mut self, name: StringId, suffix: &str) -> i64 {
+        if name.is_empty() || suffix.is_empty() {
+            return self.sid(name);
+        }
+        let tables = std::sync::Arc::clone(&self.tables);
+        self.s(&format!("{}{suffix}", tables.strings.get(name)))
+    }
+
     /// Writes the Location message for global location `id` = (frame, annotation).
     fn location(&mut self, id: u64, frame_id: FrameId, annotation: Annotation) {
         let tables = std::sync::Arc::clone(&self.tables);
@@ -114,19 +138,17 @@ impl Builder<'_> {
         };
         let mut lines = Vec::with_capacity(frame.lines.len().max(1));
         if frame.lines.is_empty() {
-            let name = tables.strings.get(frame.name);
-            let raw = tables.strings.get(frame.raw_name);
-            let shown = if name.is_empty() { String::new() } else { format!("{name}{suffix}") };
-            let f = self.function(&shown, raw, "", 0);
+            let shown = self.shown(frame.name, &suffix);
+            let key = (shown, self.sid(frame.raw_name), 0);
+            let f = self.function(key, 0);
             lines.push(pp::Line { function_id: f, line: 0, column: 0 });
             if mapping_id != 0 {
                 self.mapping_symbolized[mapping_id as usize - 1] = false;
             }
         } else {
             for l in &frame.lines {
-                let name = tables.strings.get(l.function);
-                let shown = if name.is_empty() { String::new() } else { format!("{name}{suffix}") };
-                let f = self.function(&shown, tables.strings.get(l.system_name), tables.strings.get(l.file), 0);
+                let key = (self.shown(l.function, &suffix), self.sid(l.system_name), self.sid(l.file));
+                let f = self.function(key, 0);
                 lines.push(pp::Line { function_id: f, line: i64::from(l.line), column: i64::from(l.column) });
             }
         }
@@ -450,6 +472,7 @@ pub fn encode_flat_parts_with(
         tables: std::sync::Arc::clone(&tables),
         opts,
         strings: StringTable::default(),
+        by_id: Vec::new(),
         functions: Vec::new(),
         function_index: HashMap::default(),
         locations: Vec::new(),

@@ -46,6 +46,7 @@
 mod diff;
 mod finish;
 mod header;
+mod lean;
 mod merger;
 mod sample_types;
 mod tables;
@@ -54,6 +55,7 @@ use crate::error::{Error, Result};
 use crate::model::{FlatProfile, Profile};
 
 pub use diff::{diff_factors, diff_pprof, scaled};
+pub use lean::{PprofFrame, PprofParts};
 pub use merger::{AnyProfile, Merger};
 pub use sample_types::TypeSelector;
 

@@ -22,7 +22,7 @@ use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
 use crate::decode::{Input, InputKind, sniff};
 use crate::error::{Error, ErrorKind, Result};
-use crate::merge::{AnyProfile, MergeOptions, Merger, TypeSelector, merge_tree};
+use crate::merge::{AnyProfile, MergeOptions, Merger, PprofParts, TypeSelector, merge_tree};
 use crate::model::{FlatProfile, HeapDump, Profile, Tables, TraceReport};
 use crate::symbolize::java_frames::{FrameRules, deobfuscate_java_frames};
 use crate::symbolize::proguard::{DeobfuscationReport, Deobfuscator, MapSpec, Session, deobfuscate_heap_dump};
@@ -608,8 +608,60 @@ pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
 }
 
 fn load_input_unfiltered(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
+    let opened = open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)?;
+    load_opened(path, opened, opts)
+}
+
+/// An input as a merge takes it: a pprof profile's bytes, to be read without tables
+/// ([`crate::decode::pprof::decode_pprof_lean`]), or anything else loaded.
+enum ForMerge {
+    Pprof { name: String, kind: InputKind, bytes: Vec<u8> },
+    Loaded(Box<LoadedInput>),
+}
+
+/// Loads `path` for a merge: the bytes of a pprof profile when nothing (filters, symbols) is
+/// applied to it and its empty stacks are dropped, else as [`load_input`] loads it.
+fn load_for_merge(path: &Path, opts: &LoadOptions) -> Result<ForMerge> {
+    let opened = open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)?;
+    let lean = opts.filter.is_empty() && opts.symbols.options().is_none() && opts.drop_empty_stacks;
+    match opened {
+        Opened::Trace(mut inp, kind) if lean && kind.is_pprof() => {
+            let name = path.display().to_string();
+            let bytes = crate::decode::pprof::read_pprof_bytes(&mut inp, &opts.pprof)?;
+            if !crate::decode::legacy_heap::looks_like_legacy_heap(&bytes) {
+                return Ok(ForMerge::Pprof { name, kind, bytes });
+            }
+            let profile = without_empty_stacks(crate::decode::legacy_heap::decode_legacy_heap(&bytes, &name)?);
+            Ok(ForMerge::Loaded(Box::new(LoadedInput {
+                name,
+                kind,
+                profiles: Vec::new(),
+                flat: vec![profile],
+                annotate: false,
+                report: None,
+                symbols: None,
+            })))
+        }
+        opened => {
+            let mut loaded = load_opened(path, opened, opts)?;
+            if !opts.filter.is_empty() {
+                loaded.profiles = std::mem::take(&mut loaded.profiles)
+                    .into_iter()
+                    .map(|p| crate::analysis::filter::filter_profile(p, &opts.filter))
+                    .collect();
+                loaded.flat = std::mem::take(&mut loaded.flat)
+                    .into_iter()
+                    .map(|p| crate::analysis::filter::filter_flat(p, &opts.filter))
+                    .collect();
+            }
+            Ok(ForMerge::Loaded(Box::new(loaded)))
+        }
+    }
+}
+
+fn load_opened(path: &Path, opened: Opened, opts: &LoadOptions) -> Result<LoadedInput> {
     let name = path.display().to_string();
-    match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)? {
+    match opened {
         Opened::Ddm { name, bytes } => {
             let mut ddm = opts.ddm.clone();
             ddm.per_allocation = false;
@@ -717,7 +769,38 @@ pub fn merge_inputs(
     let infos: Mutex<Vec<(usize, InputInfo)>> = Mutex::new(Vec::new());
     let parallel = inputs.par_iter().enumerate().try_for_each(|(i, path)| {
         let mut clock = crate::timing::Phases::start("input");
-        let loaded = load_input(path, load)?;
+        let loaded = match load_for_merge(path, load)? {
+            ForMerge::Loaded(l) => *l,
+            ForMerge::Pprof { name, kind, bytes } => {
+                // Read without tables, straight into an accumulator.
+                let lean = crate::decode::pprof::decode_pprof_lean(&bytes, &name)?;
+                clock.done(&format!("decode {i}"));
+                let taken = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                let mut m = taken.unwrap_or_else(|| Merger::new(merge.clone(), sides));
+                let parts = PprofParts {
+                    profile: &lean.profile,
+                    strings: &lean.strings,
+                    mappings: &lean.mappings,
+                    frames: &lean.frames,
+                    lines: &lean.lines,
+                };
+                let added = m.add_pprof(&parts, side_of(i));
+                pool.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+                clock.done(&format!("add {i}"));
+                added?;
+                let info = InputInfo {
+                    warnings: pprof_warnings(&name, &lean.profile),
+                    name,
+                    kind,
+                    converted: None,
+                    profiles: 1,
+                    report: None,
+                    symbols: None,
+                };
+                infos.lock().unwrap_or_else(|e| e.into_inner()).push((i, info));
+                return Ok(());
+            }
+        };
         clock.done(&format!("load {i}"));
         let taken = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut m = taken.unwrap_or_else(|| Merger::new(merge.clone(), sides));

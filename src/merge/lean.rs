@@ -1,0 +1,195 @@
+//! Adding a pprof profile read without tables ([`PprofParts`]): its strings, mappings and
+//! locations go straight into the merger's own tables, each the first time a sample with a
+//! value uses it, with no model tables built and interned first.
+
+use std::borrow::Cow;
+
+use super::Merger;
+use super::header::Header;
+use super::sample_types::scale_value;
+use super::tables::{MFrame, MLabel, MMap, MapKey, UNSET, round_4k, seq_hash};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{FlatProfile, Line, Mapping, MappingId, StringId};
+
+/// A location of [`PprofParts`]: mapping (index into its `mappings`), address, name and system
+/// name (for a frame without lines), and (first, count) of its lines.
+pub type PprofFrame = (Option<MappingId>, u64, StringId, StringId, u32, u32);
+
+/// A pprof profile as its file has it (what `decode::pprof::decode_pprof_lean` gives): the
+/// samples in `profile`, whose frame ids index `frames` and whose label strings index
+/// `strings`; nothing interned (the same text, mapping or location may come twice).
+#[derive(Debug, Clone, Copy)]
+pub struct PprofParts<'a> {
+    /// Header and samples (its tables are not read).
+    pub profile: &'a FlatProfile,
+    /// The string table.
+    pub strings: &'a [Cow<'a, str>],
+    /// The mappings; paths index `strings`.
+    pub mappings: &'a [Mapping],
+    /// The locations: mapping (index into `mappings`), address, name and system name (for a
+    /// frame without lines), and (first, count) of its lines in `lines`.
+    pub frames: &'a [PprofFrame],
+    /// The locations' lines; strings index `strings`.
+    pub lines: &'a [Line],
+}
+
+/// Per input: each of its strings, mappings and frames in the merger's, once looked up.
+struct Seen {
+    strings: Vec<u32>,
+    mappings: Vec<(u32, u64, u64)>,
+    frames: Vec<u32>,
+}
+
+impl Merger {
+    /// Adds a pprof profile read without tables to side `side` (see [`Merger::new`]): the same
+    /// as adding the profile `decode_pprof` makes of the same bytes (without its empty stacks)
+    /// with [`Merger::add_any`], without annotations.
+    pub fn add_pprof(&mut self, parts: &PprofParts<'_>, side: usize) -> Result<()> {
+        if side >= self.sides {
+            return Err(Error::new(ErrorKind::Usage, format!("side {side} of a merge with {} sides", self.sides)));
+        }
+        let p = parts.profile;
+        let (h, cols) = Header::of(&p.header, &self.opts)?;
+        let scale = self.merge_header(h)?;
+        if p.sample_count() == 0 {
+            return Ok(());
+        }
+        self.strings.reserve(parts.strings.len(), 0);
+        let mut seen = Seen {
+            strings: vec![UNSET; parts.strings.len()],
+            mappings: vec![(UNSET, 0, 0); parts.mappings.len()],
+            frames: vec![UNSET; parts.frames.len()],
+        };
+        let ncols = cols.len();
+        let width = self.width();
+        let n = p.sample_count();
+        self.stacks.reserve(n, p.all_frames().len());
+        self.keys.reserve(n);
+        self.next_slot.reserve(n);
+        self.values.reserve(n * width);
+        let offset = side * ncols;
+        let mut vals = vec![0i64; ncols];
+        let mut seq: Vec<u32> = Vec::new();
+        let mut labels: Vec<MLabel> = Vec::new();
+        // In batches, as `add_any` does: stacks and hashes first (with their index slots
+        // fetched early), then the lookups.
+        const BATCH: usize = 64;
+        let mut batch: Vec<(usize, usize, usize, u64)> = Vec::with_capacity(BATCH);
+        let mut first = 0;
+        while first < n {
+            let last = (first + BATCH).min(n);
+            seq.clear();
+            batch.clear();
+            for i in first..last {
+                let (frames, values) = p.sample(i);
+                if cols.iter().zip(&scale).all(|(&src, &f)| scale_value(values[src], f) == 0) {
+                    continue;
+                }
+                let at = seq.len();
+                for &f in frames {
+                    let m = seen.frames[f.0 as usize];
+                    seq.push(if m != UNSET { m } else { self.pprof_frame(parts, &mut seen, f.0 as usize) });
+                }
+                let h = seq_hash(&seq[at..]);
+                self.stacks.prefetch_slot(h);
+                batch.push((i, at, seq.len(), h));
+            }
+            for &(i, at, end, h) in &batch {
+                let stack = self.stacks.intern_hashed(&seq[at..end], h);
+                let values = p.sample(i).1;
+                for (c, &src) in cols.iter().enumerate() {
+                    vals[c] = scale_value(values[src], scale[c]);
+                }
+                labels.clear();
+                for &(k, v) in p.sample_labels(i) {
+                    let unit = p.num_label_unit(k).map_or(StringId::EMPTY, |u| self.pprof_string(parts, &mut seen, u));
+                    labels.push(MLabel::Num(self.pprof_string(parts, &mut seen, k), v, unit));
+                }
+                for &(k, v) in p.sample_str_labels(i) {
+                    labels.push(MLabel::Str(
+                        self.pprof_string(parts, &mut seen, k),
+                        self.pprof_string(parts, &mut seen, v),
+                    ));
+                }
+                let ls = self.label_set(&mut labels);
+                let slot = self.slot(stack, ls, width);
+                let dst = &mut self.values[slot * width + offset..slot * width + offset + ncols];
+                for (d, v) in dst.iter_mut().zip(&vals) {
+                    *d = d.saturating_add(*v);
+                }
+            }
+            first = last;
+        }
+        Ok(())
+    }
+
+    fn pprof_string(&mut self, parts: &PprofParts<'_>, seen: &mut Seen, id: StringId) -> StringId {
+        if id.is_empty() {
+            return id;
+        }
+        let slot = &mut seen.strings[id.0 as usize];
+        if *slot == UNSET {
+            *slot = self.strings.intern(&parts.strings[id.0 as usize]).0;
+        }
+        StringId(*slot)
+    }
+
+    /// Mapping `i` of the input: (merged mapping, start, end), as [`Merger::mapping`] gives.
+    fn pprof_mapping(&mut self, parts: &PprofParts<'_>, seen: &mut Seen, i: usize) -> (u32, u64, u64) {
+        if seen.mappings[i].0 != UNSET {
+            return seen.mappings[i];
+        }
+        let m = &parts.mappings[i];
+        let path = self.pprof_string(parts, seen, m.path);
+        let size = m.end.saturating_sub(m.start);
+        let key = MapKey {
+            build_id: m.build_id.clone(),
+            path: if m.build_id.is_empty() { path } else { StringId::EMPTY },
+            offset: m.exact_offset,
+            size: round_4k(size),
+        };
+        let merged = self.intern_map(MMap { key, path, start: m.start, size });
+        seen.mappings[i] = (merged, m.start, m.end);
+        seen.mappings[i]
+    }
+
+    /// Location `i` of the input as a merged frame, as [`Merger::frame`] makes it.
+    fn pprof_frame(&mut self, parts: &PprofParts<'_>, seen: &mut Seen, i: usize) -> u32 {
+        let (mapping, rel_pc, name, raw, at, len) = parts.frames[i];
+        let (mapping, abs, addr) = match mapping {
+            Some(m) => {
+                let (id, start, end) = self.pprof_mapping(parts, seen, m.0 as usize);
+                if rel_pc >= start && rel_pc < end {
+                    (Some(id), true, rel_pc - start)
+                } else {
+                    (Some(id), false, rel_pc)
+                }
+            }
+            None => (None, false, rel_pc),
+        };
+        let mut lines = std::mem::take(&mut self.line_buf);
+        lines.clear();
+        for l in &parts.lines[at as usize..at as usize + len as usize] {
+            lines.push(Line {
+                function: self.pprof_string(parts, seen, l.function),
+                system_name: self.pprof_string(parts, seen, l.system_name),
+                file: self.pprof_string(parts, seen, l.file),
+                line: l.line,
+                column: l.column,
+            });
+        }
+        let (name, raw) = if lines.len() == 1 && lines[0].file.is_empty() && lines[0].line == 0 && lines[0].column == 0
+        {
+            let l = lines.pop().expect("one line");
+            (l.function, l.system_name)
+        } else if lines.is_empty() {
+            (self.pprof_string(parts, seen, name), self.pprof_string(parts, seen, raw))
+        } else {
+            (StringId::EMPTY, StringId::EMPTY)
+        };
+        let id = self.intern_frame(MFrame { mapping, abs, addr, name, raw, lines_at: 0, lines_len: 0 }, &lines);
+        self.line_buf = lines;
+        seen.frames[i] = id;
+        id
+    }
+}
