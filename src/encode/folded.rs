@@ -14,9 +14,9 @@ use std::io::Write;
 use rayon::slice::ParallelSliceMut;
 use rustc_hash::FxHashMap;
 
-use super::labels::{frame_labels, labelled_samples};
-use crate::model::Profile;
-use crate::model::annotate::{Annotation, AnnotationState, annotate_with, classify_frames};
+use super::labels::{frame_id_labels, labelled_samples};
+use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames};
+use crate::model::{FlatProfile, FrameId, Profile, Tables};
 
 /// Options of the folded encoder.
 #[derive(Debug, Clone, Default)]
@@ -88,6 +88,12 @@ pub fn write_folded(profile: &Profile, opts: &FoldedOptions, out: &mut impl Writ
     FoldedStacks::of(profile, opts, escape_frame).write(out)
 }
 
+/// [`write_folded`] of a profile with frame lists: the same text as for
+/// [`FlatProfile::to_profile`], without its stack tree.
+pub fn write_folded_flat(profile: &FlatProfile, opts: &FoldedOptions, out: &mut impl Write) -> std::io::Result<()> {
+    FoldedStacks::of_flat(profile, opts, escape_frame).write(out)
+}
+
 /// One line of [`FoldedStacks`]: a distinct label path and its summed value.
 #[derive(Debug, Clone, Copy)]
 struct FoldedLine {
@@ -121,63 +127,124 @@ impl FoldedStacks {
     /// labels, each label escaped by `escape`, sorted by text as [`folded_lines`] orders them.
     pub fn of(profile: &Profile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
         let tables = &profile.tables;
-        let classes = if opts.annotations { classify_frames(tables) } else { Vec::new() };
-        // (frame, annotation) -> range of label ids in `seqs`, computed once.
-        let mut slot: Vec<u32> = vec![u32::MAX; tables.frames().len() * ANNOTATIONS];
-        let mut ranges: Vec<(u32, u32)> = Vec::new();
-        let mut seqs: Vec<u32> = Vec::new();
-        let mut index: FxHashMap<Box<str>, u32> = FxHashMap::default();
-        let mut labels: Vec<Box<str>> = Vec::new();
-        let mut scratch: Vec<String> = Vec::new();
+        let mut b = LineBuilder::new(tables, opts.annotations, escape, profile.samples().len());
         let mut nodes = Vec::new();
-        let mut ids: Vec<u32> = Vec::new();
-        let mut lines: Vec<FoldedLine> = Vec::with_capacity(profile.samples().len());
+        let mut frames = Vec::new();
         for (stack, values) in profile.samples() {
             let value = values[opts.value_index];
             if value == 0 {
                 continue;
             }
             tables.stack_nodes_root_first(stack, &mut nodes);
-            let start = ids.len();
-            let mut state = AnnotationState::Initial;
-            for &n in &nodes {
-                let frame = tables.stack_node(n).frame;
-                let annotation = if opts.annotations {
-                    let (next, a) = annotate_with(state, classes[frame.0 as usize]);
-                    state = next;
-                    a
-                } else {
-                    Annotation::None
-                };
-                let key = frame.0 as usize * ANNOTATIONS + annotation_index(annotation);
-                if slot[key] == u32::MAX {
-                    scratch.clear();
-                    frame_labels(tables, n, annotation, &mut scratch);
-                    let first = seqs.len() as u32;
-                    for l in &scratch {
-                        let l = escape(l);
-                        let id = match index.get(l.as_str()) {
-                            Some(&id) => id,
-                            None => {
-                                let id = labels.len() as u32;
-                                let l = l.into_boxed_str();
-                                labels.push(l.clone());
-                                index.insert(l, id);
-                                id
-                            }
-                        };
-                        seqs.push(id);
-                    }
-                    slot[key] = ranges.len() as u32;
-                    ranges.push((first, seqs.len() as u32 - first));
-                }
-                let (first, len) = ranges[slot[key] as usize];
-                ids.extend_from_slice(&seqs[first as usize..(first + len) as usize]);
-            }
-            let len = u32::try_from(ids.len() - start).expect("fewer than 2^32 labels in a stack");
-            lines.push(FoldedLine { start, len, value });
+            frames.clear();
+            frames.extend(nodes.iter().map(|&n| tables.stack_node(n).frame));
+            b.add(&frames, value);
         }
-        drop(index);
+        b.finish()
+    }
+
+    /// [`FoldedStacks::of`] of a profile with frame lists ([`FlatProfile`]): the same lines as
+    /// for [`FlatProfile::to_profile`], without building its stack tree. Samples without
+    /// frames are left out (as `to_profile` leaves them out).
+    pub fn of_flat(profile: &FlatProfile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
+        let mut b = LineBuilder::new(&profile.tables, opts.annotations, escape, profile.sample_count());
+        let mut frames = Vec::new();
+        for i in 0..profile.sample_count() {
+            let (leaf_first, values) = profile.sample(i);
+            let value = values[opts.value_index];
+            if value == 0 || leaf_first.is_empty() {
+                continue;
+            }
+            frames.clear();
+            frames.extend(leaf_first.iter().rev());
+            b.add(&frames, value);
+        }
+        b.finish()
+    }
+}
+
+/// Gathers the lines of [`FoldedStacks`]: each frame's labels made (and interned) once per
+/// annotation, each stack's label ids appended.
+struct LineBuilder<'a> {
+    tables: &'a Tables,
+    annotations: bool,
+    escape: fn(&str) -> String,
+    classes: Vec<FrameClass>,
+    /// (frame, annotation) -> index in `ranges`, `u32::MAX` until made.
+    slot: Vec<u32>,
+    /// Range of label ids in `seqs` of each (frame, annotation) made.
+    ranges: Vec<(u32, u32)>,
+    seqs: Vec<u32>,
+    index: FxHashMap<Box<str>, u32>,
+    labels: Vec<Box<str>>,
+    scratch: Vec<String>,
+    ids: Vec<u32>,
+    lines: Vec<FoldedLine>,
+}
+
+impl<'a> LineBuilder<'a> {
+    fn new(tables: &'a Tables, annotations: bool, escape: fn(&str) -> String, samples: usize) -> Self {
+        LineBuilder {
+            tables,
+            annotations,
+            escape,
+            classes: if annotations { classify_frames(tables) } else { Vec::new() },
+            slot: vec![u32::MAX; tables.frames().len() * ANNOTATIONS],
+            ranges: Vec::new(),
+            seqs: Vec::new(),
+            index: FxHashMap::default(),
+            labels: Vec::new(),
+            scratch: Vec::new(),
+            ids: Vec::new(),
+            lines: Vec::with_capacity(samples),
+        }
+    }
+
+    /// Adds one stack (its frames root first) with its value.
+    fn add(&mut self, root_first: &[FrameId], value: i64) {
+        let start = self.ids.len();
+        let mut state = AnnotationState::Initial;
+        for &frame in root_first {
+            let annotation = if self.annotations {
+                let (next, a) = annotate_with(state, self.classes[frame.0 as usize]);
+                state = next;
+                a
+            } else {
+                Annotation::None
+            };
+            let key = frame.0 as usize * ANNOTATIONS + annotation_index(annotation);
+            if self.slot[key] == u32::MAX {
+                self.scratch.clear();
+                frame_id_labels(self.tables, frame, annotation, &mut self.scratch);
+                let first = self.seqs.len() as u32;
+                for l in &self.scratch {
+                    let l = (self.escape)(l);
+                    let id = match self.index.get(l.as_str()) {
+                        Some(&id) => id,
+                        None => {
+                            let id = self.labels.len() as u32;
+                            let l = l.into_boxed_str();
+                            self.labels.push(l.clone());
+                            self.index.insert(l, id);
+                            id
+                        }
+                    };
+                    self.seqs.push(id);
+                }
+                self.slot[key] = self.ranges.len() as u32;
+                self.ranges.push((first, self.seqs.len() as u32 - first));
+            }
+            let (first, len) = self.ranges[self.slot[key] as usize];
+            self.ids.extend_from_slice(&self.seqs[first as usize..(first + len) as usize]);
+        }
+        let len = u32::try_from(self.ids.len() - start).expect("fewer than 2^32 labels in a stack");
+        self.lines.push(FoldedLine { start, len, value });
+    }
+
+    /// Ranks the labels and sorts and merges the lines.
+    fn finish(self) -> FoldedStacks {
+        let LineBuilder { index, labels, ids, lines, slot, seqs, ranges, .. } = self;
+        drop((index, slot, seqs, ranges));
         // Ranks of the labels in the order of their text followed by `;`: the order of two
         // lines that go on after the first label where they differ.
         let mut by_text: Vec<u32> = (0..labels.len() as u32).collect();
@@ -211,7 +278,9 @@ impl FoldedStacks {
         stacks.lines = lines;
         stacks
     }
+}
 
+impl FoldedStacks {
     fn path(&self, l: &FoldedLine) -> &[u32] {
         &self.ids[l.start..l.start + l.len as usize]
     }

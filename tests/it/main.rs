@@ -8,6 +8,7 @@ mod common;
 mod ddm;
 mod deobfuscate;
 mod filters;
+mod flame_lists;
 mod fixtures;
 mod fuzz_replay;
 mod golden;
