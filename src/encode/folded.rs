@@ -127,18 +127,15 @@ impl FoldedStacks {
     /// labels, each label escaped by `escape`, sorted by text as [`folded_lines`] orders them.
     pub fn of(profile: &Profile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
         let tables = &profile.tables;
-        let mut b = LineBuilder::new(tables, opts.annotations, escape, profile.samples().len());
+        let mut b = LineBuilder::new(tables, opts.annotations, escape, profile.samples().len(), 0);
         let mut nodes = Vec::new();
-        let mut frames = Vec::new();
         for (stack, values) in profile.samples() {
             let value = values[opts.value_index];
             if value == 0 {
                 continue;
             }
             tables.stack_nodes_root_first(stack, &mut nodes);
-            frames.clear();
-            frames.extend(nodes.iter().map(|&n| tables.stack_node(n).frame));
-            b.add(&frames, value);
+            b.add(nodes.iter().map(|&n| tables.stack_node(n).frame), value);
         }
         b.finish()
     }
@@ -147,17 +144,15 @@ impl FoldedStacks {
     /// for [`FlatProfile::to_profile`], without building its stack tree. Samples without
     /// frames are left out (as `to_profile` leaves them out).
     pub fn of_flat(profile: &FlatProfile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
-        let mut b = LineBuilder::new(&profile.tables, opts.annotations, escape, profile.sample_count());
-        let mut frames = Vec::new();
+        let frames = profile.all_frames().len();
+        let mut b = LineBuilder::new(&profile.tables, opts.annotations, escape, profile.sample_count(), frames);
         for i in 0..profile.sample_count() {
             let (leaf_first, values) = profile.sample(i);
             let value = values[opts.value_index];
             if value == 0 || leaf_first.is_empty() {
                 continue;
             }
-            frames.clear();
-            frames.extend(leaf_first.iter().rev());
-            b.add(&frames, value);
+            b.add(leaf_first.iter().rev().copied(), value);
         }
         b.finish()
     }
@@ -170,7 +165,9 @@ struct LineBuilder<'a> {
     annotations: bool,
     escape: fn(&str) -> String,
     classes: Vec<FrameClass>,
-    /// (frame, annotation) -> index in `ranges`, `u32::MAX` until made.
+    /// (frame, annotation) (with annotations off, frame) -> its labels, `u32::MAX` until made:
+    /// a frame of one label (most) has the label's id, a frame of several the index of their
+    /// range in `ranges` with [`SEVERAL`] set.
     slot: Vec<u32>,
     /// Range of label ids in `seqs` of each (frame, annotation) made.
     ranges: Vec<(u32, u32)>,
@@ -183,37 +180,43 @@ struct LineBuilder<'a> {
 }
 
 impl<'a> LineBuilder<'a> {
-    fn new(tables: &'a Tables, annotations: bool, escape: fn(&str) -> String, samples: usize) -> Self {
+    /// `samples` and `frames`: how many stacks and frame references to expect (0: unknown).
+    fn new(tables: &'a Tables, annotations: bool, escape: fn(&str) -> String, samples: usize, frames: usize) -> Self {
+        let per_frame = if annotations { ANNOTATIONS } else { 1 };
         LineBuilder {
             tables,
             annotations,
             escape,
             classes: if annotations { classify_frames(tables) } else { Vec::new() },
-            slot: vec![u32::MAX; tables.frames().len() * ANNOTATIONS],
+            slot: vec![u32::MAX; tables.frames().len() * per_frame],
             ranges: Vec::new(),
             seqs: Vec::new(),
             index: FxHashMap::default(),
             labels: Vec::new(),
             scratch: Vec::new(),
-            ids: Vec::new(),
+            ids: Vec::with_capacity(frames),
             lines: Vec::with_capacity(samples),
         }
     }
 
     /// Adds one stack (its frames root first) with its value.
-    fn add(&mut self, root_first: &[FrameId], value: i64) {
+    fn add(&mut self, root_first: impl Iterator<Item = FrameId>, value: i64) {
         let start = self.ids.len();
         let mut state = AnnotationState::Initial;
-        for &frame in root_first {
-            let annotation = if self.annotations {
+        for frame in root_first {
+            let (annotation, key) = if self.annotations {
                 let (next, a) = annotate_with(state, self.classes[frame.0 as usize]);
                 state = next;
-                a
+                (a, frame.0 as usize * ANNOTATIONS + annotation_index(a))
             } else {
-                Annotation::None
+                (Annotation::None, frame.0 as usize)
             };
-            let key = frame.0 as usize * ANNOTATIONS + annotation_index(annotation);
-            if self.slot[key] == u32::MAX {
+            let slot = self.slot[key];
+            if slot != u32::MAX && slot & SEVERAL == 0 {
+                self.ids.push(slot);
+                continue;
+            }
+            if slot == u32::MAX {
                 self.scratch.clear();
                 frame_id_labels(self.tables, frame, annotation, &mut self.scratch);
                 let first = self.seqs.len() as u32;
@@ -222,7 +225,10 @@ impl<'a> LineBuilder<'a> {
                     let id = match self.index.get(l.as_str()) {
                         Some(&id) => id,
                         None => {
-                            let id = self.labels.len() as u32;
+                            let id = u32::try_from(self.labels.len())
+                                .ok()
+                                .filter(|&i| i < SEVERAL)
+                                .expect("fewer than 2^31 labels");
                             let l = l.into_boxed_str();
                             self.labels.push(l.clone());
                             self.index.insert(l, id);
@@ -231,10 +237,16 @@ impl<'a> LineBuilder<'a> {
                     };
                     self.seqs.push(id);
                 }
-                self.slot[key] = self.ranges.len() as u32;
-                self.ranges.push((first, self.seqs.len() as u32 - first));
+                let len = self.seqs.len() as u32 - first;
+                if len == 1 {
+                    self.slot[key] = self.seqs[first as usize];
+                    self.ids.push(self.seqs[first as usize]);
+                    continue;
+                }
+                self.slot[key] = self.ranges.len() as u32 | SEVERAL;
+                self.ranges.push((first, len));
             }
-            let (first, len) = self.ranges[self.slot[key] as usize];
+            let (first, len) = self.ranges[(self.slot[key] & !SEVERAL) as usize];
             self.ids.extend_from_slice(&self.seqs[first as usize..(first + len) as usize]);
         }
         let len = u32::try_from(self.ids.len() - start).expect("fewer than 2^32 labels in a stack");
@@ -391,6 +403,9 @@ impl FoldedStacks {
         Ok(())
     }
 }
+
+/// Set in a [`LineBuilder`] slot that indexes a range of labels rather than naming one.
+const SEVERAL: u32 = 1 << 31;
 
 /// Number of [`Annotation`] values.
 const ANNOTATIONS: usize = 6;

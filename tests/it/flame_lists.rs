@@ -88,7 +88,14 @@ fn folded_and_flame_of_one_dump_of_a_synthetic_trace_match_the_stack_tree() {
     let input = dir.path().join("synth.pftrace");
     // Three processes, four continuous dumps, callstacks interned over several packets per
     // chain (small packets), some recycled.
-    let opts = SynthOptions { callstacks: 3000, depth: 20, dumps: 4, processes: 3, packet_bytes: 16 << 10, ..Default::default() };
+    let opts = SynthOptions {
+        callstacks: 3000,
+        depth: 20,
+        dumps: 4,
+        processes: 3,
+        packet_bytes: 16 << 10,
+        ..Default::default()
+    };
     let mut buf = Vec::new();
     write_synthetic_trace(&opts, &mut buf).unwrap();
     std::fs::write(&input, &buf).unwrap();
