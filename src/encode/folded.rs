@@ -480,6 +480,54 @@ mod tests {
     }
 
     #[test]
+    fn frame_lists_give_the_stack_trees_text() {
+        use std::sync::Arc;
+
+        use crate::model::{FlatProfile, Frame, FrameId, Line, ProfileMeta, StringId, Tables, ValueKind, ValueType};
+        let mut tables = Tables::default();
+        let mut frames: Vec<FrameId> = ["main", "a;b", "_ZN3foo3barEv", "c", ""]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let id = tables.strings.intern(n);
+                tables.intern_frame(None, 0x100 * i as u64, id)
+            })
+            .collect();
+        // A symbolized frame with two inlined functions: two labels for one frame.
+        let (f, g) = (tables.strings.intern("outer"), tables.strings.intern("inner"));
+        let line = |function| Line { function, system_name: function, file: StringId::default(), line: 0, column: 0 };
+        let name = tables.strings.intern("x");
+        frames.push(tables.intern_frame_exact(Frame {
+            mapping: None,
+            rel_pc: 9,
+            raw_name: name,
+            name,
+            lines: vec![line(g), line(f)],
+        }));
+        let types = vec![
+            ValueType::new("n", "count", ValueKind::TotalCount),
+            ValueType::new("s", "bytes", ValueKind::TotalSize),
+        ];
+        let mut flat = FlatProfile::new(Arc::new(tables), ProfileMeta::default(), types);
+        for i in 0..300usize {
+            let leaf_first: Vec<FrameId> =
+                (0..i % 6).map(|d| frames[(i * 5 + d * 7 + i / 11) % frames.len()]).collect();
+            flat.push_sample(&leaf_first, &[(i % 4) as i64 - 1, i as i64], &[], &[]);
+        }
+        let tree = flat.to_profile();
+        for annotations in [false, true] {
+            for value_index in [0, 1] {
+                let opts = FoldedOptions { value_index, annotations };
+                let mut got = Vec::new();
+                write_folded_flat(&flat, &opts, &mut got).unwrap();
+                let want = encode_folded(&tree, &opts);
+                assert!(want.contains("outer;inner"), "{want}");
+                assert_eq!(String::from_utf8(got).unwrap(), want);
+            }
+        }
+    }
+
+    #[test]
     fn escaping_round_trips() {
         let frames = ["a;b", "c\\d", "e\nf", "plain name (with) spaces"];
         let line = format!("{} 42", frames.iter().map(|f| escape_frame(f)).collect::<Vec<_>>().join(";"));
