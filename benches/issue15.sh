@@ -36,9 +36,11 @@ for part in $PARTS; do
           /usr/bin/time -f "$t svg $who: $T" "$H" convert $B/$t.pftrace --pid 1000 --to svg -o $O/f-$t-$who.svg -q
           /usr/bin/time -f "$t folded $who: $T" "$H" convert $B/$t.pftrace --pid 1000 --to folded -o $O/f-$t-$who.folded -q
           rm -rf $O/fp-$who
-          /usr/bin/time -o $O/profile.time -f "%e" "$H" profile $B/$t.pftrace -o $O/fp-$who -q
+          /usr/bin/time -o $O/profile.time -f "%e %U %S %M" "$H" profile $B/$t.pftrace -o $O/fp-$who -q
+          read -r w u s m < $O/profile.time
           n=$(ls $O/fp-$who | wc -l)
-          echo "$t profile $who: $(cat $O/profile.time) s wall, $n dumps, $(echo "scale=3; $(cat $O/profile.time) / $n" | bc) s per dump"
+          echo "$t profile $who: $w s wall, $u s user, $s s sys, $m KB peak; $n dumps: per dump" \
+            "$(echo "scale=3; $w / $n" | bc) s wall, $(echo "scale=3; ($u + $s) / $n" | bc) s CPU"
         done
       done 2>&1
       cmp $O/f-$t-old.svg $O/f-$t-new.svg && echo "$t svg identical"
