@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 15 side-by-side figures (BENCHMARKS.md, "Issue 15"), RUNS rounds (default 2), interleaved:
-#   flame: `convert --to svg` and `--to folded` of one dump of the 300k-callstack synthetic trace,
-#          OLD build vs NEW build (bytes compared), and `profile` of the whole trace for scale;
+#   flame: `convert --to svg` and `--to folded` of one dump (`--pid 1000`, its last) of the
+#          300k-callstack synthetic trace and of the issue's shape, OLD build vs NEW build (bytes
+#          compared), and `profile` of the whole trace with its wall time per dump written;
 #   symbolize: `heapconv symbolize` of the mixed SQLite trace (44k callstacks, 59k frames in 4
 #          mappings, 13.7k of them in libsqlite3.so) vs `llvm-symbolizer` on its 13.7k addresses;
 #   merge: `heapconv merge` vs `go tool pprof -proto` on the existing pair (A.pb, B.pb), on
@@ -18,21 +19,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=$1; NEW=$2; shift 2; PARTS=${*:-flame symbolize merge profile}; RUNS=${RUNS:-2}
 B=target/bench; mkdir -p "$B"
+# Where the flame part writes its outputs (BENCH_OUT; default target/bench).
+O=${BENCH_OUT:-$B}; mkdir -p "$O"
 T="%e s wall, %U s user, %S s sys, %M KB peak"
 [ -f $B/big300k.pftrace ] || ./target/release/synth -o $B/big300k.pftrace --callstacks 300000 --depth 30 --dumps 4 --processes 2
 for part in $PARTS; do
   case $part in
   flame)
-    for _ in $(seq "$RUNS"); do
-      for who in old new; do
-        H=$OLD; [ $who = new ] && H=$NEW
-        /usr/bin/time -f "svg $who: $T" "$H" convert $B/big300k.pftrace --pid 1000 --to svg -o $B/f-$who.svg -q
-        /usr/bin/time -f "folded $who: $T" "$H" convert $B/big300k.pftrace --pid 1000 --to folded -o $B/f-$who.folded -q
-        rm -rf $B/fp-$who; /usr/bin/time -f "profile $who: $T" "$H" profile $B/big300k.pftrace -o $B/fp-$who -q
-      done
-    done 2>&1
-    cmp $B/f-old.svg $B/f-new.svg && echo "svg identical"
-    cmp $B/f-old.folded $B/f-new.folded && echo "folded identical" ;;
+    # Both traces: the 300k synthetic one and the issue's shape; `profile`'s wall time divided
+    # by the dumps it writes is the per-dump time `convert --to svg` of one dump is held to.
+    [ -f $B/issue15.pftrace ] || ./target/release/synth --shape issue15 -o $B/issue15.pftrace -q
+    for t in big300k issue15; do
+      for _ in $(seq "$RUNS"); do
+        for who in old new; do
+          H=$OLD; [ $who = new ] && H=$NEW
+          /usr/bin/time -f "$t svg $who: $T" "$H" convert $B/$t.pftrace --pid 1000 --to svg -o $O/f-$t-$who.svg -q
+          /usr/bin/time -f "$t folded $who: $T" "$H" convert $B/$t.pftrace --pid 1000 --to folded -o $O/f-$t-$who.folded -q
+          rm -rf $O/fp-$who
+          /usr/bin/time -o $O/profile.time -f "%e %U %S %M" "$H" profile $B/$t.pftrace -o $O/fp-$who -q
+          read -r w u s m < $O/profile.time
+          n=$(ls $O/fp-$who | wc -l)
+          echo "$t profile $who: $w s wall, $u s user, $s s sys, $m KB peak; $n dumps: per dump" \
+            "$(echo "scale=3; $w / $n" | bc) s wall, $(echo "scale=3; ($u + $s) / $n" | bc) s CPU"
+        done
+      done 2>&1
+      cmp $O/f-$t-old.svg $O/f-$t-new.svg && echo "$t svg identical"
+      cmp $O/f-$t-old.folded $O/f-$t-new.folded && echo "$t folded identical"
+    done ;;
   symbolize)
     [ -f $B/libsqlite3.so ] || bash symbols/bench/build-sqlite.sh
     if [ ! -f $B/mixed.pftrace ]; then

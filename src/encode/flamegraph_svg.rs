@@ -10,7 +10,7 @@
 use super::folded::{FoldedOptions, FoldedStacks};
 use super::labels::{human_bytes, human_value};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::Profile;
+use crate::model::{FlatProfile, Profile, ProfileHeader};
 
 /// Options of the flame graph encoder.
 #[derive(Debug, Clone)]
@@ -49,26 +49,32 @@ fn sanitize(label: &str) -> String {
 /// written out for it: each run of stacks under the same undrawn frame becomes one line, so a
 /// big profile costs inferno what it draws. The SVG is the same as for all the stacks.
 pub fn encode_svg(profile: &Profile, opts: &SvgOptions) -> Result<Vec<u8>> {
-    render(profile, opts, true)
+    render(&profile.header, opts, true, |fo| FoldedStacks::of(profile, fo, sanitize))
 }
 
-fn render(profile: &Profile, opts: &SvgOptions, prune: bool) -> Result<Vec<u8>> {
-    let ty = profile
-        .header
+/// [`encode_svg`] of a profile with frame lists: the same SVG as for
+/// [`FlatProfile::to_profile`], without building its stack tree.
+pub fn encode_svg_flat(profile: &FlatProfile, opts: &SvgOptions) -> Result<Vec<u8>> {
+    render(&profile.header, opts, true, |fo| FoldedStacks::of_flat(profile, fo, sanitize))
+}
+
+fn render(
+    header: &ProfileHeader,
+    opts: &SvgOptions,
+    prune: bool,
+    stacks_of: impl FnOnce(&FoldedOptions) -> FoldedStacks,
+) -> Result<Vec<u8>> {
+    let ty = header
         .sample_types
         .get(opts.value_index)
         .ok_or_else(|| Error::new(ErrorKind::Usage, format!("value index {} out of range", opts.value_index)))?;
     let bytes = ty.kind.is_bytes() || ty.unit == "bytes";
-    let stacks = FoldedStacks::of(
-        profile,
-        &FoldedOptions { value_index: opts.value_index, annotations: opts.annotations },
-        sanitize,
-    );
+    let stacks = stacks_of(&FoldedOptions { value_index: opts.value_index, annotations: opts.annotations });
     let negative = (0..stacks.len()).any(|i| stacks.line_value(i) < 0);
     let order = stacks.positive_in_line_order();
     let total: i64 = order.iter().map(|&i| stacks.line_value(i)).sum();
 
-    let meta = &profile.header.meta;
+    let meta = &header.meta;
     let mut fo = inferno::flamegraph::Options::default();
     fo.title = opts.title.clone().unwrap_or_else(|| format!("{}: {}", meta.describe(), ty.name));
     let mut sub = Vec::new();
@@ -302,8 +308,8 @@ mod tests {
             let order = stacks.positive_in_line_order();
             let pruned = pruned_lines(&stacks, &order, opts.min_width).expect("something is pruned");
             assert!(pruned.len() < order.len() * 4 / 5, "{} of {} lines left", pruned.len(), order.len());
-            let full = render(&p, &opts, false).unwrap();
-            let got = render(&p, &opts, true).unwrap();
+            let full = render(&p.header, &opts, false, |fo| FoldedStacks::of(&p, fo, sanitize)).unwrap();
+            let got = render(&p.header, &opts, true, |fo| FoldedStacks::of(&p, fo, sanitize)).unwrap();
             assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(full).unwrap());
         }
     }
@@ -315,8 +321,8 @@ mod tests {
             let stacks = FoldedStacks::of(&p, &FoldedOptions::default(), sanitize);
             assert!(pruned_lines(&stacks, &stacks.positive_in_line_order(), 0.1).is_none(), "{odd:?}");
             assert_eq!(
-                render(&p, &SvgOptions::default(), true).unwrap(),
-                render(&p, &SvgOptions::default(), false).unwrap()
+                render(&p.header, &SvgOptions::default(), true, |fo| FoldedStacks::of(&p, fo, sanitize)).unwrap(),
+                render(&p.header, &SvgOptions::default(), false, |fo| FoldedStacks::of(&p, fo, sanitize)).unwrap()
             );
         }
     }

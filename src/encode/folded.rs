@@ -14,9 +14,9 @@ use std::io::Write;
 use rayon::slice::ParallelSliceMut;
 use rustc_hash::FxHashMap;
 
-use super::labels::{frame_labels, labelled_samples};
-use crate::model::Profile;
-use crate::model::annotate::{Annotation, AnnotationState, annotate_with, classify_frames};
+use super::labels::{frame_id_labels, labelled_samples};
+use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames};
+use crate::model::{FlatProfile, FrameId, Profile, Tables};
 
 /// Options of the folded encoder.
 #[derive(Debug, Clone, Default)]
@@ -88,6 +88,12 @@ pub fn write_folded(profile: &Profile, opts: &FoldedOptions, out: &mut impl Writ
     FoldedStacks::of(profile, opts, escape_frame).write(out)
 }
 
+/// [`write_folded`] of a profile with frame lists: the same text as for
+/// [`FlatProfile::to_profile`], without its stack tree.
+pub fn write_folded_flat(profile: &FlatProfile, opts: &FoldedOptions, out: &mut impl Write) -> std::io::Result<()> {
+    FoldedStacks::of_flat(profile, opts, escape_frame).write(out)
+}
+
 /// One line of [`FoldedStacks`]: a distinct label path and its summed value.
 #[derive(Debug, Clone, Copy)]
 struct FoldedLine {
@@ -121,63 +127,136 @@ impl FoldedStacks {
     /// labels, each label escaped by `escape`, sorted by text as [`folded_lines`] orders them.
     pub fn of(profile: &Profile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
         let tables = &profile.tables;
-        let classes = if opts.annotations { classify_frames(tables) } else { Vec::new() };
-        // (frame, annotation) -> range of label ids in `seqs`, computed once.
-        let mut slot: Vec<u32> = vec![u32::MAX; tables.frames().len() * ANNOTATIONS];
-        let mut ranges: Vec<(u32, u32)> = Vec::new();
-        let mut seqs: Vec<u32> = Vec::new();
-        let mut index: FxHashMap<Box<str>, u32> = FxHashMap::default();
-        let mut labels: Vec<Box<str>> = Vec::new();
-        let mut scratch: Vec<String> = Vec::new();
+        let mut b = LineBuilder::new(tables, opts.annotations, escape, profile.samples().len(), 0);
         let mut nodes = Vec::new();
-        let mut ids: Vec<u32> = Vec::new();
-        let mut lines: Vec<FoldedLine> = Vec::with_capacity(profile.samples().len());
         for (stack, values) in profile.samples() {
             let value = values[opts.value_index];
             if value == 0 {
                 continue;
             }
             tables.stack_nodes_root_first(stack, &mut nodes);
-            let start = ids.len();
-            let mut state = AnnotationState::Initial;
-            for &n in &nodes {
-                let frame = tables.stack_node(n).frame;
-                let annotation = if opts.annotations {
-                    let (next, a) = annotate_with(state, classes[frame.0 as usize]);
-                    state = next;
-                    a
-                } else {
-                    Annotation::None
-                };
-                let key = frame.0 as usize * ANNOTATIONS + annotation_index(annotation);
-                if slot[key] == u32::MAX {
-                    scratch.clear();
-                    frame_labels(tables, n, annotation, &mut scratch);
-                    let first = seqs.len() as u32;
-                    for l in &scratch {
-                        let l = escape(l);
-                        let id = match index.get(l.as_str()) {
-                            Some(&id) => id,
-                            None => {
-                                let id = labels.len() as u32;
-                                let l = l.into_boxed_str();
-                                labels.push(l.clone());
-                                index.insert(l, id);
-                                id
-                            }
-                        };
-                        seqs.push(id);
-                    }
-                    slot[key] = ranges.len() as u32;
-                    ranges.push((first, seqs.len() as u32 - first));
-                }
-                let (first, len) = ranges[slot[key] as usize];
-                ids.extend_from_slice(&seqs[first as usize..(first + len) as usize]);
-            }
-            let len = u32::try_from(ids.len() - start).expect("fewer than 2^32 labels in a stack");
-            lines.push(FoldedLine { start, len, value });
+            b.add(nodes.iter().map(|&n| tables.stack_node(n).frame), value);
         }
-        drop(index);
+        b.finish()
+    }
+
+    /// [`FoldedStacks::of`] of a profile with frame lists ([`FlatProfile`]): the same lines as
+    /// for [`FlatProfile::to_profile`], without building its stack tree. Samples without
+    /// frames are left out (as `to_profile` leaves them out).
+    pub fn of_flat(profile: &FlatProfile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
+        let frames = profile.all_frames().len();
+        let mut b = LineBuilder::new(&profile.tables, opts.annotations, escape, profile.sample_count(), frames);
+        for i in 0..profile.sample_count() {
+            let (leaf_first, values) = profile.sample(i);
+            let value = values[opts.value_index];
+            if value == 0 || leaf_first.is_empty() {
+                continue;
+            }
+            b.add(leaf_first.iter().rev().copied(), value);
+        }
+        b.finish()
+    }
+}
+
+/// Gathers the lines of [`FoldedStacks`]: each frame's labels made (and interned) once per
+/// annotation, each stack's label ids appended.
+struct LineBuilder<'a> {
+    tables: &'a Tables,
+    annotations: bool,
+    escape: fn(&str) -> String,
+    classes: Vec<FrameClass>,
+    /// (frame, annotation) (with annotations off, frame) -> its labels, `u32::MAX` until made:
+    /// a frame of one label (most) has the label's id, a frame of several the index of their
+    /// range in `ranges` with [`SEVERAL`] set.
+    slot: Vec<u32>,
+    /// Range of label ids in `seqs` of each (frame, annotation) made.
+    ranges: Vec<(u32, u32)>,
+    seqs: Vec<u32>,
+    index: FxHashMap<Box<str>, u32>,
+    labels: Vec<Box<str>>,
+    scratch: Vec<String>,
+    ids: Vec<u32>,
+    lines: Vec<FoldedLine>,
+}
+
+impl<'a> LineBuilder<'a> {
+    /// `samples` and `frames`: how many stacks and frame references to expect (0: unknown).
+    fn new(tables: &'a Tables, annotations: bool, escape: fn(&str) -> String, samples: usize, frames: usize) -> Self {
+        let per_frame = if annotations { ANNOTATIONS } else { 1 };
+        LineBuilder {
+            tables,
+            annotations,
+            escape,
+            classes: if annotations { classify_frames(tables) } else { Vec::new() },
+            slot: vec![u32::MAX; tables.frames().len() * per_frame],
+            ranges: Vec::new(),
+            seqs: Vec::new(),
+            index: FxHashMap::default(),
+            labels: Vec::new(),
+            scratch: Vec::new(),
+            ids: Vec::with_capacity(frames),
+            lines: Vec::with_capacity(samples),
+        }
+    }
+
+    /// Adds one stack (its frames root first) with its value.
+    fn add(&mut self, root_first: impl Iterator<Item = FrameId>, value: i64) {
+        let start = self.ids.len();
+        let mut state = AnnotationState::Initial;
+        for frame in root_first {
+            let (annotation, key) = if self.annotations {
+                let (next, a) = annotate_with(state, self.classes[frame.0 as usize]);
+                state = next;
+                (a, frame.0 as usize * ANNOTATIONS + annotation_index(a))
+            } else {
+                (Annotation::None, frame.0 as usize)
+            };
+            let slot = self.slot[key];
+            if slot != u32::MAX && slot & SEVERAL == 0 {
+                self.ids.push(slot);
+                continue;
+            }
+            if slot == u32::MAX {
+                self.scratch.clear();
+                frame_id_labels(self.tables, frame, annotation, &mut self.scratch);
+                let first = self.seqs.len() as u32;
+                for l in &self.scratch {
+                    let l = (self.escape)(l);
+                    let id = match self.index.get(l.as_str()) {
+                        Some(&id) => id,
+                        None => {
+                            let id = u32::try_from(self.labels.len())
+                                .ok()
+                                .filter(|&i| i < SEVERAL)
+                                .expect("fewer than 2^31 labels");
+                            let l = l.into_boxed_str();
+                            self.labels.push(l.clone());
+                            self.index.insert(l, id);
+                            id
+                        }
+                    };
+                    self.seqs.push(id);
+                }
+                let len = self.seqs.len() as u32 - first;
+                if len == 1 {
+                    self.slot[key] = self.seqs[first as usize];
+                    self.ids.push(self.seqs[first as usize]);
+                    continue;
+                }
+                self.slot[key] = self.ranges.len() as u32 | SEVERAL;
+                self.ranges.push((first, len));
+            }
+            let (first, len) = self.ranges[(self.slot[key] & !SEVERAL) as usize];
+            self.ids.extend_from_slice(&self.seqs[first as usize..(first + len) as usize]);
+        }
+        let len = u32::try_from(self.ids.len() - start).expect("fewer than 2^32 labels in a stack");
+        self.lines.push(FoldedLine { start, len, value });
+    }
+
+    /// Ranks the labels and sorts and merges the lines.
+    fn finish(self) -> FoldedStacks {
+        let LineBuilder { index, labels, ids, lines, slot, seqs, ranges, .. } = self;
+        drop((index, slot, seqs, ranges));
         // Ranks of the labels in the order of their text followed by `;`: the order of two
         // lines that go on after the first label where they differ.
         let mut by_text: Vec<u32> = (0..labels.len() as u32).collect();
@@ -211,7 +290,9 @@ impl FoldedStacks {
         stacks.lines = lines;
         stacks
     }
+}
 
+impl FoldedStacks {
     fn path(&self, l: &FoldedLine) -> &[u32] {
         &self.ids[l.start..l.start + l.len as usize]
     }
@@ -323,6 +404,9 @@ impl FoldedStacks {
     }
 }
 
+/// Set in a [`LineBuilder`] slot that indexes a range of labels rather than naming one.
+const SEVERAL: u32 = 1 << 31;
+
 /// Number of [`Annotation`] values.
 const ANNOTATIONS: usize = 6;
 
@@ -393,6 +477,54 @@ mod tests {
         }
         assert!(want.lines().count() > 20, "{want}");
         assert_eq!(encode_folded(&p, &opts), want);
+    }
+
+    #[test]
+    fn frame_lists_give_the_stack_trees_text() {
+        use std::sync::Arc;
+
+        use crate::model::{FlatProfile, Frame, FrameId, Line, ProfileMeta, StringId, Tables, ValueKind, ValueType};
+        let mut tables = Tables::default();
+        let mut frames: Vec<FrameId> = ["main", "a;b", "_ZN3foo3barEv", "c", ""]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let id = tables.strings.intern(n);
+                tables.intern_frame(None, 0x100 * i as u64, id)
+            })
+            .collect();
+        // A symbolized frame with two inlined functions: two labels for one frame.
+        let (f, g) = (tables.strings.intern("outer"), tables.strings.intern("inner"));
+        let line = |function| Line { function, system_name: function, file: StringId::default(), line: 0, column: 0 };
+        let name = tables.strings.intern("x");
+        frames.push(tables.intern_frame_exact(Frame {
+            mapping: None,
+            rel_pc: 9,
+            raw_name: name,
+            name,
+            lines: vec![line(g), line(f)],
+        }));
+        let types = vec![
+            ValueType::new("n", "count", ValueKind::TotalCount),
+            ValueType::new("s", "bytes", ValueKind::TotalSize),
+        ];
+        let mut flat = FlatProfile::new(Arc::new(tables), ProfileMeta::default(), types);
+        for i in 0..300usize {
+            let leaf_first: Vec<FrameId> =
+                (0..i % 6).map(|d| frames[(i * 5 + d * 7 + i / 11) % frames.len()]).collect();
+            flat.push_sample(&leaf_first, &[(i % 4) as i64 - 1, i as i64], &[], &[]);
+        }
+        let tree = flat.to_profile();
+        for annotations in [false, true] {
+            for value_index in [0, 1] {
+                let opts = FoldedOptions { value_index, annotations };
+                let mut got = Vec::new();
+                write_folded_flat(&flat, &opts, &mut got).unwrap();
+                let want = encode_folded(&tree, &opts);
+                assert!(want.contains("outer;inner"), "{want}");
+                assert_eq!(String::from_utf8(got).unwrap(), want);
+            }
+        }
     }
 
     #[test]

@@ -15,11 +15,17 @@
 
 use crate::model::annotate::{Annotation, AnnotationState, annotate_node};
 use crate::model::mapping::basename;
-use crate::model::{Profile, StackId, Tables};
+use crate::model::{FrameId, Profile, StackId, Tables};
 
 /// Labels of the frame at `node`, appended root-to-leaf to `out`.
 pub fn frame_labels(tables: &Tables, node: StackId, annotation: Annotation, out: &mut Vec<String>) {
-    let frame = tables.frame(tables.stack_node(node).frame);
+    frame_id_labels(tables, tables.stack_node(node).frame, annotation, out);
+}
+
+/// Labels of frame `frame` (as [`frame_labels`] names the frame of a stack node), appended
+/// root-to-leaf to `out`: for stacks kept as frame lists rather than tree nodes.
+pub fn frame_id_labels(tables: &Tables, frame: FrameId, annotation: Annotation, out: &mut Vec<String>) {
+    let frame = tables.frame(frame);
     let suffix = match annotation {
         Annotation::None => String::new(),
         a => format!(" [{}]", a.label()),

@@ -317,14 +317,58 @@ pub fn encode_flat(profile: &FlatProfile, format: Format, opts: &EncodeOptions) 
                 _ => pprof_gzip::encode_flat_pprof_gzip(profile, &popts),
             })
         }
-        Format::Folded
-        | Format::Svg
-        | Format::Json
-        | Format::Html
-        | Format::Speedscope
-        | Format::Dhat
-        | Format::ChromeHeap => encode(&profile.to_profile(), format, opts),
+        // Folded stacks and flame graphs straight from the frame lists (no stack tree).
+        Format::Folded => {
+            let fopts =
+                folded::FoldedOptions { value_index: flat_index(opts.shown, profile), annotations: opts.annotations };
+            let mut out = Vec::new();
+            folded::write_folded_flat(profile, &fopts, &mut out).expect("writing to memory");
+            Ok(out)
+        }
+        Format::Svg => flamegraph_svg::encode_svg_flat(
+            profile,
+            &flamegraph_svg::SvgOptions {
+                value_index: flat_index(opts.shown, profile),
+                annotations: opts.annotations,
+                title: opts.title.clone(),
+                ..Default::default()
+            },
+        ),
+        Format::Json | Format::Html | Format::Speedscope | Format::Dhat | Format::ChromeHeap => {
+            encode(&profile.to_profile(), format, opts)
+        }
     }
+}
+
+/// [`Shown::index`] of a profile with frame lists.
+fn flat_index(shown: Shown, profile: &FlatProfile) -> usize {
+    match shown {
+        Shown::Default => profile.header.default_sample_type,
+        Shown::Kind(k) => profile.value_index(k).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0),
+        Shown::Index(i) => i,
+    }
+}
+
+/// [`encode_flat`] into `out`, folded stacks written line by line as they are made (see
+/// [`encode_to`]).
+pub fn encode_flat_to(
+    profile: &FlatProfile,
+    format: Format,
+    opts: &EncodeOptions,
+    out: &mut dyn std::io::Write,
+    what: &str,
+) -> Result<()> {
+    use std::io::Write;
+    let written = match format {
+        Format::Folded => {
+            let fopts =
+                folded::FoldedOptions { value_index: flat_index(opts.shown, profile), annotations: opts.annotations };
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
+            folded::write_folded_flat(profile, &fopts, &mut w).and_then(|()| w.flush())
+        }
+        _ => out.write_all(&encode_flat(profile, format, opts)?),
+    };
+    written.map_err(|e| crate::error::Error::io(format!("writing {what}"), e))
 }
 
 /// The difference of two profiles, for a pprof output: NEW minus BASE per stack.

@@ -6,25 +6,26 @@ use std::path::{Path, PathBuf};
 use super::batch::{BatchInput, Done, ProfileTotals, file_for};
 use super::load::{
     HeapprofdSelection, ObjectSize, Opened, SymbolSources, for_selected_heap_graphs, for_selected_hprof_dumps,
-    is_alloc_file, open_input, pick_sample_type, select_heapprofd, select_heapprofd_dumps,
+    is_alloc_file, open_input, pick_sample_type, select_heapprofd, select_heapprofd_dumps, symbolize_hook,
 };
 use super::reports::{ddm_inspect, pprof_coverage};
 use super::select::{
-    Destination, DumpFilter, DumpSelect, describe_heap_dump, describe_hprof_dump, heap_dump_name, no_heap_graph_match,
-    no_heapprofd, several_heap_graphs, stem, write_outputs,
+    Destination, DumpFilter, DumpSelect, describe_heap_dump, describe_hprof_dump, heap_dump_name, heap_dump_name_of,
+    no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
 };
 use crate::analysis::filter::{FilterOptions, filter_flat, filter_profile};
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
-use crate::decode::perfetto::DecodeOptions;
+use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
 use crate::decode::{Input, InputKind};
 use crate::encode::summary::{DdmInspect, SummaryOptions, convert_json};
 use crate::encode::{
-    EncodeOptions, Format, Shown, encode, encode_flat, encode_heap_html, encode_html_timeline, encode_to,
+    EncodeOptions, Format, Shown, encode, encode_flat, encode_flat_to, encode_heap_html, encode_html_timeline,
+    encode_to,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::TypeSelector;
-use crate::model::{HeapDump, Profile, TraceReport, ValueKind};
+use crate::model::{FlatProfile, HeapDump, Profile, StackLists, TraceReport, ValueKind};
 use crate::output::{AtomicFile, check_not_input, ensure_dir, write_atomic};
 use crate::symbolize::SymbolizeReport;
 
@@ -258,6 +259,9 @@ fn convert_trace(
     if opts.java_heap {
         return convert_heap_graphs(inp, input, dest, opts);
     }
+    if let Some(run) = convert_trace_flat(&inp, input, dest, opts) {
+        return run;
+    }
     // A trace without heapprofd dumps may hold Java heap graphs: those are converted then.
     let again = inp.reopen();
     let name = inp.name.clone();
@@ -353,6 +357,170 @@ fn convert_trace(
 
 /// Outputs of a run: each path (`None`: standard output) and its bytes.
 type Outputs = Vec<(Option<PathBuf>, Vec<u8>)>;
+
+/// `convert` of a trace's dumps to folded stacks or a flame graph without the stack tree: the
+/// trace is decoded with callstacks as frame lists ([`decode_heapprofd_frames`]), and the
+/// dumps selected become [`FlatProfile`]s, written by the frame-list encoders. The same bytes
+/// as the stack-tree path, at a fraction of its work: building the tree of every callstack of
+/// the trace (millions of nodes) for one dump's lines was most of it.
+///
+/// `None` (the caller goes on with the stack-tree path) for other formats, with filters or
+/// symbolization, and for traces that this path would not convert the same way: one that
+/// cannot be read twice, one without heapprofd dumps (its heap graphs are converted), one
+/// where no dump matches (the caller words the error).
+fn convert_trace_flat(
+    inp: &Input,
+    input: &Path,
+    dest: &Destination,
+    opts: &ConvertOptions,
+) -> Option<Result<ConvertRun>> {
+    if !matches!(opts.format, Format::Folded | Format::Svg)
+        || !opts.filter.is_empty()
+        || opts.symbols.options().is_some()
+    {
+        return None;
+    }
+    let mut inp = match inp.reopen()? {
+        Ok(i) => i,
+        Err(e) => return Some(Err(e)),
+    };
+    let (profiles, report) = match select_flat(&mut inp, opts) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
+    if profiles.is_empty() {
+        return None;
+    }
+    Some(write_flat(profiles, report, input, dest, opts))
+}
+
+/// Decodes a trace with frame lists and keeps the dumps `opts` selects (as
+/// [`select_heapprofd`] keeps them), in time order.
+fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfile>, TraceReport)> {
+    use std::collections::BTreeMap;
+    let mut decode = opts.decode.clone();
+    decode.pids = opts.pids.clone();
+    decode.include_unchanged = true;
+    let mut kept: BTreeMap<(u64, String), Vec<ListDump>> = BTreeMap::new();
+    let mut order: Vec<(u64, String)> = Vec::new();
+    let deob = opts.symbols.proguard.open_for_trace(inp, decode.max_packet_bytes)?;
+    let mut session = deob.session();
+    let (report, tables, lists) = decode_heapprofd_frames(
+        inp,
+        &decode,
+        &mut |_, _| {},
+        &mut |t, r| symbolize_hook(&mut None, &mut session, t, r),
+        &mut |d: ListDump| {
+            let meta = &d.header.meta;
+            if opts.heap.as_deref().is_some_and(|h| h != meta.heap) {
+                return Ok(());
+            }
+            if let DumpSelect::Nth(n) = opts.dump
+                && meta.dump_index + 1 != n
+            {
+                return Ok(());
+            }
+            let key = (meta.pid.unwrap_or(0), meta.heap.clone());
+            let slot = kept.entry(key.clone()).or_default();
+            if slot.is_empty() {
+                order.push(key);
+            }
+            if opts.dump == DumpSelect::Last {
+                slot.clear();
+            }
+            slot.push(d);
+            Ok(())
+        },
+    )?;
+    let mut out = Vec::new();
+    for key in order {
+        for d in kept.remove(&key).unwrap_or_default() {
+            out.push(flat_of(d, &tables, &lists));
+        }
+    }
+    out.sort_by_key(|p| p.header.meta.timestamp.unwrap_or(i64::MIN));
+    Ok((out, report))
+}
+
+/// A dump of frame lists as a [`FlatProfile`] (frames leaf first, each row its own span).
+fn flat_of(d: ListDump, tables: &std::sync::Arc<crate::model::Tables>, lists: &StackLists) -> FlatProfile {
+    let n: usize = d.stacks.iter().map(|&s| lists.frames(s).len()).sum();
+    let mut frames = Vec::with_capacity(n);
+    let mut spans = Vec::with_capacity(d.stacks.len());
+    for &s in &d.stacks {
+        let f = lists.frames(s);
+        spans.push((frames.len() as u32, f.len() as u32));
+        frames.extend(f.iter().rev());
+    }
+    let ListDump { header, values, .. } = d;
+    let default = header.default_sample_type;
+    let mut p =
+        FlatProfile::from_spans(std::sync::Arc::clone(tables), header.meta, header.sample_types, frames, spans, values);
+    p.header.default_sample_type = default;
+    p
+}
+
+/// Writes the flat profiles of [`convert_trace_flat`] as `convert_trace` writes profiles.
+fn write_flat(
+    profiles: Vec<FlatProfile>,
+    report: TraceReport,
+    input: &Path,
+    dest: &Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
+    use rayon::prelude::*;
+    if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
+        let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!(
+                "{} profiles match; choose one with --pid/--heap/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
+                profiles.len(),
+                list.join("\n")
+            ),
+        ));
+    }
+    let inputs = [input.to_path_buf()];
+    if let Destination::Dir(d) = dest {
+        ensure_dir(d)?;
+    }
+    let eopts = opts.encode_options();
+    let ext = opts.format.extension();
+    let written: Vec<Result<(Option<PathBuf>, Vec<u8>)>> = profiles
+        .par_iter()
+        .enumerate()
+        .map(|(n, p)| {
+            let path = match dest {
+                Destination::Stdout => None,
+                Destination::File(f) => Some(f.clone()),
+                Destination::Dir(d) => Some(d.join(heap_dump_name_of(n + 1, &p.header.meta, ext))),
+            };
+            if opts.format != Format::Folded {
+                return Ok((path, encode_flat(p, opts.format, &eopts)?));
+            }
+            // Folded stacks are written as they are made: the text is never held whole.
+            match &path {
+                Some(path) => {
+                    let mut f = AtomicFile::create(path, &inputs)?;
+                    encode_flat_to(p, opts.format, &eopts, &mut f, &path.display().to_string())?;
+                    f.commit()?;
+                }
+                None => {
+                    check_not_input(Path::new("-"), &inputs)?;
+                    encode_flat_to(p, opts.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
+                }
+            }
+            Ok((path, Vec::new()))
+        })
+        .collect();
+    let outputs: Outputs = written.into_iter().collect::<Result<_>>()?;
+    if opts.format != Format::Folded {
+        write_outputs(input, dest, &outputs)?;
+    }
+    let profiles = profiles.iter().map(ProfileTotals::of_flat).collect();
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
+}
 
 /// `--to html` of several dumps of one process and heap: one report per (pid, heap) with a
 /// timeline of its dumps (a single dump gets its usual report and name). `None` when no

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Profile, TraceReport};
+use crate::model::{Profile, ProfileMeta, TraceReport};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
 
 /// Which dumps of each (pid, heap) to convert.
@@ -98,7 +98,12 @@ pub fn stem(input: &Path) -> String {
 
 /// The file name traceconv gives a heapprofd dump: `heap_dump.N.PID.HEAP.pb`.
 pub fn heap_dump_name(n: usize, profile: &Profile, ext: &str) -> String {
-    format!("heap_dump.{n}.{}.{}.{ext}", profile.header.meta.pid.unwrap_or(0), profile.header.meta.heap)
+    heap_dump_name_of(n, &profile.header.meta, ext)
+}
+
+/// [`heap_dump_name`] of a dump's meta data.
+pub fn heap_dump_name_of(n: usize, meta: &ProfileMeta, ext: &str) -> String {
+    format!("heap_dump.{n}.{}.{}.{ext}", meta.pid.unwrap_or(0), meta.heap)
 }
 
 /// How a heap graph dump is named in messages.

@@ -9,6 +9,7 @@ mod ddm;
 mod deobfuscate;
 mod filters;
 mod fixtures;
+mod flame_lists;
 mod fuzz_replay;
 mod golden;
 mod heap_analysis;
