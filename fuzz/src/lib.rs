@@ -252,6 +252,63 @@ pub fn hprof_reader(data: &[u8]) {
             assert_eq!(back.roots.len(), dump.roots.len(), "hprof-conv lost or added roots");
         }
     }
+    hprof_deobfuscated(data, &dump);
+}
+
+/// `hprof-conv --proguard-map` on the same bytes: the names pre-pass, then the rewrite with a
+/// map made of the input's own names (every class it loads renamed, with its fields and the
+/// methods of its `STACK_FRAME`s, each with line ranges and an inline chain), so that class,
+/// field and frame renames all happen. What it writes must read back to as many objects and
+/// roots when the input read cleanly.
+fn hprof_deobfuscated(data: &[u8], dump: &HeapDump) {
+    use heapconv::decode::hprof::hprof_conv_renamed;
+    use heapconv::decode::hprof::{java_class_name, scan_hprof_names};
+    use heapconv::pipeline::hprof_conv::deobfuscation_rewrite;
+    use heapconv::pipeline::load::ProguardMaps;
+    let Ok(mut input) = Input::from_bytes("fuzz.hprof", data.to_vec(), MAX_EXPANDED) else { return };
+    let Ok(names) = scan_hprof_names(input.reader(), "fuzz.hprof") else { return };
+    let plain =
+        |s: &str| !s.is_empty() && s.len() < 200 && !s.contains(|c: char| c.is_whitespace() || c == ':' || c == '#');
+    let mut map = String::new();
+    for (i, (cid, nid)) in names.load_classes.iter().enumerate().take(256) {
+        let Some(raw) = names.strings.get(nid) else { continue };
+        let java = java_class_name(raw);
+        if !plain(&java) || java.contains('[') || java.contains("->") {
+            continue;
+        }
+        map.push_str(&format!("orig.K{i} -> {java}:\n"));
+        if let Some(c) = names.classes.get(cid) {
+            for (k, f) in c.statics.iter().chain(&c.fields).enumerate().take(64) {
+                if let Some(n) = names.strings.get(f).filter(|n| plain(n) && !n.contains("->")) {
+                    map.push_str(&format!("    int f{k} -> {n}\n"));
+                }
+            }
+        }
+        let serials: Vec<u32> = names.class_serials.iter().filter(|(_, c)| *c == cid).map(|(s, _)| *s).collect();
+        for (k, f) in names.frames.iter().filter(|f| serials.contains(&f.class_serial)).enumerate().take(64) {
+            if let Some(m) = names.strings.get(&f.method).filter(|n| plain(n) && !n.contains("->") && !n.contains('('))
+            {
+                map.push_str(&format!("    1:9:void m{k}():20:28 -> {m}\n"));
+                map.push_str(&format!(
+                    "    10:19:void inl{k}():5:5 -> {m}\n    10:19:void other.C.out{k}():40 -> {m}\n"
+                ));
+                map.push_str(&format!("    void amb{k}() -> {m}\n    void amb{k}b() -> {m}\n"));
+            }
+        }
+    }
+    let map_path = scratch_file("fuzz-map.txt", map.as_bytes());
+    let Ok(maps) = ProguardMaps::new(&[map_path.display().to_string()], None) else { return };
+    let Ok(rewrite) = deobfuscation_rewrite(&names, &maps) else { return };
+    let Ok(mut input) = Input::from_bytes("fuzz.hprof", data.to_vec(), MAX_EXPANDED) else { return };
+    let conv = HprofConvOptions { max_zero_fill: 1 << 20, ..Default::default() };
+    let mut out = std::io::Cursor::new(Vec::new());
+    if hprof_conv_renamed(input.reader(), "fuzz.hprof", &mut out, &conv, &rewrite).is_ok() && dump.incomplete.is_empty()
+    {
+        let back = read_hprof(out.get_ref().as_slice(), "deobfuscated", &HprofReadOptions { partial: false })
+            .expect("the deobfuscated dump reads back");
+        assert_eq!(back.len(), dump.len(), "the rewrite lost or added objects");
+        assert_eq!(back.roots.len(), dump.roots.len(), "the rewrite lost or added roots");
+    }
 }
 
 /// The heap-graph decoder through the trace reader (whole-file gzip, packets, interning,
@@ -379,6 +436,9 @@ pub fn hprof_seeds(root: &Path) -> Vec<(String, Vec<u8>)> {
     }
     for (android, id_size) in [(true, 4), (false, 8)] {
         let (bytes, _) = synthetic_heap(&SyntheticHeap { target_bytes: 16 << 10, id_size, android, seed: 7 });
+        if let Some(framed) = with_stack_frames(&bytes) {
+            v.push((format!("synthetic-{}-frames.hprof", if android { "android" } else { "hotspot" }), framed));
+        }
         v.push((format!("synthetic-{}.hprof", if android { "android" } else { "hotspot" }), bytes));
     }
     let dir = root.join("tests/data/heapgraph");
@@ -403,6 +463,54 @@ pub fn hprof_seeds(root: &Path) -> Vec<(String, Vec<u8>)> {
         }
     }
     v
+}
+
+/// `bytes` (an hprof file) with a thread's stack trace added after the header, as HotSpot
+/// writes them: two `STRING`s (a method name and a source file), three `STACK_FRAME`s of the
+/// first class the file loads (lines 5, 15 and -1) and a `STACK_TRACE` listing them; `None`
+/// when the file loads no class.
+fn with_stack_frames(bytes: &[u8]) -> Option<Vec<u8>> {
+    use heapconv::decode::hprof::scan_hprof_names;
+    let names = scan_hprof_names(bytes, "seed").ok()?;
+    let (&serial, _) = names.class_serials.iter().min()?;
+    let id = usize::from(names.id_size);
+    let head = names.format.len() + 1 + 4 + 8;
+    let ident = |v: u64| v.to_be_bytes()[8 - id..].to_vec();
+    let record = |tag: u8, body: Vec<u8>| {
+        let mut r = vec![tag, 0, 0, 0, 0];
+        r.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        r.extend(body);
+        r
+    };
+    let next = names.strings.keys().max().copied().unwrap_or(0) + 1;
+    let mut add = Vec::new();
+    for (sid, text) in [(next, "a"), (next + 1, "SourceFile")] {
+        let mut b = ident(sid);
+        b.extend_from_slice(text.as_bytes());
+        add.extend(record(0x01, b));
+    }
+    let frames = [(0x51u64, 5i32), (0x52, 15), (0x53, -1)];
+    for (fid, line) in frames {
+        let mut b = ident(fid);
+        b.extend(ident(next));
+        b.extend(ident(next));
+        b.extend(ident(next + 1));
+        b.extend_from_slice(&serial.to_be_bytes());
+        b.extend_from_slice(&line.to_be_bytes());
+        add.extend(record(0x04, b));
+    }
+    let mut b = Vec::new();
+    b.extend_from_slice(&7u32.to_be_bytes());
+    b.extend_from_slice(&1u32.to_be_bytes());
+    b.extend_from_slice(&(frames.len() as u32).to_be_bytes());
+    for (fid, _) in frames {
+        b.extend(ident(fid));
+    }
+    add.extend(record(0x05, b));
+    let mut out = bytes[..head].to_vec();
+    out.extend(add);
+    out.extend_from_slice(&bytes[head..]);
+    Some(out)
 }
 
 /// What holds for every profile: each sample has one value per sample type, and every stack

@@ -200,7 +200,7 @@ pub(crate) fn run(
     let code = RunOutcome::worst(results.iter().map(|r| r.outcome(plan.strict))).exit_code();
     let elapsed = (!plan.args.summary_no_times).then(|| start.elapsed());
     let mut summary = BatchSummary::new(plan.command, plan.out, shard, listed, results, code, plan.strict, elapsed);
-    summary.deobfuscation = plan.proguard.and_then(|m| m.report()).and_then(|r| serde_json::to_value(r).ok());
+    summary.deobfuscation = plan.proguard.and_then(heapconv::pipeline::reports::deobfuscation_json);
     // In CI (not a terminal) a batch that went well prints nothing unless -v.
     let all_ok = summary.failed == 0
         && summary.partial == 0

@@ -120,7 +120,7 @@ pub(crate) fn run(ui: &Ui, a: HprofArgs) -> Result<u8, Error> {
         }
     }
     if a.json && run.stdout.is_none() {
-        println!("{}", run.written_json());
+        println!("{}", run.written_json_with(heapconv::pipeline::reports::deobfuscation_json(&opts.proguard).as_ref()));
     }
     ui.deobfuscation(&opts.proguard);
     if ui.verbose > 0 {
@@ -194,8 +194,8 @@ pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
     let r = run_hprof_conv(input, output, &opts)?;
     if !opts.proguard.is_empty() {
         ui.info(&format!(
-            "rewrote {} records with deobfuscated names ({} class dumps renamed, {} strings added): {} -> {} bytes",
-            r.records, r.classes_renamed, r.strings_added, r.bytes_in, r.bytes_out
+            "rewrote {} records with deobfuscated names ({} class dumps renamed, {} stack frame/trace records rewritten, {} strings added): {} -> {} bytes",
+            r.records, r.classes_renamed, r.frames_renamed, r.strings_added, r.bytes_in, r.bytes_out
         ));
         ui.deobfuscation(&opts.proguard);
         return Ok(a.strict.exit(Findings::default(), &r.data_loss()));

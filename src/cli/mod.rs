@@ -74,6 +74,10 @@ pub(crate) enum Command {
     Inspect(inspect::InspectArgs),
     /// Write a Java heap graph of a Perfetto trace (java_hprof data source) as an hprof heap
     /// dump (`JAVA PROFILE 1.0.2`, or Android's 1.0.3 with --android).
+    ///
+    /// Heap graphs do not record primitive values: every primitive field, static and array
+    /// element is written as zero (array lengths, sizes, classes and references are the
+    /// graph's). Stack traces are one empty placeholder.
     Hprof(hprof::HprofArgs),
     /// Convert an Android heap dump (JAVA PROFILE 1.0.3) to the standard format (1.0.2) that
     /// JVM tools read, byte for byte as Android's `hprof-conv` writes it (except for

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use heapconv::pipeline::load::{decode_options, merge_options};
+use heapconv::pipeline::reports::{deobfuscation_json, with_deobfuscation};
 use heapconv::pipeline::top::{HeapTopRunOptions, TopGroup, TopRun, TopRunOptions, run_top};
 use heapconv::{Error, ErrorKind};
 
@@ -106,7 +107,10 @@ pub(crate) fn run(ui: &Ui, a: TopArgs) -> Result<u8, Error> {
             (true, ui.problems(report), report.data_loss())
         }
     };
-    let text = run.render(a.json);
+    let mut text = run.render(a.json);
+    if a.json {
+        text = with_deobfuscation(&text, deobfuscation_json(&sources.proguard).as_ref());
+    }
     ui::write_stdout_unflushed(text.as_bytes())?;
     Ok(a.select.strict.exit(findings(gate_ok, damaged), &lost))
 }

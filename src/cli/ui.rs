@@ -51,10 +51,14 @@ impl Ui {
             if c.deobfuscated == 0 {
                 self.warn(&format!("proguard map {}{pkg} matched nothing in the input", c.map));
             } else if !self.quiet {
+                let k = &c.deobfuscated_by_kind;
                 eprintln!(
-                    "deobfuscated {} of {} Java names with {}{pkg} ({} of its {} classes read) for: {}",
+                    "deobfuscated {} of {} Java names ({} frames, {} classes, {} fields) with {}{pkg} ({} of its {} classes read) for: {}",
                     c.deobfuscated,
                     c.lookups,
+                    k.frames,
+                    k.classes,
+                    k.fields,
                     c.map,
                     c.classes_read,
                     c.classes_in_map,

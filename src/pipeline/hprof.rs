@@ -67,16 +67,27 @@ pub struct HprofRun {
 impl HprofRun {
     /// What was written, as `hprof --json` prints it.
     pub fn written_json(&self) -> String {
+        self.written_json_with(None)
+    }
+
+    /// [`HprofRun::written_json`], each file's object with `"deobfuscation"`: what the run's
+    /// ProGuard/R8 maps did (the run's report, the same in every object; see
+    /// [`super::reports::deobfuscation_json`]), when `deobfuscation` is given.
+    pub fn written_json_with(&self, deobfuscation: Option<&serde_json::Value>) -> String {
         let doc: Vec<serde_json::Value> = self
             .written
             .iter()
             .map(|w| {
-                serde_json::json!({
+                let mut o = serde_json::json!({
                     "path": w.path.as_ref().map(|p| p.display().to_string()),
                     "dump": w.describe,
                     "incomplete": w.incomplete,
                     "summary": w.summary,
-                })
+                });
+                if let (Some(d), Some(m)) = (deobfuscation, o.as_object_mut()) {
+                    m.insert("deobfuscation".to_owned(), d.clone());
+                }
+                o
             })
             .collect();
         serde_json::to_string_pretty(&doc).expect("serializes")

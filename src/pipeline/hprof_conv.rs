@@ -66,19 +66,23 @@ fn run_deobfuscated(input: &Path, output: &Path, opts: &HprofConvRunOptions) -> 
         }
     };
     let names = scan_hprof_names(inp.reader(), &name)?;
-    let rewrite = match opts.proguard.open()? {
-        Some(deob) => {
-            let mut session = deob.session();
-            match session.for_package(None, "heap dump classes and fields") {
-                Some(i) => hprof_renames(&names, &mut session, i)?,
-                None => NameRewrite::default(),
-            }
-        }
-        None => NameRewrite::default(),
-    };
+    let rewrite = deobfuscation_rewrite(&names, &opts.proguard)?;
     stream_to(output, &[input.to_path_buf()], &mut |out| {
         hprof_conv_renamed(again.reader(), &name, &mut { out }, &opts.conv(), &rewrite)
     })
+}
+
+/// The renames that deobfuscate the names `names` of a dump (read by [`scan_hprof_names`])
+/// with the map given without a package (or the only map) of `maps`: class names, field names
+/// and stack frames, as `hprof-conv --proguard-map` writes them with
+/// [`crate::decode::hprof::hprof_conv_renamed`]. Empty without maps.
+pub fn deobfuscation_rewrite(names: &HprofNames, maps: &super::load::ProguardMaps) -> Result<NameRewrite> {
+    let Some(deob) = maps.open()? else { return Ok(NameRewrite::default()) };
+    let mut session = deob.session();
+    match session.for_package(None, "heap dump classes, fields and stack frames") {
+        Some(i) => hprof_renames(names, &mut session, i),
+        None => Ok(NameRewrite::default()),
+    }
 }
 
 /// Writes what `write` streams to `output` (`-`: standard output, which cannot seek), through
@@ -159,12 +163,15 @@ fn hprof_renames(names: &HprofNames, session: &mut Session<'_>, map: usize) -> R
         Ok(id)
     };
     let mut class_java: HashMap<u64, String> = HashMap::new();
-    let mut left = Vec::new();
+    let mut class_orig: HashMap<u64, String> = HashMap::new();
+    let mut left: Vec<(String, String)> = Vec::new();
     for &(cid, nid) in &names.load_classes {
         let Some(raw) = names.strings.get(&nid) else { continue };
         let java = java_class_name(raw);
         class_java.insert(cid, java.clone());
-        match rt.class_name(&java) {
+        let found = rt.class_name(&java);
+        class_orig.insert(cid, found.clone().unwrap_or_else(|| java.clone()));
+        match found {
             Some(orig) if orig != java => {
                 let spelled = if raw.starts_with('[') {
                     let dims = raw.bytes().take_while(|&b| b == b'[').count();
@@ -179,7 +186,7 @@ fn hprof_renames(names: &HprofNames, session: &mut Session<'_>, map: usize) -> R
             }
             Some(_) => {}
             None if is_platform(&java) => {}
-            None => left.push(java),
+            None => left.push((java.clone(), java)),
         }
     }
     let mut classes: Vec<(&u64, &ClassFieldNames)> = names.classes.iter().collect();
@@ -202,10 +209,106 @@ fn hprof_renames(names: &HprofNames, session: &mut Session<'_>, map: usize) -> R
             rewrite.class_fields.insert(cid, renamed);
         }
     }
-    for n in left {
-        session.left_obfuscated(&n);
+    frame_renames(names, rt, (&class_java, &class_orig), &mut rewrite, &mut id_for, &mut left)?;
+    for (class, name) in left {
+        session.left_obfuscated_as(&class, &name);
     }
     Ok(rewrite)
+}
+
+/// The `STACK_FRAME` renames (see [`NameRewrite::frames`]): each frame of a class the map
+/// names is looked up at its line; a method becomes its original name (candidates joined by
+/// `" | "` when the map cannot tell which), an inline chain becomes one frame per method,
+/// innermost first, with the original lines. A frame keeps its class serial unless its method
+/// was inlined from another class the dump loads (then that class's serial); inlined from a
+/// class the dump does not load, its method name is qualified (`pkg.Class.method`). The source
+/// file is replaced only where the dump has none (or R8's `SourceFile`) or the method comes
+/// from another class. Frames no map names are noted in `left` as `class class.method`.
+fn frame_renames(
+    names: &HprofNames,
+    rt: &crate::symbolize::proguard::Retracer<'_>,
+    (class_java, class_orig): (&HashMap<u64, String>, &HashMap<u64, String>),
+    rewrite: &mut NameRewrite,
+    id_for: &mut dyn FnMut(String, &mut NameRewrite) -> Result<u64>,
+    left: &mut Vec<(String, String)>,
+) -> Result<()> {
+    use crate::decode::hprof::names::StackFrameNames;
+    if names.frames.is_empty() {
+        return Ok(());
+    }
+    // Original class name → serial, for the classes the dump loads.
+    let mut serial_of: HashMap<String, u32> = HashMap::new();
+    let mut serials: Vec<(&u32, &u64)> = names.class_serials.iter().collect();
+    serials.sort();
+    for (&serial, cid) in serials {
+        if let Some(orig) = class_orig.get(cid) {
+            serial_of.entry(orig.clone()).or_insert(serial);
+        }
+    }
+    let max_id = if names.id_size == 4 { u64::from(u32::MAX) } else { u64::MAX };
+    let mut next = names.frames.iter().map(|f| f.id).max().unwrap_or(0).saturating_add(1);
+    for f in &names.frames {
+        let Some(cid) = names.class_serials.get(&f.class_serial) else { continue };
+        let (Some(class), Some(own)) = (class_java.get(cid), class_orig.get(cid)) else { continue };
+        let Some(method) = names.strings.get(&f.method) else { continue };
+        let line = u32::try_from(f.line).ok().filter(|&l| l > 0);
+        let Some(r) = rt.frame(class, method, line) else {
+            if !is_platform(class) {
+                left.push((class.clone(), format!("{class}.{method}")));
+            }
+            continue;
+        };
+        if r.class_only || r.frames.is_empty() {
+            continue;
+        }
+        let source = names.strings.get(&f.source).map(String::as_str);
+        let source_missing = matches!(source, None | Some("" | "SourceFile" | "Unknown Source"));
+        let mut out: Vec<StackFrameNames> = Vec::new();
+        if r.ambiguous {
+            let one_class = r.frames.iter().all(|o| o.class == *own);
+            let joined = r
+                .frames
+                .iter()
+                .map(|o| if one_class { o.method.clone() } else { format!("{}.{}", o.class, o.method) })
+                .collect::<Vec<_>>()
+                .join(" | ");
+            let mut g = *f;
+            g.method = id_for(joined, rewrite)?;
+            out.push(g);
+        } else {
+            for (k, o) in r.frames.iter().enumerate() {
+                let mut g = *f;
+                if k > 0 {
+                    if next > max_id {
+                        return Err(Error::new(ErrorKind::LimitExceeded, "no frame id is left for the inlined frames"));
+                    }
+                    g.id = next;
+                    next += 1;
+                }
+                let foreign = o.class != *own;
+                let text = match (foreign, serial_of.get(&o.class)) {
+                    (false, _) => o.method.clone(),
+                    (true, Some(&serial)) => {
+                        g.class_serial = serial;
+                        o.method.clone()
+                    }
+                    (true, None) => format!("{}.{}", o.class, o.method),
+                };
+                g.method = id_for(text, rewrite)?;
+                if let Some(file) = o.file.as_ref().filter(|_| foreign || source_missing) {
+                    g.source = id_for(file.clone(), rewrite)?;
+                }
+                if o.line > 0 {
+                    g.line = i32::try_from(o.line).unwrap_or(i32::MAX);
+                }
+                out.push(g);
+            }
+        }
+        if out.len() > 1 || out.first().is_some_and(|g| g != f) {
+            rewrite.frames.insert(f.id, out);
+        }
+    }
+    Ok(())
 }
 
 /// `hprof-conv` of one heap dump: `OUT/<key>.hprof`.

@@ -984,6 +984,9 @@ pub struct SymbolSources {
 pub struct ProguardMaps {
     specs: Vec<MapSpec>,
     opened: Arc<Mutex<Option<Arc<Deobfuscator>>>>,
+    /// The deobfuscators made for traces holding `DeobfuscationMapping` packets (the maps
+    /// given, then the trace's), whose counts join the report.
+    traced: Arc<Mutex<Vec<Arc<Deobfuscator>>>>,
 }
 
 impl std::fmt::Debug for ProguardMaps {
@@ -1008,7 +1011,7 @@ impl ProguardMaps {
         if let Some(env) = env {
             specs.extend(MapSpec::parse_env(env)?);
         }
-        Ok(ProguardMaps { specs, opened: Arc::default() })
+        Ok(ProguardMaps { specs, opened: Arc::default(), traced: Arc::default() })
     }
 
     /// Adds maps found by [`discover_mapping_files`] (after the ones given).
@@ -1057,14 +1060,65 @@ impl ProguardMaps {
         let deob = if info.tables.is_empty() {
             self.open()?
         } else {
-            Some(Arc::new(Deobfuscator::with_trace_tables(&self.specs, &inp.name, info.tables.clone())?))
+            let d = Arc::new(Deobfuscator::with_trace_tables(&self.specs, &inp.name, info.tables.clone())?);
+            if let Ok(mut t) = self.traced.lock() {
+                t.push(d.clone());
+            }
+            Some(d)
         };
         Ok(TraceMaps::new(deob, &info, self.specs.len()))
     }
 
-    /// What deobfuscation did so far; `None` when no map was given or none was opened.
+    /// What deobfuscation did so far: the maps given and the `DeobfuscationMapping` packets of
+    /// the traces read (a map used for several traces counted once, its counts summed); `None`
+    /// when no map was given or found in a trace, or none was opened.
     pub fn report(&self) -> Option<DeobfuscationReport> {
-        self.opened.lock().ok()?.as_ref().map(|d| d.report())
+        let mut parts: Vec<DeobfuscationReport> = Vec::new();
+        if let Some(d) = self.opened.lock().ok()?.as_ref() {
+            parts.push(d.report());
+        }
+        parts.extend(self.traced.lock().ok()?.iter().map(|d| d.report()));
+        let mut parts = parts.into_iter();
+        let mut out = parts.next()?;
+        for p in parts {
+            join_reports(&mut out, p);
+        }
+        Some(out)
+    }
+}
+
+/// Adds `more`'s counts to `into`: a map both name (same file or trace packets, same package)
+/// gets the sums (and every use), others are appended; the names left obfuscated are summed,
+/// with at most five examples.
+fn join_reports(into: &mut DeobfuscationReport, more: DeobfuscationReport) {
+    for m in more.maps {
+        match into.maps.iter_mut().find(|u| u.counts.map == m.counts.map && u.counts.package == m.counts.package) {
+            Some(u) => {
+                let (c, n) = (&mut u.counts, m.counts);
+                c.classes_read += n.classes_read;
+                c.lookups += n.lookups;
+                c.deobfuscated += n.deobfuscated;
+                c.deobfuscated_by_kind.frames += n.deobfuscated_by_kind.frames;
+                c.deobfuscated_by_kind.classes += n.deobfuscated_by_kind.classes;
+                c.deobfuscated_by_kind.fields += n.deobfuscated_by_kind.fields;
+                c.skipped_lines = c.skipped_lines.max(n.skipped_lines);
+                if c.first_skipped.is_none() {
+                    c.first_skipped = n.first_skipped;
+                }
+                for w in m.used_for {
+                    if !u.used_for.contains(&w) {
+                        u.used_for.push(w);
+                    }
+                }
+            }
+            None => into.maps.push(m),
+        }
+    }
+    into.left_obfuscated += more.left_obfuscated;
+    for e in more.left_examples {
+        if into.left_examples.len() < 5 && !into.left_examples.contains(&e) {
+            into.left_examples.push(e);
+        }
     }
 }
 

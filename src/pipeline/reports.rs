@@ -166,6 +166,27 @@ pub(crate) fn pprof_coverage(flat: &FlatProfile) -> SymbolizeReport {
 /// and the others): the symbolize stage's report, read by the command line to print coverage.
 pub use crate::symbolize::SymbolizeReport;
 
+/// What the run's ProGuard/R8 maps did, as JSON: the object batch summaries hold under
+/// `deobfuscation` (per map: which package it was given for, what it was used for, the names
+/// looked up and deobfuscated, per kind too; then the names that stayed obfuscated, with a few
+/// examples). `None` when no map was given or none was opened.
+pub fn deobfuscation_json(maps: &super::load::ProguardMaps) -> Option<serde_json::Value> {
+    maps.report().and_then(|r| serde_json::to_value(r).ok())
+}
+
+/// A pretty-printed JSON object document (as `top --json` prints one) with `"deobfuscation":
+/// value` added as its last key; the document unchanged when `value` is `None` or the document
+/// is not an object.
+pub fn with_deobfuscation(doc: &str, value: Option<&serde_json::Value>) -> String {
+    let Some(v) = value else { return doc.to_owned() };
+    let body = doc.trim_end();
+    let Some(head) = body.strip_suffix('}') else { return doc.to_owned() };
+    let head = head.trim_end();
+    let inner = serde_json::to_string_pretty(v).expect("a JSON value serializes").replace('\n', "\n  ");
+    let sep = if head.ends_with('{') { "" } else { "," };
+    format!("{head}{sep}\n  \"deobfuscation\": {inner}\n}}{}", &doc[body.len()..])
+}
+
 /// A byte count for people (`1.5 MiB`), as every report writes them.
 pub fn human_bytes(n: i64) -> String {
     crate::encode::labels::human_bytes(n)

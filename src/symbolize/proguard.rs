@@ -419,6 +419,19 @@ pub struct RetraceReport {
     pub skipped_lines: u64,
     /// The first skipped line, `file:line`.
     pub first_skipped: Option<String>,
+    /// Of `deobfuscated`, how many were frames, classes and fields.
+    pub deobfuscated_by_kind: KindCounts,
+}
+
+/// Names deobfuscated per kind (see [`RetraceReport::deobfuscated_by_kind`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct KindCounts {
+    /// Frames (a method, or an inline chain, answered for a frame).
+    pub frames: u64,
+    /// Class names.
+    pub classes: u64,
+    /// Field names.
+    pub fields: u64,
 }
 
 /// Deobfuscates names with one [`ProguardMap`], reading each class's members when the class
@@ -431,6 +444,9 @@ pub struct Retracer<'m> {
     read: Vec<AtomicBool>,
     lookups: AtomicU64,
     deobfuscated: AtomicU64,
+    /// Of `deobfuscated`: class names and field names (the rest are frames).
+    classes_hit: AtomicU64,
+    fields_hit: AtomicU64,
     classes_read: AtomicU64,
     skipped: AtomicU64,
     first_skipped: AtomicU32,
@@ -445,6 +461,8 @@ impl<'m> Retracer<'m> {
             read: (0..map.entries.len()).map(|_| AtomicBool::new(false)).collect(),
             lookups: AtomicU64::new(0),
             deobfuscated: AtomicU64::new(0),
+            classes_hit: AtomicU64::new(0),
+            fields_hit: AtomicU64::new(0),
             classes_read: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             first_skipped: AtomicU32::new(u32::MAX),
@@ -493,6 +511,9 @@ impl<'m> Retracer<'m> {
     pub fn class_name(&self, obfuscated: &str) -> Option<String> {
         let hit = self.class_name_uncounted(obfuscated);
         self.count(hit.is_some());
+        if hit.is_some() {
+            self.classes_hit.fetch_add(1, Ordering::Relaxed);
+        }
         hit
     }
 
@@ -515,6 +536,9 @@ impl<'m> Retracer<'m> {
             (!names.is_empty()).then(|| names.into_iter().map(str::to_owned).collect::<Vec<_>>())
         });
         self.count(hit.is_some());
+        if hit.is_some() {
+            self.fields_hit.fetch_add(1, Ordering::Relaxed);
+        }
         hit
     }
 
@@ -739,15 +763,19 @@ impl<'m> Retracer<'m> {
     /// What this retracer did so far.
     pub fn report(&self) -> RetraceReport {
         let first = self.first_skipped.load(Ordering::Relaxed);
+        let deobfuscated = self.deobfuscated.load(Ordering::Relaxed);
+        let classes = self.classes_hit.load(Ordering::Relaxed);
+        let fields = self.fields_hit.load(Ordering::Relaxed);
         RetraceReport {
             map: self.map.name.clone(),
             package: self.map.package.clone(),
             classes_in_map: self.map.entries.len() as u64,
             classes_read: self.classes_read.load(Ordering::Relaxed),
             lookups: self.lookups.load(Ordering::Relaxed),
-            deobfuscated: self.deobfuscated.load(Ordering::Relaxed),
+            deobfuscated,
             skipped_lines: self.skipped.load(Ordering::Relaxed),
             first_skipped: (first != u32::MAX).then(|| format!("{}:{first}", self.map.name)),
+            deobfuscated_by_kind: KindCounts { frames: deobfuscated.saturating_sub(classes + fields), classes, fields },
         }
     }
 }
@@ -1001,6 +1029,9 @@ impl Drop for Session<'_> {
                     c.classes_read += n.classes_read;
                     c.lookups += n.lookups;
                     c.deobfuscated += n.deobfuscated;
+                    c.deobfuscated_by_kind.frames += n.deobfuscated_by_kind.frames;
+                    c.deobfuscated_by_kind.classes += n.deobfuscated_by_kind.classes;
+                    c.deobfuscated_by_kind.fields += n.deobfuscated_by_kind.fields;
                     c.skipped_lines = c.skipped_lines.max(n.skipped_lines);
                     if c.first_skipped.is_none() {
                         c.first_skipped = n.first_skipped;

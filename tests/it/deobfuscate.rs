@@ -393,7 +393,10 @@ fn hprof_conv_writes_a_deobfuscated_dump() {
     let (hprof, map) = (app.hprof.to_str().unwrap(), app.map.to_str().unwrap());
     let run = heapconv_ok(&["hprof-conv", hprof, out.to_str().unwrap(), "--proguard-map", map], 0);
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(stderr.contains(&format!("with {map} ")) && stderr.contains("heap dump classes and fields"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("with {map} ")) && stderr.contains("heap dump classes, fields and stack frames"),
+        "{stderr}"
+    );
     let input = std::fs::read(&app.hprof).unwrap();
     let bytes = std::fs::read(&out).unwrap();
     assert!(bytes.starts_with(b"JAVA PROFILE 1.0.2\0"));
@@ -421,7 +424,8 @@ fn hprof_conv_writes_a_deobfuscated_dump() {
     assert_eq!(item_fields, ["itemPrice", "next"]);
     assert!(nin.contains_key("com/example/deob/b") && !nout.contains_key("com/example/deob/b"));
     assert_eq!(nin["java/lang/String"], nout["java/lang/String"]);
-    // Only STRING records were added: every other record is the input's, in order.
+    // STRING records were added (and STACK_FRAMEs for an inline chain): every other record is
+    // the input's, in order.
     let summary: serde_json::Value = {
         let o = heapconv_ok(&["inspect", out.to_str().unwrap(), "--json"], 0);
         serde_json::from_slice(&o.stdout).unwrap()
@@ -439,6 +443,218 @@ fn hprof_conv_writes_a_deobfuscated_dump() {
     assert!(piped.stdout == bytes, "stdin + -z differs from the file run");
     // Without a map, a standard-format dump is refused as before.
     heapconv_ok(&["hprof-conv", hprof, dir.path().join("x.hprof").to_str().unwrap()], 1);
+}
+
+/// One frame of an hprof `STACK_TRACE`: (class, method, source file, line), the class as a
+/// Java name.
+type HprofFrame = (String, String, String, i32);
+
+/// The `STACK_TRACE`s of an hprof file, each frame resolved through its `STACK_FRAME`,
+/// `LOAD_CLASS` and `STRING` records (innermost frame first, as the file lists them).
+fn stack_traces(bytes: &[u8]) -> Vec<Vec<HprofFrame>> {
+    let names = heapconv::decode::hprof::scan_hprof_names(bytes, "t.hprof").unwrap();
+    let class_of: HashMap<u64, u64> = names.load_classes.iter().copied().collect();
+    let text = |sid: u64| names.strings.get(&sid).cloned().unwrap_or_default();
+    let frames: HashMap<u64, HprofFrame> = names
+        .frames
+        .iter()
+        .map(|f| {
+            let class = names.class_serials.get(&f.class_serial).and_then(|c| class_of.get(c)).copied();
+            let class = heapconv::decode::hprof::java_class_name(&class.map(text).unwrap_or_default());
+            (f.id, (class, text(f.method), text(f.source), f.line))
+        })
+        .collect();
+    let id = usize::from(names.id_size);
+    let be = |b: &[u8]| b.iter().fold(0u64, |v, &x| (v << 8) | u64::from(x));
+    let mut s = HprofStream::new(bytes, "t.hprof").unwrap();
+    let mut out = Vec::new();
+    while let Some(r) = s.next_record().unwrap() {
+        if r.tag == 0x05 {
+            let b = s.body().unwrap();
+            let n = be(&b[8..12]) as usize;
+            assert_eq!(b.len(), 12 + n * id, "a STACK_TRACE's length");
+            out.push(b[12..].chunks(id).map(|f| frames[&be(f)].clone()).collect());
+        } else {
+            while s.next_sub().unwrap().is_some() {}
+        }
+    }
+    out
+}
+
+/// `hprof-conv --proguard-map` renames the methods of the dump's stack frames (HotSpot writes
+/// one `STACK_TRACE` per thread): each obfuscated frame becomes what ProGuard's ReTrace prints
+/// for it (an inline chain becomes several frames, each with its class, method and line), every
+/// other frame is kept; `top --json` and `hprof --json` carry the report with its per-kind
+/// counts.
+#[test]
+fn hprof_conv_renames_stack_frames_as_retrace_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((app, cp)) = obfuscated_app(dir.path()) else { return };
+    let out = dir.path().join("deob.hprof");
+    let (hprof, map) = (app.hprof.to_str().unwrap(), app.map.to_str().unwrap());
+    let run = heapconv_ok(&["hprof-conv", hprof, out.to_str().unwrap(), "--proguard-map", map], 0);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("heap dump classes, fields and stack frames"), "{stderr}");
+    let input = std::fs::read(&app.hprof).unwrap();
+    let before = stack_traces(&input);
+    let after = stack_traces(&std::fs::read(&out).unwrap());
+    assert_eq!(before.len(), after.len(), "one STACK_TRACE per thread, as before");
+    // The main thread's frames, as the dump holds them and as ReTrace deobfuscates them.
+    let main = before.iter().position(|t| t.iter().any(|f| f.1 == "main")).expect("the main thread");
+    let queries: Vec<(String, String, u32)> =
+        before[main].iter().map(|f| (f.0.clone(), f.1.clone(), f.3.max(0) as u32)).collect();
+    assert!(queries.iter().any(|q| q.0 == "com.example.deob.d"), "an obfuscated frame: {queries:?}");
+    let retraced = retrace_blocks(&cp, &app.map, &queries, dir.path());
+    let mut expected: Vec<(String, String, i32)> = Vec::new();
+    for (f, want) in before[main].iter().zip(&retraced) {
+        if f.0.starts_with("com.example.deob.") {
+            expected.extend(want.iter().map(|(c, m, l)| (c.clone(), m.clone(), *l as i32)));
+        } else {
+            expected.push((f.0.clone(), f.1.clone(), f.3));
+        }
+    }
+    let got: Vec<(String, String, i32)> = after[main]
+        .iter()
+        .map(|(c, m, _, l)| match m.rsplit_once('.') {
+            Some((c2, m2)) => (c2.to_owned(), m2.to_owned(), *l),
+            None => (c.clone(), m.clone(), *l),
+        })
+        .collect();
+    assert_eq!(got, expected, "the main thread's frames");
+    // tests/data/proguard/DeobApp.java: dumpFrom (renamed `a`), dumpVia (inlined into main).
+    let names: Vec<String> = got.iter().map(|(c, m, l)| format!("{c}.{m}:{l}")).collect();
+    for want in [
+        "com.example.deob.Tracer.dumpFrom:123",
+        "com.example.deob.Tracer.dumpVia:118",
+        "com.example.deob.DeobApp.main:31",
+    ] {
+        assert!(names.contains(&want.to_owned()), "{want} in {names:?}");
+    }
+    // The other threads (JDK frames only) are unchanged.
+    for (k, (b, a)) in before.iter().zip(&after).enumerate() {
+        if k != main {
+            assert_eq!(b, a, "thread {k}");
+        }
+    }
+    // The values are the input's.
+    assert_eq!(walk(&input).0, walk(&std::fs::read(&out).unwrap()).0, "values differ");
+    // `top --json` has the report: frames are not read by `top` (classes and fields are).
+    let top = heapconv_ok(&["top", hprof, "--json", "--proguard-map", map], 0);
+    let doc: serde_json::Value = serde_json::from_slice(&top.stdout).unwrap();
+    let d = &doc["deobfuscation"];
+    assert_eq!(d["maps"][0]["map"], map, "{d}");
+    assert!(d["maps"][0]["deobfuscated_by_kind"]["classes"].as_u64().unwrap() >= 4, "{d}");
+    assert!(d["maps"][0]["deobfuscated_by_kind"]["fields"].as_u64().unwrap() >= 4, "{d}");
+    assert_eq!(d["maps"][0]["deobfuscated_by_kind"]["frames"], 0, "{d}");
+    let kinds = &d["maps"][0]["deobfuscated_by_kind"];
+    let sum: u64 = ["frames", "classes", "fields"].iter().map(|k| kinds[k].as_u64().unwrap()).sum();
+    assert_eq!(d["maps"][0]["deobfuscated"].as_u64(), Some(sum), "{d}");
+    let stderr = String::from_utf8_lossy(&top.stderr);
+    assert!(stderr.contains(&format!("{} classes, ", kinds["classes"])), "{stderr}");
+    // Without a map: no key, the bytes of before.
+    let plain = heapconv_ok(&["top", hprof, "--json"], 0);
+    let plain_doc: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(plain_doc.get("deobfuscation").is_none());
+    let mut doc = doc;
+    doc.as_object_mut().unwrap().remove("deobfuscation");
+    assert_eq!(doc["classes"].as_array().unwrap().len(), plain_doc["classes"].as_array().unwrap().len());
+}
+
+/// An Android dump with a thread's stack trace (frames of `com.example.Node`, spliced in after
+/// the header as ART writes them): Android's `hprof-conv` converts it, and `hprof-conv
+/// --proguard-map` writes the same values with the frames renamed: a method at a line, and an
+/// inline chain whose outer method comes from a class the dump does not load (qualified).
+#[test]
+fn hprof_conv_renames_the_frames_of_an_android_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sample, _) = heapconv_testdata::hprof::android_sample(4, false);
+    let names = heapconv::decode::hprof::scan_hprof_names(&sample[..], "a").unwrap();
+    let node = names.load_classes.iter().find(|(_, n)| names.strings[n] == "com.example.Node").unwrap().0;
+    let serial = *names.class_serials.iter().find(|(_, c)| **c == node).unwrap().0;
+    let rec = |tag: u8, body: Vec<u8>| {
+        let mut r = vec![tag, 0, 0, 0, 0];
+        r.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        r.extend(body);
+        r
+    };
+    let next = names.strings.keys().max().unwrap() + 1;
+    let mut add = Vec::new();
+    for (sid, text) in [(next, "a"), (next + 1, "b"), (next + 2, "SourceFile"), (next + 3, "()V")] {
+        let mut b = (sid as u32).to_be_bytes().to_vec();
+        b.extend_from_slice(text.as_bytes());
+        add.extend(rec(0x01, b));
+    }
+    for (fid, method, line) in [(0x71u32, next, 2i32), (0x72, next + 1, 7), (0x73, next, -3)] {
+        let mut b = Vec::new();
+        for v in [fid, method as u32, (next + 3) as u32, (next + 2) as u32, serial] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        b.extend_from_slice(&line.to_be_bytes());
+        add.extend(rec(0x04, b));
+    }
+    let mut trace = Vec::new();
+    for v in [1u32, 1, 3, 0x71, 0x72, 0x73] {
+        trace.extend_from_slice(&v.to_be_bytes());
+    }
+    add.extend(rec(0x05, trace));
+    let head = "JAVA PROFILE 1.0.3".len() + 1 + 12;
+    let mut bytes = sample[..head].to_vec();
+    bytes.extend(add);
+    bytes.extend_from_slice(&sample[head..]);
+    let inp = dir.path().join("a.hprof");
+    std::fs::write(&inp, &bytes).unwrap();
+    let map = dir.path().join("m.txt");
+    std::fs::write(
+        &map,
+        "com.real.TreeNode -> com.example.Node:\n    1:5:void build():20:24 -> a\n    6:9:void inner():3:3 -> b\n    6:9:void com.real.Util.helper():44 -> b\n",
+    )
+    .unwrap();
+    let ours = dir.path().join("ours.hprof");
+    heapconv_ok(
+        &["hprof-conv", inp.to_str().unwrap(), ours.to_str().unwrap(), "--proguard-map", map.to_str().unwrap()],
+        0,
+    );
+    let ours = std::fs::read(&ours).unwrap();
+    let mut conv = std::io::Cursor::new(Vec::new());
+    heapconv::decode::hprof::hprof_conv(&bytes[..], "a", &mut conv, &Default::default()).unwrap();
+    let plain = conv.into_inner();
+    if let Some(oracle) = hprof_conv() {
+        let theirs = dir.path().join("theirs.hprof");
+        assert!(Command::new(oracle).arg(&inp).arg(&theirs).status().unwrap().success());
+        assert!(std::fs::read(&theirs).unwrap() == plain, "hprof-conv's output");
+    }
+    assert_eq!(walk(&plain).0, walk(&ours).0, "values differ from hprof-conv's");
+    let before = stack_traces(&plain);
+    let k = before.iter().position(|t| t.len() == 3).expect("the spliced trace");
+    assert_eq!(before[k].iter().map(|f| f.1.as_str()).collect::<Vec<_>>(), ["a", "b", "a"]);
+    let after = stack_traces(&ours);
+    assert_eq!(after.len(), before.len());
+    let got: Vec<(&str, &str, &str, i32)> =
+        after[k].iter().map(|(c, m, f, l)| (c.as_str(), m.as_str(), f.as_str(), *l)).collect();
+    assert_eq!(
+        got[..3],
+        [
+            ("com.real.TreeNode", "build", "TreeNode.java", 21),
+            ("com.real.TreeNode", "inner", "TreeNode.java", 3),
+            ("com.real.TreeNode", "com.real.Util.helper", "Util.java", 44),
+        ]
+    );
+    // A native frame (line -3) asks without a line: the method's only candidate.
+    assert_eq!((got[3].0, got[3].1), ("com.real.TreeNode", "build"), "{got:?}");
+    // The sample's own trace keeps its frames (`Node.run`, a method the map does not name),
+    // its class renamed as every use of the class is.
+    for (j, (b, a)) in before.iter().zip(&after).enumerate() {
+        if j != k {
+            let renamed: Vec<HprofFrame> = b
+                .iter()
+                .map(|f| {
+                    let c = if f.0 == "com.example.Node" { "com.real.TreeNode".to_owned() } else { f.0.clone() };
+                    (c, f.1.clone(), f.2.clone(), f.3)
+                })
+                .collect();
+            assert_eq!(*a, renamed);
+        }
+    }
 }
 
 /// An Android dump (1.0.3, 4-byte ids, zygote and image heaps): `hprof-conv --proguard-map`
@@ -687,8 +903,22 @@ fn heap_graph_hprof_written_deobfuscated() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("shapes.hprof");
     let t = trace.to_str().unwrap();
-    let run = heapconv_ok(&["hprof", t, "-o", out.to_str().unwrap(), "--proguard-map", &spec], 0);
+    let run = heapconv_ok(&["hprof", t, "-o", out.to_str().unwrap(), "--proguard-map", &spec, "--json"], 0);
     assert!(String::from_utf8_lossy(&run.stderr).contains("heap dump classes and fields of com.example.shapes"));
+    // `--json`: each file written, with the run's deobfuscation report (the batch summary's).
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let d = &doc[0]["deobfuscation"];
+    assert_eq!(d["maps"][0]["package"], "com.example.shapes", "{d}");
+    assert!(
+        d["maps"][0]["used_for"][0].as_str().unwrap().starts_with("heap dump classes and fields of com.example.shapes"),
+        "{d}"
+    );
+    let kinds = &d["maps"][0]["deobfuscated_by_kind"];
+    assert!(kinds["classes"].as_u64().unwrap() >= 2 && kinds["fields"].as_u64().unwrap() >= 3, "{d}");
+    assert_eq!(kinds["frames"], 0, "{d}");
+    let plain = heapconv_ok(&["hprof", t, "-o", dir.path().join("plain.hprof").to_str().unwrap(), "--json"], 0);
+    let plain: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(plain[0].get("deobfuscation").is_none(), "{plain}");
     let bytes = std::fs::read(&out).unwrap();
     let (d, _) =
         read_hprof_dump(&bytes[..], "shapes.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();
@@ -835,7 +1065,23 @@ fn mapping_packets_in_a_trace_apply_like_map_files() {
     assert_eq!(from_packets, folded(&graph, &["--proguard-map", &shapes]));
     assert!(from_packets.contains("com.real.shapes.TreeNode [ROOT_JNI_LOCAL] 24"), "{from_packets}");
     let out = gdir.path().join("shapes.hprof");
-    heapconv_ok(&["hprof", gcat.to_str().unwrap(), "-o", out.to_str().unwrap()], 0);
+    let run = heapconv_ok(&["hprof", gcat.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"], 0);
+    // The report names the trace's packets as the map used (no map was given).
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("(DeobfuscationMapping packets for com.example.shapes)"), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let used = doc[0]["deobfuscation"]["maps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["package"] == "com.example.shapes")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        used["map"].as_str().unwrap_or_default().ends_with("(DeobfuscationMapping packets for com.example.shapes)"),
+        "{doc}"
+    );
+    assert!(used["deobfuscated_by_kind"]["classes"].as_u64().unwrap_or(0) >= 2, "{doc}");
     let bytes = std::fs::read(&out).unwrap();
     let (d, _) =
         read_hprof_dump(&bytes[..], "shapes.hprof", &HprofReadOptions::default(), HprofDumpSelect::Last).unwrap();

@@ -192,3 +192,85 @@ fn hprof_limit_errors_name_file_sub_record_and_record() {
     assert_eq!(d.heaps.len(), 256);
     assert_eq!(d.incomplete, [e.to_string()]);
 }
+
+/// A mutation run of the drivers without libFuzzer, for a machine where the cargo-fuzz build
+/// (AddressSanitizer, one codegen unit) cannot be afforded: each seed of the targets named by
+/// `HEAPCONV_MUTATE` (comma-separated; default: the readers of hand-written wire code,
+/// `hprof_reader,pprof_reader,perfetto_heapprofd`) mutated at random (bytes flipped, set to
+/// boundary values, runs deleted, duplicated or spliced from another seed, truncated) for
+/// `HEAPCONV_MUTATE_SECS` seconds per target (default 60). Not coverage-guided: it finds
+/// shallow bugs only. A panicking input is written to `target/mutate-<target>-<n>` and the
+/// test fails naming it. Run with `cargo test --release --test it mutated -- --ignored`.
+#[test]
+#[ignore = "slow: a timed mutation run (HEAPCONV_MUTATE_SECS per target)"]
+fn mutated_seeds_never_panic_the_drivers() {
+    let secs: u64 = std::env::var("HEAPCONV_MUTATE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    let wanted =
+        std::env::var("HEAPCONV_MUTATE").unwrap_or_else(|_| "hprof_reader,pprof_reader,perfetto_heapprofd".to_owned());
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rand = move |n: usize| -> usize {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % (n.max(1) as u64)) as usize
+    };
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut failures = Vec::new();
+    for (name, driver, seeds) in targets().into_iter().filter(|t| wanted.split(',').any(|w| w == t.0)) {
+        let seeds: Vec<Vec<u8>> = seeds.into_iter().map(|s| s.1).filter(|b| b.len() <= 4 << 20).collect();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        let mut runs = 0u64;
+        while std::time::Instant::now() < end {
+            let mut b = seeds[rand(seeds.len())].clone();
+            for _ in 0..=rand(4) {
+                let len = b.len().max(1);
+                match rand(7) {
+                    0 if !b.is_empty() => {
+                        let i = rand(b.len());
+                        b[i] ^= 1 << rand(8);
+                    }
+                    1 if !b.is_empty() => {
+                        let i = rand(b.len());
+                        b[i] = [0, 0xFF, 0x7F, 0x80, 1, 0xFE][rand(6)];
+                    }
+                    2 if b.len() > 1 => {
+                        let i = rand(b.len());
+                        let n = rand(len - i).min(64) + 1;
+                        b.drain(i..(i + n).min(b.len()));
+                    }
+                    3 if !b.is_empty() => {
+                        let i = rand(b.len());
+                        let n = (rand(len - i) + 1).min(64);
+                        let chunk = b[i..i + n].to_vec();
+                        let at = rand(b.len());
+                        b.splice(at..at, chunk);
+                    }
+                    4 => {
+                        let o = &seeds[rand(seeds.len())];
+                        if !o.is_empty() {
+                            let i = rand(o.len());
+                            let n = (rand(o.len() - i) + 1).min(256);
+                            let at = rand(b.len() + 1);
+                            b.splice(at..at, o[i..i + n].iter().copied());
+                        }
+                    }
+                    5 => b.truncate(rand(len + 1)),
+                    _ if b.len() >= 4 => {
+                        let i = rand(b.len() - 3);
+                        b[i..i + 4].copy_from_slice(&[[0xFF; 4], [0x7F, 0xFF, 0xFF, 0xFF], [0, 0, 0, 0]][rand(3)]);
+                    }
+                    _ => {}
+                }
+            }
+            runs += 1;
+            if std::panic::catch_unwind(|| driver(&b)).is_err() {
+                let p = root().join(format!("target/mutate-{name}-{}", failures.len()));
+                std::fs::write(&p, &b).unwrap();
+                failures.push(p.display().to_string());
+            }
+        }
+        eprintln!("mutated {name}: {runs} inputs in {secs} s");
+    }
+    let _ = std::panic::take_hook();
+    assert!(failures.is_empty(), "inputs that panic a driver: {failures:?}");
+}

@@ -42,8 +42,8 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
-use super::names::{NameRewrite, is_load_class};
-use super::walk::{HprofStream, SubRecord, sub};
+use super::names::{NameRewrite, is_load_class, is_stack};
+use super::walk::{HprofStream, RecordHeader, SubRecord, sub};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Options of [`hprof_conv`].
@@ -95,6 +95,9 @@ pub struct HprofConvReport {
     pub strings_added: u64,
     /// `CLASS_DUMP` sub-records written with other field names by a rename.
     pub classes_renamed: u64,
+    /// `STACK_FRAME` and `STACK_TRACE` records written with other names or more frames (an
+    /// inline chain) by a rename.
+    pub frames_renamed: u64,
 }
 
 impl HprofConvReport {
@@ -284,6 +287,27 @@ fn convert<R: Read, W: Write + Seek>(
             rec.out.write_all(&r.to_bytes()).map_err(werr)?;
             rec.out.write_all(&body).map_err(werr)?;
             rec.written += 9 + body.len() as u64;
+            continue;
+        }
+        if let Some(n) = names.filter(|n| !n.frames.is_empty() && is_stack(r.tag)) {
+            let body = s.body()?;
+            let bodies = if r.tag == super::walk::tag::STACK_FRAME {
+                n.stack_frame(body, h.id_size)
+            } else {
+                n.stack_trace(body, h.id_size).map(|b| vec![b])
+            };
+            let bodies = bodies.unwrap_or_else(|| vec![body.to_vec()]);
+            if bodies.len() > 1 || bodies.first().is_some_and(|b| b.as_slice() != body) {
+                report.frames_renamed += 1;
+            }
+            for b in bodies {
+                let length = u32::try_from(b.len()).map_err(|_| {
+                    Error::new(ErrorKind::LimitExceeded, format!("{name}: {} grows past 4 GiB", r.describe()))
+                })?;
+                rec.out.write_all(&RecordHeader { length, ..r }.to_bytes()).map_err(werr)?;
+                rec.out.write_all(&b).map_err(werr)?;
+                rec.written += 9 + b.len() as u64;
+            }
             continue;
         }
         if !r.is_heap_dump() {
