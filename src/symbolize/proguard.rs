@@ -852,32 +852,37 @@ impl<'m> Retracer<'m> {
         f: &(impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync),
         out: &mut Vec<(u32, T)>,
     ) {
-        let key = |qi: u32| {
-            let q = &queries[qi as usize];
-            (q.method, q.line.unwrap_or(0))
-        };
-        let mut order: Vec<u32> = items.iter().map(|&(_, qi)| qi).collect();
-        // Equal frames together; lines first, as they mostly differ (no string compared).
-        order.sort_unstable_by(|&a, &b| {
-            let (ka, kb) = (key(a), key(b));
-            ka.1.cmp(&kb.1).then_with(|| ka.0.cmp(kb.0)).then(a.cmp(&b))
-        });
+        // Equal frames together: sorted by (line, hash of the method name, query), integers
+        // only; a run of equal frames is checked by name too (a hash shared by two names
+        // only splits runs).
+        let mut order: Vec<(u32, u64, u32)> = items
+            .iter()
+            .map(|&(_, qi)| {
+                let q = &queries[qi as usize];
+                (q.line.unwrap_or(0), members::name_key(q.method), qi)
+            })
+            .collect();
+        order.sort_unstable();
         let mut hits = 0u64;
         let mut i = 0;
         while i < order.len() {
-            let (method, line) = key(order[i]);
+            let (line, hash, first) = order[i];
+            let method = queries[first as usize].method;
             let r = self.answer(t, idx, method, line);
             let mut j = i + 1;
-            while j < order.len() && key(order[j]) == (method, line) {
+            while j < order.len()
+                && (order[j].0, order[j].1) == (line, hash)
+                && members::same(queries[order[j].2 as usize].method, method)
+            {
                 j += 1;
             }
             if !r.class_only {
                 hits += (j - i) as u64;
             }
-            for &qi in &order[i + 1..j] {
+            for &(_, _, qi) in &order[i + 1..j] {
                 out.push((qi, f(&queries[qi as usize], r.clone())));
             }
-            out.push((order[i], f(&queries[order[i] as usize], r)));
+            out.push((first, f(&queries[first as usize], r)));
             i = j;
         }
         self.lookups.fetch_add(items.len() as u64, Ordering::Relaxed);

@@ -371,8 +371,8 @@ mod tests {
             "{\"id\":\"sourceFile\",\"fileName\":\"A.java\"}\u{3000}",
         ] {
             let fast = source_file_fast(rest);
-            let json = serde_json::from_str::<proguard::R8Header<'_>>(rest).ok().and_then(|h| match h {
-                proguard::R8Header::SourceFile { file_name } => Some(file_name),
+            let json = serde_json::from_str::<super::super::members::Meta<'_>>(rest).ok().and_then(|h| match h {
+                super::super::members::Meta::SourceFile { file_name } => Some(file_name),
                 _ => None,
             });
             if let Some(f) = fast {

@@ -357,7 +357,9 @@ impl ClassTable {
         let n = self.methods[lo..].partition_point(|m| m.key == key);
         let same = &self.methods[lo..lo + n];
         match (same.first(), same.last()) {
-            (Some(a), Some(b)) if self.s(a.obfuscated) != method || self.s(b.obfuscated) != method => {
+            (Some(a), Some(b))
+                if !self::same(self.s(a.obfuscated), method) || !self::same(self.s(b.obfuscated), method) =>
+            {
                 // Names sharing the hash: sorted by name within it.
                 let a = same.partition_point(|m| self.s(m.obfuscated) < method);
                 let n = same[a..].partition_point(|m| self.s(m.obfuscated) == method);
@@ -585,9 +587,9 @@ fn valid_lines(bytes: &[u8]) -> String {
 }
 
 /// The R8 metadata (`# {"id":…}` lines) the lookups use; others are `Other`.
-#[derive(serde::Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 #[serde(tag = "id")]
-enum Meta<'a> {
+pub(super) enum Meta<'a> {
     #[serde(rename = "sourceFile", rename_all = "camelCase")]
     SourceFile { file_name: &'a str },
     #[serde(rename = "com.android.tools.r8.synthesized")]
@@ -606,8 +608,15 @@ enum Meta<'a> {
 }
 
 /// A hash of a member name (FNV-1a): orders a class's method lines without comparing text.
-fn name_key(name: &str) -> u64 {
+pub(super) fn name_key(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Whether two (short) names are equal, compared in place: member names are a few bytes,
+/// where a call to `memcmp` costs more than the comparison.
+#[inline]
+pub(super) fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
 }
 
 /// The simple name of a class without its inner classes (`a.b.Foo$Bar` -> `Foo`).
