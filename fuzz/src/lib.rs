@@ -555,11 +555,30 @@ pub fn check_encoders(p: &Profile, bits: u8) {
     }
 }
 
-/// A ProGuard/R8 mapping file: the class index, the whole table, and lookups of the classes it
-/// names (class names with array suffixes, fields, frames with and without lines).
+/// A ProGuard/R8 mapping file: the member-line reader against the `proguard` crate's line
+/// parser, the file index in parallel pieces against the one-pass index, the whole table, and
+/// lookups of the classes it names (class names with array suffixes, fields, frames with and
+/// without lines).
 pub fn proguard_map(data: &[u8]) {
-    use heapconv::symbolize::proguard::{ProguardMap, Retracer};
-    let Ok(map) = ProguardMap::from_bytes("fuzz.txt", None, data.to_vec()) else { return };
+    use heapconv::symbolize::proguard::{ProguardMap, Retracer, member_lines_as_the_crate_reads_them};
+    // The member-line reader reads every line as its oracle, the `proguard` crate, does.
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Err(e) = member_lines_as_the_crate_reads_them(text) {
+            panic!("member-line reader and crate differ: {e}");
+        }
+    }
+    // The file indexed in three pieces in parallel is the map indexed in one pass: the same
+    // classes, or the same error.
+    let path = scratch_file("mapping.txt", data);
+    let name = path.display().to_string();
+    let pieces = ProguardMap::open_in(&path, None, 3);
+    let whole = ProguardMap::from_bytes(name, None, data.to_vec());
+    match (&pieces, &whole) {
+        (Ok(p), Ok(w)) => assert!(p.classes().eq(w.classes()), "pieces and one pass index different classes"),
+        (Err(p), Err(w)) => assert_eq!(p.to_string(), w.to_string(), "pieces and one pass fail differently"),
+        _ => panic!("pieces {:?} and one pass {:?} disagree", pieces.as_ref().err(), whole.as_ref().err()),
+    }
+    let Ok(map) = whole else { return };
     let _ = map.table();
     let r = Retracer::new(&map);
     let classes: Vec<String> = map.classes().take(64).map(|(o, _)| o.to_owned()).collect();

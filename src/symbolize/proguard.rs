@@ -18,13 +18,16 @@
 //! Opening a map scans it once, streaming (it is neither memory-mapped nor held), for class
 //! lines only: the index keeps each class's names and the byte range of its section. A
 //! class's members are read from the file when the input names the class, one line at a time
-//! with the line grammar of Sentry's [`proguard`] crate, into a compact table of our own
-//! (`members.rs`): spans into a copy of the class's lines, a few dozen bytes a member. The
-//! lookup rules over that table are R8 `retrace`'s as the crate implements them (line ranges,
-//! inline chains, ambiguous members, `sourceFile`, synthesized members, outlines), checked
-//! against the crate's own mapper by a unit test; the crate's mapper itself is not used, as it
-//! keeps hash maps of cloned records per class (about eight times the map's bytes once every
-//! class is read).
+//! with our own reader of the member-line grammar (`line.rs`), into a compact table of our
+//! own (`members.rs`): spans into a copy of the class's lines, a few dozen bytes a member. The
+//! reader gives the records of Sentry's [`proguard`] crate, exactly as the crate's own line
+//! parser does (tests compare the two on fixture, generated, real and random lines), at a
+//! fraction of its cost: a large input reads nearly every line of a large map, and the
+//! crate's parser was a fifth of that time. The lookup rules over the table are R8
+//! `retrace`'s as the crate implements them (line ranges, inline chains, ambiguous members,
+//! `sourceFile`, synthesized members, outlines), checked against the crate's own mapper by a
+//! unit test; the crate's mapper itself is not used, as it keeps hash maps of cloned records
+//! per class (about eight times the map's bytes once every class is read).
 //!
 //! Two ways to ask: [`Retracer::frame`] and friends read a class the first time it is named
 //! and keep its table for the run (heap dumps, small inputs); [`Retracer::frames`] answers a
@@ -51,9 +54,10 @@
 //! for every method line ([`Retracer::frame_typed`] narrows candidates by it); heapprofd and
 //! DDM frames carry no signature, so for them it changes nothing, as in R8's retrace.
 
+mod line;
 mod members;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
@@ -62,6 +66,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use proguard::ProguardRecord;
 use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -91,13 +96,13 @@ pub struct ProguardMap {
     name: String,
     package: Option<String>,
     source: Source,
-    classes: HashMap<Box<str>, u32>,
+    classes: FxHashMap<Box<str>, u32>,
     entries: Vec<ClassEntry>,
     /// Every class's original and obfuscated names, end to end.
     names: String,
     /// The packages of the classes the map names, original and obfuscated (`""`: the default
     /// package): a name in one of them that the map does not know is worth reporting.
-    packages: HashSet<Box<str>>,
+    packages: FxHashSet<Box<str>>,
 }
 
 impl std::fmt::Debug for ProguardMap {
@@ -113,22 +118,29 @@ impl std::fmt::Debug for ProguardMap {
 /// Builds the index from the map's lines, fed in order.
 struct Indexer {
     name: String,
-    classes: HashMap<Box<str>, u32>,
+    classes: FxHashMap<Box<str>, u32>,
     entries: Vec<ClassEntry>,
     names: String,
-    packages: HashSet<Box<str>>,
+    packages: FxHashSet<Box<str>>,
     line_no: u32,
+    /// Indexing one piece of a map, not from its start ([`ProguardMap::open`] in parallel):
+    /// member lines before the piece's first class line belong to a class of an earlier piece
+    /// and are noted in `orphans`, not an error.
+    piece: bool,
+    orphans: bool,
 }
 
 impl Indexer {
     fn new(name: String) -> Self {
         Indexer {
             name,
-            classes: HashMap::new(),
+            classes: FxHashMap::default(),
             entries: Vec::new(),
             names: String::new(),
-            packages: HashSet::new(),
+            packages: FxHashSet::default(),
             line_no: 0,
+            piece: false,
+            orphans: false,
         }
     }
 
@@ -142,6 +154,10 @@ impl Indexer {
             None | Some(b'#') => {}
             Some(b' ' | b'\t') => {
                 if self.entries.is_empty() && !line.iter().all(|b| b.is_ascii_whitespace()) {
+                    if self.piece {
+                        self.orphans = true;
+                        return Ok(());
+                    }
                     return Err(Error::new(
                         ErrorKind::Malformed,
                         format!("{name}:{line_no}: a member line before the first class line"),
@@ -219,7 +235,12 @@ impl Indexer {
 fn feed_lines(data: &[u8], base: u64, last: bool, ix: &mut Indexer) -> Result<usize> {
     let mut pos = 0usize;
     for nl in memchr::memchr_iter(b'\n', data) {
-        ix.line(base + pos as u64, &data[pos..nl])?;
+        // Comments, and member lines once a class is open, only count (most of a map).
+        match data.get(pos) {
+            Some(b'#') if pos < nl => ix.line_no = ix.line_no.saturating_add(1),
+            Some(b' ' | b'\t') if pos < nl && !ix.entries.is_empty() => ix.line_no = ix.line_no.saturating_add(1),
+            _ => ix.line(base + pos as u64, &data[pos..nl])?,
+        }
         pos = nl + 1;
     }
     if last && pos < data.len() {
@@ -229,11 +250,147 @@ fn feed_lines(data: &[u8], base: u64, last: bool, ix: &mut Indexer) -> Result<us
     Ok(pos)
 }
 
+/// Indexes bytes `range` of `file` (a piece of the map starting at a line start) with `ix`,
+/// reading `chunk` bytes at a time.
+fn index_range(file: &std::fs::File, range: Range<u64>, chunk: usize, ix: &mut Indexer) -> Result<()> {
+    let mut buf = vec![0u8; chunk];
+    let mut filled = 0usize;
+    let mut base = range.start;
+    let mut at = range.start;
+    loop {
+        let want = ((range.end - at) as usize).min(buf.len() - filled);
+        read_at(file, &mut buf[filled..filled + want], at)
+            .map_err(|e| Error::io(format!("reading mapping file {}", ix.name), e))?;
+        at += want as u64;
+        filled += want;
+        let last = at == range.end;
+        let used = feed_lines(&buf[..filled], base, last, ix)?;
+        base += used as u64;
+        buf.copy_within(used..filled, 0);
+        filled -= used;
+        if last {
+            return Ok(());
+        }
+        if filled == buf.len() {
+            // One line longer than the buffer: grow it.
+            buf.resize(buf.len() * 2, 0);
+        }
+    }
+}
+
+/// The start of the first line that begins after byte `at` of `file` (below `len`), if any.
+fn next_line_start(file: &std::fs::File, at: u64, len: u64) -> std::io::Result<Option<u64>> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut pos = at;
+    while pos < len {
+        let n = ((len - pos) as usize).min(buf.len());
+        read_at(file, &mut buf[..n], pos)?;
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            let start = pos + i as u64 + 1;
+            return Ok((start < len).then_some(start));
+        }
+        pos += n as u64;
+    }
+    Ok(None)
+}
+
 impl ProguardMap {
-    /// Opens and indexes the mapping file at `path`: one streaming pass over class lines.
+    /// Opens and indexes the mapping file at `path`: one streaming pass over class lines (a
+    /// large regular file: its pieces indexed in parallel, then joined).
     pub fn open(path: &Path, package: Option<String>) -> Result<Self> {
+        // Unit tests index every file but the smallest in pieces.
+        const PARALLEL_FROM: u64 = if cfg!(test) { 4 << 10 } else { 16 << 20 };
+        let big = std::fs::metadata(path).is_ok_and(|m| m.len() >= PARALLEL_FROM);
+        Self::open_in(path, package, if big { rayon::current_num_threads().min(8) } else { 1 })
+    }
+
+    /// [`ProguardMap::open`] indexing a regular file in `pieces` pieces in parallel whatever
+    /// its size (1: one streaming pass), for tests and the fuzz driver to compare the two.
+    #[doc(hidden)]
+    pub fn open_in(path: &Path, package: Option<String>, pieces: usize) -> Result<Self> {
         let name = path.display().to_string();
-        let mut file = std::fs::File::open(path).map_err(|e| Error::io(format!("opening mapping file {name}"), e))?;
+        let file = std::fs::File::open(path).map_err(|e| Error::io(format!("opening mapping file {name}"), e))?;
+        if let Ok(meta) = file.metadata() {
+            if meta.is_file() && pieces > 1 {
+                // Positioned reads: the file's own position stays at its start.
+                if let Some(ix) = Self::open_in_pieces(&file, &name, meta.len(), pieces)? {
+                    return Ok(ix.finish(package, Source::File(file), meta.len()));
+                }
+            }
+        }
+        Self::open_streaming(file, name, package)
+    }
+
+    /// Indexes `len` bytes of `file` in `pieces` pieces in parallel. `None` when a piece met
+    /// something the sequential pass reports as an error (a bad class line, a class mapped
+    /// twice, a member line before any class): that pass then gives the error, with its line.
+    fn open_in_pieces(file: &std::fs::File, name: &str, len: u64, pieces: usize) -> Result<Option<Indexer>> {
+        let mut starts = vec![0u64];
+        for k in 1..pieces as u64 {
+            let at = k * len / pieces as u64;
+            match next_line_start(file, at.max(*starts.last().unwrap_or(&0)), len) {
+                Ok(Some(p)) if p > *starts.last().unwrap_or(&0) => starts.push(p),
+                Ok(_) => {}
+                Err(e) => return Err(Error::io(format!("reading mapping file {name}"), e)),
+            }
+        }
+        starts.push(len);
+        let chunk = ((4usize << 20) / (starts.len() - 1)).max(64 << 10);
+        let parts: Vec<Result<Indexer>> = starts
+            .par_windows(2)
+            .enumerate()
+            .map(|(k, w)| {
+                let mut ix = Indexer::new(name.to_owned());
+                ix.piece = k > 0;
+                index_range(file, w[0]..w[1], chunk, &mut ix).map(|()| ix)
+            })
+            .collect();
+        let mut joined: Option<Indexer> = None;
+        for part in parts {
+            let Ok(mut part) = part else { return Ok(None) };
+            let Some(ix) = joined.as_mut() else {
+                joined = Some(part);
+                continue;
+            };
+            if part.orphans && ix.entries.is_empty() {
+                return Ok(None);
+            }
+            // The class open at the end of the pieces so far runs to this piece's first class.
+            if let (Some(last), Some(first)) = (ix.entries.last_mut(), part.entries.first()) {
+                last.section.end = first.section.start;
+            }
+            let Ok(names_base) = u32::try_from(ix.names.len()) else { return Ok(None) };
+            let Ok(entries_base) = u32::try_from(ix.entries.len()) else { return Ok(None) };
+            if u32::try_from(ix.names.len() + part.names.len()).is_err() {
+                return Ok(None);
+            }
+            let lines_before = ix.line_no;
+            for (k, v) in part.classes.drain() {
+                if ix.classes.insert(k, v + entries_base).is_some() {
+                    return Ok(None);
+                }
+            }
+            ix.names.push_str(&part.names);
+            ix.entries.extend(part.entries.drain(..).map(|mut e| {
+                e.original = e.original.start + names_base..e.original.end + names_base;
+                e.obfuscated = e.obfuscated.start + names_base..e.obfuscated.end + names_base;
+                e.line = e.line.saturating_add(lines_before);
+                e
+            }));
+            ix.packages.extend(part.packages.drain());
+            ix.line_no = lines_before.saturating_add(part.line_no);
+        }
+        Ok(joined.map(|mut ix| {
+            if let Some(last) = ix.entries.last_mut() {
+                last.section.end = len;
+            }
+            ix.piece = false;
+            ix
+        }))
+    }
+
+    /// Opens by reading `file` from its current position to its end, one buffer at a time.
+    fn open_streaming(mut file: std::fs::File, name: String, package: Option<String>) -> Result<Self> {
         let mut ix = Indexer::new(name.clone());
         let mut buf = vec![0u8; 4 << 20];
         let mut filled = 0usize;
@@ -310,6 +467,19 @@ impl ProguardMap {
         }
     }
 
+    /// Bytes `range` of the map, read into `buf` when they are in a file; `None` when the
+    /// file cannot be read any more.
+    fn bytes<'a>(&'a self, range: Range<u64>, buf: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+        match &self.source {
+            Source::Owned(v) => v.get(range.start as usize..range.end as usize),
+            Source::File(f) => {
+                buf.clear();
+                buf.resize((range.end - range.start) as usize, 0);
+                read_at(f, buf, range.start).ok().map(|()| &buf[..])
+            }
+        }
+    }
+
     /// Class `idx`'s members (none when the file cannot be read any more).
     fn parse_class(&self, idx: u32) -> ClassTable {
         let e = &self.entries[idx as usize];
@@ -346,6 +516,23 @@ fn read_at(f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
     let mut f = f.try_clone()?;
     f.seek(SeekFrom::Start(at))?;
     f.read_exact(buf)
+}
+
+/// For tests: reads every line of mapping text `text` with heapconv's member-line reader and
+/// with the `proguard` crate's `ProguardRecord::try_parse`, its oracle; the number of lines
+/// compared, or the first line read differently (1-based) with both readings.
+#[doc(hidden)]
+pub fn member_lines_as_the_crate_reads_them(text: &str) -> std::result::Result<usize, String> {
+    let mut n = 0;
+    for (i, l) in text.split('\n').enumerate() {
+        let l = l.strip_suffix('\r').unwrap_or(l);
+        let (ours, theirs) = (line::member(l), ProguardRecord::try_parse(l.as_bytes()).ok());
+        if ours != theirs {
+            return Err(format!("line {}: {l:?}: ours {ours:?}, the crate's {theirs:?}", i + 1));
+        }
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// Parses `original -> obfuscated:` (spaces around `->`, a colon at the end, nothing after);
@@ -638,34 +825,39 @@ impl<'m> Retracer<'m> {
         let runs: Vec<&[Range<usize>]> = groups.chunks(RUN).collect();
         let answered: Vec<Vec<(u32, T)>> = runs
             .par_iter()
-            .map(|run| {
-                let first = keyed[run[0].start].0;
-                let last = keyed[run[run.len() - 1].start].0;
-                let span = self.map.entries[first as usize].section.start..self.map.entries[last as usize].section.end;
-                let block = (span.end - span.start <= MAX_BLOCK).then(|| self.map.read_range(span.clone()));
-                let mut out: Vec<(u32, T)> = Vec::new();
-                for g in run.iter() {
-                    let idx = keyed[g.start].0;
-                    let fresh;
-                    let t: &ClassTable = match self.tables[idx as usize].get() {
-                        Some(t) => t,
-                        None => {
-                            let e = &self.map.entries[idx as usize];
-                            fresh = match &block {
-                                Some(Some(b)) => ClassTable::parse(
-                                    &b[(e.section.start - span.start) as usize..(e.section.end - span.start) as usize],
-                                    e.line,
-                                ),
-                                _ => self.map.parse_class(idx),
-                            };
-                            self.note_read(idx, &fresh);
-                            &fresh
-                        }
-                    };
-                    self.answer_group(t, idx, &keyed[g.clone()], queries, &f, &mut out);
-                }
-                out
-            })
+            // One read buffer and one table's buffers per thread, for its runs' classes in turn.
+            .map_init(
+                || (Vec::new(), ClassTable::default()),
+                |(buf, scratch), run| {
+                    let first = keyed[run[0].start].0;
+                    let last = keyed[run[run.len() - 1].start].0;
+                    let span =
+                        self.map.entries[first as usize].section.start..self.map.entries[last as usize].section.end;
+                    let block = (span.end - span.start <= MAX_BLOCK).then(|| self.map.bytes(span.clone(), buf));
+                    let mut out: Vec<(u32, T)> = Vec::new();
+                    for g in run.iter() {
+                        let idx = keyed[g.start].0;
+                        let t: &ClassTable = match self.tables[idx as usize].get() {
+                            Some(t) => t,
+                            None => {
+                                let e = &self.map.entries[idx as usize];
+                                match &block {
+                                    Some(Some(b)) => scratch.refill(
+                                        &b[(e.section.start - span.start) as usize
+                                            ..(e.section.end - span.start) as usize],
+                                        e.line,
+                                    ),
+                                    _ => scratch.refill(&self.map.section(idx), e.line),
+                                };
+                                self.note_read(idx, scratch);
+                                &*scratch
+                            }
+                        };
+                        self.answer_group(t, idx, &keyed[g.clone()], queries, &f, &mut out);
+                    }
+                    out
+                },
+            )
             .collect();
         let mut result: Vec<Option<T>> = (0..queries.len()).map(|_| None).collect();
         for (qi, t) in answered.into_iter().flatten() {
@@ -684,28 +876,37 @@ impl<'m> Retracer<'m> {
         f: &(impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync),
         out: &mut Vec<(u32, T)>,
     ) {
-        let key = |qi: u32| {
-            let q = &queries[qi as usize];
-            (q.method, q.line.unwrap_or(0))
-        };
-        let mut order: Vec<u32> = items.iter().map(|&(_, qi)| qi).collect();
-        order.sort_unstable_by(|&a, &b| key(a).cmp(&key(b)).then(a.cmp(&b)));
+        // Equal frames together: sorted by (line, hash of the method name, query), integers
+        // only; a run of equal frames is checked by name too (a hash shared by two names
+        // only splits runs).
+        let mut order: Vec<(u32, u64, u32)> = items
+            .iter()
+            .map(|&(_, qi)| {
+                let q = &queries[qi as usize];
+                (q.line.unwrap_or(0), members::name_key(q.method), qi)
+            })
+            .collect();
+        order.sort_unstable();
         let mut hits = 0u64;
         let mut i = 0;
         while i < order.len() {
-            let (method, line) = key(order[i]);
+            let (line, hash, first) = order[i];
+            let method = queries[first as usize].method;
             let r = self.answer(t, idx, method, line);
             let mut j = i + 1;
-            while j < order.len() && key(order[j]) == (method, line) {
+            while j < order.len()
+                && (order[j].0, order[j].1) == (line, hash)
+                && members::same(queries[order[j].2 as usize].method, method)
+            {
                 j += 1;
             }
             if !r.class_only {
                 hits += (j - i) as u64;
             }
-            for &qi in &order[i + 1..j] {
+            for &(_, _, qi) in &order[i + 1..j] {
                 out.push((qi, f(&queries[qi as usize], r.clone())));
             }
-            out.push((order[i], f(&queries[order[i] as usize], r)));
+            out.push((first, f(&queries[first as usize], r)));
             i = j;
         }
         self.lookups.fetch_add(items.len() as u64, Ordering::Relaxed);

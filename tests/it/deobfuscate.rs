@@ -146,6 +146,9 @@ fn frames_equal_proguard_retrace_on_a_real_proguard_map() {
     let Some((app, cp)) = obfuscated_app(dir.path()) else { return };
     let map_text = std::fs::read_to_string(&app.map).unwrap();
     assert!(map_text.contains("-> main"), "the map has inline chains into main:\n{map_text}");
+    // heapconv's member-line reader reads the real map as its oracle, the `proguard` crate, does.
+    let lines = heapconv::symbolize::proguard::member_lines_as_the_crate_reads_them(&map_text).unwrap();
+    assert!(lines > 20, "{lines} lines");
     let frames = frames_of_map(&map_text, &std::fs::read_to_string(&app.stacks).unwrap());
     assert!(frames.len() > 20, "{} frames", frames.len());
     let expected = retrace_blocks(&cp, &app.map, &frames, dir.path());

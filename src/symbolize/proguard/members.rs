@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use proguard::ProguardRecord;
 
 use super::OriginalFrame;
+use super::line;
 
 /// A byte range of a [`ClassTable`]'s text; `NONE` for absent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +61,7 @@ pub(super) struct MethodLine {
 /// A class's fields and methods, parsed from its section of the map.
 #[derive(Debug, Default)]
 pub(super) struct ClassTable {
-    text: Box<str>,
+    text: String,
     /// The class's original name (its class line's left side).
     own: Span,
     source_file: Span,
@@ -74,6 +75,11 @@ pub(super) struct ClassTable {
     /// Member lines that did not parse, and the 1-based map line of the first.
     pub(super) skipped: u32,
     pub(super) first_skipped: Option<u32>,
+    /// Scratch of [`ClassTable::refill`]: each method line's own `(synthesized, outline)`,
+    /// the sort keys, and the lines in sorted order before they take `methods`' place.
+    line_flags: Vec<(bool, bool)>,
+    order: Vec<(u64, u32)>,
+    sorted: Vec<MethodLine>,
 }
 
 impl Default for Span {
@@ -96,20 +102,35 @@ impl ClassTable {
     /// Parses the section `text` of a class (its class line first), whose class line is line
     /// `first_line` of the map.
     pub(super) fn parse(raw: &[u8], first_line: u32) -> ClassTable {
-        let text: Box<str> = match std::str::from_utf8(raw) {
-            Ok(s) => s.into(),
-            Err(_) => valid_lines(raw).into_boxed_str(),
-        };
-        let mut t = ClassTable { text, ..ClassTable::default() };
-        let mut line_flags: Vec<(bool, bool)> = Vec::new();
+        let mut t = ClassTable::default();
+        t.refill(raw, first_line);
+        // A table kept for the run keeps no scratch.
+        (t.line_flags, t.order, t.sorted) = (Vec::new(), Vec::new(), Vec::new());
+        t
+    }
+
+    /// [`ClassTable::parse`] into this table, whose buffers are reused (a batch reads
+    /// thousands of classes one after another: one set of buffers per thread).
+    pub(super) fn refill(&mut self, raw: &[u8], first_line: u32) {
+        let mut owned = std::mem::take(&mut self.text);
+        owned.clear();
+        match std::str::from_utf8(raw) {
+            Ok(s) => owned.push_str(s),
+            Err(_) => owned.push_str(&valid_lines(raw)),
+        }
+        let mut line_flags = std::mem::take(&mut self.line_flags);
+        line_flags.clear();
+        let mut fields = std::mem::take(&mut self.fields);
+        fields.clear();
+        let mut methods = std::mem::take(&mut self.methods);
+        methods.clear();
+        let mut callsites = std::mem::take(&mut self.callsites);
+        callsites.clear();
         let mut attach = Attach::Nothing;
-        let text: &[u8] = t.text.as_bytes();
+        let text_str: &str = &owned;
+        let text: &[u8] = text_str.as_bytes();
         let base = text.as_ptr() as usize;
         let span = |s: &str| Span { start: (s.as_ptr() as usize - base) as u32, len: s.len() as u32 };
-        let lines = memchr::memchr_iter(b'\n', text).count() + 1;
-        let mut fields = Vec::new();
-        let mut methods: Vec<MethodLine> = Vec::with_capacity(lines);
-        let mut callsites: Vec<Vec<(u32, u32)>> = Vec::new();
         let mut source_file = Span::NONE;
         let mut own = Span::NONE;
         let mut synthesized = false;
@@ -120,35 +141,37 @@ impl ClassTable {
         let mut first = true;
         while pos < text.len() {
             let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |i| pos + i);
-            let raw = &text[pos..end];
+            // Lines end at `\n` (ASCII): each is a `str` of the class's text.
+            let raw = &text_str[pos..end];
             let here = line_no;
             line_no = line_no.saturating_add(1);
             pos = end + 1;
-            let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+            let line = raw.strip_suffix('\r').unwrap_or(raw);
             if first {
                 first = false;
                 attach = Attach::Class;
-                if let Ok(l) = std::str::from_utf8(line) {
-                    own = span(l.split(" -> ").next().unwrap_or_default().trim());
-                }
+                own = span(line.split(" -> ").next().unwrap_or_default().trim());
                 continue;
             }
-            if line.iter().all(|b| b.is_ascii_whitespace()) {
+            let trimmed = line.trim_ascii_start();
+            if trimmed.is_empty() {
                 continue;
             }
-            if let Some(rest) = line.trim_ascii_start().strip_prefix(b"#") {
+            if let Some(rest) = trimmed.strip_prefix('#') {
                 let rest = rest.trim_ascii_start();
-                if !rest.starts_with(b"{") {
+                if !rest.starts_with('{') {
                     // A `# key: value` comment: metadata after it attaches to nothing.
-                    if std::str::from_utf8(rest).is_ok() {
-                        attach = Attach::Nothing;
-                    }
+                    attach = Attach::Nothing;
                     continue;
                 }
-                // R8 metadata; one that does not parse is passed over.
-                let Some(meta) = std::str::from_utf8(rest).ok().and_then(|r| serde_json::from_str::<Meta<'_>>(r).ok())
-                else {
-                    continue;
+                // R8 metadata; one that does not parse is passed over. The `sourceFile` line
+                // R8 writes under nearly every class is read without the JSON parser.
+                let meta = match line::source_file_fast(rest) {
+                    Some(file_name) => Meta::SourceFile { file_name },
+                    None => match serde_json::from_str::<Meta<'_>>(rest) {
+                        Ok(m) => m,
+                        Err(_) => continue,
+                    },
                 };
                 match (&attach, meta) {
                     (Attach::Class, Meta::SourceFile { file_name }) => source_file = span(file_name),
@@ -173,13 +196,13 @@ impl ClassTable {
                 }
                 continue;
             }
-            match ProguardRecord::try_parse(line) {
-                Ok(ProguardRecord::R8Header(_) | ProguardRecord::Header { .. }) => attach = Attach::Nothing,
-                Ok(ProguardRecord::Field { original, obfuscated, .. }) => {
+            match line::member(line) {
+                Some(ProguardRecord::R8Header(_) | ProguardRecord::Header { .. }) => attach = Attach::Nothing,
+                Some(ProguardRecord::Field { original, obfuscated, .. }) => {
                     fields.push((span(obfuscated), span(original)));
                     attach = Attach::Nothing;
                 }
-                Ok(ProguardRecord::Method { ty, original, obfuscated, arguments, original_class, line_mapping }) => {
+                Some(ProguardRecord::Method { ty, original, obfuscated, arguments, original_class, line_mapping }) => {
                     let lm = line_mapping;
                     let (mut start, mut end_) = lm.map_or((None, None), |l| (l.startline, l.endline));
                     let (mut os, mut oe) = match lm {
@@ -227,8 +250,8 @@ impl ClassTable {
                     line_flags.push((false, false));
                     attach = Attach::Method(methods.len() - 1);
                 }
-                Ok(ProguardRecord::Class { .. }) => attach = Attach::Nothing,
-                Err(_) => {
+                Some(ProguardRecord::Class { .. }) => attach = Attach::Nothing,
+                None => {
                     // Lines that do not parse are transparent to metadata attachment, as in
                     // the crate (its record iterator drops them).
                     skipped += 1;
@@ -236,13 +259,14 @@ impl ClassTable {
                 }
             }
         }
-        t.fields = fields;
-        t.own = own;
-        t.source_file = source_file;
-        t.synthesized = synthesized;
-        t.callsites = callsites;
-        t.skipped = skipped;
-        t.first_skipped = first_skipped;
+        self.text = owned;
+        self.fields = fields;
+        self.own = own;
+        self.source_file = source_file;
+        self.synthesized = synthesized;
+        self.callsites = callsites;
+        self.skipped = skipped;
+        self.first_skipped = first_skipped;
         // `synthesized` and `outline` belong to a method (receiver, name, arguments): every line
         // of that method in the class carries them.
         if line_flags.iter().any(|&(s, o)| s || o) {
@@ -250,7 +274,7 @@ impl ClassTable {
                 .map(|i| {
                     let mut f = (false, false);
                     for (j, &(s, o)) in line_flags.iter().enumerate() {
-                        if (s || o) && t.same_method(&methods[i], &methods[j]) {
+                        if (s || o) && self.same_method(&methods[i], &methods[j]) {
                             f.0 |= s;
                             f.1 |= o;
                         }
@@ -263,10 +287,26 @@ impl ClassTable {
                 m.outline = o;
             }
         }
+        self.line_flags = line_flags;
         // Lookups go by obfuscated name: lines sorted by it, file order kept within a name.
-        methods.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| t.s(a.obfuscated).cmp(t.s(b.obfuscated))));
-        t.methods = methods;
-        t
+        // Sorted by (hash, file position) as 16-byte keys, then moved into place once; by
+        // name too only when two names share a hash.
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(methods.iter().enumerate().map(|(i, m)| (m.key, i as u32)));
+        if !order.is_sorted() {
+            order.sort_unstable();
+            let mut sorted = std::mem::take(&mut self.sorted);
+            sorted.clear();
+            sorted.extend(order.iter().map(|&(_, i)| methods[i as usize].clone()));
+            std::mem::swap(&mut methods, &mut sorted);
+            self.sorted = sorted;
+        }
+        self.order = order;
+        if methods.windows(2).any(|w| w[0].key == w[1].key && self.s(w[0].obfuscated) != self.s(w[1].obfuscated)) {
+            methods.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| self.s(a.obfuscated).cmp(self.s(b.obfuscated))));
+        }
+        self.methods = methods;
     }
 
     /// The text of span `s` (empty for `NONE`).
@@ -313,9 +353,20 @@ impl ClassTable {
     /// The lines of obfuscated method `method`, file order.
     pub(super) fn lines_of(&self, method: &str) -> &[MethodLine] {
         let key = name_key(method);
-        let lo = self.methods.partition_point(|m| (m.key, self.s(m.obfuscated)) < (key, method));
-        let n = self.methods[lo..].partition_point(|m| m.key == key && self.s(m.obfuscated) == method);
-        &self.methods[lo..lo + n]
+        let lo = self.methods.partition_point(|m| m.key < key);
+        let n = self.methods[lo..].partition_point(|m| m.key == key);
+        let same = &self.methods[lo..lo + n];
+        match (same.first(), same.last()) {
+            (Some(a), Some(b))
+                if !self::same(self.s(a.obfuscated), method) || !self::same(self.s(b.obfuscated), method) =>
+            {
+                // Names sharing the hash: sorted by name within it.
+                let a = same.partition_point(|m| self.s(m.obfuscated) < method);
+                let n = same[a..].partition_point(|m| self.s(m.obfuscated) == method);
+                &same[a..a + n]
+            }
+            _ => same,
+        }
     }
 
     /// Whether obfuscated method `method` is an outline (R8 `com.android.tools.r8.outline`),
@@ -536,9 +587,9 @@ fn valid_lines(bytes: &[u8]) -> String {
 }
 
 /// The R8 metadata (`# {"id":…}` lines) the lookups use; others are `Other`.
-#[derive(serde::Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 #[serde(tag = "id")]
-enum Meta<'a> {
+pub(super) enum Meta<'a> {
     #[serde(rename = "sourceFile", rename_all = "camelCase")]
     SourceFile { file_name: &'a str },
     #[serde(rename = "com.android.tools.r8.synthesized")]
@@ -557,8 +608,15 @@ enum Meta<'a> {
 }
 
 /// A hash of a member name (FNV-1a): orders a class's method lines without comparing text.
-fn name_key(name: &str) -> u64 {
+pub(super) fn name_key(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Whether two (short) names are equal, compared in place: member names are a few bytes,
+/// where a call to `memcmp` costs more than the comparison.
+#[inline]
+pub(super) fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
 }
 
 /// The simple name of a class without its inner classes (`a.b.Foo$Bar` -> `Foo`).
