@@ -98,6 +98,10 @@ pub struct ProguardMap {
     /// The packages of the classes the map names, original and obfuscated (`""`: the default
     /// package): a name in one of them that the map does not know is worth reporting.
     packages: HashSet<Box<str>>,
+    /// Original class name → class, built the first time a frame inlined from another class
+    /// asks for that class's `sourceFile`.
+    /// (classes sorted by original name, first of equals first).
+    by_original: OnceLock<Vec<u32>>,
 }
 
 impl std::fmt::Debug for ProguardMap {
@@ -210,6 +214,7 @@ impl Indexer {
             entries: self.entries,
             names: self.names,
             packages: self.packages,
+            by_original: OnceLock::new(),
         }
     }
 }
@@ -297,6 +302,25 @@ impl ProguardMap {
     /// original or its obfuscated name.
     pub fn covers_package(&self, package: &str) -> bool {
         self.packages.contains(package)
+    }
+
+    /// The class whose original name is `original`, if the map names one (the first).
+    fn by_original(&self, original: &str) -> Option<u32> {
+        let sorted = self.by_original.get_or_init(|| {
+            let mut v: Vec<u32> = (0..self.entries.len() as u32).collect();
+            v.sort_by(|&a, &b| self.original(a).cmp(self.original(b)).then(a.cmp(&b)));
+            v
+        });
+        let at = sorted.partition_point(|&i| self.original(i) < original);
+        sorted.get(at).copied().filter(|&i| self.original(i) == original)
+    }
+
+    /// The `sourceFile` recorded for class `idx` (`R8$$SyntheticClass` counts as none).
+    fn source_file_of(&self, idx: u32) -> Option<String> {
+        let s = &self.entries[idx as usize].section;
+        // The record follows the class line: the first few KiB of the section hold it.
+        let head = self.read_range(s.start..s.end.min(s.start + 4096))?;
+        members::header_source_file(&head)
     }
 
     /// Bytes `range` of the map; `None` when the file cannot be read any more.
@@ -434,6 +458,8 @@ pub struct Retracer<'m> {
     classes_read: AtomicU64,
     skipped: AtomicU64,
     first_skipped: AtomicU32,
+    /// The `sourceFile` of classes frames were inlined from, by class.
+    source_files: std::sync::Mutex<HashMap<u32, Option<Box<str>>>>,
 }
 
 impl<'m> Retracer<'m> {
@@ -448,6 +474,7 @@ impl<'m> Retracer<'m> {
             classes_read: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             first_skipped: AtomicU32::new(u32::MAX),
+            source_files: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -559,10 +586,25 @@ impl<'m> Retracer<'m> {
         hit
     }
 
+    /// The `sourceFile` of the class whose original name is `class`, when the map names it
+    /// and records one (read once per class).
+    fn source_file_by_original(&self, class: &str) -> Option<String> {
+        let idx = self.map.by_original(class)?;
+        let mut cache = self.source_files.lock().ok()?;
+        cache.entry(idx).or_insert_with(|| self.map.source_file_of(idx).map(Into::into)).as_deref().map(str::to_owned)
+    }
+
     /// The answer for `method` at `line` (0: none) of class `idx`, from its table `t`.
     fn answer(&self, t: &ClassTable, idx: u32, method: &str, line: u32) -> Retraced {
         let original = self.map.original(idx);
         let mut frames = t.remap(original, method, line);
+        // R8's retrace: a frame of a method inlined from another class takes the source file
+        // that class's own mapping records (`getSourceFileOrLookup`), when it records one.
+        for f in frames.iter_mut().filter(|f| f.class != original && f.file.is_some()) {
+            if let Some(file) = self.source_file_by_original(&f.class) {
+                f.file = Some(file);
+            }
+        }
         let lines = t.lines_of(method);
         let class_only = lines.is_empty();
         let lined = lines.iter().any(|m| m.lined);
@@ -578,7 +620,24 @@ impl<'m> Retracer<'m> {
     /// Each distinct frame is answered once; classes are read in parallel and not kept (a
     /// class this retracer already keeps is not read again).
     pub fn frames(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
-        self.frames_with(queries, |_, r| r)
+        self.frames_impl(queries, false, |_, r| r)
+    }
+
+    /// [`Retracer::frames`] for frames whose line was not written by R8 for this map's ranges
+    /// alone (a profiler's sample line): a frame with a line that no obfuscated range of its
+    /// method holds, when the method has ranges, is answered as a frame without a line (every
+    /// candidate, as trace processor falls back to), instead of the class-only answer.
+    pub fn frames_at_lines(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
+        self.frames_impl(queries, true, |_, r| r)
+    }
+
+    /// The answer for `method` at `line`, or, with `fallback`, at no line when `line` is
+    /// in none of the method's ranges.
+    fn answer_at(&self, t: &ClassTable, idx: u32, method: &str, line: u32, fallback: bool) -> Retraced {
+        if fallback && line > 0 && t.has_ranges(method) && !t.has_range_at(method, line) {
+            return self.answer(t, idx, method, 0);
+        }
+        self.answer(t, idx, method, line)
     }
 
     /// [`Retracer::frames`], each answer turned into `T` by `f` (called once per query, in
@@ -586,6 +645,15 @@ impl<'m> Retracer<'m> {
     pub fn frames_with<T: Send>(
         &self,
         queries: &[FrameQuery<'_>],
+        f: impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync,
+    ) -> Vec<Option<T>> {
+        self.frames_impl(queries, false, f)
+    }
+
+    fn frames_impl<T: Send>(
+        &self,
+        queries: &[FrameQuery<'_>],
+        fallback: bool,
         f: impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync,
     ) -> Vec<Option<T>> {
         let mut keyed: Vec<(u32, u32)> = Vec::with_capacity(queries.len());
@@ -638,7 +706,7 @@ impl<'m> Retracer<'m> {
                             &fresh
                         }
                     };
-                    self.answer_group(t, idx, &keyed[g.clone()], queries, &f, &mut out);
+                    self.answer_group(t, idx, &keyed[g.clone()], queries, fallback, &f, &mut out);
                 }
                 out
             })
@@ -651,12 +719,14 @@ impl<'m> Retracer<'m> {
     }
 
     /// Answers the queries `items` (all of class `idx`, table `t`), each distinct frame once.
+    #[allow(clippy::too_many_arguments)]
     fn answer_group<T>(
         &self,
         t: &ClassTable,
         idx: u32,
         items: &[(u32, u32)],
         queries: &[FrameQuery<'_>],
+        fallback: bool,
         f: &(impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync),
         out: &mut Vec<(u32, T)>,
     ) {
@@ -670,7 +740,7 @@ impl<'m> Retracer<'m> {
         let mut i = 0;
         while i < order.len() {
             let (method, line) = key(order[i]);
-            let r = self.answer(t, idx, method, line);
+            let r = self.answer_at(t, idx, method, line, fallback);
             let mut j = i + 1;
             while j < order.len() && key(order[j]) == (method, line) {
                 j += 1;
@@ -732,6 +802,32 @@ impl<'m> Retracer<'m> {
             let r = self.answer(t, idx, q.method, line);
             self.count(!r.class_only);
             out.push(Some(r));
+        }
+        out
+    }
+
+    /// [`Retracer::stack`] for the stack of a thrown exception, `thrown` being its class as
+    /// the stack trace names it (obfuscated, `a.b.c`): R8's `rewriteFrame` rules of the
+    /// innermost frame apply (`throws(<descriptor>)` conditions, `removeInnerFrames(n)`
+    /// actions: that many inlined frames are dropped from the innermost frame's chain, as
+    /// retrace does for a null check R8 moved into the caller). heapconv's inputs record no
+    /// exceptions (allocations, heap dumps), so the converters call [`Retracer::stack`]; this
+    /// is for a caller that has one.
+    pub fn stack_thrown(&self, frames: &[FrameQuery<'_>], thrown: &str) -> Vec<Option<Retraced>> {
+        let mut out = self.stack(frames);
+        let descriptor = format!("L{};", thrown.replace('.', "/"));
+        let top = out.iter().position(|r| r.as_ref().is_none_or(|r| !r.frames.is_empty()));
+        if let (Some(i), Some(q)) = (top, top.and_then(|i| frames.get(i))) {
+            let Some(idx) = self.lookup_class(q.class) else { return out };
+            let n = self.table(idx).inner_frames_removed(q.method, q.line.unwrap_or(0), &descriptor);
+            if let Some(Some(r)) = out.get_mut(i)
+                && n > 0
+                && !r.ambiguous
+            {
+                let keep = r.frames.len().saturating_sub(n).max(1);
+                let drop = r.frames.len() - keep;
+                r.frames.drain(..drop);
+            }
         }
         out
     }
