@@ -44,10 +44,13 @@
 //!
 //! # Limits
 //!
-//! Each class is read on its own: the source file of a method inlined from another class is
-//! derived from that class's name (`Foo.java`, as the crate does) rather than read from that
-//! class's `sourceFile` record. `rewriteFrame` rules apply to exceptions' frames; heapconv's
-//! inputs have no exceptions, so they are read and not applied. `residualsignature` is read
+//! Each class's members are read on their own; the source file of a method inlined from
+//! another class is read from that class's `sourceFile` record (the start of its section,
+//! found by original name), as R8's retrace does, and made from its name (`Foo.java`, as the
+//! crate does) when it has none. `rewriteFrame` rules apply to the innermost frame of a thrown
+//! exception's stack ([`Retracer::stack_thrown`]: `throws(<descriptor>)` conditions and
+//! `removeInnerFrames(n)` actions; a rule with anything else does not apply); heapconv's
+//! inputs record no exceptions, so conversions never apply them. `residualsignature` is read
 //! for every method line ([`Retracer::frame_typed`] narrows candidates by it); heapprofd and
 //! DDM frames carry no signature, so for them it changes nothing, as in R8's retrace.
 

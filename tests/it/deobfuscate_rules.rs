@@ -148,7 +148,7 @@ fn frames_take_the_package_of_their_process() {
     args.extend_from_slice(&maps);
     heapconv_ok(&args, 0);
     let p = read_pprof(&pb);
-    assert!(p.string_table.iter().any(|s| s == "org.alpha.Cart.add"), "{:?}", p.string_table);
+    assert!(p.string_table.iter().any(|s| s == "org.alpha.Cart.add [interp]"), "{:?}", p.string_table);
     assert!(!p.string_table.iter().any(|s| s.starts_with("org.beta.")), "{:?}", p.string_table);
 }
 
@@ -264,7 +264,7 @@ fn symbolized_lines_choose_the_inline_chain() {
                 .collect()
         })
         .collect();
-    let r = |m: &str, l| (format!("com.acme.Render.{m}"), "Render.java".to_owned(), l);
+    let r = |m: &str, l| (format!("com.acme.Render.{m} [interp]"), "Render.java".to_owned(), l);
     assert!(chains.contains(&vec![r("layout", 54), r("draw", 50)]), "{chains:?}");
     assert!(chains.contains(&vec![r("measure", 59), r("layout", 55), r("draw", 50)]), "{chains:?}");
 }
