@@ -176,7 +176,7 @@ pub fn deobfuscate_java_frames(
             // The method is not in the map: the symbolized lines stay.
             continue;
         }
-        if !(lined && !r.ambiguous) && (r.frames.len() == 1 || r.ambiguous) {
+        if r.ambiguous || (!lined && r.frames.len() == 1) {
             // Trace processor: the distinct names, sorted, joined by " | ".
             let mut names: Vec<String> = r.frames.iter().map(full).collect();
             names.sort();
