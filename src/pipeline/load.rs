@@ -975,8 +975,16 @@ impl ProguardMaps {
         if info.profiled_packages().len() > 1
             && let Some(Ok(mut again)) = inp.reopen()
         {
-            info.frame_packages =
-                crate::decode::perfetto::deobfuscation::scan_frame_packages(&mut again, max_packet, 256 << 20, &info);
+            let needs_guess = |path: &str| {
+                crate::symbolize::proguard::package_of_mapping_path(path).is_none() && !path.starts_with("/memfd:")
+            };
+            info.frame_packages = crate::decode::perfetto::deobfuscation::scan_frame_packages(
+                &mut again,
+                max_packet,
+                256 << 20,
+                &info,
+                &needs_guess,
+            );
         }
         let deob = if info.tables.is_empty() {
             self.open()?

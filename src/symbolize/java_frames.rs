@@ -27,7 +27,6 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::proguard::{FrameQuery, Retraced, Session, package_of_mapping_path, split_java_frame};
-use crate::decode::perfetto::deobfuscation::GuessedFrame;
 use crate::model::{Line, StringId, Tables};
 
 /// Which map applies to which Java frame, beyond its mapping's path.
@@ -47,10 +46,9 @@ pub struct FrameRules {
     /// given; the ones a `/memfd:` frame takes. Default: none.
     pub packaged: Vec<(usize, String)>,
     /// When the profiled processes are of several packages: the package of each Java frame
-    /// whose mapping tells none, by the first allocation that holds it
-    /// ([`scan_frame_packages`](crate::decode::perfetto::deobfuscation::scan_frame_packages)).
-    /// Default: empty.
-    pub frame_packages: HashMap<GuessedFrame, String>,
+    /// whose mapping tells none, by the first allocation that holds it (the trace decoder's
+    /// `scan_frame_packages`), keyed by (mapping path, `rel_pc`, function name). Default: empty.
+    pub frame_packages: HashMap<(String, u64, String), String>,
 }
 
 /// The map for a frame whose package is `pkg` (`None`: not told), noting what it is used for.

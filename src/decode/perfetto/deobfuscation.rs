@@ -225,12 +225,6 @@ impl TraceJavaInfo {
     }
 }
 
-/// Whether a Java frame in a mapping at `path` has no package but the one its process gives
-/// (trace processor's rule: the path tells none, and it is not ART's JIT cache).
-pub fn needs_package_guess(path: &str) -> bool {
-    crate::symbolize::proguard::package_of_mapping_path(path).is_none() && !path.starts_with("/memfd:")
-}
-
 /// One sequence's interned data, kept only as far as the package guess needs it.
 #[derive(Default)]
 struct SeqFrames {
@@ -247,6 +241,7 @@ struct SeqFrames {
 
 struct FrameScan<'a> {
     info: &'a TraceJavaInfo,
+    needs_guess: &'a dyn Fn(&str) -> bool,
     seqs: std::collections::HashMap<u32, SeqFrames>,
     keys: Vec<GuessedFrame>,
     index: std::collections::HashMap<GuessedFrame, u32>,
@@ -327,7 +322,7 @@ impl FrameScan<'_> {
             let Some(iid) = f.iid else { continue };
             let Some(name) = f.function_name_id.and_then(|n| s.names.get(&n)) else { continue };
             let path = f.mapping_id.and_then(|m| s.mappings.get(&m)).map_or("", String::as_str);
-            if !needs_package_guess(path) || s.frames.contains_key(&iid) {
+            if !(self.needs_guess)(path) || s.frames.contains_key(&iid) {
                 continue;
             }
             let key = (path.to_owned(), f.rel_pc.unwrap_or(0), name.clone());
@@ -381,7 +376,9 @@ impl FrameScan<'_> {
 
 /// Reads the whole input once more, when the profiled processes are of several packages
 /// ([`TraceJavaInfo::profiled_packages`]), for the package of each Java frame whose mapping
-/// tells none: as trace processor guesses it (`DeobfuscationTracker::GuessPackages`), the
+/// tells none (`needs_guess` says which mapping paths tell none; trace processor's rule: no
+/// `/data/app/<pkg>-…` in the path, and not ART's JIT cache, `/memfd:`): as trace processor
+/// guesses it (`DeobfuscationTracker::GuessPackages`), the
 /// package of the process of the first allocation (heapprofd sample with a non-zero value, in
 /// trace order) whose callstack holds the frame. Frames are told apart by mapping path,
 /// `rel_pc` and name ([`GuessedFrame`]); heapprofd's interned data only (the old
@@ -392,9 +389,16 @@ pub fn scan_frame_packages(
     max_packet: u64,
     max_bundle: u64,
     info: &TraceJavaInfo,
+    needs_guess: &dyn Fn(&str) -> bool,
 ) -> std::collections::HashMap<GuessedFrame, String> {
-    let mut scan =
-        FrameScan { info, seqs: Default::default(), keys: Vec::new(), index: Default::default(), package: Vec::new() };
+    let mut scan = FrameScan {
+        info,
+        needs_guess,
+        seqs: Default::default(),
+        keys: Vec::new(),
+        index: Default::default(),
+        package: Vec::new(),
+    };
     let size = if input.gzipped { None } else { input.file_size };
     let name = input.name.clone();
     let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
