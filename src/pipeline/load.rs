@@ -1051,12 +1051,27 @@ impl ProguardMaps {
             *inp = Input::from_bytes(&name, bytes, crate::decode::perfetto::DecodeOptions::default().max_gzip_bytes)?;
             inp.gzipped |= file_gzipped;
         }
-        let info = match inp.reopen() {
+        let mut info = match inp.reopen() {
             Some(Ok(mut again)) => {
                 crate::decode::perfetto::deobfuscation::scan_trace_java(&mut again, max_packet, 256 << 20)
             }
             _ => Default::default(),
         };
+        // Several app packages profiled: each package-less Java frame takes its process's.
+        if info.profiled_packages().len() > 1
+            && let Some(Ok(mut again)) = inp.reopen()
+        {
+            let needs_guess = |path: &str| {
+                crate::symbolize::proguard::package_of_mapping_path(path).is_none() && !path.starts_with("/memfd:")
+            };
+            info.frame_packages = crate::decode::perfetto::deobfuscation::scan_frame_packages(
+                &mut again,
+                max_packet,
+                256 << 20,
+                &info,
+                &needs_guess,
+            );
+        }
         let deob = if info.tables.is_empty() {
             self.open()?
         } else {
@@ -1165,6 +1180,7 @@ impl TraceMaps {
             1 => rules.guessed_package = profiled.pop(),
             _ => rules.several_packages = profiled,
         }
+        rules.frame_packages = info.frame_packages.clone();
         if let Some(d) = &deob {
             for (i, m) in d.maps().iter().enumerate() {
                 match m.package() {

@@ -9,9 +9,21 @@
 //! * a `DeobfuscationMapping` packet without a package applies to heap graphs only
 //!   ([`FrameRules::heap_graph_only`]); a map file given without a package applies to frames
 //!   whose package is not told otherwise (heapconv's rule: traceconv would drop it);
+//! * when the profiled processes are of several packages, a frame whose mapping tells no
+//!   package takes the package of the process of the first allocation that holds it
+//!   ([`FrameRules::frame_packages`], trace processor's `GuessPackages`); frames no allocation
+//!   holds stay obfuscated;
+//! * a frame with a line (ModuleSymbols gave it lines: the first non-zero line number, as
+//!   trace processor takes it) is looked up at that line: the mapped range holding it gives
+//!   the inline chain, innermost first, each frame with its original file and line as
+//!   `retrace` prints them, and the frame's lines become that chain; when no range holds the
+//!   line, or the frame has no line, every candidate is named as below (its symbolized lines,
+//!   which name the obfuscated method, are dropped). heapprofd's own `Frame.line_number` is
+//!   not read by the decoder, so only ModuleSymbols lines count;
 //! * a frame whose obfuscated method stands for several originals, and that has no line to
 //!   choose between them, is named by the distinct originals sorted and joined by `" | "`.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use super::proguard::{FrameQuery, Retraced, Session, package_of_mapping_path, split_java_frame};
@@ -33,6 +45,10 @@ pub struct FrameRules {
     /// The maps given for a package (files and packets): (index, package), in the order
     /// given; the ones a `/memfd:` frame takes. Default: none.
     pub packaged: Vec<(usize, String)>,
+    /// When the profiled processes are of several packages: the package of each Java frame
+    /// whose mapping tells none, by the first allocation that holds it (the trace decoder's
+    /// `scan_frame_packages`), keyed by (mapping path, `rel_pc`, function name). Default: empty.
+    pub frame_packages: HashMap<(String, u64, String), String>,
 }
 
 /// The map for a frame whose package is `pkg` (`None`: not told), noting what it is used for.
@@ -42,10 +58,11 @@ fn pick(session: &mut Session<'_>, rules: &FrameRules, pkg: Option<&str>, what: 
 }
 
 /// Deobfuscates the Java frames among `range` of `tables` (see the module documentation).
-/// Frames that already have lines (native frames, symbolized) are left alone. Each map is
-/// asked once, in one batch ([`Retracer::frames`](super::proguard::Retracer::frames)), for
-/// all the frames it may answer; a `/memfd:` frame asks its maps in turn, the last given
-/// first, until one names its class.
+/// Frames that already have lines are left alone unless they are Java frames with a line
+/// number (ModuleSymbols). Each map is asked once, in one batch
+/// ([`Retracer::frames_at_lines`](super::proguard::Retracer::frames_at_lines)), for all the
+/// frames it may answer; a `/memfd:` frame asks its maps in turn, the last given first, until
+/// one names its class.
 pub fn deobfuscate_java_frames(
     tables: &mut Tables,
     range: Range<usize>,
@@ -56,21 +73,34 @@ pub fn deobfuscate_java_frames(
     struct Todo {
         frame: usize,
         name: String,
+        line: Option<u32>,
         maps: Vec<(usize, String)>,
         answer: Option<Retraced>,
     }
     let mut todo: Vec<Todo> = Vec::new();
     for i in range {
         let f = &tables.frames()[i];
-        if !f.lines.is_empty() {
-            continue;
-        }
+        // A frame with lines is Java only when they carry a line number to look up.
+        let line = if f.lines.is_empty() {
+            None
+        } else {
+            match f.lines.iter().map(|l| l.line).find(|&l| l > 0) {
+                Some(l) => Some(l),
+                None => continue,
+            }
+        };
         let name = tables.strings.get(f.name).to_owned();
         let Some((class, method)) = split_java_frame(&name) else { continue };
         if class.contains(['(', ' ', ':', '<']) || method.contains(['(', ' ', ':']) {
             continue;
         }
         let path = f.mapping.map(|m| tables.strings.get(tables.mapping(m).path).to_owned()).unwrap_or_default();
+        let by_process = if rules.frame_packages.is_empty() || package_of_mapping_path(&path).is_some() {
+            None
+        } else {
+            let key = (path.clone(), f.rel_pc, tables.strings.get(f.raw_name).to_owned());
+            rules.frame_packages.get(&key)
+        };
         let maps: Vec<(usize, String)> = if let Some(p) = package_of_mapping_path(&path) {
             pick(session, rules, Some(p), &format!("Java frames of {p}"))
                 .map(|mi| (mi, String::new()))
@@ -80,6 +110,11 @@ pub fn deobfuscate_java_frames(
             // Every map of a package applies; trace processor applies them in turn, so the
             // last that names the class wins.
             rules.packaged.iter().rev().map(|(mi, p)| (*mi, format!("Java frames in memfd (JIT) of {p}"))).collect()
+        } else if let Some(p) = by_process {
+            pick(session, rules, Some(p), &format!("Java frames of {p} (package of their process, from packages_list)"))
+                .map(|mi| (mi, String::new()))
+                .into_iter()
+                .collect()
         } else if let Some(g) = &rules.guessed_package {
             pick(session, rules, Some(g), &format!("Java frames of {g} (package from packages_list)"))
                 .map(|mi| (mi, String::new()))
@@ -90,7 +125,7 @@ pub fn deobfuscate_java_frames(
         } else {
             pick(session, rules, None, "Java frames").map(|mi| (mi, String::new())).into_iter().collect()
         };
-        todo.push(Todo { frame: i, name, maps, answer: None });
+        todo.push(Todo { frame: i, name, line, maps, answer: None });
     }
     // Rounds: round k asks each unanswered frame's k-th map, one batch per map.
     let rounds = todo.iter().map(|t| t.maps.len()).max().unwrap_or(0);
@@ -107,10 +142,10 @@ pub fn deobfuscate_java_frames(
                 .iter()
                 .map(|&j| {
                     let (class, method) = split_java_frame(&todo[j].name).unwrap_or_default();
-                    FrameQuery { class, method, line: None }
+                    FrameQuery { class, method, line: todo[j].line }
                 })
                 .collect();
-            let answers = session.retracer(mi).frames(&queries);
+            let answers = session.retracer(mi).frames_at_lines(&queries);
             drop(queries);
             for (j, r) in which.into_iter().zip(answers) {
                 if r.is_some() && !todo[j].maps[k].1.is_empty() {
@@ -126,17 +161,28 @@ pub fn deobfuscate_java_frames(
     for t in todo {
         let i = t.frame;
         let Some(r) = t.answer else {
+            if t.line.is_some() {
+                // A symbolized frame no map knows (native code, a name with a dot): alone.
+                continue;
+            }
             let class = split_java_frame(&t.name).map_or(&t.name[..], |(c, _)| c);
             session.left_obfuscated_as(class, &t.name);
             continue;
         };
-        if r.frames.len() == 1 || r.ambiguous {
+        let lined = t.line.is_some();
+        if lined && r.class_only {
+            // The method is not in the map: the symbolized lines stay.
+            continue;
+        }
+        if r.ambiguous || (!lined && r.frames.len() == 1) {
             // Trace processor: the distinct names, sorted, joined by " | ".
             let mut names: Vec<String> = r.frames.iter().map(full).collect();
             names.sort();
             names.dedup();
             let id = tables.strings.intern(&names.join(" | "));
-            tables.frames_mut()[i].name = id;
+            let fr = &mut tables.frames_mut()[i];
+            fr.name = id;
+            fr.lines.clear();
             continue;
         }
         let raw = tables.frames()[i].raw_name;

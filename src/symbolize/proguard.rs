@@ -47,10 +47,13 @@
 //!
 //! # Limits
 //!
-//! Each class is read on its own: the source file of a method inlined from another class is
-//! derived from that class's name (`Foo.java`, as the crate does) rather than read from that
-//! class's `sourceFile` record. `rewriteFrame` rules apply to exceptions' frames; heapconv's
-//! inputs have no exceptions, so they are read and not applied. `residualsignature` is read
+//! Each class's members are read on their own; the source file of a method inlined from
+//! another class is read from that class's `sourceFile` record (the start of its section,
+//! found by original name), as R8's retrace does, and made from its name (`Foo.java`, as the
+//! crate does) when it has none. `rewriteFrame` rules apply to the innermost frame of a thrown
+//! exception's stack ([`Retracer::stack_thrown`]: `throws(<descriptor>)` conditions and
+//! `removeInnerFrames(n)` actions; a rule with anything else does not apply); heapconv's
+//! inputs record no exceptions, so conversions never apply them. `residualsignature` is read
 //! for every method line ([`Retracer::frame_typed`] narrows candidates by it); heapprofd and
 //! DDM frames carry no signature, so for them it changes nothing, as in R8's retrace.
 
@@ -103,6 +106,10 @@ pub struct ProguardMap {
     /// The packages of the classes the map names, original and obfuscated (`""`: the default
     /// package): a name in one of them that the map does not know is worth reporting.
     packages: FxHashSet<Box<str>>,
+    /// Original class name → class, built the first time a frame inlined from another class
+    /// asks for that class's `sourceFile`.
+    /// (classes sorted by original name, first of equals first).
+    by_original: OnceLock<Vec<u32>>,
 }
 
 impl std::fmt::Debug for ProguardMap {
@@ -226,6 +233,7 @@ impl Indexer {
             entries: self.entries,
             names: self.names,
             packages: self.packages,
+            by_original: OnceLock::new(),
         }
     }
 }
@@ -456,6 +464,25 @@ impl ProguardMap {
         self.packages.contains(package)
     }
 
+    /// The class whose original name is `original`, if the map names one (the first).
+    fn by_original(&self, original: &str) -> Option<u32> {
+        let sorted = self.by_original.get_or_init(|| {
+            let mut v: Vec<u32> = (0..self.entries.len() as u32).collect();
+            v.sort_by(|&a, &b| self.original(a).cmp(self.original(b)).then(a.cmp(&b)));
+            v
+        });
+        let at = sorted.partition_point(|&i| self.original(i) < original);
+        sorted.get(at).copied().filter(|&i| self.original(i) == original)
+    }
+
+    /// The `sourceFile` recorded for class `idx` (`R8$$SyntheticClass` counts as none).
+    fn source_file_of(&self, idx: u32) -> Option<String> {
+        let s = &self.entries[idx as usize].section;
+        // The record follows the class line: the first few KiB of the section hold it.
+        let head = self.read_range(s.start..s.end.min(s.start + 4096))?;
+        members::header_source_file(&head)
+    }
+
     /// Bytes `range` of the map; `None` when the file cannot be read any more.
     fn read_range(&self, range: Range<u64>) -> Option<Box<[u8]>> {
         match &self.source {
@@ -637,6 +664,8 @@ pub struct Retracer<'m> {
     classes_read: AtomicU64,
     skipped: AtomicU64,
     first_skipped: AtomicU32,
+    /// The `sourceFile` of classes frames were inlined from, by class.
+    source_files: std::sync::Mutex<HashMap<u32, Option<Box<str>>>>,
 }
 
 impl<'m> Retracer<'m> {
@@ -653,6 +682,7 @@ impl<'m> Retracer<'m> {
             classes_read: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             first_skipped: AtomicU32::new(u32::MAX),
+            source_files: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -770,10 +800,25 @@ impl<'m> Retracer<'m> {
         hit
     }
 
+    /// The `sourceFile` of the class whose original name is `class`, when the map names it
+    /// and records one (read once per class).
+    fn source_file_by_original(&self, class: &str) -> Option<String> {
+        let idx = self.map.by_original(class)?;
+        let mut cache = self.source_files.lock().ok()?;
+        cache.entry(idx).or_insert_with(|| self.map.source_file_of(idx).map(Into::into)).as_deref().map(str::to_owned)
+    }
+
     /// The answer for `method` at `line` (0: none) of class `idx`, from its table `t`.
     fn answer(&self, t: &ClassTable, idx: u32, method: &str, line: u32) -> Retraced {
         let original = self.map.original(idx);
         let mut frames = t.remap(original, method, line);
+        // R8's retrace: a frame of a method inlined from another class takes the source file
+        // that class's own mapping records (`getSourceFileOrLookup`), when it records one.
+        for f in frames.iter_mut().filter(|f| f.class != original && f.file.is_some()) {
+            if let Some(file) = self.source_file_by_original(&f.class) {
+                f.file = Some(file);
+            }
+        }
         let lines = t.lines_of(method);
         let class_only = lines.is_empty();
         let lined = lines.iter().any(|m| m.lined);
@@ -789,7 +834,24 @@ impl<'m> Retracer<'m> {
     /// Each distinct frame is answered once; classes are read in parallel and not kept (a
     /// class this retracer already keeps is not read again).
     pub fn frames(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
-        self.frames_with(queries, |_, r| r)
+        self.frames_impl(queries, false, |_, r| r)
+    }
+
+    /// [`Retracer::frames`] for frames whose line was not written by R8 for this map's ranges
+    /// alone (a profiler's sample line): a frame with a line that no obfuscated range of its
+    /// method holds, when the method has ranges, is answered as a frame without a line (every
+    /// candidate, as trace processor falls back to), instead of the class-only answer.
+    pub fn frames_at_lines(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
+        self.frames_impl(queries, true, |_, r| r)
+    }
+
+    /// The answer for `method` at `line`, or, with `fallback`, at no line when `line` is
+    /// in none of the method's ranges.
+    fn answer_at(&self, t: &ClassTable, idx: u32, method: &str, line: u32, fallback: bool) -> Retraced {
+        if fallback && line > 0 && t.has_ranges(method) && !t.has_range_at(method, line) {
+            return self.answer(t, idx, method, 0);
+        }
+        self.answer(t, idx, method, line)
     }
 
     /// [`Retracer::frames`], each answer turned into `T` by `f` (called once per query, in
@@ -797,6 +859,15 @@ impl<'m> Retracer<'m> {
     pub fn frames_with<T: Send>(
         &self,
         queries: &[FrameQuery<'_>],
+        f: impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync,
+    ) -> Vec<Option<T>> {
+        self.frames_impl(queries, false, f)
+    }
+
+    fn frames_impl<T: Send>(
+        &self,
+        queries: &[FrameQuery<'_>],
+        fallback: bool,
         f: impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync,
     ) -> Vec<Option<T>> {
         let mut keyed: Vec<(u32, u32)> = Vec::with_capacity(queries.len());
@@ -853,7 +924,7 @@ impl<'m> Retracer<'m> {
                                 &*scratch
                             }
                         };
-                        self.answer_group(t, idx, &keyed[g.clone()], queries, &f, &mut out);
+                        self.answer_group(t, idx, &keyed[g.clone()], queries, fallback, &f, &mut out);
                     }
                     out
                 },
@@ -867,12 +938,14 @@ impl<'m> Retracer<'m> {
     }
 
     /// Answers the queries `items` (all of class `idx`, table `t`), each distinct frame once.
+    #[allow(clippy::too_many_arguments)]
     fn answer_group<T>(
         &self,
         t: &ClassTable,
         idx: u32,
         items: &[(u32, u32)],
         queries: &[FrameQuery<'_>],
+        fallback: bool,
         f: &(impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync),
         out: &mut Vec<(u32, T)>,
     ) {
@@ -892,7 +965,7 @@ impl<'m> Retracer<'m> {
         while i < order.len() {
             let (line, hash, first) = order[i];
             let method = queries[first as usize].method;
-            let r = self.answer(t, idx, method, line);
+            let r = self.answer_at(t, idx, method, line, fallback);
             let mut j = i + 1;
             while j < order.len()
                 && (order[j].0, order[j].1) == (line, hash)
@@ -957,6 +1030,32 @@ impl<'m> Retracer<'m> {
             let r = self.answer(t, idx, q.method, line);
             self.count(!r.class_only);
             out.push(Some(r));
+        }
+        out
+    }
+
+    /// [`Retracer::stack`] for the stack of a thrown exception, `thrown` being its class as
+    /// the stack trace names it (obfuscated, `a.b.c`): R8's `rewriteFrame` rules of the
+    /// innermost frame apply (`throws(<descriptor>)` conditions, `removeInnerFrames(n)`
+    /// actions: that many inlined frames are dropped from the innermost frame's chain, as
+    /// retrace does for a null check R8 moved into the caller). heapconv's inputs record no
+    /// exceptions (allocations, heap dumps), so the converters call [`Retracer::stack`]; this
+    /// is for a caller that has one.
+    pub fn stack_thrown(&self, frames: &[FrameQuery<'_>], thrown: &str) -> Vec<Option<Retraced>> {
+        let mut out = self.stack(frames);
+        let descriptor = format!("L{};", thrown.replace('.', "/"));
+        let top = out.iter().position(|r| r.as_ref().is_none_or(|r| !r.frames.is_empty()));
+        if let (Some(i), Some(q)) = (top, top.and_then(|i| frames.get(i))) {
+            let Some(idx) = self.lookup_class(q.class) else { return out };
+            let n = self.table(idx).inner_frames_removed(q.method, q.line.unwrap_or(0), &descriptor);
+            if let Some(Some(r)) = out.get_mut(i)
+                && n > 0
+                && !r.ambiguous
+            {
+                let keep = r.frames.len().saturating_sub(n).max(1);
+                let drop = r.frames.len() - keep;
+                r.frames.drain(..drop);
+            }
         }
         out
     }

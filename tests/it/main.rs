@@ -7,6 +7,7 @@ mod cli;
 mod common;
 mod ddm;
 mod deobfuscate;
+mod deobfuscate_rules;
 mod filters;
 mod fixtures;
 mod flame_lists;

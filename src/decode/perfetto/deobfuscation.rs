@@ -51,6 +51,10 @@ pub struct TraceJavaInfo {
     pub processes: std::collections::BTreeMap<u64, (Option<u64>, Option<String>)>,
     /// The pids of heapprofd dumps (`ProfilePacket.process_dumps`), in the order first seen.
     pub profiled_pids: Vec<u64>,
+    /// The package of each Java frame whose mapping tells none, by the processes that use it
+    /// ([`scan_frame_packages`]); filled only when the profiled processes are of several
+    /// packages (else every such frame takes the one package). Default: empty.
+    pub frame_packages: std::collections::HashMap<GuessedFrame, String>,
 }
 
 impl TraceJavaInfo {
@@ -199,4 +203,207 @@ pub fn scan_trace_java(input: &mut Input, max_packet: u64, max_bundle: u64) -> T
 /// order (see [`scan_trace_java`]; bundles are capped at 256 MiB).
 pub fn scan_deobfuscation_mappings(input: &mut Input, max_packet: u64) -> Vec<DeobfuscationTable> {
     scan_trace_java(input, max_packet, 256 << 20).tables
+}
+
+/// A Java frame whose package trace processor guesses from the processes that use it: its
+/// mapping's path (as heapconv joins it, `/a/b`), its `rel_pc` and its function name.
+pub type GuessedFrame = (String, u64, String);
+
+impl TraceJavaInfo {
+    /// The distinct packages (`packages_list`, by uid) of the profiled processes, in the order
+    /// the processes were first seen.
+    pub fn profiled_packages(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for &pid in &self.profiled_pids {
+            if let Some(p) = self.package_of_pid(pid)
+                && !out.contains(&p)
+            {
+                out.push(p);
+            }
+        }
+        out
+    }
+}
+
+/// One sequence's interned data, kept only as far as the package guess needs it.
+#[derive(Default)]
+struct SeqFrames {
+    /// Function names with a `.` (Java frames).
+    names: std::collections::HashMap<u64, String>,
+    paths: std::collections::HashMap<u64, String>,
+    /// Mapping iid → joined path.
+    mappings: std::collections::HashMap<u64, String>,
+    /// Frame iid → index into [`FrameScan::keys`], for Java frames that need a guess.
+    frames: std::collections::HashMap<u64, u32>,
+    /// Callstack iid → the guessed frames in it (callstacks without any are not kept).
+    callstacks: std::collections::HashMap<u64, Vec<u32>>,
+}
+
+struct FrameScan<'a> {
+    info: &'a TraceJavaInfo,
+    needs_guess: &'a dyn Fn(&str) -> bool,
+    seqs: std::collections::HashMap<u32, SeqFrames>,
+    keys: Vec<GuessedFrame>,
+    index: std::collections::HashMap<GuessedFrame, u32>,
+    package: Vec<Option<String>>,
+}
+
+impl FrameScan<'_> {
+    fn packet(&mut self, b: &[u8], max_bundle: u64, nested: bool) {
+        let (mut seq, mut cleared) = (0u32, false);
+        let (mut interned, mut profile): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
+        let mut w = Wire::new(b);
+        while let Some((field, wire)) = w.tag() {
+            match (field, wire) {
+                (10, 0) => seq = w.varint().map_or(0, |v| v as u32),
+                (13, 0) => cleared |= w.varint().is_some_and(|v| v & 1 != 0),
+                (41, 0) => cleared |= w.varint().is_some_and(|v| v != 0),
+                (12, 2) => interned.extend(w.bytes()),
+                (37, 2) => profile.extend(w.bytes()),
+                (50, 2) if !nested => {
+                    let Some(v) = w.bytes() else { return };
+                    if let Ok(inner) = crate::decode::input::inflate_bundle(v, max_bundle, "compressed_packets") {
+                        for p in fields(&inner, 1) {
+                            self.packet(p, max_bundle, true);
+                        }
+                    }
+                }
+                _ => {
+                    if w.skip(u64::from(wire)).is_none() {
+                        return;
+                    }
+                }
+            }
+        }
+        if cleared {
+            self.seqs.insert(seq, SeqFrames::default());
+        }
+        for d in interned {
+            if let Ok(d) = pb::InternedData::decode(d) {
+                self.interned(seq, d);
+            }
+        }
+        for p in profile {
+            if let Ok(p) = pb::ProfilePacket::decode(p) {
+                self.profile(seq, &p);
+            }
+        }
+    }
+
+    fn interned(&mut self, seq: u32, d: pb::InternedData) {
+        let s = self.seqs.entry(seq).or_default();
+        let text = |v: &Option<Vec<u8>>| String::from_utf8_lossy(v.as_deref().unwrap_or_default()).into_owned();
+        for n in &d.function_names {
+            let t = text(&n.str);
+            if let Some(iid) = n.iid
+                && t.contains('.')
+            {
+                s.names.entry(iid).or_insert(t);
+            }
+        }
+        for p in &d.mapping_paths {
+            if let Some(iid) = p.iid {
+                s.paths.entry(iid).or_insert_with(|| text(&p.str));
+            }
+        }
+        for m in &d.mappings {
+            let Some(iid) = m.iid else { continue };
+            let mut path = String::new();
+            for id in &m.path_string_ids {
+                path.push('/');
+                path.push_str(s.paths.get(id).map_or("", String::as_str));
+            }
+            if path.starts_with("//") {
+                path.remove(0);
+            }
+            s.mappings.entry(iid).or_insert(path);
+        }
+        for f in &d.frames {
+            let Some(iid) = f.iid else { continue };
+            let Some(name) = f.function_name_id.and_then(|n| s.names.get(&n)) else { continue };
+            let path = f.mapping_id.and_then(|m| s.mappings.get(&m)).map_or("", String::as_str);
+            if !(self.needs_guess)(path) || s.frames.contains_key(&iid) {
+                continue;
+            }
+            let key = (path.to_owned(), f.rel_pc.unwrap_or(0), name.clone());
+            let k = match self.index.get(&key) {
+                Some(&k) => k,
+                None => {
+                    let k = self.keys.len() as u32;
+                    self.index.insert(key.clone(), k);
+                    self.keys.push(key);
+                    self.package.push(None);
+                    k
+                }
+            };
+            s.frames.insert(iid, k);
+        }
+        if s.frames.is_empty() {
+            return;
+        }
+        for c in &d.callstacks {
+            let Some(iid) = c.iid else { continue };
+            let ks: Vec<u32> = c.frame_ids.iter().filter_map(|f| s.frames.get(f).copied()).collect();
+            if !ks.is_empty() {
+                s.callstacks.entry(iid).or_insert(ks);
+            }
+        }
+    }
+
+    /// Trace processor walks the allocations in order; each frame that needs a guess takes the
+    /// package of the process of the first allocation whose callstack holds it. An allocation
+    /// row exists for a sample that allocated or freed something.
+    fn profile(&mut self, seq: u32, p: &pb::ProfilePacket) {
+        let Some(s) = self.seqs.get(&seq) else { return };
+        for d in &p.process_dumps {
+            let Some(pkg) = d.pid.and_then(|pid| self.info.package_of_pid(pid)) else { continue };
+            for sample in &d.samples {
+                let any =
+                    [sample.self_allocated, sample.self_freed, sample.alloc_count, sample.free_count, sample.self_max]
+                        .iter()
+                        .any(|v| v.unwrap_or(0) != 0);
+                if !any {
+                    continue;
+                }
+                let Some(ks) = sample.callstack_id.and_then(|c| s.callstacks.get(&c)) else { continue };
+                for &k in ks {
+                    self.package[k as usize].get_or_insert_with(|| pkg.to_owned());
+                }
+            }
+        }
+    }
+}
+
+/// Reads the whole input once more, when the profiled processes are of several packages
+/// ([`TraceJavaInfo::profiled_packages`]), for the package of each Java frame whose mapping
+/// tells none (`needs_guess` says which mapping paths tell none; trace processor's rule: no
+/// `/data/app/<pkg>-…` in the path, and not ART's JIT cache, `/memfd:`): as trace processor
+/// guesses it (`DeobfuscationTracker::GuessPackages`), the
+/// package of the process of the first allocation (heapprofd sample with a non-zero value, in
+/// trace order) whose callstack holds the frame. Frames are told apart by mapping path,
+/// `rel_pc` and name ([`GuessedFrame`]); heapprofd's interned data only (the old
+/// `ProfilePacket` inline tables are not looked at). Frames no such allocation holds are left
+/// out: no map applies to them.
+pub fn scan_frame_packages(
+    input: &mut Input,
+    max_packet: u64,
+    max_bundle: u64,
+    info: &TraceJavaInfo,
+    needs_guess: &dyn Fn(&str) -> bool,
+) -> std::collections::HashMap<GuessedFrame, String> {
+    let mut scan = FrameScan {
+        info,
+        needs_guess,
+        seqs: Default::default(),
+        keys: Vec::new(),
+        index: Default::default(),
+        package: Vec::new(),
+    };
+    let size = if input.gzipped { None } else { input.file_size };
+    let name = input.name.clone();
+    let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
+    while let Ok(Some(p)) = reader.next_packet() {
+        scan.packet(p.bytes, max_bundle, false);
+    }
+    scan.keys.into_iter().zip(scan.package).filter_map(|(k, p)| Some((k, p?))).collect()
 }

@@ -56,6 +56,9 @@ pub(super) struct MethodLine {
     callsite: u32,
     /// `com.android.tools.r8.residualsignature`: the method's descriptor in the output.
     pub(super) residual: Span,
+    /// Index into [`ClassTable::rewrites`] (`com.android.tools.r8.rewriteFrame` rules), or
+    /// `u32::MAX`.
+    pub(super) rewrite: u32,
 }
 
 /// A class's fields and methods, parsed from its section of the map.
@@ -72,6 +75,8 @@ pub(super) struct ClassTable {
     pub(super) methods: Vec<MethodLine>,
     /// `outlineCallsite` position tables: (outline position, callsite line), sorted.
     callsites: Vec<Vec<(u32, u32)>>,
+    /// `rewriteFrame` rules, per method line that has some: (conditions, actions) as written.
+    pub(super) rewrites: Vec<Vec<(Vec<String>, Vec<String>)>>,
     /// Member lines that did not parse, and the 1-based map line of the first.
     pub(super) skipped: u32,
     pub(super) first_skipped: Option<u32>,
@@ -131,6 +136,8 @@ impl ClassTable {
         let text: &[u8] = text_str.as_bytes();
         let base = text.as_ptr() as usize;
         let span = |s: &str| Span { start: (s.as_ptr() as usize - base) as u32, len: s.len() as u32 };
+        let mut rewrites = std::mem::take(&mut self.rewrites);
+        rewrites.clear();
         let mut source_file = Span::NONE;
         let mut own = Span::NONE;
         let mut synthesized = false;
@@ -189,6 +196,14 @@ impl ClassTable {
                             callsites.push(map);
                         }
                     }
+                    (Attach::Method(i), Meta::RewriteFrame { conditions, actions }) => {
+                        let m = &mut methods[*i];
+                        if m.rewrite == u32::MAX {
+                            m.rewrite = rewrites.len() as u32;
+                            rewrites.push(Vec::new());
+                        }
+                        rewrites[m.rewrite as usize].push((conditions, actions));
+                    }
                     (Attach::Method(i), Meta::ResidualSignature { signature }) => {
                         methods[*i].residual = span(signature);
                     }
@@ -246,6 +261,7 @@ impl ClassTable {
                         outline: false,
                         callsite: u32::MAX,
                         residual: Span::NONE,
+                        rewrite: u32::MAX,
                     });
                     line_flags.push((false, false));
                     attach = Attach::Method(methods.len() - 1);
@@ -265,6 +281,7 @@ impl ClassTable {
         self.source_file = source_file;
         self.synthesized = synthesized;
         self.callsites = callsites;
+        self.rewrites = rewrites;
         self.skipped = skipped;
         self.first_skipped = first_skipped;
         // `synthesized` and `outline` belong to a method (receiver, name, arguments): every line
@@ -603,6 +620,13 @@ pub(super) enum Meta<'a> {
     },
     #[serde(rename = "com.android.tools.r8.residualsignature")]
     ResidualSignature { signature: &'a str },
+    #[serde(rename = "com.android.tools.r8.rewriteFrame")]
+    RewriteFrame {
+        #[serde(default)]
+        conditions: Vec<String>,
+        #[serde(default)]
+        actions: Vec<String>,
+    },
     #[serde(other)]
     Other,
 }
@@ -693,5 +717,76 @@ impl ClassTable {
     /// `(class, method)` of line `m`, `class` being this class's original name.
     pub(super) fn original_of(&self, m: &MethodLine, class: &str) -> (String, String) {
         (self.receiver(m, class).to_owned(), self.s(m.original).to_owned())
+    }
+}
+
+impl ClassTable {
+    /// Whether a line of obfuscated method `method` has an obfuscated range (ending past 0)
+    /// that holds `line`.
+    pub(super) fn has_range_at(&self, method: &str, line: u32) -> bool {
+        self.lines_of(method).iter().any(|m| {
+            let (s, e) = (m.start.unwrap_or(0), m.end.unwrap_or(0));
+            e > 0 && line >= s && line <= e
+        })
+    }
+
+    /// Whether any line of obfuscated method `method` has an obfuscated range ending past 0.
+    pub(super) fn has_ranges(&self, method: &str) -> bool {
+        self.lines_of(method).iter().any(|m| m.end.unwrap_or(0) > 0)
+    }
+}
+
+/// The `sourceFile` R8 recorded for a class: the `# {"id":"sourceFile",…}` among the comment
+/// lines right after its class line (the start of its section, `head`); `None` without one.
+pub(super) fn header_source_file(head: &[u8]) -> Option<String> {
+    for line in head.split(|&b| b == b'\n').skip(1) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line).trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        let rest = line.strip_prefix(b"#")?.trim_ascii_start();
+        if !rest.starts_with(b"{") {
+            continue;
+        }
+        let text = std::str::from_utf8(rest).ok()?;
+        if let Ok(Meta::SourceFile { file_name }) = serde_json::from_str::<Meta<'_>>(text) {
+            return Some(match file_name {
+                "R8$$SyntheticClass" => return None,
+                f => f.to_owned(),
+            });
+        }
+    }
+    None
+}
+
+impl ClassTable {
+    /// How many inner frames R8's `rewriteFrame` rules remove from the inline chain of
+    /// obfuscated method `method` at obfuscated line `line`, for a frame that threw
+    /// `thrown` (a JVM descriptor, `Ljava/lang/NullPointerException;`): the rules of the lines
+    /// whose range holds `line` whose every condition is `throws(<thrown>)` add up their
+    /// `removeInnerFrames(n)` actions. Other conditions and actions are not known, and a rule
+    /// with one does not apply (as R8's retrace ignores rules it cannot read).
+    pub(super) fn inner_frames_removed(&self, method: &str, line: u32, thrown: &str) -> usize {
+        let mut n = 0usize;
+        for m in self.lines_of(method) {
+            let (s, e) = (m.start.unwrap_or(0), m.end.unwrap_or(0));
+            if m.rewrite == u32::MAX || (e > 0 && (line < s || line > e)) {
+                continue;
+            }
+            for (conditions, actions) in &self.rewrites[m.rewrite as usize] {
+                let holds = !conditions.is_empty()
+                    && conditions
+                        .iter()
+                        .all(|c| c.strip_prefix("throws(").and_then(|c| c.strip_suffix(')')) == Some(thrown));
+                let counts: Option<Vec<usize>> = actions
+                    .iter()
+                    .map(|a| a.strip_prefix("removeInnerFrames(")?.strip_suffix(')')?.parse().ok())
+                    .collect();
+                if let (true, Some(counts)) = (holds, counts) {
+                    n += counts.iter().sum::<usize>();
+                }
+            }
+        }
+        n
     }
 }

@@ -493,3 +493,106 @@ fn left_obfuscated_counts_app_names_not_framework_ones() {
     assert_eq!(rep.left_obfuscated, 2);
     assert_eq!(rep.left_examples, ["q.r", "com.example.app.Gone.run"]);
 }
+
+/// R8's retrace: a method inlined from another class takes the source file that class's own
+/// section records (`# {"id":"sourceFile"}`), not one made from its name; a class without
+/// such a record still gets the made-up name (R8's `InlineSourceFileStackTrace` shape).
+#[test]
+fn inlined_frame_takes_the_source_file_of_its_own_class() {
+    let map = ProguardMap::from_bytes(
+        "p.txt",
+        None,
+        b"org.shop.Cart -> k:\n# {\"id\":\"sourceFile\",\"fileName\":\"CartFile.kt\"}\n\
+org.shop.Checkout -> m:\n# {\"id\":\"sourceFile\",\"fileName\":\"CheckoutFile.kt\"}\n\
+\x20\x20\x20\x201:1:void org.shop.Cart.total():22:22 -> q\n\
+\x20\x20\x20\x201:1:void org.shop.Basket.weigh():7:7 -> q\n\
+\x20\x20\x20\x201:1:void pay(java.lang.String[]):32 -> q\n"
+            .to_vec(),
+    )
+    .unwrap();
+    let r = Retracer::new(&map);
+    let got: Vec<(String, Option<String>, u32)> = r
+        .frame("m", "q", Some(1))
+        .unwrap()
+        .frames
+        .into_iter()
+        .map(|f| (format!("{}.{}", f.class, f.method), f.file, f.line))
+        .collect();
+    let s = |n: &str, f: &str, l| (n.to_owned(), Some(f.to_owned()), l);
+    assert_eq!(
+        got,
+        [
+            s("org.shop.Cart.total", "CartFile.kt", 22),
+            // No section for Basket: named after the class, with the caller's extension.
+            s("org.shop.Basket.weigh", "Basket.kt", 7),
+            s("org.shop.Checkout.pay", "CheckoutFile.kt", 32),
+        ]
+    );
+    // The batch path answers the same.
+    let q = [FrameQuery { class: "m", method: "q", line: Some(1) }];
+    assert_eq!(Retracer::new(&map).frames(&q)[0].as_ref().unwrap().frames[0].file.as_deref(), Some("CartFile.kt"));
+}
+
+/// R8's `rewriteFrame`: for the stack of a thrown exception whose class the condition names,
+/// `removeInnerFrames(n)` drops n inlined frames of the innermost frame; another exception, or
+/// a stack without one, keeps them; the rule may sit on any line of the chain.
+#[test]
+fn rewrite_frame_removes_inner_frames_for_the_named_exception() {
+    let map = ProguardMap::from_bytes(
+        "p.txt",
+        None,
+        b"org.shop.Till -> t:\n\
+\x20\x20\x20\x203:3:void org.shop.Drawer.open():23:23 -> o\n\
+\x20\x20\x20\x203:3:void ring(org.shop.Drawer):7 -> o\n\
+\x20\x20\x20\x20# {\"id\":\"com.android.tools.r8.rewriteFrame\",\"conditions\":[\"throws(Ljava/lang/NullPointerException;)\"],\"actions\":[\"removeInnerFrames(1)\"]}\n\
+\x20\x20\x20\x201:4:void close():40:43 -> c\n\
+my.Boom -> x:\n"
+            .to_vec(),
+    )
+    .unwrap();
+    let r = Retracer::new(&map);
+    let names = |v: Vec<Option<Retraced>>| -> Vec<Vec<String>> {
+        v.into_iter()
+            .map(|r| r.unwrap().frames.iter().map(|f| format!("{}.{}:{}", f.class, f.method, f.line)).collect())
+            .collect()
+    };
+    let stack =
+        [FrameQuery { class: "t", method: "o", line: Some(3) }, FrameQuery { class: "t", method: "c", line: Some(2) }];
+    assert_eq!(
+        names(r.stack_thrown(&stack, "java.lang.NullPointerException")),
+        [vec!["org.shop.Till.ring:7".to_owned()], vec!["org.shop.Till.close:41".to_owned()]]
+    );
+    let full = [
+        vec!["org.shop.Drawer.open:23".to_owned(), "org.shop.Till.ring:7".to_owned()],
+        vec!["org.shop.Till.close:41".to_owned()],
+    ];
+    assert_eq!(names(r.stack_thrown(&stack, "java.lang.IllegalStateException")), full);
+    assert_eq!(names(r.stack(&stack)), full);
+    // Only the innermost frame: the same method lower in the stack keeps its chain.
+    let lower = [FrameQuery { class: "t", method: "c", line: Some(2) }, stack[0]];
+    assert_eq!(names(r.stack_thrown(&lower, "java.lang.NullPointerException"))[1].len(), 2);
+}
+
+/// A profiler's sample line outside every range of its method answers as no line (every
+/// candidate, as retrace shows them) with `frames_at_lines`; inside a range, the chain.
+#[test]
+fn sample_line_outside_the_ranges_falls_back_to_no_line() {
+    let map = ProguardMap::from_bytes(
+        "p.txt",
+        None,
+        b"org.shop.Scan -> s:\n    1:1:void beep():5:5 -> b\n    1:1:void scan():9 -> b\n    2:3:void scanAll():20:21 -> b\n"
+            .to_vec(),
+    )
+    .unwrap();
+    let r = Retracer::new(&map);
+    let q = |l| [FrameQuery { class: "s", method: "b", line: Some(l) }];
+    let at = |l| {
+        let a = r.frames_at_lines(&q(l))[0].clone().unwrap();
+        (a.ambiguous, a.frames.iter().map(|f| format!("{}:{}", f.method, f.line)).collect::<Vec<_>>())
+    };
+    assert_eq!(at(1), (false, vec!["beep:5".to_owned(), "scan:9".to_owned()]));
+    assert_eq!(at(3), (false, vec!["scanAll:21".to_owned()]));
+    assert_eq!(at(7), (true, vec!["scan:0".to_owned(), "scanAll:0".to_owned()]));
+    // `frames` keeps retrace's answer for a stack trace's line: the class only.
+    assert_eq!(r.frames(&q(7))[0].as_ref().unwrap().frames[0].method, "b");
+}
