@@ -909,11 +909,13 @@ impl Decoder {
             let mut changed = false;
             let Series { dense: dense_map, inline: inline_map, .. } = &mut *series;
             let dense_entries = dense_map.entry((seq_id, generation)).or_default();
+            // heapprofd names callstacks in increasing order: each lookup starts at the last.
+            let mut hint = 0;
             for s in dump.samples.iter() {
                 let inline = if inline_stacks.is_empty() { None } else { inline_stacks.get(&s.callstack) };
                 let (stack, dense) = match inline {
                     Some(st) => (*st, None),
-                    None => match seq.interned.callstacks.get(s.callstack) {
+                    None => match seq.interned.callstacks.get_near(s.callstack, &mut hint) {
                         Some(c) => (c.stack(), Some(c.dense)),
                         None => (None, None),
                     },

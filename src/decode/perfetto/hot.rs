@@ -601,6 +601,9 @@ mod tests {
         let h = &p.hot;
         let string = |s: &Str| pb::InternedString { iid: s.iid, str: s.str.map(|x| x.of(bytes).to_vec()) };
         let mut out = p.full.clone().unwrap_or_default();
+        out.trusted_uid = None;
+        out.trusted_pid = None;
+        out.timestamp_clock_id = None;
         out.timestamp = p.head.timestamp;
         out.trusted_packet_sequence_id = p.head.trusted_packet_sequence_id;
         out.sequence_flags = p.head.sequence_flags;
@@ -785,7 +788,8 @@ mod tests {
         let mut two = out[0].clone();
         two.extend_from_slice(&out[0]);
         two.extend_from_slice(&[0x62, 0x07, 0x3a, 0x05, 0x12, 0x03, 0x01, 0x02, 0x03]);
-        two.extend_from_slice(&[0xf8, 0x07, 0x01, 0xab, 0x02, 0x08, 0x01, 0xac, 0x02, 0x0d, 1, 2, 3, 4]);
+        // Field 127 varint, field 300 a group holding a varint, field 301 fixed32.
+        two.extend_from_slice(&[0xf8, 0x07, 0x01, 0xe3, 0x12, 0x08, 0x01, 0xe4, 0x12, 0xed, 0x12, 1, 2, 3, 4]);
         out.push(two);
         out
     }
