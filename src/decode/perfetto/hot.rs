@@ -60,7 +60,7 @@ pub(super) struct Span {
 
 impl Span {
     /// The bytes of `packet` this span covers.
-    pub(super) fn of<'a>(self, packet: &'a [u8]) -> &'a [u8] {
+    pub(super) fn of(self, packet: &[u8]) -> &[u8] {
         packet.get(self.start..self.end).unwrap_or_default()
     }
 }
