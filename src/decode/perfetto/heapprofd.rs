@@ -40,8 +40,10 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::clock::MONOTONIC_COARSE;
+use super::hot::{self, FrameRef, Hot, LitePacket};
+use super::iid::IidMap;
 use super::module_symbols::{SymbolPackets, scan_module_symbols};
-use super::packets::{TraceDecoder, TraceState, read_trace};
+use super::packets::{DecodeErr, TraceDecoder, TraceState, read_trace_with};
 use crate::decode::input::Input;
 use crate::error::Result;
 use crate::model::{
@@ -130,7 +132,7 @@ impl Interned {
     /// Records frame `iid` as interned.
     fn add_frame(&mut self, iid: u64, fid: FrameId) {
         self.frames.insert(iid, fid);
-        if self.pending.waiting.contains_key(&iid) {
+        if !self.pending.waiting.is_empty() && self.pending.waiting.contains_key(&iid) {
             self.pending.arrived.push(iid);
         }
     }
@@ -139,13 +141,13 @@ impl Interned {
 /// Interned tables of one generation of one sequence (or the inline tables of one chain).
 #[derive(Default)]
 struct Interned {
-    function_names: HashMap<u64, crate::model::StringId>,
+    function_names: IidMap<crate::model::StringId>,
     build_ids: HashMap<u64, Box<[u8]>>,
     mapping_paths: HashMap<u64, Box<str>>,
-    mappings: HashMap<u64, MappingId>,
-    frames: HashMap<u64, FrameId>,
+    mappings: IidMap<MappingId>,
+    frames: IidMap<FrameId>,
     /// iid -> (stack, dense index of the iid in this generation).
-    callstacks: HashMap<u64, Callsite>,
+    callstacks: IidMap<Callsite>,
     pending: Pending,
 }
 
@@ -182,16 +184,16 @@ impl Inline {
     }
 }
 
-/// A sample as buffered until its chain ends.
-#[derive(Clone, Copy, Default)]
-struct RawSample {
-    callstack: u64,
-    alloc_bytes: u64,
-    freed_bytes: u64,
-    alloc_count: u64,
-    free_count: u64,
-    max_bytes: Option<u64>,
-    max_count: Option<u64>,
+/// A sample as buffered until its chain ends (absent counters are 0).
+#[derive(Clone, Copy, Default, Debug)]
+pub(super) struct RawSample {
+    pub(super) callstack: u64,
+    pub(super) alloc_bytes: u64,
+    pub(super) freed_bytes: u64,
+    pub(super) alloc_count: u64,
+    pub(super) free_count: u64,
+    pub(super) max_bytes: Option<u64>,
+    pub(super) max_count: Option<u64>,
 }
 
 /// The samples of a dump as buffered until its chain ends, packed as varints (a flags byte
@@ -199,23 +201,36 @@ struct RawSample {
 /// allocation and free counts, and the present `max` fields): about a sixth of the memory of
 /// [`RawSample`]s.
 #[derive(Default)]
-struct PackedSamples {
+pub(super) struct PackedSamples {
     bytes: Vec<u8>,
     len: usize,
 }
 
 impl PackedSamples {
+    #[cfg(test)]
     fn push(&mut self, s: RawSample) {
+        Self::pack(&mut self.bytes, s);
+        self.len += 1;
+    }
+
+    /// Appends `s` to `bytes` in the packed form.
+    #[inline]
+    pub(super) fn pack(bytes: &mut Vec<u8>, s: RawSample) {
         use prost::encoding::encode_varint;
         let flags = u8::from(s.max_bytes.is_some()) | (u8::from(s.max_count.is_some()) << 1);
-        self.bytes.push(flags);
+        bytes.push(flags);
         for v in [s.callstack, s.alloc_bytes, s.freed_bytes, s.alloc_count, s.free_count] {
-            encode_varint(v, &mut self.bytes);
+            encode_varint(v, bytes);
         }
         for v in [s.max_bytes, s.max_count].into_iter().flatten() {
-            encode_varint(v, &mut self.bytes);
+            encode_varint(v, bytes);
         }
-        self.len += 1;
+    }
+
+    /// Appends `count` samples packed by [`PackedSamples::pack`] into `bytes`.
+    fn extend_packed(&mut self, bytes: &[u8], count: usize) {
+        self.bytes.extend_from_slice(bytes);
+        self.len += count;
     }
 
     fn len(&self) -> usize {
@@ -223,7 +238,12 @@ impl PackedSamples {
     }
 
     fn iter(&self) -> impl Iterator<Item = RawSample> + '_ {
-        let mut rest = &self.bytes[..];
+        Self::unpack(&self.bytes)
+    }
+
+    /// The samples packed in `bytes`.
+    pub(super) fn unpack(bytes: &[u8]) -> impl Iterator<Item = RawSample> + '_ {
+        let mut rest = bytes;
         std::iter::from_fn(move || {
             let (&flags, tail) = rest.split_first()?;
             rest = tail;
@@ -533,7 +553,12 @@ fn run_decoder<'s, 'h>(
     let stacks = if final_frames { stacks } else { None };
     let seen = if final_frames { seen } else { None };
     let mut out = Out { hook: &mut *hook, stacks, seen, sink, ending: false };
-    read_trace(input, &mut d, &mut |d, pkt, offset, number| d.trace_packet(pkt, offset, number, &mut out))?;
+    read_trace_with(
+        input,
+        &mut d,
+        &mut |d, b| hot::decode_packet(b, d.spare.take().unwrap_or_default()).map_err(|e| DecodeErr(Box::new(e))),
+        &mut |d, pkt, bytes, offset, number| d.trace_packet(pkt, bytes, offset, number, &mut out),
+    )?;
     out.ending = true;
     d.finish();
     d.release();
@@ -587,6 +612,8 @@ struct Decoder {
     held: std::collections::VecDeque<Held>,
     /// Callstacks as frame lists instead of stack-tree nodes ([`decode_heapprofd_frames`]).
     lists: Option<StackLists>,
+    /// The buffers of the last packet read, for the next.
+    spare: Option<Box<Hot>>,
 }
 
 impl TraceDecoder for Decoder {
@@ -610,20 +637,39 @@ impl Decoder {
             fresh: Vec::new(),
             held: std::collections::VecDeque::new(),
             lists: None,
+            spare: None,
         }
     }
 
     fn trace_packet(
         &mut self,
-        pkt: pb::TracePacket,
+        pkt: LitePacket,
+        bytes: &[u8],
         offset: u64,
         number: u64,
         out: &mut Out<'_, '_, '_>,
     ) -> Result<()> {
-        if pkt.heap_graph.is_some() {
+        let LitePacket { head, full, hot } = pkt;
+        let r = self.read_packet(&head, full.as_ref(), &hot, bytes, offset, number, out);
+        self.spare = Some(hot);
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_packet(
+        &mut self,
+        pkt: &hot::Head,
+        full: Option<&pb::TracePacket>,
+        hot: &Hot,
+        bytes: &[u8],
+        offset: u64,
+        number: u64,
+        out: &mut Out<'_, '_, '_>,
+    ) -> Result<()> {
+        if full.is_some_and(|f| f.heap_graph.is_some()) {
             self.trace.kind("heap_graph");
         }
-        if let Some(ms) = &pkt.module_symbols {
+        if let Some(ms) = full.and_then(|f| f.module_symbols.as_ref()) {
             self.trace.kind("module_symbols");
             if !self.symbols_prescanned {
                 self.symbols.add(ms);
@@ -669,11 +715,11 @@ impl Decoder {
             );
             return Ok(());
         }
-        if let Some(interned) = pkt.interned_data {
+        if hot.interned {
             if seq.valid {
                 let tables = Arc::make_mut(&mut self.tables);
                 let fresh = out.stacks.is_some().then_some(&mut self.fresh);
-                intern(tables, &mut seq.interned, interned, fresh, self.lists.as_mut());
+                intern(tables, &mut seq.interned, hot, bytes, fresh, self.lists.as_mut());
                 if let Some(seen) = &mut out.seen
                     && tables.frames().len() > self.frames_seen
                 {
@@ -697,9 +743,9 @@ impl Decoder {
                 );
             }
         }
-        if let Some(pp) = pkt.profile_packet {
+        if hot.profile {
             self.trace.kind("profile_packet");
-            self.profile_packet(seq_id, pp, offset, number, out)?;
+            self.profile_packet(seq_id, hot, bytes, offset, number, out)?;
         }
         Ok(())
     }
@@ -707,7 +753,8 @@ impl Decoder {
     fn profile_packet(
         &mut self,
         seq_id: u32,
-        pp: pb::ProfilePacket,
+        pp: &Hot,
+        bytes: &[u8],
         offset: u64,
         number: u64,
         out: &mut Out<'_, '_, '_>,
@@ -749,17 +796,17 @@ impl Decoder {
             seq.next_index = Some(index.saturating_add(1));
         }
         let inline = &mut seq.chain.inline;
-        for s in pp.strings {
+        for s in &pp.strings {
             if let Some(iid) = s.iid {
-                inline.strings.entry(iid).or_insert_with(|| s.str.unwrap_or_default().into_boxed_slice());
+                inline.strings.entry(iid).or_insert_with(|| s.str.clone().unwrap_or_default().into_boxed_slice());
             }
         }
-        inline.mappings.extend(pp.mappings);
-        inline.frames.extend(pp.frames);
-        inline.callstacks.extend(pp.callstacks);
-        for pd in pp.process_dumps {
+        inline.mappings.extend_from_slice(&pp.inline_mappings);
+        inline.frames.extend_from_slice(&pp.inline_frames);
+        inline.callstacks.extend_from_slice(&pp.inline_callstacks);
+        for pd in &pp.dumps {
             let pid = pd.pid.unwrap_or(0);
-            let heap = pd.heap_name.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| "unknown".to_owned());
+            let heap = pd.heap_name(bytes).filter(|h| !h.is_empty()).unwrap_or("unknown");
             let dumps = &mut seq.chain.dumps;
             // One chain may carry several dumps of one process and heap, told apart by their
             // timestamps (older and windowed heapprofd configs); the header repeated in every
@@ -770,7 +817,7 @@ impl Decoder {
                 None => {
                     dumps.push(PendingDump {
                         pid,
-                        heap,
+                        heap: heap.to_owned(),
                         timestamp,
                         start_timestamp: None,
                         sampling_interval: None,
@@ -798,18 +845,7 @@ impl Decoder {
                     f.buffer_overran = true;
                 }
             }
-            d.samples.bytes.reserve(pd.samples.len() * 12);
-            for s in pd.samples {
-                d.samples.push(RawSample {
-                    callstack: s.callstack_id.unwrap_or(0),
-                    alloc_bytes: s.self_allocated.unwrap_or(0),
-                    freed_bytes: s.self_freed.unwrap_or(0),
-                    alloc_count: s.alloc_count.unwrap_or(0),
-                    free_count: s.free_count.unwrap_or(0),
-                    max_bytes: s.self_max,
-                    max_count: s.self_max_count,
-                });
-            }
+            d.samples.extend_packed(&pp.samples[pd.samples.clone()], pd.sample_count);
         }
         if !pp.continued.unwrap_or(false) {
             self.finish_chain(seq_id, out)?;
@@ -871,11 +907,16 @@ impl Decoder {
             let frees = heap_has_frees(&dump.heap);
             let orig = dump.orig_sampling_interval.unwrap_or(0);
             let mut changed = false;
+            let Series { dense: dense_map, inline: inline_map, .. } = &mut *series;
+            let dense_entries = dense_map.entry((seq_id, generation)).or_default();
+            // heapprofd names callstacks in increasing order: each lookup starts at the last.
+            let mut hint = 0;
             for s in dump.samples.iter() {
-                let (stack, dense) = match inline_stacks.get(&s.callstack) {
+                let inline = if inline_stacks.is_empty() { None } else { inline_stacks.get(&s.callstack) };
+                let (stack, dense) = match inline {
                     Some(st) => (*st, None),
-                    None => match seq.interned.callstacks.get(&s.callstack) {
-                        Some(&c) => (c.stack(), Some(c.dense)),
+                    None => match seq.interned.callstacks.get_near(s.callstack, &mut hint) {
+                        Some(c) => (c.stack(), Some(c.dense)),
                         None => (None, None),
                     },
                 };
@@ -901,7 +942,7 @@ impl Decoder {
                 };
                 let entry = match dense {
                     Some(d) => {
-                        let v = series.dense.entry((seq_id, generation)).or_default();
+                        let v = &mut *dense_entries;
                         let d = d as usize;
                         if v.len() <= d {
                             // Room for every callstack the sequence has defined: no doubling.
@@ -911,8 +952,7 @@ impl Decoder {
                         }
                         &mut v[d]
                     }
-                    None => series
-                        .inline
+                    None => inline_map
                         .entry((seq_id, s.callstack, stack))
                         .or_insert(Entry { stack: NO_STACK, cum: Cum::default() }),
                 };
@@ -1133,83 +1173,97 @@ fn join_path(parts: &[&str]) -> String {
     s
 }
 
-/// Adds one InternedData block to a sequence's tables, resolving eagerly what it can.
+/// Adds one InternedData block (read into `d` from `bytes`) to a sequence's tables, resolving
+/// eagerly what it can.
 fn intern(
     tables: &mut Tables,
     t: &mut Interned,
-    d: pb::InternedData,
+    d: &Hot,
+    bytes: &[u8],
     mut fresh: Option<&mut Vec<StackId>>,
     lists: Option<&mut StackLists>,
 ) {
-    for s in d.function_names {
+    for s in &d.function_names {
         if let Some(iid) = s.iid {
-            t.function_names
-                .entry(iid)
-                .or_insert_with(|| tables.strings.intern(&lossy(s.str.as_deref().unwrap_or_default())));
+            t.function_names.or_insert_with(iid, || tables.strings.intern(&lossy(s.bytes(bytes))));
         }
     }
-    for s in d.build_ids {
+    for s in &d.build_ids {
         if let Some(iid) = s.iid {
-            t.build_ids.entry(iid).or_insert_with(|| s.str.unwrap_or_default().into_boxed_slice());
+            t.build_ids.entry(iid).or_insert_with(|| s.bytes(bytes).into());
         }
     }
-    for s in d.mapping_paths {
+    for s in &d.mapping_paths {
         if let Some(iid) = s.iid {
-            t.mapping_paths.entry(iid).or_insert_with(|| lossy(s.str.as_deref().unwrap_or_default()).into());
+            t.mapping_paths.entry(iid).or_insert_with(|| lossy(s.bytes(bytes)).into());
         }
     }
-    for m in d.mappings {
+    for m in &d.mappings {
         let Some(iid) = m.iid else { continue };
-        if t.mappings.contains_key(&iid) {
+        if t.mappings.contains_key(iid) {
             continue;
         }
         match try_mapping(
             tables,
-            &m,
+            m,
             |id| t.build_ids.get(&id).map(|b| &**b),
             |id| t.mapping_paths.get(&id).map(|s| &**s),
         ) {
             Some(mid) => {
                 t.mappings.insert(iid, mid);
             }
-            None => t.pending.mappings.push(m),
+            None => t.pending.mappings.push(m.clone()),
         }
     }
-    for f in d.frames {
+    for &f in &d.frames {
         let Some(iid) = f.iid else { continue };
-        if t.frames.contains_key(&iid) {
+        if t.frames.contains_key(iid) {
             continue;
         }
-        match try_frame(tables, &f, |id| t.function_names.get(&id).copied(), |id| t.mappings.get(&id).copied()) {
+        match try_frame(tables, f, |id| t.function_names.get(id), |id| t.mappings.get(id)) {
             Some(fid) => t.add_frame(iid, fid),
-            None => t.pending.frames.push(f),
+            None => t.pending.frames.push(f.to_pb()),
         }
     }
     // Callstacks are interned as one batch (the bulk of a first dump's work).
     let mut iids = Vec::with_capacity(d.callstacks.len());
-    let mut frames = Vec::new();
-    let mut bounds = vec![0];
+    let mut frames = Vec::with_capacity(d.frame_ids.len());
+    let mut bounds = Vec::with_capacity(d.callstacks.len() + 1);
+    bounds.push(0);
+    // The iids of this batch, as a set once they stop coming in increasing order (until then
+    // a repeat is impossible and no set is needed).
     let mut batch: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
-    'callstacks: for c in d.callstacks {
+    let mut increasing = true;
+    'callstacks: for c in &d.callstacks {
         let Some(iid) = c.iid else { continue };
         // A callstack defined twice keeps its first definition.
-        if t.callstacks.contains_key(&iid) || batch.contains(&iid) {
+        if t.callstacks.contains_key(iid) {
+            continue;
+        }
+        if increasing && iids.last().is_some_and(|&last| iid <= last) {
+            increasing = false;
+            batch.extend(iids.iter().copied());
+        }
+        if !increasing && batch.contains(&iid) {
             continue;
         }
         let start = frames.len();
-        for f in &c.frame_ids {
+        let ids = &d.frame_ids[c.frames.clone()];
+        for &f in ids {
             match t.frames.get(f) {
-                Some(&fid) => frames.push(fid),
+                Some(fid) => frames.push(fid),
                 None => {
                     frames.truncate(start);
-                    t.pending.callstacks.push(c);
+                    t.pending.callstacks.push(pb::Callstack { iid: c.iid, frame_ids: ids.to_vec() });
                     continue 'callstacks;
                 }
             }
         }
         bounds.push(frames.len());
         iids.push(iid);
-        batch.insert(iid);
+        if !increasing {
+            batch.insert(iid);
+        }
     }
     let stacks = match lists {
         Some(l) => l.intern_batch(&frames, &bounds),
@@ -1252,7 +1306,7 @@ fn try_mapping<'a>(
 
 fn try_frame(
     tables: &mut Tables,
-    f: &pb::Frame,
+    f: FrameRef,
     name: impl Fn(u64) -> Option<crate::model::StringId>,
     mapping: impl Fn(u64) -> Option<MappingId>,
 ) -> Option<FrameId> {
@@ -1324,13 +1378,13 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
     }
     for f in pending.frames {
         let iid = f.iid.unwrap_or(0);
-        let got = try_frame(tables, &f, |id| t.function_names.get(&id).copied(), |id| t.mappings.get(&id).copied());
+        let got = try_frame(tables, FrameRef::from_pb(&f), |id| t.function_names.get(id), |id| t.mappings.get(id));
         match got {
             Some(fid) => t.add_frame(iid, fid),
             None => {
                 let map = match f.mapping_id {
                     None | Some(0) => Some(None),
-                    Some(id) => t.mappings.get(&id).copied().map(Some),
+                    Some(id) => t.mappings.get(id).map(Some),
                 };
                 match map {
                     Some(map) => {
@@ -1356,7 +1410,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
     }
     for (c, is_new) in retry {
         let iid = c.iid.unwrap_or(0);
-        match try_callstack(tables, &c, |id| t.frames.get(&id).copied(), lists) {
+        match try_callstack(tables, &c, |id| t.frames.get(id), lists) {
             Some(st) => {
                 let dense = t.callstacks.len() as u32;
                 t.callstacks.insert(iid, Callsite::new(st, dense));
@@ -1366,7 +1420,7 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
                 if is_new {
                     problems.push(format!("callstack {iid} names frames that are not defined yet"));
                 }
-                let missing = c.frame_ids.iter().copied().find(|f| !t.frames.contains_key(f)).unwrap_or_default();
+                let missing = c.frame_ids.iter().copied().find(|&f| !t.frames.contains_key(f)).unwrap_or_default();
                 t.pending.waiting.entry(missing).or_default().push(c);
             }
         }
@@ -1407,7 +1461,7 @@ fn resolve_inline(
         let name_id = f.function_name_id.unwrap_or(0);
         let raw = match str_of(name_id) {
             Some(b) => Some(tables.strings.intern(&lossy(b))),
-            None => t.function_names.get(&name_id).copied(),
+            None => t.function_names.get(name_id),
         };
         let raw = match raw {
             Some(r) => r,
@@ -1419,8 +1473,8 @@ fn resolve_inline(
         };
         let map = match f.mapping_id {
             None | Some(0) => None,
-            Some(id) => match mappings.get(&id).or_else(|| t.mappings.get(&id)) {
-                Some(&m) => Some(m),
+            Some(id) => match mappings.get(&id).copied().or_else(|| t.mappings.get(id)) {
+                Some(m) => Some(m),
                 None => {
                     problems.push(format!("inline frame {iid} names mapping {id} that is not defined"));
                     continue;
@@ -1433,7 +1487,7 @@ fn resolve_inline(
     let mut stacks = HashMap::default();
     for c in &inl.callstacks {
         let Some(iid) = c.iid else { continue };
-        match try_callstack(tables, c, |id| frames.get(&id).or_else(|| t.frames.get(&id)).copied(), lists) {
+        match try_callstack(tables, c, |id| frames.get(&id).copied().or_else(|| t.frames.get(id)), lists) {
             Some(st) => {
                 stacks.entry(iid).or_insert(st);
             }

@@ -4,6 +4,8 @@ pub mod clock;
 pub mod deobfuscation;
 pub mod heap_graph;
 pub mod heapprofd;
+mod hot;
+mod iid;
 pub mod module_symbols;
 mod packets;
 pub mod reader;

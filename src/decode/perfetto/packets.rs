@@ -52,10 +52,11 @@ impl TraceState {
 
     /// Records what `pkt` says of the whole trace: its timestamp, process names (from a
     /// process tree) and clock snapshots.
-    fn observe(&mut self, pkt: &pb::TracePacket) {
-        if let Some(ts) = pkt.timestamp {
+    fn observe(&mut self, pkt: &impl LoopPacket) {
+        if let Some(ts) = pkt.timestamp() {
             self.last_ts = Some(ts);
         }
+        let Some(pkt) = pkt.rest() else { return };
         if let Some(tree) = &pkt.process_tree {
             self.kind("process_tree");
             for p in &tree.processes {
@@ -85,6 +86,43 @@ pub(super) trait TraceDecoder {
 /// One plain packet for the decoder: `(decoder, packet, offset, number)`.
 pub(super) type PacketFn<'f, D> = dyn FnMut(&mut D, pb::TracePacket, u64, u64) -> Result<()> + 'f;
 
+/// What the packet loop reads of a decoded packet, whatever type decoded it.
+pub(super) trait LoopPacket {
+    /// The packet's timestamp.
+    fn timestamp(&self) -> Option<u64>;
+    /// The packet as the generated type has it, when it was decoded so (the process tree,
+    /// clock snapshot and bundles are read from it); `None` when it holds none of those.
+    fn rest(&self) -> Option<&pb::TracePacket>;
+}
+
+impl LoopPacket for pb::TracePacket {
+    fn timestamp(&self) -> Option<u64> {
+        self.timestamp
+    }
+
+    fn rest(&self) -> Option<&pb::TracePacket> {
+        Some(self)
+    }
+}
+
+/// Why a packet decoder refused a packet.
+#[derive(Debug)]
+pub(super) struct DecodeErr(pub(super) Box<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for DecodeErr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for DecodeErr {}
+
+/// Decodes one packet's bytes for a decoder (which may keep buffers to reuse).
+pub(super) type DecodeFn<'f, D, P> = dyn FnMut(&mut D, &[u8]) -> std::result::Result<P, DecodeErr> + 'f;
+
+/// One plain packet for the decoder, with its bytes: `(decoder, packet, bytes, offset, number)`.
+pub(super) type BytesFn<'f, D, P> = dyn FnMut(&mut D, P, &[u8], u64, u64) -> Result<()> + 'f;
+
 /// Whether an error means the trace is damaged (reading stops there, what came before is kept)
 /// rather than that the run failed (I/O, an output's error).
 fn is_damage(e: &Error) -> bool {
@@ -99,13 +137,40 @@ fn is_damage(e: &Error) -> bool {
 /// loop without an error: `report.damage` says what and where.
 /// I/O errors and `f`'s other errors are returned. `report.bytes` is set to the bytes read.
 pub(super) fn read_trace<D: TraceDecoder>(input: &mut Input, d: &mut D, f: &mut PacketFn<'_, D>) -> Result<()> {
+    read_trace_with(
+        input,
+        d,
+        &mut |_, b| pb::TracePacket::decode(b).map_err(|e| DecodeErr(Box::new(e))),
+        &mut |d, pkt, _, offset, number| f(d, pkt, offset, number),
+    )
+}
+
+/// [`read_trace`] with the decoder's own packet type: `decode` reads each packet's bytes
+/// (and must fail where prost's generated decoder fails), `f` gets the packet and its bytes.
+pub(super) fn read_trace_with<D: TraceDecoder, P: LoopPacket>(
+    input: &mut Input,
+    d: &mut D,
+    decode: &mut DecodeFn<'_, D, P>,
+    f: &mut BytesFn<'_, D, P>,
+) -> Result<()> {
     let size = if input.gzipped { None } else { input.file_size };
     let name = input.name.clone();
     let max_packet = d.trace().max_packet_bytes;
     let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
     loop {
-        let (offset, number, pkt) = match reader.next_packet() {
-            Ok(Some(p)) => (p.offset, p.number, decode(&name, p.bytes, p.offset, p.number)),
+        let r = match reader.next_packet() {
+            Ok(Some(p)) => {
+                let (offset, number) = (p.offset, p.number);
+                decode(d, p.bytes)
+                    .map_err(|e| {
+                        Error::new(
+                            ErrorKind::Malformed,
+                            format!("{name} at byte {offset}, packet {number}: bad TracePacket"),
+                        )
+                        .with_source(e)
+                    })
+                    .and_then(|pkt| packet(d, pkt, p.bytes, offset, number, decode, f))
+            }
             Ok(None) => break,
             Err(e) if e.kind() == ErrorKind::Io => return Err(e),
             Err(e) => {
@@ -113,7 +178,7 @@ pub(super) fn read_trace<D: TraceDecoder>(input: &mut Input, d: &mut D, f: &mut 
                 break;
             }
         };
-        match pkt.and_then(|pkt| packet(d, pkt, offset, number, f)) {
+        match r {
             Ok(()) => {}
             Err(e) if is_damage(&e) => {
                 d.trace().report.damage = Some(e.to_string());
@@ -126,38 +191,40 @@ pub(super) fn read_trace<D: TraceDecoder>(input: &mut Input, d: &mut D, f: &mut 
     Ok(())
 }
 
-fn decode(name: &str, bytes: &[u8], offset: u64, number: u64) -> Result<pb::TracePacket> {
-    pb::TracePacket::decode(bytes).map_err(|e| {
-        Error::new(ErrorKind::Malformed, format!("{name} at byte {offset}, packet {number}: bad TracePacket"))
-            .with_source(e)
-    })
-}
-
-fn packet<D: TraceDecoder>(
+fn packet<D: TraceDecoder, P: LoopPacket>(
     d: &mut D,
-    pkt: pb::TracePacket,
+    pkt: P,
+    bytes: &[u8],
     offset: u64,
     number: u64,
-    f: &mut PacketFn<'_, D>,
+    decode: &mut DecodeFn<'_, D, P>,
+    f: &mut BytesFn<'_, D, P>,
 ) -> Result<()> {
     let t = d.trace();
     t.report.packets += 1;
-    if let Some(data) = &pkt.compressed_packets {
+    if let Some(data) = pkt.rest().and_then(|r| r.compressed_packets.as_deref()) {
         t.kind("compressed_packets");
-        return bundle(d, data, offset, number, f);
+        return bundle(d, data, offset, number, decode, f);
     }
-    if pkt.zstd_compressed_packets.is_some() {
+    if pkt.rest().is_some_and(|r| r.zstd_compressed_packets.is_some()) {
         t.kind("zstd_compressed_packets");
         t.report.problem(Some(offset), Some(number), "zstd_compressed_packets are not supported; bundle skipped");
         return Ok(());
     }
     t.observe(&pkt);
-    f(d, pkt, offset, number)
+    f(d, pkt, bytes, offset, number)
 }
 
 /// Expands a `compressed_packets` bundle (zlib, or gzip as some writers use), capped at the
 /// decoder's bundle limit, and hands its packets on.
-fn bundle<D: TraceDecoder>(d: &mut D, data: &[u8], offset: u64, number: u64, f: &mut PacketFn<'_, D>) -> Result<()> {
+fn bundle<D: TraceDecoder, P: LoopPacket>(
+    d: &mut D,
+    data: &[u8],
+    offset: u64,
+    number: u64,
+    decode: &mut DecodeFn<'_, D, P>,
+    f: &mut BytesFn<'_, D, P>,
+) -> Result<()> {
     let t = d.trace();
     t.report.compressed_bundles += 1;
     let at = format!("{} at byte {offset}, packet {number}", t.name);
@@ -167,7 +234,7 @@ fn bundle<D: TraceDecoder>(d: &mut D, data: &[u8], offset: u64, number: u64, f: 
     let mut inner = PacketReader::new(buf.as_slice(), &inner_name, Some(len), t.max_packet_bytes);
     while let Some(p) = inner.next_packet()? {
         let (ioff, inum) = (p.offset, p.number);
-        let pkt = pb::TracePacket::decode(p.bytes).map_err(|e| {
+        let pkt = decode(d, p.bytes).map_err(|e| {
             Error::new(
                 ErrorKind::Malformed,
                 format!("{inner_name}: inner byte {ioff}, inner packet {inum}: bad TracePacket"),
@@ -176,12 +243,12 @@ fn bundle<D: TraceDecoder>(d: &mut D, data: &[u8], offset: u64, number: u64, f: 
         })?;
         let t = d.trace();
         t.report.packets += 1;
-        if pkt.compressed_packets.is_some() {
+        if pkt.rest().is_some_and(|r| r.compressed_packets.is_some()) {
             t.report.problem(Some(offset), Some(number), "nested compressed_packets ignored");
             continue;
         }
         t.observe(&pkt);
-        f(d, pkt, offset, number)?;
+        f(d, pkt, p.bytes, offset, number)?;
     }
     Ok(())
 }
