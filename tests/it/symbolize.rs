@@ -679,8 +679,9 @@ fn frames_only_scan_finds_the_decoders_frames() {
         else {
             continue;
         };
-        // A damaged trace stops both readers, each at its own point.
-        if report.damage.is_some() || report.problems.iter().any(|p| p.message.contains("dropped")) {
+        // A damaged trace stops both readers, each at its own point, and the scan does not
+        // follow lost packets or invalid incremental state as the decoder does (it only hints).
+        if report.damage.is_some() || !report.problems.is_empty() {
             continue;
         }
         assert!(scan.complete(), "{}: {:?}", t.display(), scan.stopped);

@@ -1,7 +1,8 @@
 //! A frames-only reading of a heapprofd trace, for symbolization: the mappings and frames its
 //! interned data defines, and the build ids and paths they name, read straight from the packet
-//! bytes. Callstacks, samples, function names and every other payload are skipped at the wire
-//! level (by length, never decoded).
+//! bytes (and from the inline tables of Android Q profile packets). Callstacks, samples,
+//! function names and every other payload are skipped at the wire level (by length, never
+//! decoded).
 //!
 //! The scan gives *hints*: the frames a symbolizer can start looking up on other threads
 //! before the real decoder (which builds the tables, dumps and report) has got to them. It
@@ -80,6 +81,11 @@ struct Seq {
     build_ids: FxHashMap<u64, Box<[u8]>>,
     paths: FxHashMap<u64, String>,
     mappings: FxHashMap<u64, MappingId>,
+    /// Android Q inline tables of the current chain (strings, mappings, frames), resolved
+    /// when the chain ends, as the decoder does.
+    inline_strings: FxHashMap<u64, Vec<u8>>,
+    inline_mappings: Vec<Vec<u8>>,
+    inline_frames: Vec<Vec<u8>>,
 }
 
 struct Scanner {
@@ -94,6 +100,7 @@ struct Fields<'a> {
     seq: u32,
     cleared: bool,
     interned: Vec<&'a [u8]>,
+    profile: Option<&'a [u8]>,
     bundle: Option<&'a [u8]>,
 }
 
@@ -115,6 +122,7 @@ impl Scanner {
                 (41, 0) => f.cleared |= w.varint().ok_or_else(|| bad(&w, "incremental_state_cleared"))? != 0,
                 (12, 2) => f.interned.push(w.bytes().ok_or_else(|| bad(&w, "interned_data"))?),
                 (50, 2) => f.bundle = Some(w.bytes().ok_or_else(|| bad(&w, "compressed_packets"))?),
+                (37, 2) => f.profile = Some(w.bytes().ok_or_else(|| bad(&w, "profile_packet"))?),
                 (61, 2) => {
                     self.out.module_symbols = true;
                     w.bytes().ok_or_else(|| bad(&w, "module_symbols"))?;
@@ -135,6 +143,10 @@ impl Scanner {
             let seq = self.seqs.entry(f.seq).or_default();
             interned(&mut self.out.tables, seq, d)
                 .map_err(|pos| format!("{}: bad InternedData at byte {pos}", at()))?;
+        }
+        if let Some(p) = f.profile {
+            let seq = self.seqs.entry(f.seq).or_default();
+            inline(&mut self.out.tables, seq, p).map_err(|pos| format!("{}: bad ProfilePacket at byte {pos}", at()))?;
         }
         Ok(())
     }
@@ -207,6 +219,22 @@ fn interned_string(b: &[u8]) -> Option<(u64, &[u8])> {
 /// Interns one Mapping whose build id and path components are known (the decoder's fields and
 /// path joining); `None` only for bytes that are not a Mapping.
 fn mapping(tables: &mut Tables, seq: &mut Seq, b: &[u8]) -> Option<()> {
+    let (build_ids, paths) = (&seq.build_ids, &seq.paths);
+    let got = read_mapping(tables, b, |id| build_ids.get(&id).cloned(), |id| paths.get(&id).cloned())?;
+    if let Some((iid, m)) = got {
+        seq.mappings.entry(iid).or_insert(m);
+    }
+    Some(())
+}
+
+/// Reads one Mapping and interns it when `build_id` and `path_part` know what it names:
+/// `Some(None)` when they do not (or it has no iid), `None` for bytes that are not a Mapping.
+fn read_mapping(
+    tables: &mut Tables,
+    b: &[u8],
+    build_id: impl Fn(u64) -> Option<Box<[u8]>>,
+    path_part: impl Fn(u64) -> Option<String>,
+) -> Option<Option<(u64, MappingId)>> {
     let mut m = Mapping {
         path: StringId::default(),
         build_id: Box::default(),
@@ -216,13 +244,13 @@ fn mapping(tables: &mut Tables, seq: &mut Seq, b: &[u8]) -> Option<()> {
         exact_offset: 0,
         load_bias: 0,
     };
-    let (mut iid, mut build_id) = (None, 0);
+    let (mut iid, mut bid) = (None, 0);
     let mut parts: Vec<u64> = Vec::new();
     let mut w = Wire::new(b);
     while !w.done() {
         match w.tag()? {
             (1, 0) => iid = Some(w.varint()?),
-            (2, 0) => build_id = w.varint()?,
+            (2, 0) => bid = w.varint()?,
             (3, 0) => m.start_offset = w.varint()?,
             (4, 0) => m.start = w.varint()?,
             (5, 0) => m.end = w.varint()?,
@@ -238,30 +266,74 @@ fn mapping(tables: &mut Tables, seq: &mut Seq, b: &[u8]) -> Option<()> {
             (_, wt) => w.skip(u64::from(wt))?,
         }
     }
-    let Some(iid) = iid.filter(|i| !seq.mappings.contains_key(i)) else { return Some(()) };
-    let bid = match seq.build_ids.get(&build_id) {
-        Some(b) => b.clone(),
-        None if build_id == 0 => Box::default(),
-        None => return Some(()),
+    let Some(iid) = iid else { return Some(None) };
+    m.build_id = match build_id(bid) {
+        Some(b) => b,
+        None if bid == 0 => Box::default(),
+        None => return Some(None),
     };
     let mut path = String::new();
     for p in &parts {
-        let Some(s) = seq.paths.get(p) else { return Some(()) };
+        let Some(s) = path_part(*p) else { return Some(None) };
         path.push('/');
-        path.push_str(s);
+        path.push_str(&s);
     }
     if path.starts_with("//") {
         path.remove(0);
     }
     m.path = tables.strings.intern(&path);
-    m.build_id = bid;
-    seq.mappings.insert(iid, tables.intern_mapping(m));
-    Some(())
+    Some(Some((iid, tables.intern_mapping(m))))
 }
 
-/// Interns one Frame of a known mapping (frames without one are not looked up); `None` only
-/// for bytes that are not a Frame.
-fn frame(tables: &mut Tables, seq: &Seq, b: &[u8]) -> Option<()> {
+/// Reads the inline tables of an Android Q ProfilePacket (strings, mappings, frames; its
+/// callstacks and samples are skipped) and, at the end of its chain, interns what they define.
+fn inline(tables: &mut Tables, seq: &mut Seq, b: &[u8]) -> Result<(), usize> {
+    let mut continued = false;
+    let mut w = Wire::new(b);
+    while !w.done() {
+        let (field, wt) = w.tag().ok_or(w.pos())?;
+        match (field, wt) {
+            (1, 2) => {
+                let at = w.pos();
+                let (iid, s) = interned_string(w.bytes().ok_or(at)?).ok_or(at)?;
+                seq.inline_strings.entry(iid).or_insert_with(|| s.to_vec());
+            }
+            (2, 2) => seq.inline_frames.push(w.bytes().ok_or(w.pos())?.to_vec()),
+            (4, 2) => seq.inline_mappings.push(w.bytes().ok_or(w.pos())?.to_vec()),
+            (6, 0) => continued = w.varint().ok_or(w.pos())? != 0,
+            _ => w.skip(u64::from(wt)).ok_or(w.pos())?,
+        }
+    }
+    if continued {
+        return Ok(());
+    }
+    let strings = std::mem::take(&mut seq.inline_strings);
+    let mut mappings: FxHashMap<u64, MappingId> = FxHashMap::default();
+    for m in std::mem::take(&mut seq.inline_mappings) {
+        let got = read_mapping(
+            tables,
+            &m,
+            |id| strings.get(&id).map(|b| b.as_slice().into()).or_else(|| seq.build_ids.get(&id).cloned()),
+            |id| {
+                let s = strings.get(&id).and_then(|b| std::str::from_utf8(b).ok());
+                s.map(str::to_owned).or_else(|| seq.paths.get(&id).cloned())
+            },
+        );
+        if let Some(Some((iid, mid))) = got {
+            mappings.entry(iid).or_insert(mid);
+        }
+    }
+    for f in std::mem::take(&mut seq.inline_frames) {
+        let Some((mapping, rel_pc)) = read_frame(&f) else { continue };
+        if let Some(&m) = mappings.get(&mapping).or_else(|| seq.mappings.get(&mapping)).filter(|_| mapping != 0) {
+            tables.intern_frame(Some(m), rel_pc, StringId::default());
+        }
+    }
+    Ok(())
+}
+
+/// `(mapping_id, rel_pc)` of a Frame.
+fn read_frame(b: &[u8]) -> Option<(u64, u64)> {
     let (mut mapping, mut rel_pc) = (0, 0);
     let mut w = Wire::new(b);
     while !w.done() {
@@ -271,6 +343,13 @@ fn frame(tables: &mut Tables, seq: &Seq, b: &[u8]) -> Option<()> {
             (_, wt) => w.skip(u64::from(wt))?,
         }
     }
+    Some((mapping, rel_pc))
+}
+
+/// Interns one Frame of a known mapping (frames without one are not looked up); `None` only
+/// for bytes that are not a Frame.
+fn frame(tables: &mut Tables, seq: &Seq, b: &[u8]) -> Option<()> {
+    let (mapping, rel_pc) = read_frame(b)?;
     if let Some(&m) = seq.mappings.get(&mapping).filter(|_| mapping != 0) {
         tables.intern_frame(Some(m), rel_pc, StringId::default());
     }
