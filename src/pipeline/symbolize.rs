@@ -36,21 +36,28 @@ pub fn run_symbolize(
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
     let mut clock = crate::timing::Phases::start("symbolize");
-    // Another thread indexes the symbol directories while it reads the trace a second time for
-    // its frames only (mappings and frames; callstacks and samples skipped by length), then
-    // starts their lookups: they overlap the whole decoding below, which needs the symbolizer
-    // only when a dump chain ends.
-    let starting = inp.reopen().and_then(|r| r.ok()).filter(|_| !opts.symbol_dirs.is_empty()).map(|mut again| {
-        let (o, d) = (opts.clone(), dopts.clone());
-        std::thread::spawn(move || {
-            let (mut s, scan) = rayon::join(|| Symbolizer::new(o), || scan_frames(&mut again, &d));
-            if !scan.module_symbols {
-                s.prefetch(&scan.tables, 0..scan.tables.frames().len());
-            }
-            s
-        })
-    });
-    let mut symbolizer = Starting { ready: None, scanned: starting.is_some(), starting, opts };
+    // The symbol directories are indexed here (in parallel, on rayon); then another thread
+    // reads the trace a second time for its frames only (mappings and frames; callstacks and
+    // samples skipped by length) and starts their lookups: they overlap the whole decoding
+    // below, which needs the symbolizer only when a dump chain ends. That thread uses no rayon:
+    // this one may be a rayon worker of a batch, blocked in `join` until the thread is done.
+    let index = Symbolizer::new(opts.clone());
+    let (starting, ready) = match inp.reopen().and_then(|r| r.ok()).filter(|_| !opts.symbol_dirs.is_empty()) {
+        Some(mut again) => {
+            let d = dopts.clone();
+            let mut s = index;
+            let job = std::thread::spawn(move || {
+                let scan = scan_frames(&mut again, &d);
+                if !scan.module_symbols {
+                    s.prefetch(&scan.tables, 0..scan.tables.frames().len());
+                }
+                s
+            });
+            (Some(job), None)
+        }
+        None => (None, Some(index)),
+    };
+    let mut symbolizer = Starting { ready, scanned: starting.is_some(), starting, opts };
     // The bytes of the last dump of each process and heap are attributed to mappings (the
     // report's byte figures). Symbolization needs frames, not stack trees: the callstacks stay
     // flat frame lists.
