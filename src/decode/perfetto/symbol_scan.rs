@@ -418,7 +418,11 @@ mod tests {
         field_varint(&mut m, 7, 5);
         field_bytes(&mut d, 19, &m);
         let mut pkt = Vec::new();
-        field_bytes(&mut pkt, 37, b"\x08\x01 not decoded");
+        // A profile packet whose process dumps (field 5) are skipped by length, undecoded.
+        let mut pp = Vec::new();
+        field_bytes(&mut pp, 5, b"\xff\xff not decoded");
+        field_varint(&mut pp, 7, 0);
+        field_bytes(&mut pkt, 37, &pp);
         field_bytes(&mut pkt, 12, &d);
         field_varint(&mut pkt, 10, 3);
         field_varint(&mut pkt, 13, 1);
