@@ -42,6 +42,20 @@ pub(crate) fn symbolize_hook(
     }
 }
 
+/// Starts the symbol lookups of `input`'s frames on other threads, from a frames-only scan of
+/// a second reading (mappings and frames; callstacks and samples skipped by length), so that
+/// they overlap the decoding; [`symbolize_hook`] then applies the answers from the lookups'
+/// cache. Nothing is started without symbol directories, for an input that cannot be read
+/// twice, or for a trace with ModuleSymbols (whose frames may be named by the trace itself).
+pub(crate) fn prefetch_symbols(s: &mut Option<Symbolizer>, input: &Input, decode: &DecodeOptions) {
+    let Some(s) = s.as_mut().filter(|s| s.looks_up()) else { return };
+    if let Some(scan) = crate::decode::perfetto::scan_frames_again(input, decode)
+        && !scan.module_symbols
+    {
+        s.prefetch(&scan.tables, 0..scan.tables.frames().len());
+    }
+}
+
 /// Which heapprofd dumps of a trace to keep, and how to read it.
 #[derive(Debug, Clone)]
 pub(crate) struct HeapprofdSelection<'a> {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::batch::{BatchInput, Done, file_for};
 use crate::decode::Input;
-use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
+use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames, scan_frames};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::error::Result;
 use crate::model::TraceReport;
@@ -36,39 +36,93 @@ pub fn run_symbolize(
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
     let mut clock = crate::timing::Phases::start("symbolize");
-    let symbolizer = Symbolizer::new(opts.clone());
-    clock.done("index symbol directories");
+    // The symbol directories are indexed here (in parallel, on rayon); then another thread
+    // reads the trace a second time for its frames only (mappings and frames; callstacks and
+    // samples skipped by length) and starts their lookups: they overlap the whole decoding
+    // below, which needs the symbolizer only when a dump chain ends. That thread uses no rayon:
+    // this one may be a rayon worker of a batch, blocked in `join` until the thread is done.
+    let index = Symbolizer::new(opts.clone());
+    let (starting, ready) = match inp.reopen().and_then(|r| r.ok()).filter(|_| !opts.symbol_dirs.is_empty()) {
+        Some(mut again) => {
+            let d = dopts.clone();
+            let mut s = index;
+            let job = std::thread::spawn(move || {
+                let scan = scan_frames(&mut again, &d);
+                if !scan.module_symbols {
+                    s.prefetch(&scan.tables, 0..scan.tables.frames().len());
+                }
+                s
+            });
+            (Some(job), None)
+        }
+        None => (None, Some(index)),
+    };
+    let mut symbolizer = Starting { ready, scanned: starting.is_some(), starting, opts };
     // The bytes of the last dump of each process and heap are attributed to mappings (the
     // report's byte figures). Symbolization needs frames, not stack trees: the callstacks stay
     // flat frame lists.
     let mut last: BTreeMap<(u64, String), ListDump> = BTreeMap::new();
-    // Lookups start on another thread as soon as frames are interned (`prefetch`), while the
-    // decoder reads callstacks and samples; each chain's end applies the answers (`symbolize`).
-    let symbolizer = std::cell::RefCell::new(symbolizer);
+    let symbolizer_cell = std::cell::RefCell::new(&mut symbolizer);
     let (trace, tables, lists) = decode_heapprofd_frames(
         &mut inp,
         &dopts,
-        &mut |t, r| symbolizer.borrow_mut().prefetch(t, r),
-        &mut |t, r| symbolizer.borrow_mut().symbolize(t, r),
+        // Without the scan (standard input), lookups start on another thread as soon as frames
+        // are interned, while the decoder reads callstacks and samples. (Frames a scan missed,
+        // where a damaged trace stopped it, are looked up when their chain ends.)
+        &mut |t, r| {
+            let mut s = symbolizer_cell.borrow_mut();
+            if !s.scanned {
+                s.get().prefetch(t, r);
+            }
+        },
+        // Each chain's end applies the answers, from the lookups' cache.
+        &mut |t, r| symbolizer_cell.borrow_mut().get().symbolize(t, r),
         &mut |d| {
             last.insert((d.header.meta.pid.unwrap_or(0), d.header.meta.heap.clone()), d);
             Ok(())
         },
     )?;
-    let symbolizer = symbolizer.into_inner();
+    let symbolizer = symbolizer.get();
     clock.done("decode and symbolize");
+    // The report's byte figures and the output read the same final tables: side by side.
+    let (attributions, symbols) = rayon::join(
+        || {
+            let attribute =
+                |d: &ListDump| crate::symbolize::attribute_lists(&d.header, &d.stacks, &d.values, &lists, &tables);
+            last.values().map(attribute).collect::<Vec<_>>()
+        },
+        || encode_module_symbols(&tables),
+    );
     let mut report = symbolizer.report(&tables);
-    for d in last.values() {
-        report.attribute(&crate::symbolize::attribute_lists(&d.header, &d.stacks, &d.values, &lists, &tables));
+    for a in &attributions {
+        report.attribute(a);
     }
-    clock.done("attribute bytes");
-    let symbols = encode_module_symbols(&tables);
-    clock.done("encode");
+    clock.done("attribute bytes and encode");
     if let Some(out) = output {
         write_atomic(out, &symbols, &[input.to_path_buf()])?;
     }
     clock.done("write");
     Ok(SymbolizeRun { symbols, report, trace })
+}
+
+/// The symbolizer of a run, or the thread still building it (and starting lookups with it).
+struct Starting<'a> {
+    ready: Option<Symbolizer>,
+    starting: Option<std::thread::JoinHandle<Symbolizer>>,
+    /// The thread scans the trace for frames and starts their lookups.
+    scanned: bool,
+    opts: &'a SymbolizeOptions,
+}
+
+impl Starting<'_> {
+    /// The symbolizer, waiting for the thread if it is still at work (one that panicked is
+    /// replaced by a new symbolizer, which looks everything up itself).
+    fn get(&mut self) -> &mut Symbolizer {
+        if let Some(job) = self.starting.take() {
+            self.ready = job.join().ok();
+        }
+        self.ready.get_or_insert_with(|| Symbolizer::new(self.opts.clone()))
+    }
 }
 
 /// `symbolize` of one trace: ModuleSymbols packets in `OUT/<key>.symbols.pftrace`.

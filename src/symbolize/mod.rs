@@ -215,6 +215,9 @@ pub fn attribute_lists(
         })
         .collect();
     let mut a = Attribution::default();
+    // Bytes of the first 64 mappings, added to `a.per_mapping` at the end.
+    let mut low = [0i64; 64];
+    let mut touched = 0u64;
     // The mappings a stack passes through: the first 64 as bits, the others listed.
     let mut seen: Vec<u32> = Vec::new();
     for (s, sum) in sums.iter().enumerate() {
@@ -235,12 +238,18 @@ pub fn attribute_lists(
         while mask != 0 {
             let m = mask.trailing_zeros();
             mask &= mask - 1;
-            *a.per_mapping.entry(m).or_default() += v;
+            low[m as usize] += v;
+            touched |= 1 << m;
         }
         for m in &seen {
             *a.per_mapping.entry(*m).or_default() += v;
         }
         a.add(v, all, all_named);
+    }
+    while touched != 0 {
+        let m = touched.trailing_zeros();
+        touched &= touched - 1;
+        *a.per_mapping.entry(m).or_default() += low[m as usize];
     }
     a
 }
@@ -401,6 +410,12 @@ pub struct Symbolizer {
 impl Drop for Symbolizer {
     fn drop(&mut self) {
         self.join_background();
+        // An opened file is a whole DWARF index (units, line tables, functions, answers):
+        // freeing it is work nobody waits for.
+        let open = std::mem::take(&mut self.open);
+        if open.values().any(Option::is_some) {
+            std::thread::spawn(move || drop(open));
+        }
     }
 }
 
@@ -433,6 +448,12 @@ impl Symbolizer {
     pub fn new(opts: SymbolizeOptions) -> Self {
         let index = SymbolIndex::build(&opts.symbol_dirs);
         Symbolizer { opts, index, mappings: BTreeMap::new(), open: BTreeMap::new(), background: Vec::new() }
+    }
+
+    /// True when this symbolizer looks addresses up (it has symbol directories); otherwise it
+    /// only counts the names frames have.
+    pub fn looks_up(&self) -> bool {
+        !self.opts.symbol_dirs.is_empty()
     }
 
     /// Starts looking up the frames `range` of `tables` on other threads (one per symbol file),

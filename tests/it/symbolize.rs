@@ -638,3 +638,55 @@ fn find_mode_paths() {
         }
     }
 }
+
+/// The frames-only scan `symbolize` starts its lookups from (callstacks and samples skipped)
+/// finds exactly the frames in mappings that the decoder finds: same mapping (path, build id,
+/// offsets, load bias) and `rel_pc`, on every trace of the symbolization fixtures and others.
+#[test]
+fn frames_only_scan_finds_the_decoders_frames() {
+    use heapconv::decode::Input;
+    use heapconv::decode::perfetto::{DecodeOptions, decode_heapprofd_frames, scan_frames};
+    use heapconv::model::Tables;
+    type Key = (String, Vec<u8>, u64, u64, u64, u64);
+    fn keys(t: &Tables) -> std::collections::BTreeSet<Key> {
+        t.frames()
+            .iter()
+            .filter_map(|f| {
+                let m = t.mapping(f.mapping?);
+                Some((
+                    t.strings.get(m.path).to_owned(),
+                    m.build_id.to_vec(),
+                    m.exact_offset,
+                    m.start_offset,
+                    m.load_bias,
+                    f.rel_pc,
+                ))
+            })
+            .collect()
+    }
+    let mut traces: Vec<_> = std::fs::read_dir(data("symbolize")).unwrap().map(|e| e.unwrap().path()).collect();
+    traces.extend(std::fs::read_dir(data("")).unwrap().map(|e| e.unwrap().path()));
+    traces.retain(|p| p.extension().is_some_and(|e| e == "pftrace" || e == "gz"));
+    traces.sort();
+    let opts = DecodeOptions::default();
+    let mut checked = 0;
+    for t in &traces {
+        let mut inp = Input::open(t, 1 << 30).unwrap();
+        let scan = scan_frames(&mut inp, &opts);
+        let mut inp = Input::open(t, 1 << 30).unwrap();
+        let Ok((report, tables, _)) =
+            decode_heapprofd_frames(&mut inp, &opts, &mut |_, _| {}, &mut |_, _| {}, &mut |_| Ok(()))
+        else {
+            continue;
+        };
+        // A damaged trace stops both readers, each at its own point, and the scan does not
+        // follow lost packets or invalid incremental state as the decoder does (it only hints).
+        if report.damage.is_some() || !report.problems.is_empty() {
+            continue;
+        }
+        assert!(scan.complete(), "{}: {:?}", t.display(), scan.stopped);
+        assert_eq!(keys(&scan.tables), keys(&tables), "{}", t.display());
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} traces checked of {}", traces.len());
+}

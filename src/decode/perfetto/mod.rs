@@ -9,6 +9,7 @@ mod iid;
 pub mod module_symbols;
 mod packets;
 pub mod reader;
+pub mod symbol_scan;
 
 pub use heap_graph::{HeapGraphOptions, decode_heap_graphs, decode_heap_graphs_all};
 pub use heapprofd::{
@@ -16,3 +17,4 @@ pub use heapprofd::{
     decode_heapprofd_with, sample_types_for_heap,
 };
 pub use heapprofd::{FramesSeenHook, ListDump, decode_heapprofd_frames};
+pub use symbol_scan::{FrameScan, scan_frames, scan_frames_again};
