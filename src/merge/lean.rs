@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::Merger;
 use super::header::Header;
 use super::sample_types::scale_value;
-use super::tables::{MFrame, MLabel, MMap, MapKey, UNSET, round_4k, seq_hash};
+use super::tables::{MFrame, MLabel, UNSET, seq_hash};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{FlatProfile, Line, Mapping, MappingId, StringId};
 
@@ -141,15 +141,7 @@ impl Merger {
         }
         let m = &parts.mappings[i];
         let path = self.pprof_string(parts, seen, m.path);
-        let size = m.end.saturating_sub(m.start);
-        let key = MapKey {
-            build_id: m.build_id.clone(),
-            path: if m.build_id.is_empty() { path } else { StringId::EMPTY },
-            offset: m.exact_offset,
-            size: round_4k(size),
-        };
-        let merged = self.intern_map(MMap { key, path, start: m.start, size });
-        seen.mappings[i] = (merged, m.start, m.end);
+        seen.mappings[i] = self.intern_mapping_of(&m.build_id[..], path, m.start, m.end, m.exact_offset);
         seen.mappings[i]
     }
 

@@ -391,16 +391,29 @@ impl Merger {
         }
         let m = tables.mapping(id);
         let path = self.string(memo, tables, m.path);
-        let size = m.end.saturating_sub(m.start);
+        memo.mappings[i] = self.intern_mapping_of(&m.build_id[..], path, m.start, m.end, m.exact_offset);
+        memo.mappings[i]
+    }
+
+    /// Interns a mapping of an input given by its fields: (merged mapping, start, end). Mappings
+    /// with a build id are told apart by it, the others by file name, then by offset and size
+    /// (rounded up to 4 KiB).
+    pub(super) fn intern_mapping_of(
+        &mut self,
+        build_id: &[u8],
+        path: StringId,
+        start: u64,
+        end: u64,
+        exact_offset: u64,
+    ) -> (u32, u64, u64) {
+        let size = end.saturating_sub(start);
         let key = MapKey {
-            build_id: m.build_id.clone(),
-            path: if m.build_id.is_empty() { path } else { StringId::EMPTY },
-            offset: m.exact_offset,
+            build_id: build_id.into(),
+            path: if build_id.is_empty() { path } else { StringId::EMPTY },
+            offset: exact_offset,
             size: round_4k(size),
         };
-        let merged = self.intern_map(MMap { key, path, start: m.start, size });
-        memo.mappings[i] = (merged, m.start, m.end);
-        memo.mappings[i]
+        (self.intern_map(MMap { key, path, start, size }), start, end)
     }
 
     pub(super) fn intern_map(&mut self, m: MMap) -> u32 {

@@ -608,17 +608,23 @@ impl InputInfo {
 /// ([`LoadOptions::filter`]).
 pub fn load_input(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
     let mut loaded = load_input_unfiltered(path, opts)?;
-    if !opts.filter.is_empty() {
-        loaded.profiles = std::mem::take(&mut loaded.profiles)
-            .into_iter()
-            .map(|p| crate::analysis::filter::filter_profile(p, &opts.filter))
-            .collect();
-        loaded.flat = std::mem::take(&mut loaded.flat)
-            .into_iter()
-            .map(|p| crate::analysis::filter::filter_flat(p, &opts.filter))
-            .collect();
-    }
+    apply_filter(&mut loaded, opts);
     Ok(loaded)
+}
+
+/// Filters a loaded input's profiles ([`LoadOptions::filter`]; nothing when it is empty).
+fn apply_filter(loaded: &mut LoadedInput, opts: &LoadOptions) {
+    if opts.filter.is_empty() {
+        return;
+    }
+    loaded.profiles = std::mem::take(&mut loaded.profiles)
+        .into_iter()
+        .map(|p| crate::analysis::filter::filter_profile(p, &opts.filter))
+        .collect();
+    loaded.flat = std::mem::take(&mut loaded.flat)
+        .into_iter()
+        .map(|p| crate::analysis::filter::filter_flat(p, &opts.filter))
+        .collect();
 }
 
 fn load_input_unfiltered(path: &Path, opts: &LoadOptions) -> Result<LoadedInput> {
@@ -658,16 +664,7 @@ fn load_for_merge(path: &Path, opts: &LoadOptions) -> Result<ForMerge> {
         }
         opened => {
             let mut loaded = load_opened(path, opened, opts)?;
-            if !opts.filter.is_empty() {
-                loaded.profiles = std::mem::take(&mut loaded.profiles)
-                    .into_iter()
-                    .map(|p| crate::analysis::filter::filter_profile(p, &opts.filter))
-                    .collect();
-                loaded.flat = std::mem::take(&mut loaded.flat)
-                    .into_iter()
-                    .map(|p| crate::analysis::filter::filter_flat(p, &opts.filter))
-                    .collect();
-            }
+            apply_filter(&mut loaded, opts);
             Ok(ForMerge::Loaded(Box::new(loaded)))
         }
     }
