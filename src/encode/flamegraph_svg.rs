@@ -72,7 +72,7 @@ fn render(
     let stacks = stacks_of(&FoldedOptions { value_index: opts.value_index, annotations: opts.annotations });
     let negative = (0..stacks.len()).any(|i| stacks.line_value(i) < 0);
     let order = stacks.positive_in_line_order();
-    let total: i64 = order.iter().map(|&i| stacks.line_value(i)).sum();
+    let total = saturating_sum(order.iter().map(|&i| stacks.line_value(i)));
 
     let meta = &header.meta;
     let mut fo = inferno::flamegraph::Options::default();
@@ -144,6 +144,12 @@ fn plain_label(l: &str) -> bool {
         && !l.as_bytes().windows(2).any(|w| w[0] == b' ' && (w[1].is_ascii_digit() || w[1] == b'.'))
 }
 
+/// The sum of sample values, held at `i64::MAX` / `i64::MIN` instead of wrapping (a profile
+/// may carry values whose sum passes 2^63; found by fuzzing `pprof_reader`).
+fn saturating_sum(values: impl Iterator<Item = i64>) -> i64 {
+    values.fold(0i64, i64::saturating_add)
+}
+
 /// The lines to give inferno (in its order) so that it draws exactly the frames it would draw
 /// from all the stacks, or `None` when nothing would be left out or the labels are not all
 /// plain (see [`plain_label`]).
@@ -162,7 +168,7 @@ fn pruned_lines(stacks: &FoldedStacks, order: &[usize], min_width: f64) -> Optio
         return None;
     }
     let n = order.len();
-    let timemax: u64 = order.iter().map(|&i| stacks.line_value(i) as u64).sum();
+    let timemax = saturating_sum(order.iter().map(|&i| stacks.line_value(i))) as u64;
     // As inferno computes it.
     let widthpertime_pct = 100.0 / timemax as f64;
     let minwidth_time = min_width / widthpertime_pct;
@@ -325,6 +331,13 @@ mod tests {
                 render(&p.header, &SvgOptions::default(), false, |fo| FoldedStacks::of(&p, fo, sanitize)).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn totals_saturate_instead_of_wrapping() {
+        assert_eq!(saturating_sum([i64::MAX, 1, 5].into_iter()), i64::MAX);
+        assert_eq!(saturating_sum([i64::MIN, -1].into_iter()), i64::MIN);
+        assert_eq!(saturating_sum([40, 2].into_iter()), 42);
     }
 
     #[test]
