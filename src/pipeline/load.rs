@@ -1120,17 +1120,7 @@ fn join_reports(into: &mut DeobfuscationReport, more: DeobfuscationReport) {
     for m in more.maps {
         match into.maps.iter_mut().find(|u| u.counts.map == m.counts.map && u.counts.package == m.counts.package) {
             Some(u) => {
-                let (c, n) = (&mut u.counts, m.counts);
-                c.classes_read += n.classes_read;
-                c.lookups += n.lookups;
-                c.deobfuscated += n.deobfuscated;
-                c.deobfuscated_by_kind.frames += n.deobfuscated_by_kind.frames;
-                c.deobfuscated_by_kind.classes += n.deobfuscated_by_kind.classes;
-                c.deobfuscated_by_kind.fields += n.deobfuscated_by_kind.fields;
-                c.skipped_lines = c.skipped_lines.max(n.skipped_lines);
-                if c.first_skipped.is_none() {
-                    c.first_skipped = n.first_skipped;
-                }
+                u.counts.add_counts(&m.counts);
                 for w in m.used_for {
                     if !u.used_for.contains(&w) {
                         u.used_for.push(w);

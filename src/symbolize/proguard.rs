@@ -648,6 +648,23 @@ pub struct KindCounts {
     pub fields: u64,
 }
 
+impl RetraceReport {
+    /// Adds the counts of `n` (another run of the same map) to these: lookups and answers
+    /// summed, the larger skipped-line count kept, the first skipped line kept if set.
+    pub fn add_counts(&mut self, n: &RetraceReport) {
+        self.classes_read += n.classes_read;
+        self.lookups += n.lookups;
+        self.deobfuscated += n.deobfuscated;
+        self.deobfuscated_by_kind.frames += n.deobfuscated_by_kind.frames;
+        self.deobfuscated_by_kind.classes += n.deobfuscated_by_kind.classes;
+        self.deobfuscated_by_kind.fields += n.deobfuscated_by_kind.fields;
+        self.skipped_lines = self.skipped_lines.max(n.skipped_lines);
+        if self.first_skipped.is_none() {
+            self.first_skipped = n.first_skipped.clone();
+        }
+    }
+}
+
 /// Deobfuscates names with one [`ProguardMap`], reading each class's members when the class
 /// is first asked about. Shareable across threads.
 pub struct Retracer<'m> {
@@ -1325,17 +1342,7 @@ impl Drop for Session<'_> {
             for (i, cell) in self.retracers.iter().enumerate() {
                 if let Some(r) = cell.get() {
                     let n = r.report();
-                    let c = &mut uses[i].counts;
-                    c.classes_read += n.classes_read;
-                    c.lookups += n.lookups;
-                    c.deobfuscated += n.deobfuscated;
-                    c.deobfuscated_by_kind.frames += n.deobfuscated_by_kind.frames;
-                    c.deobfuscated_by_kind.classes += n.deobfuscated_by_kind.classes;
-                    c.deobfuscated_by_kind.fields += n.deobfuscated_by_kind.fields;
-                    c.skipped_lines = c.skipped_lines.max(n.skipped_lines);
-                    if c.first_skipped.is_none() {
-                        c.first_skipped = n.first_skipped;
-                    }
+                    uses[i].counts.add_counts(&n);
                 }
             }
             for (i, w) in self.used_for.drain(..) {
