@@ -27,6 +27,7 @@ use super::folded::escape_frame;
 use super::labels::{human_value, is_scaled_unit, labelled_samples};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Profile;
+use crate::model::profile::saturating_sum;
 
 /// Options of the diff outputs.
 #[derive(Debug, Clone)]
@@ -171,8 +172,8 @@ pub fn diff_svg(base: &Profile, new: &Profile, opts: &DiffOptions) -> Result<Vec
 
     // Replay inferno's layout: a frame starts where the first line of its subtree starts, in
     // units of NEW's values; every frame gets the inclusive before/after of its subtree.
-    let total_before: i64 = pairs.iter().map(|p| p.1).sum();
-    let total_after: i64 = pairs.iter().map(|p| p.2).sum();
+    let total_before = saturating_sum(pairs.iter().map(|p| p.1));
+    let total_after = saturating_sum(pairs.iter().map(|p| p.2));
     let mut all: Vec<Node> = vec![Node { name: "all".to_owned(), depth: 0, before: total_before, after: total_after }];
     let mut starts: Vec<u64> = vec![0];
     // Open frames: (name, index in `all`).

@@ -10,6 +10,7 @@
 use super::folded::{FoldedOptions, FoldedStacks};
 use super::labels::{human_bytes, human_value};
 use crate::error::{Error, ErrorKind, Result};
+use crate::model::profile::saturating_sum;
 use crate::model::{FlatProfile, Profile, ProfileHeader};
 
 /// Options of the flame graph encoder.
@@ -72,7 +73,13 @@ fn render(
     let stacks = stacks_of(&FoldedOptions { value_index: opts.value_index, annotations: opts.annotations });
     let negative = (0..stacks.len()).any(|i| stacks.line_value(i) < 0);
     let order = stacks.positive_in_line_order();
-    let total = saturating_sum(order.iter().map(|&i| stacks.line_value(i)));
+    // inferno adds the drawn values up again in `usize`: refuse what no real profile holds.
+    let total = order.iter().try_fold(0i64, |t, &i| t.checked_add(stacks.line_value(i))).ok_or_else(|| {
+        Error::new(
+            ErrorKind::LimitExceeded,
+            format!("the {} values sum past 2^63: too large to draw as a flame graph", ty.name),
+        )
+    })?;
 
     let meta = &header.meta;
     let mut fo = inferno::flamegraph::Options::default();
@@ -142,12 +149,6 @@ fn plain_label(l: &str) -> bool {
         && l.trim() == l
         && !l.starts_with('#')
         && !l.as_bytes().windows(2).any(|w| w[0] == b' ' && (w[1].is_ascii_digit() || w[1] == b'.'))
-}
-
-/// The sum of sample values, held at `i64::MAX` / `i64::MIN` instead of wrapping (a profile
-/// may carry values whose sum passes 2^63; found by fuzzing `pprof_reader`).
-fn saturating_sum(values: impl Iterator<Item = i64>) -> i64 {
-    values.fold(0i64, i64::saturating_add)
 }
 
 /// The lines to give inferno (in its order) so that it draws exactly the frames it would draw
@@ -334,10 +335,29 @@ mod tests {
     }
 
     #[test]
-    fn totals_saturate_instead_of_wrapping() {
-        assert_eq!(saturating_sum([i64::MAX, 1, 5].into_iter()), i64::MAX);
-        assert_eq!(saturating_sum([i64::MIN, -1].into_iter()), i64::MIN);
-        assert_eq!(saturating_sum([40, 2].into_iter()), 42);
+    fn totals_past_2_pow_63_are_refused() {
+        // Found by `cargo fuzz run pprof_reader`: values whose sum passes 2^63 wrapped (release)
+        // or panicked (debug) here, and inferno adds them up again in `usize`.
+        let mut tables = Tables::default();
+        let name = tables.strings.intern("f");
+        let f = tables.intern_frame(None, 0, name);
+        let s = tables.intern_stack(&[f]).unwrap();
+        let g = tables.strings.intern("g");
+        let g = tables.intern_frame(None, 0, g);
+        let t = tables.intern_stack(&[g]).unwrap();
+        let types = vec![ValueType::new("space", "bytes", ValueKind::UnreleasedSize)];
+        let mut p = Profile::new(Arc::new(tables), ProfileMeta::default(), types);
+        p.push_sample(s, &[i64::MAX - 1]);
+        p.push_sample(t, &[2]);
+        assert_eq!(p.total(0), i64::MAX);
+        let e = encode_svg(&p, &SvgOptions::default()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::LimitExceeded);
+        assert!(e.to_string().contains("sum past 2^63"), "{e}");
+        // One below the limit is drawn.
+        let mut q = Profile::new(p.tables.clone(), ProfileMeta::default(), p.header.sample_types.clone());
+        q.push_sample(s, &[i64::MAX - 2]);
+        q.push_sample(t, &[2]);
+        assert!(encode_svg(&q, &SvgOptions::default()).is_ok());
     }
 
     #[test]

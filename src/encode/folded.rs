@@ -71,7 +71,8 @@ pub fn folded_lines(profile: &Profile, opts: &FoldedOptions, escape: fn(&str) ->
     let mut lines: BTreeMap<String, i64> = BTreeMap::new();
     for (labels, v) in labelled_samples(profile, opts.value_index, opts.annotations) {
         let key = labels.iter().map(|l| escape(l)).collect::<Vec<_>>().join(";");
-        *lines.entry(key).or_default() += v;
+        let e = lines.entry(key).or_default();
+        *e = e.saturating_add(v);
     }
     lines
 }
@@ -281,7 +282,7 @@ impl<'a> LineBuilder<'a> {
         // Stacks whose labels are identical are one line.
         lines.dedup_by(|b, a| {
             if stacks.path(a) == stacks.path(b) {
-                a.value += b.value;
+                a.value = a.value.saturating_add(b.value);
                 true
             } else {
                 false

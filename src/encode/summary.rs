@@ -110,13 +110,15 @@ pub fn summarize(profile: &Profile, opts: &SummaryOptions) -> ProfileSummary {
         }
         let labels = stack_labels(&profile.tables, s, opts.annotations, &mut nodes);
         if let Some(leaf) = labels.last() {
-            *flat.entry(leaf.clone()).or_default() += v;
+            let e = flat.entry(leaf.clone()).or_default();
+            *e = e.saturating_add(v);
         }
         let mut seen: Vec<&String> = Vec::with_capacity(labels.len());
         for l in &labels {
             if !seen.contains(&l) {
                 seen.push(l);
-                *cum.entry(l.clone()).or_default() += v;
+                let e = cum.entry(l.clone()).or_default();
+                *e = e.saturating_add(v);
             }
         }
         stacks.push((v, labels));

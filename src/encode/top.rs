@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use super::labels::{frame_labels, go_function_label, human_bytes, stack_labels};
 use crate::model::annotate::Annotation;
+use crate::model::profile::saturating_sum;
 use crate::model::{FrameId, Profile, StackId};
 
 /// What a top table groups by.
@@ -112,7 +113,7 @@ pub struct TopTable {
 pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
     let tables = &profile.tables;
     let idx = opts.value_index.min(profile.header.sample_types.len().saturating_sub(1));
-    let total: i64 = profile.samples().map(|(_, v)| v.get(idx).copied().unwrap_or(0).abs()).sum();
+    let total = saturating_sum(profile.samples().map(|(_, v)| v.get(idx).copied().unwrap_or(0).saturating_abs()));
     let mut rows: Vec<TopRow> = Vec::new();
     match opts.by {
         TopBy::Function | TopBy::Mapping => {
@@ -167,14 +168,14 @@ pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
                     let ids = frame_ids[f.0 as usize].as_ref().expect("filled above");
                     if leaf {
                         if let Some(&inner) = ids.last() {
-                            flat[inner as usize] += v;
+                            flat[inner as usize] = flat[inner as usize].saturating_add(v);
                         }
                         leaf = false;
                     }
                     for &id in ids {
                         if stamp[id as usize] != i {
                             stamp[id as usize] = i;
-                            cum[id as usize] += v;
+                            cum[id as usize] = cum[id as usize].saturating_add(v);
                         }
                     }
                     if track_calls {
@@ -241,7 +242,8 @@ pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
                         key
                     })
                     .clone();
-                by_text.get_mut(&key).expect("inserted").1 += v;
+                let e = &mut by_text.get_mut(&key).expect("inserted").1;
+                *e = e.saturating_add(v);
             }
             for (name, (frames, v)) in by_text {
                 rows.push(row(name, Some(frames), v, v));
@@ -249,7 +251,11 @@ pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
         }
     }
     rows.sort_by(|a, b| {
-        b.flat.abs().cmp(&a.flat.abs()).then_with(|| a.name.cmp(&b.name)).then(b.cum.abs().cmp(&a.cum.abs()))
+        b.flat
+            .unsigned_abs()
+            .cmp(&a.flat.unsigned_abs())
+            .then_with(|| a.name.cmp(&b.name))
+            .then(b.cum.unsigned_abs().cmp(&a.cum.unsigned_abs()))
     });
     let rows_total = rows.len();
     if opts.count > 0 {
@@ -258,7 +264,7 @@ pub fn top_table(profile: &Profile, opts: &TopOptions) -> TopTable {
     let pct = |v: i64| if total == 0 { 0.0 } else { (v.unsigned_abs() as f64) * 100.0 / total as f64 };
     let mut sum = 0i64;
     for r in &mut rows {
-        sum += r.flat;
+        sum = sum.saturating_add(r.flat);
         r.flat_percent = round2(pct(r.flat));
         r.sum_percent = round2(pct(sum));
         r.cum_percent = round2(pct(r.cum));

@@ -158,7 +158,7 @@ impl FlatProfile {
     /// Sum of value `index` over all samples.
     pub fn total(&self, index: usize) -> i64 {
         let n = self.header.sample_types.len().max(1);
-        self.values.chunks_exact(n).map(|v| v[index]).sum()
+        super::profile::saturating_sum(self.values.chunks_exact(n).map(|v| v[index]))
     }
 
     /// Index of the first sample type of `kind`.

@@ -413,8 +413,14 @@ impl Profile {
 
     /// Sum of value `index` over all samples.
     pub fn total(&self, index: usize) -> i64 {
-        self.samples().map(|(_, v)| v[index]).sum()
+        saturating_sum(self.samples().map(|(_, v)| v[index]))
     }
+}
+
+/// Sums sample values, stopping at `i64::MAX` (or `i64::MIN`) instead of wrapping: a hostile or
+/// absurd input (values past 2^63 in all) gets a pinned total, never a wrapped negative one.
+pub fn saturating_sum(values: impl Iterator<Item = i64>) -> i64 {
+    values.fold(0i64, i64::saturating_add)
 }
 
 /// Appends the labels of sample `n` to a label list and its ends (see [`Profile`]): the ends
@@ -469,5 +475,12 @@ mod tests {
         assert_eq!(p.sample_labels(2), &[]);
         assert_eq!(p.sample_labels(3), &[(key, 9)]);
         assert_eq!(p.total(0), 10);
+    }
+
+    #[test]
+    fn sums_saturate_instead_of_wrapping() {
+        assert_eq!(saturating_sum([i64::MAX, 1, 5].into_iter()), i64::MAX);
+        assert_eq!(saturating_sum([i64::MIN, -1].into_iter()), i64::MIN);
+        assert_eq!(saturating_sum([40, 2].into_iter()), 42);
     }
 }

@@ -167,6 +167,43 @@ fn fuzz_symbol_whose_end_passes_the_address_space() {
     assert_eq!(names, [Some("low".to_owned()), None, Some("wraps".to_owned()), Some("wraps".to_owned())]);
 }
 
+/// Fuzz finding 4 (`pprof_reader`): sample values whose sum passes 2^63 (two samples of 6e18
+/// bytes, allocated and in use; tests/data/fuzz/make_inputs.py writes the legacy heap
+/// profile). The totals of the JSON summary and of `top`, and the flame graph's, were added up
+/// with `+`: a negative total in release builds (-6446744073709551616), a panic with overflow
+/// checks. Now totals stop at `i64::MAX`, the samples keep their values, and the SVG, whose
+/// values inferno adds up again, is refused with exit code 1 and a message.
+#[test]
+fn fuzz_sample_values_summing_past_2_pow_63() {
+    let path = data("fuzz/pprof_reader/values-sum-past-2-63.heap");
+    let path = path.to_str().unwrap();
+    let out = heapconv_ok(&["convert", path, "--to", "json"], 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &v["profiles"][0];
+    assert_eq!(p["sample_types"][3], "inuse_space/bytes");
+    assert_eq!(p["totals"]["unreleased_size"], i64::MAX);
+    assert_eq!(p["totals"]["total_size"], i64::MAX);
+    assert_eq!(p["totals"]["unreleased_count"], 2);
+    let tops: Vec<i64> = p["top_stacks"].as_array().unwrap().iter().map(|t| t["value"].as_i64().unwrap()).collect();
+    assert_eq!(tops, [6_000_000_000_000_000_000, 6_000_000_000_000_000_000]);
+    // Folded lines keep each stack's own value.
+    let out = heapconv_ok(&["convert", path, "--to", "folded"], 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().filter(|l| l.ends_with(" 6000000000000000000")).count(), 2, "{text}");
+    // `top`: the row and the total stop at 2^63 (8589934592 GiB), no negative share.
+    let out = heapconv_ok(&["top", path], 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("accounting for 8589934592 GiB (100.00%) of 8589934592 GiB total"), "{text}");
+    assert!(!text.contains(" -"), "{text}");
+    // The SVG: an error, not a wrapped drawing.
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("x.svg");
+    let out = heapconv_ok(&["convert", path, "--to", "svg", "-o", svg.to_str().unwrap()], 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sum past 2^63"), "{err}");
+    assert!(!svg.exists());
+}
+
 // ------------------------------------------------------------------------------------------
 // Hostile inputs built in code, each with the outcome it must have.
 

@@ -122,3 +122,21 @@ write(
     "perfetto_heap_graph/huge-object-size.pftrace",
     heap_graph_trace([(1, "Huge", 1 << 32)], [(0x10, 1, 16)], [(1, [0x10])]),
 )
+
+
+# Finding 4 (pprof_reader): sample values whose sum passes 2^63. The fuzzer's input was an
+# 870-byte legacy heap profile (`heapz_v2`) with mangled addresses; two samples of 6e18 bytes
+# each, unscaled (rate 1), with allocation values, are the whole of it. The flame graph's total, the JSON summary's
+# totals and the top table's total added them up with `+`: a wrapped (release) or panicking
+# (debug) sum. Totals now stop at i64::MAX; the SVG is refused with an error (inferno adds the
+# drawn values up again).
+BIG = 6_000_000_000_000_000_000
+write(
+    "pprof_reader/values-sum-past-2-63.heap",
+    (
+        # In-use counts first, then allocated ones; they differ, so both pairs are kept.
+        "heap profile:    2:     2 [     3:     3] @ heapz_v2/1\n"
+        f"     1: {BIG} [     1: {BIG}] @ 0x1000\n"
+        f"     1: {BIG} [     1: {BIG}] @ 0x2000\n"
+    ).encode(),
+)
