@@ -102,7 +102,8 @@ pub fn leak_suspects(window: &[&Profile], index: usize) -> Vec<LeakSuspect> {
     let mut series: BTreeMap<StackId, Vec<i64>> = BTreeMap::new();
     for (d, p) in window.iter().enumerate() {
         for (s, v) in p.samples() {
-            series.entry(s).or_insert_with(|| vec![0; k])[d] += v[index];
+            let e = &mut series.entry(s).or_insert_with(|| vec![0; k])[d];
+            *e = e.saturating_add(v[index]);
         }
     }
     let mut out: Vec<LeakSuspect> = series

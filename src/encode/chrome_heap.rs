@@ -107,7 +107,7 @@ pub fn encode_chrome_heap(profile: &Profile, opts: &ChromeHeapOptions) -> Result
                 n
             });
         }
-        nodes[at].self_size += value;
+        nodes[at].self_size = nodes[at].self_size.saturating_add(value);
         samples.push((value, at));
     }
     // Node ids: 1 for the root, then in order of creation.

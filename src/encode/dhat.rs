@@ -105,7 +105,7 @@ pub fn encode_dhat(profile: &Profile, opts: &DhatOptions) -> Result<Vec<u8>> {
             points.len() - 1
         });
         for (a, b) in points[k].1.iter_mut().zip(vals) {
-            *a += b;
+            *a = a.saturating_add(b);
         }
     }
     let mut buf = Vec::new();

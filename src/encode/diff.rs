@@ -79,10 +79,12 @@ fn stack_pairs(base: &Profile, new: &Profile, opts: &DiffOptions) -> BTreeMap<Ve
     let f = normalize_factor(base, new, opts);
     let mut out: BTreeMap<Vec<String>, (i64, i64)> = BTreeMap::new();
     for (labels, v) in labelled_samples(base, opts.value_index, false) {
-        out.entry(labels).or_default().0 += v;
+        let e = &mut out.entry(labels).or_default().0;
+        *e = e.saturating_add(v);
     }
     for (labels, v) in labelled_samples(new, opts.value_index, false) {
-        out.entry(labels).or_default().1 += v;
+        let e = &mut out.entry(labels).or_default().1;
+        *e = e.saturating_add(v);
     }
     for v in out.values_mut() {
         v.0 = scale(v.0, f);

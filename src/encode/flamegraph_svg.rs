@@ -212,7 +212,7 @@ fn pruned_lines(stacks: &FoldedStacks, order: &[usize], min_width: f64) -> Optio
         let v = stacks.line_value(i);
         if let Some((_, sum, depth)) = &mut run {
             if k == *depth && (k as usize) < shared[j] {
-                *sum += v;
+                *sum = sum.saturating_add(v);
                 continue;
             }
         }

@@ -47,6 +47,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::model::annotate::{Annotation, AnnotationState, annotate_node};
 use crate::model::heap_report::HeapTop;
 use crate::model::mapping::basename;
+use crate::model::profile::saturating_sum;
 use crate::model::{Profile, ProfileMeta, StackId};
 
 const SCRIPT: &str = include_str!("html/report.js");
@@ -320,7 +321,7 @@ fn key_totals(tree: &LabelTree, children: &Children, cum: &[i64], series: usize)
                 own.copy_from_slice(&cum[i * s..(i + 1) * s]);
                 for &c in children.of_node(i) {
                     for v in 0..s {
-                        own[v] -= cum[c as usize * s + v];
+                        own[v] = own[v].saturating_sub(cum[c as usize * s + v]);
                     }
                 }
                 for (which, key) in [tree.name[i], tree.map[i]].into_iter().enumerate() {
@@ -328,9 +329,9 @@ fn key_totals(tree: &LabelTree, children: &Children, cum: &[i64], series: usize)
                     t.seen[k] = true;
                     let first = on_stack[which][k] == 0;
                     for v in 0..s {
-                        t.self_[k * s + v] += own[v];
+                        t.self_[k * s + v] = t.self_[k * s + v].saturating_add(own[v]);
                         if first {
-                            t.cum[k * s + v] += cum[i * s + v];
+                            t.cum[k * s + v] = t.cum[k * s + v].saturating_add(cum[i * s + v]);
                         }
                     }
                     on_stack[which][k] += 1;
@@ -366,11 +367,12 @@ fn emit(mut tree: LabelTree, prune_below: f64) -> Value {
     for i in (1..n).rev() {
         let p = tree.parent[i] as usize;
         for k in 0..s {
-            cum[p * s + k] += cum[i * s + k];
+            cum[p * s + k] = cum[p * s + k].saturating_add(cum[i * s + k]);
         }
     }
-    let self_of =
-        |i: usize, k: usize, kids: &[u32]| cum[i * s + k] - kids.iter().map(|&c| cum[c as usize * s + k]).sum::<i64>();
+    let self_of = |i: usize, k: usize, kids: &[u32]| {
+        cum[i * s + k].saturating_sub(saturating_sum(kids.iter().map(|&c| cum[c as usize * s + k])))
+    };
     let thresholds: Vec<f64> = (0..s).map(|k| cum[k].unsigned_abs() as f64 * prune_below / 100.0).collect();
     let keep = |i: usize| {
         (0..s).any(|k| {

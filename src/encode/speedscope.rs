@@ -86,7 +86,7 @@ fn profiles_of(profile: &Profile, prefix: &str, annotations: bool, frames: &mut 
             if v[i] != 0 {
                 samples.push(&stacks[k]);
                 weights.push(v[i]);
-                total += v[i];
+                total = total.saturating_add(v[i]);
             }
         }
         let name = if t.name.is_empty() { format!("{prefix}value {}", i + 1) } else { format!("{prefix}{}", t.name) };

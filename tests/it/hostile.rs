@@ -167,7 +167,7 @@ fn fuzz_symbol_whose_end_passes_the_address_space() {
     assert_eq!(names, [Some("low".to_owned()), None, Some("wraps".to_owned()), Some("wraps".to_owned())]);
 }
 
-/// Fuzz finding 4 (`pprof_reader`): sample values whose sum passes 2^63 (two samples of 6e18
+/// Fuzz finding 5 (`pprof_reader`): sample values whose sum passes 2^63 (two samples of 6e18
 /// bytes, allocated and in use; tests/data/fuzz/make_inputs.py writes the legacy heap
 /// profile). The totals of the JSON summary and of `top`, and the flame graph's, were added up
 /// with `+`: a negative total in release builds (-6446744073709551616), a panic with overflow
@@ -195,8 +195,17 @@ fn fuzz_sample_values_summing_past_2_pow_63() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("accounting for 8589934592 GiB (100.00%) of 8589934592 GiB total"), "{text}");
     assert!(!text.contains(" -"), "{text}");
-    // The SVG: an error, not a wrapped drawing.
+    // The HTML report's and the viewers' sums: no wrapped (negative) value.
     let dir = tempfile::tempdir().unwrap();
+    for to in ["html", "speedscope", "chrome-heap", "dhat"] {
+        let out = dir.path().join(format!("x.{to}"));
+        heapconv_ok(&["convert", path, "--to", to, "-o", out.to_str().unwrap()], 0);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(!text.contains("-6446744073709551616"), "{to}: a wrapped sum");
+        assert!(!text.contains("-1553255926290448384"), "{to}: a wrapped sum");
+    }
+    assert!(std::fs::read_to_string(dir.path().join("x.html")).unwrap().contains("9223372036854775807"));
+    // The SVG: an error, not a wrapped drawing.
     let svg = dir.path().join("x.svg");
     let out = heapconv_ok(&["convert", path, "--to", "svg", "-o", svg.to_str().unwrap()], 1);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -124,7 +124,7 @@ write(
 )
 
 
-# Finding 4 (pprof_reader): sample values whose sum passes 2^63. The fuzzer's input was an
+# Finding 5 (pprof_reader): sample values whose sum passes 2^63. The fuzzer's input was an
 # 870-byte legacy heap profile (`heapz_v2`) with mangled addresses; two samples of 6e18 bytes
 # each, unscaled (rate 1), with allocation values, are the whole of it. The flame graph's total, the JSON summary's
 # totals and the top table's total added them up with `+`: a wrapped (release) or panicking
