@@ -442,3 +442,67 @@ fn frame_line_numbers_choose_the_inline_chain() {
     assert!(chains.contains(&vec![("r.a [interp]".to_owned(), "SourceFile".to_owned(), 2)]), "{chains:?}");
     assert!(!chains.iter().flatten().any(|(_, f, l)| f == "SourceFile" && *l == 9), "{chains:?}");
 }
+
+/// [`TWO_APPS`] in the old layout (Android Q): strings, mappings, frames and callstacks inline
+/// in each `ProfilePacket`, strings in one namespace; the package guess reads them too.
+const TWO_APPS_INLINE: &str = r#"
+packet { timestamp: 1 clock_snapshot { clocks { clock_id: 6 timestamp: 0 } clocks { clock_id: 4 timestamp: 0 } } }
+packet { timestamp: 2 process_tree {
+  processes { pid: 301 ppid: 1 uid: 10071 cmdline: "org.alpha" }
+  processes { pid: 302 ppid: 1 uid: 1010072 cmdline: "org.beta" } } }
+packet { timestamp: 3 packages_list {
+  packages { name: "org.alpha" uid: 10071 } packages { name: "org.beta" uid: 10072 } } }
+packet {
+  trusted_packet_sequence_id: 7 timestamp: 10
+  profile_packet {
+    strings { iid: 1 str: "qx.a" } strings { iid: 2 str: "qy.b" } strings { iid: 3 str: "zz.c" }
+    strings { iid: 4 str: "system" } strings { iid: 5 str: "priv-app" } strings { iid: 6 str: "Alpha" }
+    strings { iid: 7 str: "Alpha.apk" } strings { iid: 8 str: "framework" } strings { iid: 9 str: "shared.jar" }
+    strings { iid: 10 str: "" }
+    mappings { iid: 11 build_id: 10 start: 4096 end: 8192 path_string_ids: 4 path_string_ids: 5 path_string_ids: 6 path_string_ids: 7 }
+    mappings { iid: 12 build_id: 10 start: 65536 end: 131072 path_string_ids: 4 path_string_ids: 8 path_string_ids: 9 }
+    frames { iid: 21 function_name_id: 1 mapping_id: 11 rel_pc: 16 }
+    frames { iid: 22 function_name_id: 2 mapping_id: 11 rel_pc: 32 }
+    frames { iid: 23 function_name_id: 3 mapping_id: 12 rel_pc: 48 }
+    callstacks { iid: 31 frame_ids: 23 frame_ids: 21 frame_ids: 22 }
+    callstacks { iid: 32 frame_ids: 21 frame_ids: 22 }
+    index: 0 process_dumps { pid: 301 timestamp: 10 heap_name: "libc.malloc"
+    samples { callstack_id: 31 self_allocated: 0 alloc_count: 0 }
+    samples { callstack_id: 32 self_allocated: 100 alloc_count: 1 } } }
+}
+packet {
+  trusted_packet_sequence_id: 8 timestamp: 11
+  profile_packet {
+    strings { iid: 1 str: "qx.a" } strings { iid: 2 str: "qy.b" } strings { iid: 3 str: "zz.c" }
+    strings { iid: 4 str: "system" } strings { iid: 5 str: "priv-app" } strings { iid: 6 str: "Beta" }
+    strings { iid: 7 str: "Beta.apk" } strings { iid: 8 str: "framework" } strings { iid: 9 str: "shared.jar" }
+    strings { iid: 10 str: "" }
+    mappings { iid: 11 build_id: 10 start: 4096 end: 8192 path_string_ids: 4 path_string_ids: 5 path_string_ids: 6 path_string_ids: 7 }
+    mappings { iid: 12 build_id: 10 start: 65536 end: 131072 path_string_ids: 4 path_string_ids: 8 path_string_ids: 9 }
+    frames { iid: 21 function_name_id: 1 mapping_id: 11 rel_pc: 16 }
+    frames { iid: 22 function_name_id: 2 mapping_id: 11 rel_pc: 32 }
+    frames { iid: 23 function_name_id: 3 mapping_id: 12 rel_pc: 48 }
+    callstacks { iid: 31 frame_ids: 23 frame_ids: 21 frame_ids: 22 }
+    index: 0 process_dumps { pid: 302 timestamp: 11 heap_name: "libc.malloc"
+    samples { callstack_id: 31 self_allocated: 200 alloc_count: 2 } } }
+}
+"#;
+
+/// Trace processor's `GuessPackages` on a trace of the old layout: each process's frames take
+/// its package's map (before: the guess read interned data only, and both stayed obfuscated).
+#[test]
+fn frames_of_the_old_layout_take_the_package_of_their_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(trace) = encode(dir.path(), "two-apps-inline", TWO_APPS_INLINE) else { return };
+    let alpha = format!("org.alpha={}", write(dir.path(), "alpha.map", ALPHA_MAP));
+    let beta = format!("org.beta={}", write(dir.path(), "beta.map", BETA_MAP));
+    let pid = |p: &str, t: &Path| folded(t, &["--pid", p, "--proguard-map", &alpha, "--proguard-map", &beta]);
+    let alpha_stack = [interp("org.alpha.Cart.add;org.alpha.Till.ring 100")];
+    let beta_stack = [interp("org.beta.Common.common;org.beta.Feed.load;org.beta.Post.send 200")];
+    assert_eq!(pid("301", &trace), alpha_stack);
+    assert_eq!(pid("302", &trace), beta_stack);
+    assert_eq!(folded(&trace, &["--pid", "302"]), [interp("zz.c;qx.a;qy.b 200")]);
+    let cat = with_packets(dir.path(), &trace, &[&alpha, &beta]);
+    assert_eq!(folded(&cat, &["--pid", "301"]), alpha_stack);
+    assert_eq!(folded(&cat, &["--pid", "302"]), beta_stack);
+}
