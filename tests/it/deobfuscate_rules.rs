@@ -368,6 +368,24 @@ fn frames_carry_their_own_lines() {
     assert_eq!(find("dummy", 4)["file"], "dummy.c");
     // Without a source file, speedscope's `file` is the mapping's path, as for any frame.
     assert_eq!(find("com.example.Main.run", 7)["file"], "/data/app/com.example-1/base.apk");
+    // A source path never defined: reported, and the frame keeps its line without a file.
+    let bad = OWN_LINES
+        .replace(
+            "    callstacks { iid: 31 frame_ids: 22 frame_ids: 21 }",
+            "    frames { iid: 26 function_name_id: 3 mapping_id: 11 rel_pc: 64 source_path_iid: 9 line_number: 5 }\n    \
+             callstacks { iid: 31 frame_ids: 22 frame_ids: 21 } callstacks { iid: 35 frame_ids: 26 }",
+        )
+        .replace(
+            "samples { callstack_id: 34 self_allocated: 1 alloc_count: 1 }",
+            "samples { callstack_id: 34 self_allocated: 1 alloc_count: 1 } \
+             samples { callstack_id: 35 self_allocated: 1000 alloc_count: 1 }",
+        );
+    let Some(bad) = encode(dir.path(), "bad-source-path", &bad) else { return };
+    let out = heapconv_ok(&["inspect", bad.to_str().unwrap()], 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sequence 1: frame 26 names source path string 9 that was never defined"), "{text}");
+    heapconv_ok(&["convert", bad.to_str().unwrap(), "--no-annotations", "-o", pb.to_str().unwrap()], 0);
+    assert!(pprof_lines(&read_pprof(&pb)).contains(&l("dummy", "", 5)));
     // The same trace without the fields: no lines anywhere.
     let plain = OWN_LINES
         .replace(" source_path_iid: 1", "")
