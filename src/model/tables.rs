@@ -3,7 +3,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::chunked::{ChunkedTail, ChunkedVec};
-use super::frame::{Frame, FrameId, demangle};
+use super::frame::{Frame, FrameId, Line, demangle};
 use super::mapping::{Mapping, MappingId};
 use super::stack::{StackId, StackNode};
 
@@ -139,6 +139,34 @@ impl Tables {
         let id = FrameId(to_u32(self.frames.len()));
         self.frames.push(Frame { mapping, rel_pc, raw_name, name, lines: Vec::new() });
         self.frame_index.insert(key, id);
+        id
+    }
+
+    /// Interns a frame that carries a source file and line of its own (a Perfetto `Frame`'s
+    /// `source_path_iid` and `line_number`; `file` empty and `line` 0 when unknown) as trace
+    /// processor interns it: a frame in a mapping is one per (mapping, rel_pc, raw name), the
+    /// first definition keeping its line (so it is [`Tables::intern_frame`]'s frame, given
+    /// the line when it is new); a frame without a mapping is one per (rel_pc, raw name, file,
+    /// line). The line names the frame itself: function its display name, system name its
+    /// raw name.
+    pub fn intern_frame_with_line(
+        &mut self,
+        mapping: Option<MappingId>,
+        rel_pc: u64,
+        raw_name: StringId,
+        file: StringId,
+        line: u32,
+    ) -> FrameId {
+        let name = self.display_name(raw_name);
+        let own = Line { function: name, system_name: raw_name, file, line, column: 0 };
+        if mapping.is_none() {
+            return self.intern_frame_exact(Frame { mapping, rel_pc, raw_name, name, lines: vec![own] });
+        }
+        let before = self.frames.len();
+        let id = self.intern_frame(mapping, rel_pc, raw_name);
+        if self.frames.len() > before {
+            self.frames[id.0 as usize].lines = vec![own];
+        }
         id
     }
 

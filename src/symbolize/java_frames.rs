@@ -14,12 +14,14 @@
 //!   ([`FrameRules::frame_packages`], trace processor's `GuessPackages`); frames no allocation
 //!   holds stay obfuscated;
 //! * a frame with a line (ModuleSymbols gave it lines: the first non-zero line number, as
-//!   trace processor takes it) is looked up at that line: the mapped range holding it gives
-//!   the inline chain, innermost first, each frame with its original file and line as
-//!   `retrace` prints them, and the frame's lines become that chain; when no range holds the
-//!   line, or the frame has no line, every candidate is named as below (its symbolized lines,
-//!   which name the obfuscated method, are dropped). heapprofd's own `Frame.line_number` is
-//!   not read by the decoder, so only ModuleSymbols lines count;
+//!   trace processor takes it; or the frame carried its own `Frame.line_number`, which
+//!   ModuleSymbols lines replace, as in trace processor) is looked up at that line: the
+//!   mapped range holding it gives the inline chain, innermost first, each frame with its
+//!   original file and line as `retrace` prints them, and the frame's lines become that
+//!   chain; when no range holds the line, or the frame has no line (or only a source file of
+//!   its own), every candidate is named as below (its symbolized lines, which name the
+//!   obfuscated method, are dropped). A line number 0 is no line (trace processor would look
+//!   up a frame's own explicit 0);
 //! * a frame whose obfuscated method stands for several originals, and that has no line to
 //!   choose between them, is named by the distinct originals sorted and joined by `" | "`.
 
@@ -51,6 +53,12 @@ pub struct FrameRules {
     pub frame_packages: HashMap<(String, u64, String), String>,
 }
 
+/// Whether a frame's lines are the one line it carried itself (Perfetto's `Frame.source_path_iid`
+/// and `line_number`, [`Tables::intern_frame_with_line`]): one line naming the frame.
+fn is_own_line(f: &crate::model::Frame) -> bool {
+    matches!(&f.lines[..], [l] if l.function == f.name && l.system_name == f.raw_name)
+}
+
 /// The map for a frame whose package is `pkg` (`None`: not told), noting what it is used for.
 fn pick(session: &mut Session<'_>, rules: &FrameRules, pkg: Option<&str>, what: &str) -> Option<usize> {
     let i = session.for_package(pkg, what)?;
@@ -80,12 +88,14 @@ pub fn deobfuscate_java_frames(
     let mut todo: Vec<Todo> = Vec::new();
     for i in range {
         let f = &tables.frames()[i];
-        // A frame with lines is Java only when they carry a line number to look up.
+        // A frame with lines is Java only when they carry a line number to look up, or when its
+        // one line is its own (a source file without a line, from the frame itself).
         let line = if f.lines.is_empty() {
             None
         } else {
             match f.lines.iter().map(|l| l.line).find(|&l| l > 0) {
                 Some(l) => Some(l),
+                None if is_own_line(f) => None,
                 None => continue,
             }
         };

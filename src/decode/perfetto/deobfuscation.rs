@@ -239,16 +239,31 @@ struct SeqFrames {
     callstacks: std::collections::HashMap<u64, Vec<u32>>,
 }
 
+/// One sequence's current dump chain (`ProfilePacket`s up to one not `continued`): its old
+/// layout's inline tables and its allocations, resolved when the chain ends, as the decoder
+/// resolves them.
+#[derive(Default)]
+struct ChainFrames<'a> {
+    /// The inline `strings` (one namespace), the first definition of an iid winning.
+    strings: std::collections::HashMap<u64, Vec<u8>>,
+    mappings: Vec<pb::Mapping>,
+    frames: Vec<pb::Frame>,
+    callstacks: Vec<pb::Callstack>,
+    /// (package of the process, callstack iid) of each allocation, in order.
+    allocations: Vec<(&'a str, u64)>,
+}
+
 struct FrameScan<'a> {
     info: &'a TraceJavaInfo,
     needs_guess: &'a dyn Fn(&str) -> bool,
     seqs: std::collections::HashMap<u32, SeqFrames>,
+    chains: std::collections::HashMap<u32, ChainFrames<'a>>,
     keys: Vec<GuessedFrame>,
     index: std::collections::HashMap<GuessedFrame, u32>,
     package: Vec<Option<String>>,
 }
 
-impl FrameScan<'_> {
+impl<'a> FrameScan<'a> {
     fn packet(&mut self, b: &[u8], max_bundle: u64, nested: bool) {
         let (mut seq, mut cleared) = (0u32, false);
         let (mut interned, mut profile): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
@@ -352,24 +367,117 @@ impl FrameScan<'_> {
 
     /// Trace processor walks the allocations in order; each frame that needs a guess takes the
     /// package of the process of the first allocation whose callstack holds it. An allocation
-    /// row exists for a sample that allocated or freed something.
+    /// row exists for a sample that allocated or freed something. A chain's allocations are
+    /// looked up when it ends, in its inline tables first (the old layout), then in the
+    /// sequence's interned data.
     fn profile(&mut self, seq: u32, p: &pb::ProfilePacket) {
-        let Some(s) = self.seqs.get(&seq) else { return };
+        let info = self.info;
+        let chain = self.chains.entry(seq).or_default();
+        for st in &p.strings {
+            if let Some(iid) = st.iid {
+                chain.strings.entry(iid).or_insert_with(|| st.str.clone().unwrap_or_default());
+            }
+        }
+        chain.mappings.extend_from_slice(&p.mappings);
+        chain.frames.extend_from_slice(&p.frames);
+        chain.callstacks.extend_from_slice(&p.callstacks);
         for d in &p.process_dumps {
-            let Some(pkg) = d.pid.and_then(|pid| self.info.package_of_pid(pid)) else { continue };
+            let Some(pkg) = d.pid.and_then(|pid| info.package_of_pid(pid)) else { continue };
             for sample in &d.samples {
                 let any =
                     [sample.self_allocated, sample.self_freed, sample.alloc_count, sample.free_count, sample.self_max]
                         .iter()
                         .any(|v| v.unwrap_or(0) != 0);
-                if !any {
-                    continue;
-                }
-                let Some(ks) = sample.callstack_id.and_then(|c| s.callstacks.get(&c)) else { continue };
-                for &k in ks {
-                    self.package[k as usize].get_or_insert_with(|| pkg.to_owned());
+                if any {
+                    chain.allocations.push((pkg, sample.callstack_id.unwrap_or(0)));
                 }
             }
+        }
+        if !p.continued.unwrap_or(false) {
+            let chain = self.chains.remove(&seq).unwrap_or_default();
+            self.finish_chain(seq, chain);
+        }
+    }
+
+    /// The key index of a Java frame that needs a guess (a new one when first seen).
+    fn key(&mut self, path: &str, rel_pc: u64, name: &str) -> u32 {
+        let key = (path.to_owned(), rel_pc, name.to_owned());
+        if let Some(&k) = self.index.get(&key) {
+            return k;
+        }
+        let k = self.keys.len() as u32;
+        self.index.insert(key.clone(), k);
+        self.keys.push(key);
+        self.package.push(None);
+        k
+    }
+
+    /// Resolves a chain's inline tables as the decoder does (`resolve_inline`: an inline string,
+    /// mapping or frame first, else the sequence's interned one; the first definition of an iid
+    /// winning) and gives its allocations' frames their package.
+    fn finish_chain(&mut self, seq: u32, chain: ChainFrames<'a>) {
+        let empty = SeqFrames::default();
+        let interned = self.seqs.remove(&seq);
+        let s = interned.as_ref().unwrap_or(&empty);
+        let text = |id: u64| chain.strings.get(&id).map(|b| String::from_utf8_lossy(b).into_owned());
+        let mut mappings: std::collections::HashMap<u64, String> = Default::default();
+        for m in &chain.mappings {
+            let Some(iid) = m.iid else { continue };
+            let mut path = String::new();
+            for id in &m.path_string_ids {
+                path.push('/');
+                match text(*id) {
+                    Some(t) => path.push_str(&t),
+                    None => path.push_str(s.paths.get(id).map_or("", String::as_str)),
+                }
+            }
+            if path.starts_with("//") {
+                path.remove(0);
+            }
+            mappings.entry(iid).or_insert(path);
+        }
+        // Frame iid -> key, for the inline frames that are Java frames needing a guess (`None`:
+        // an inline frame that is not, which hides an interned frame of the same iid).
+        let mut frames: std::collections::HashMap<u64, Option<u32>> = Default::default();
+        for f in &chain.frames {
+            let Some(iid) = f.iid else { continue };
+            if frames.contains_key(&iid) {
+                continue;
+            }
+            let name_id = f.function_name_id.unwrap_or(0);
+            let name = text(name_id).or_else(|| s.names.get(&name_id).cloned()).unwrap_or_default();
+            let path = match f.mapping_id {
+                None | Some(0) => String::new(),
+                Some(id) => mappings.get(&id).or_else(|| s.mappings.get(&id)).cloned().unwrap_or_default(),
+            };
+            let k = (name.contains('.') && (self.needs_guess)(&path))
+                .then(|| self.key(&path, f.rel_pc.unwrap_or(0), &name));
+            frames.insert(iid, k);
+        }
+        let mut callstacks: std::collections::HashMap<u64, Vec<u32>> = Default::default();
+        for c in &chain.callstacks {
+            let Some(iid) = c.iid else { continue };
+            if callstacks.contains_key(&iid) {
+                continue;
+            }
+            let ks = c
+                .frame_ids
+                .iter()
+                .filter_map(|f| match frames.get(f) {
+                    Some(k) => *k,
+                    None => s.frames.get(f).copied(),
+                })
+                .collect();
+            callstacks.insert(iid, ks);
+        }
+        for (pkg, c) in chain.allocations {
+            let Some(ks) = callstacks.get(&c).or_else(|| s.callstacks.get(&c)) else { continue };
+            for &k in ks {
+                self.package[k as usize].get_or_insert_with(|| pkg.to_owned());
+            }
+        }
+        if let Some(interned) = interned {
+            self.seqs.insert(seq, interned);
         }
     }
 }
@@ -381,9 +489,9 @@ impl FrameScan<'_> {
 /// guesses it (`DeobfuscationTracker::GuessPackages`), the
 /// package of the process of the first allocation (heapprofd sample with a non-zero value, in
 /// trace order) whose callstack holds the frame. Frames are told apart by mapping path,
-/// `rel_pc` and name ([`GuessedFrame`]); heapprofd's interned data only (the old
-/// `ProfilePacket` inline tables are not looked at). Frames no such allocation holds are left
-/// out: no map applies to them.
+/// `rel_pc` and name ([`GuessedFrame`]), from heapprofd's interned data and the old layout's
+/// `ProfilePacket` inline tables alike. Frames no such allocation holds are left out: no map
+/// applies to them.
 pub fn scan_frame_packages(
     input: &mut Input,
     max_packet: u64,
@@ -395,6 +503,7 @@ pub fn scan_frame_packages(
         info,
         needs_guess,
         seqs: Default::default(),
+        chains: Default::default(),
         keys: Vec::new(),
         index: Default::default(),
         package: Vec::new(),

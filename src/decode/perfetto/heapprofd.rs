@@ -144,6 +144,8 @@ struct Interned {
     function_names: IidMap<crate::model::StringId>,
     build_ids: HashMap<u64, Box<[u8]>>,
     mapping_paths: HashMap<u64, Box<str>>,
+    /// `source_paths` (the source files of online-symbolized frames).
+    source_paths: HashMap<u64, crate::model::StringId>,
     mappings: IidMap<MappingId>,
     frames: IidMap<FrameId>,
     /// iid -> (stack, dense index of the iid in this generation).
@@ -1198,6 +1200,11 @@ fn intern(
             t.mapping_paths.entry(iid).or_insert_with(|| lossy(s.bytes(bytes)).into());
         }
     }
+    for s in &d.source_paths {
+        if let Some(iid) = s.iid {
+            t.source_paths.entry(iid).or_insert_with(|| tables.strings.intern(&lossy(s.bytes(bytes))));
+        }
+    }
     for m in &d.mappings {
         let Some(iid) = m.iid else { continue };
         if t.mappings.contains_key(iid) {
@@ -1220,7 +1227,13 @@ fn intern(
         if t.frames.contains_key(iid) {
             continue;
         }
-        match try_frame(tables, f, |id| t.function_names.get(id), |id| t.mappings.get(id)) {
+        match try_frame(
+            tables,
+            f,
+            |id| t.function_names.get(id),
+            |id| t.mappings.get(id),
+            |id| t.source_paths.get(&id).copied(),
+        ) {
             Some(fid) => t.add_frame(iid, fid),
             None => t.pending.frames.push(f.to_pb()),
         }
@@ -1304,11 +1317,13 @@ fn try_mapping<'a>(
     }))
 }
 
+/// Interns frame `f`, or `None` when a string or mapping it names is not defined (yet).
 fn try_frame(
     tables: &mut Tables,
     f: FrameRef,
     name: impl Fn(u64) -> Option<crate::model::StringId>,
     mapping: impl Fn(u64) -> Option<MappingId>,
+    source_path: impl Fn(u64) -> Option<crate::model::StringId>,
 ) -> Option<FrameId> {
     let raw_name = match f.function_name_id {
         None | Some(0) => name(0).unwrap_or_default(),
@@ -1318,7 +1333,28 @@ fn try_frame(
         None | Some(0) => None,
         Some(id) => Some(mapping(id)?),
     };
-    Some(tables.intern_frame(map, f.rel_pc.unwrap_or(0), raw_name))
+    let file = match f.source_path_iid {
+        None | Some(0) => None,
+        Some(id) => Some(source_path(id)?),
+    };
+    Some(intern_frame_of(tables, map, f.rel_pc.unwrap_or(0), raw_name, file, f.line_number))
+}
+
+/// Interns a frame; one with a source file or line of its own (Perfetto's `Frame.source_path_iid`
+/// and `line_number`, set by producers that symbolize online) gets them as its one line
+/// ([`Tables::intern_frame_with_line`]), as trace processor gives such a frame a symbol.
+fn intern_frame_of(
+    tables: &mut Tables,
+    map: Option<MappingId>,
+    rel_pc: u64,
+    raw_name: crate::model::StringId,
+    file: Option<crate::model::StringId>,
+    line: Option<u32>,
+) -> FrameId {
+    if file.is_none() && line.is_none() {
+        return tables.intern_frame(map, rel_pc, raw_name);
+    }
+    tables.intern_frame_with_line(map, rel_pc, raw_name, file.unwrap_or_default(), line.unwrap_or(0))
 }
 
 /// `Some(None)` for an empty callstack (kept as "no stack"), `None` when a frame is missing.
@@ -1378,7 +1414,13 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
     }
     for f in pending.frames {
         let iid = f.iid.unwrap_or(0);
-        let got = try_frame(tables, FrameRef::from_pb(&f), |id| t.function_names.get(id), |id| t.mappings.get(id));
+        let got = try_frame(
+            tables,
+            FrameRef::from_pb(&f),
+            |id| t.function_names.get(id),
+            |id| t.mappings.get(id),
+            |id| t.source_paths.get(&id).copied(),
+        );
         match got {
             Some(fid) => t.add_frame(iid, fid),
             None => {
@@ -1388,8 +1430,34 @@ fn resolve_pending(tables: &mut Tables, t: &mut Interned, problems: &mut Vec<Str
                 };
                 match map {
                     Some(map) => {
-                        problems.push(format!("frame {iid} names a function string that was never defined"));
-                        let fid = tables.intern_frame(map, f.rel_pc.unwrap_or(0), crate::model::StringId::EMPTY);
+                        // A name or source path never defined: reported, and taken as empty.
+                        let name = match f.function_name_id {
+                            None | Some(0) => Some(t.function_names.get(0).unwrap_or_default()),
+                            Some(id) => t.function_names.get(id),
+                        };
+                        if name.is_none() {
+                            problems.push(format!("frame {iid} names a function string that was never defined"));
+                        }
+                        let file = match f.source_path_iid {
+                            None | Some(0) => None,
+                            Some(id) => {
+                                let file = t.source_paths.get(&id).copied();
+                                if file.is_none() {
+                                    problems.push(format!(
+                                        "frame {iid} names source path string {id} that was never defined"
+                                    ));
+                                }
+                                Some(file.unwrap_or_default())
+                            }
+                        };
+                        let fid = intern_frame_of(
+                            tables,
+                            map,
+                            f.rel_pc.unwrap_or(0),
+                            name.unwrap_or_default(),
+                            file,
+                            f.line_number,
+                        );
                         t.add_frame(iid, fid);
                     }
                     None => problems.push(format!(
@@ -1481,7 +1549,25 @@ fn resolve_inline(
                 }
             },
         };
-        let fid = tables.intern_frame(map, f.rel_pc.unwrap_or(0), raw);
+        // A source path is a string of the packet's one namespace (else of the interned
+        // `source_paths`). Trace processor reads neither field of an inline frame; heapconv
+        // keeps them as it keeps an interned frame's.
+        let file = match f.source_path_iid {
+            None | Some(0) => None,
+            Some(id) => match str_of(id) {
+                Some(b) => Some(tables.strings.intern(&lossy(b))),
+                None => match t.source_paths.get(&id) {
+                    Some(&s) => Some(s),
+                    None => {
+                        problems.push(format!(
+                            "inline frame {iid} names source path string {id} that is not in the packet"
+                        ));
+                        Some(crate::model::StringId::EMPTY)
+                    }
+                },
+            },
+        };
+        let fid = intern_frame_of(tables, map, f.rel_pc.unwrap_or(0), raw, file, f.line_number);
         frames.entry(iid).or_insert(fid);
     }
     let mut stacks = HashMap::default();

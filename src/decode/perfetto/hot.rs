@@ -79,20 +79,31 @@ impl Str {
     }
 }
 
-/// A `Frame`'s fields that heapconv reads (`source_path_iid` and `line_number` are checked
-/// and dropped, as the generated decoder's values were never read).
+/// A `Frame`'s fields that heapconv reads: all but `kind`/`kind_str` (not in heapconv's schema,
+/// skipped as unknown fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct FrameRef {
     pub(super) iid: Option<u64>,
     pub(super) function_name_id: Option<u64>,
     pub(super) mapping_id: Option<u64>,
     pub(super) rel_pc: Option<u64>,
+    /// iid of `InternedData.source_paths` (online symbolization).
+    pub(super) source_path_iid: Option<u64>,
+    /// Source line (online symbolization).
+    pub(super) line_number: Option<u32>,
 }
 
 impl FrameRef {
     /// The fields of a frame of the generated type.
     pub(super) fn from_pb(f: &pb::Frame) -> Self {
-        FrameRef { iid: f.iid, function_name_id: f.function_name_id, mapping_id: f.mapping_id, rel_pc: f.rel_pc }
+        FrameRef {
+            iid: f.iid,
+            function_name_id: f.function_name_id,
+            mapping_id: f.mapping_id,
+            rel_pc: f.rel_pc,
+            source_path_iid: f.source_path_iid,
+            line_number: f.line_number,
+        }
     }
 
     /// The frame as the generated type (for the rare frames kept waiting).
@@ -102,7 +113,8 @@ impl FrameRef {
             function_name_id: self.function_name_id,
             mapping_id: self.mapping_id,
             rel_pc: self.rel_pc,
-            ..Default::default()
+            source_path_iid: self.source_path_iid,
+            line_number: self.line_number,
         }
     }
 }
@@ -168,6 +180,7 @@ pub(super) struct Hot {
     pub(super) frame_ids: Vec<u64>,
     pub(super) build_ids: Vec<Str>,
     pub(super) mapping_paths: Vec<Str>,
+    pub(super) source_paths: Vec<Str>,
     pub(super) mappings: Vec<pb::Mapping>,
     /// The packet has `profile_packet` (field 37), possibly empty.
     pub(super) profile: bool,
@@ -191,6 +204,7 @@ impl Hot {
         self.frame_ids.clear();
         self.build_ids.clear();
         self.mapping_paths.clear();
+        self.source_paths.clear();
         self.mappings.clear();
         self.profile = false;
         self.strings.clear();
@@ -396,9 +410,9 @@ fn interned_data(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
                 let s = string(&mut c.nested(wt)?)?;
                 hot.mapping_paths.push(s);
             }
-            // source_paths: checked, not read.
             18 => {
-                string(&mut c.nested(wt)?)?;
+                let s = string(&mut c.nested(wt)?)?;
+                hot.source_paths.push(s);
             }
             19 => {
                 let m = generated(c, wt)?;
@@ -434,10 +448,9 @@ fn frame(c: &mut Cursor<'_>) -> R<FrameRef> {
             2 => f.function_name_id = Some(c.varint(wt)?),
             3 => f.mapping_id = Some(c.varint(wt)?),
             4 => f.rel_pc = Some(c.varint(wt)?),
-            // source_path_iid, line_number: checked, not read.
-            5 | 6 => {
-                c.varint(wt)?;
-            }
+            5 => f.source_path_iid = Some(c.varint(wt)?),
+            // uint32: prost keeps the low 32 bits of the varint.
+            6 => f.line_number = Some(c.varint(wt)? as u32),
             _ => c.skip(wt, tag, TOP - 2)?,
         }
     }
@@ -620,7 +633,7 @@ mod tests {
                 .collect(),
             build_ids: h.build_ids.iter().map(string).collect(),
             mapping_paths: h.mapping_paths.iter().map(string).collect(),
-            source_paths: Vec::new(),
+            source_paths: h.source_paths.iter().map(string).collect(),
             mappings: h.mappings.clone(),
         });
         out.profile_packet = h.profile.then(|| pb::ProfilePacket {
@@ -672,13 +685,6 @@ mod tests {
         p.trusted_uid = None;
         p.trusted_pid = None;
         p.timestamp_clock_id = None;
-        if let Some(d) = &mut p.interned_data {
-            d.source_paths.clear();
-            for f in &mut d.frames {
-                f.source_path_iid = None;
-                f.line_number = None;
-            }
-        }
         if let Some(pp) = &mut p.profile_packet {
             for d in &mut pp.process_dumps {
                 d.stats = None;

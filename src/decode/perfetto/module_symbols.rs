@@ -3,6 +3,7 @@
 //! processor applies them: a packet names a mapping by path and raw build id (both must be
 //! equal), and each `AddressSymbols` gives the lines (innermost first) of the frames of that
 //! mapping whose `rel_pc` equals its address. An empty source file means no file and no line.
+//! They replace the line a frame carries of its own (`Frame.line_number`), as in trace processor.
 //!
 //! Because such packets usually come after the dumps, the decoder first scans the input for
 //! them when it can read it twice (a file); from standard input only packets that come before a
@@ -57,8 +58,10 @@ impl SymbolPackets {
         }
     }
 
-    /// Gives lines to the frames in `range` that have none and whose mapping and rel_pc the
-    /// symbols name; returns how many frames got lines.
+    /// Gives lines to the frames in `range` (frames just interned) whose mapping and rel_pc the
+    /// symbols name; returns how many frames got lines. A frame that came with a line of its
+    /// own (`Frame.line_number`/`source_path_iid`) takes the symbols' lines instead, as trace
+    /// processor replaces such a frame's symbol with the ModuleSymbols one.
     pub fn apply(&self, tables: &mut Tables, range: std::ops::Range<usize>) -> u64 {
         if self.by_module.is_empty() {
             return 0;
@@ -68,9 +71,6 @@ impl SymbolPackets {
         for i in range {
             let f = &tables.frames()[i];
             let Some(m) = f.mapping else { continue };
-            if !f.lines.is_empty() {
-                continue;
-            }
             let rel_pc = f.rel_pc;
             let module = *resolved.entry(m.0).or_insert_with(|| {
                 let mapping = tables.mapping(m);
