@@ -158,7 +158,7 @@ fn frames_equal_proguard_retrace_on_a_real_proguard_map() {
     let mut chains = 0;
     for (f, want) in frames.iter().zip(&expected) {
         let got: Vec<(String, String, u32)> = match r.frame(&f.0, &f.1, Some(f.2)) {
-            Some(t) => t.frames.into_iter().map(|o| (o.class, o.method, o.line)).collect(),
+            Some(t) => t.frames.into_iter().map(|o| (o.class.into_owned(), o.method.into_owned(), o.line)).collect(),
             None => vec![f.clone()],
         };
         assert_eq!(&got, want, "frame {f:?}");

@@ -8,7 +8,9 @@
 //! reproduced here over the flat table instead, and a unit test compares the two on maps of
 //! every shape the rules distinguish.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 
 use proguard::ProguardRecord;
 
@@ -123,6 +125,22 @@ impl ClassTable {
             Ok(s) => owned.push_str(s),
             Err(_) => owned.push_str(&valid_lines(raw)),
         }
+        self.text = owned;
+        let len = self.text.len();
+        self.parse_in_place(0..len, first_line);
+    }
+
+    /// Makes `text` this table's text (a block of several classes' sections, to be parsed
+    /// in place one class at a time by [`ClassTable::parse_in_place`]); returns the old one.
+    pub(super) fn replace_text(&mut self, text: String) -> String {
+        std::mem::replace(&mut self.text, text)
+    }
+
+    /// Parses the class whose section is bytes `range` of this table's text (its class line
+    /// first, line `first_line` of the map), in place: spans point into the text, which is
+    /// kept as it is.
+    pub(super) fn parse_in_place(&mut self, range: Range<usize>, first_line: u32) {
+        let owned = std::mem::take(&mut self.text);
         let mut line_flags = std::mem::take(&mut self.line_flags);
         line_flags.clear();
         let mut fields = std::mem::take(&mut self.fields);
@@ -132,9 +150,10 @@ impl ClassTable {
         let mut callsites = std::mem::take(&mut self.callsites);
         callsites.clear();
         let mut attach = Attach::Nothing;
-        let text_str: &str = &owned;
+        // Sections start and end at line starts: `range` is on char boundaries.
+        let text_str: &str = owned.get(range.clone()).unwrap_or_default();
         let text: &[u8] = text_str.as_bytes();
-        let base = text.as_ptr() as usize;
+        let base = owned.as_ptr() as usize;
         let span = |s: &str| Span { start: (s.as_ptr() as usize - base) as u32, len: s.len() as u32 };
         let mut rewrites = std::mem::take(&mut self.rewrites);
         rewrites.clear();
@@ -405,18 +424,24 @@ impl ClassTable {
             })
     }
 
-    fn frame(&self, m: &MethodLine, class: &str, line: Option<u32>, file: Option<String>) -> OriginalFrame {
+    fn frame<'a>(
+        &'a self,
+        m: &MethodLine,
+        class: &'a str,
+        line: Option<u32>,
+        file: Option<Cow<'a, str>>,
+    ) -> OriginalFrame<'a> {
         OriginalFrame {
-            class: self.receiver(m, class).to_owned(),
-            method: self.s(m.original).to_owned(),
+            class: Cow::Borrowed(self.receiver(m, class)),
+            method: Cow::Borrowed(self.s(m.original)),
             file,
             line: line.unwrap_or(0),
         }
     }
 
     /// The file of a frame for a line without a range: always derived from the class name.
-    fn without_lines(&self, m: &MethodLine, class: &str, line: Option<u32>) -> OriginalFrame {
-        let file = synthesize_source_file(self.receiver(m, class), self.outer_source_file());
+    fn without_lines<'a>(&'a self, m: &MethodLine, class: &'a str, line: Option<u32>) -> OriginalFrame<'a> {
+        let file = synthesize_source_file(self.receiver(m, class), self.outer_source_file()).map(Cow::Owned);
         self.frame(m, class, line, file)
     }
 
@@ -424,7 +449,7 @@ impl ClassTable {
         (!self.source_file.is_none()).then(|| self.s(self.source_file))
     }
 
-    fn with_lines(&self, m: &MethodLine, class: &str, frame_line: u32) -> Option<OriginalFrame> {
+    fn with_lines<'a>(&'a self, m: &MethodLine, class: &'a str, frame_line: u32) -> Option<OriginalFrame<'a>> {
         let end = m.end.unwrap_or(0);
         let start = m.start.unwrap_or(0);
         if end > 0 && (frame_line < start || frame_line > end) {
@@ -440,19 +465,20 @@ impl ClassTable {
         // The source file of the receiver: this class's record when the line is this class's.
         let own_file = (receiver == self.own_name() && !self.source_file.is_none()).then(|| self.s(self.source_file));
         let file = match own_file {
-            Some("R8$$SyntheticClass") => extract_class_name(receiver).map(str::to_owned),
-            Some(f) => Some(f.to_owned()),
-            None => synthesize_source_file(receiver, self.outer_source_file()),
+            Some("R8$$SyntheticClass") => extract_class_name(receiver).map(Cow::Borrowed),
+            Some(f) => Some(Cow::Borrowed(f)),
+            None => synthesize_source_file(receiver, self.outer_source_file()).map(Cow::Owned),
         };
         Some(self.frame(m, class, Some(line), file))
     }
 
     /// The class-only answer: original class, obfuscated method, the frame's line.
-    fn class_only(class: &str, method: &str, line: u32) -> OriginalFrame {
+    /// (The method name is copied: the map does not hold it.)
+    fn class_only<'a>(class: &'a str, method: &str, line: u32) -> OriginalFrame<'a> {
         OriginalFrame {
-            class: class.to_owned(),
-            method: method.to_owned(),
-            file: synthesize_source_file(class, None),
+            class: Cow::Borrowed(class),
+            method: Cow::Owned(method.to_owned()),
+            file: synthesize_source_file(class, None).map(Cow::Owned),
             line,
         }
     }
@@ -460,7 +486,7 @@ impl ClassTable {
     /// The frames obfuscated method `method` at obfuscated line `line` (0: none) stands for,
     /// `class` being this class's original name: R8 retrace's rules for one frame (the
     /// `proguard` crate's `remap_stacktrace_typed` of a one-frame trace). Empty for an outline.
-    pub(super) fn remap(&self, class: &str, method: &str, line: u32) -> Vec<OriginalFrame> {
+    pub(super) fn remap<'a>(&'a self, class: &'a str, method: &str, line: u32) -> Vec<OriginalFrame<'a>> {
         let entries = self.lines_of(method);
         let Some(first) = entries.first() else {
             return vec![Self::class_only(class, method, line)];
@@ -540,7 +566,7 @@ impl ClassTable {
     }
 
     /// Lines without an obfuscated range, for a frame without a line.
-    fn base_entries(&self, class: &str, base: &[&MethodLine], out: &mut Vec<OriginalFrame>) {
+    fn base_entries<'a>(&'a self, class: &'a str, base: &[&MethodLine], out: &mut Vec<OriginalFrame<'a>>) {
         let mut zero_has_range = false;
         let mut no_range = 0usize;
         let mut first_name: Option<&str> = None;

@@ -22,11 +22,11 @@ fn map() -> ProguardMap {
     ProguardMap::from_bytes("mapping.txt", Some("com.example.app".into()), MAP.as_bytes().to_vec()).unwrap()
 }
 
-fn frame(class: &str, method: &str, line: u32) -> OriginalFrame {
-    OriginalFrame { class: class.into(), method: method.into(), file: None, line }
+fn frame(class: &str, method: &str, line: u32) -> OriginalFrame<'static> {
+    OriginalFrame { class: class.to_owned().into(), method: method.to_owned().into(), file: None, line }
 }
 
-fn strip_files(mut r: Retraced) -> Retraced {
+fn strip_files(mut r: Retraced<'_>) -> Retraced<'_> {
     for f in &mut r.frames {
         f.file = None;
     }
@@ -131,23 +131,23 @@ fn split_frames() {
 
 /// The answer of the `proguard` crate's own mapper for one frame of class section `section`
 /// (what this module returned before it had its own table).
-fn crate_frame(section: &str, original: &str, class: &str, method: &str, line: u32) -> Vec<OriginalFrame> {
+fn crate_frame(section: &str, original: &str, class: &str, method: &str, line: u32) -> Vec<OriginalFrame<'static>> {
     use proguard::{ProguardMapper, ProguardMapping, StackFrame, StackTrace};
     let mapper = ProguardMapper::new(ProguardMapping::new(section.as_bytes()));
     let input = StackTrace::new(None, vec![StackFrame::new(class, method, line as usize)]);
     let out = mapper.remap_stacktrace_typed(&input);
-    let mut frames: Vec<OriginalFrame> = out
+    let mut frames: Vec<OriginalFrame<'static>> = out
         .frames()
         .iter()
         .map(|f| OriginalFrame {
-            class: f.class().to_string(),
-            method: f.method().to_string(),
-            file: f.file().map(str::to_string),
+            class: f.class().to_string().into(),
+            method: f.method().to_string().into(),
+            file: f.file().map(|s| s.to_string().into()),
             line: f.line().and_then(|l| u32::try_from(l).ok()).unwrap_or(0),
         })
         .collect();
     if frames.is_empty() {
-        frames.push(OriginalFrame { class: original.into(), method: method.into(), file: None, line });
+        frames.push(OriginalFrame { class: original.to_owned().into(), method: method.to_owned().into(), file: None, line });
     }
     frames
 }
@@ -551,7 +551,7 @@ my.Boom -> x:\n"
     )
     .unwrap();
     let r = Retracer::new(&map);
-    let names = |v: Vec<Option<Retraced>>| -> Vec<Vec<String>> {
+    let names = |v: Vec<Option<Retraced<'_>>>| -> Vec<Vec<String>> {
         v.into_iter()
             .map(|r| r.unwrap().frames.iter().map(|f| format!("{}.{}:{}", f.class, f.method, f.line)).collect())
             .collect()
