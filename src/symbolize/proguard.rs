@@ -828,13 +828,7 @@ impl<'m> Retracer<'m> {
     /// `residualsignature` metadata names another descriptor are left out, and so are those
     /// without it whose original signature (when it has only primitives and `java.*` types, which
     /// R8 never renames) spells another one; unless none would remain.
-    pub fn frame_typed(
-        &self,
-        class: &str,
-        method: &str,
-        descriptor: &str,
-        line: Option<u32>,
-    ) -> Option<Retraced<'_>> {
+    pub fn frame_typed(&self, class: &str, method: &str, descriptor: &str, line: Option<u32>) -> Option<Retraced<'_>> {
         let hit = self.lookup_class(class).map(|idx| {
             let t = self.table(idx);
             let all = self.answer(t, idx, method, line.unwrap_or(0));
@@ -908,14 +902,7 @@ impl<'m> Retracer<'m> {
 
     /// The answer for `method` at `line`, or, with `fallback`, at no line when `line` is
     /// in none of the method's ranges.
-    fn answer_at<'a>(
-        &'a self,
-        t: &'a ClassTable,
-        idx: u32,
-        method: &str,
-        line: u32,
-        fallback: bool,
-    ) -> Retraced<'a> {
+    fn answer_at<'a>(&'a self, t: &'a ClassTable, idx: u32, method: &str, line: u32, fallback: bool) -> Retraced<'a> {
         if fallback && line > 0 && t.has_ranges(method) && !t.has_range_at(method, line) {
             return self.answer(t, idx, method, 0);
         }

@@ -147,7 +147,12 @@ fn crate_frame(section: &str, original: &str, class: &str, method: &str, line: u
         })
         .collect();
     if frames.is_empty() {
-        frames.push(OriginalFrame { class: original.to_owned().into(), method: method.to_owned().into(), file: None, line });
+        frames.push(OriginalFrame {
+            class: original.to_owned().into(),
+            method: method.to_owned().into(),
+            file: None,
+            line,
+        });
     }
     frames
 }
