@@ -955,8 +955,8 @@ impl<'m> Retracer<'m> {
             .par_iter()
             // One read buffer and one table's buffers per thread, for its runs' classes in turn.
             .map_init(
-                || (Vec::new(), ClassTable::default()),
-                |(buf, scratch), run| {
+                || (Vec::new(), ClassTable::default(), Vec::<&str>::new()),
+                |(buf, scratch, wanted), run| {
                     let first = keyed[run[0].start].0;
                     let last = keyed[run[run.len() - 1].start].0;
                     let span =
@@ -985,7 +985,15 @@ impl<'m> Retracer<'m> {
                                 let e = &self.map.entries[idx as usize];
                                 let at = (e.section.start - span.start) as usize..(e.section.end - span.start) as usize;
                                 if in_place {
-                                    scratch.parse_in_place(at, e.line);
+                                    // Only the lines of the names asked about are kept.
+                                    wanted.clear();
+                                    for &(_, qi) in &keyed[g.clone()] {
+                                        let m = queries[qi as usize].method;
+                                        if !wanted.iter().any(|w| members::same(w, m)) {
+                                            wanted.push(m);
+                                        }
+                                    }
+                                    scratch.parse_in_place(at, e.line, Some(wanted));
                                 } else if block_read {
                                     scratch.refill(&buf[at], e.line);
                                 } else {

@@ -1125,7 +1125,7 @@ fn later_mapping_packets_overwrite_earlier_ones() {
     assert_eq!(r.class_name("a.a").as_deref(), Some("com.New"));
     assert_eq!(r.class_name("a.b").as_deref(), Some("com.Other"));
     let f = r.frame("a.a", "x", None).unwrap();
-    assert_eq!((f.frames[0].class.as_str(), f.frames[0].method.as_str(), f.frames.len()), ("com.New", "second", 1));
+    assert_eq!((&*f.frames[0].class, &*f.frames[0].method, f.frames.len()), ("com.New", "second", 1));
     assert_eq!(r.frame("a.a", "y", None).unwrap().frames[0].method, "keep");
     assert_eq!(r.field_names("a.a", "f"), Some(vec!["field".to_owned()]));
 }

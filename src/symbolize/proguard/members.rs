@@ -87,6 +87,10 @@ pub(super) struct ClassTable {
     line_flags: Vec<(bool, bool)>,
     order: Vec<(u64, u32)>,
     sorted: Vec<MethodLine>,
+    /// Scratch of [`ClassTable::parse_in_place`] for some names: method lines of other names
+    /// that `synthesized` or `outline` metadata marks, with the marks (they mark the kept
+    /// lines of the same method too).
+    dropped: Vec<(MethodLine, bool, bool)>,
 }
 
 impl Default for Span {
@@ -101,6 +105,8 @@ enum Attach {
     Class,
     /// Method line `i` of the table.
     Method(usize),
+    /// A method line left out of the table ([`ClassTable::parse_in_place`] for some names).
+    Dropped,
     /// Something metadata does not attach to (a field, a `# key: value` comment).
     Nothing,
 }
@@ -112,7 +118,7 @@ impl ClassTable {
         let mut t = ClassTable::default();
         t.refill(raw, first_line);
         // A table kept for the run keeps no scratch.
-        (t.line_flags, t.order, t.sorted) = (Vec::new(), Vec::new(), Vec::new());
+        (t.line_flags, t.order, t.sorted, t.dropped) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         t
     }
 
@@ -127,7 +133,7 @@ impl ClassTable {
         }
         self.text = owned;
         let len = self.text.len();
-        self.parse_in_place(0..len, first_line);
+        self.parse_in_place(0..len, first_line, None);
     }
 
     /// Makes `text` this table's text (a block of several classes' sections, to be parsed
@@ -138,9 +144,15 @@ impl ClassTable {
 
     /// Parses the class whose section is bytes `range` of this table's text (its class line
     /// first, line `first_line` of the map), in place: spans point into the text, which is
-    /// kept as it is.
-    pub(super) fn parse_in_place(&mut self, range: Range<usize>, first_line: u32) {
+    /// kept as it is. With `wanted`, the table is for frames of those obfuscated method names
+    /// only (a batch's): other method lines and fields are read (a line that does not parse
+    /// is counted all the same) but not kept, except for the marks their metadata gives to
+    /// lines of the same method.
+    pub(super) fn parse_in_place(&mut self, range: Range<usize>, first_line: u32, wanted: Option<&[&str]>) {
         let owned = std::mem::take(&mut self.text);
+        let mut dropped = std::mem::take(&mut self.dropped);
+        dropped.clear();
+        let mut last_dropped: Option<MethodLine> = None;
         let mut line_flags = std::mem::take(&mut self.line_flags);
         line_flags.clear();
         let mut fields = std::mem::take(&mut self.fields);
@@ -204,6 +216,12 @@ impl ClassTable {
                     (Attach::Class, Meta::Synthesized) => synthesized = true,
                     (Attach::Method(i), Meta::Synthesized) => line_flags[*i].0 = true,
                     (Attach::Method(i), Meta::Outline) => line_flags[*i].1 = true,
+                    (Attach::Dropped, mark @ (Meta::Synthesized | Meta::Outline)) => {
+                        if let Some(m) = &last_dropped {
+                            let outline = matches!(mark, Meta::Outline);
+                            dropped.push((m.clone(), !outline, outline));
+                        }
+                    }
                     (Attach::Method(i), Meta::OutlineCallsite { positions }) => {
                         let mut map: Vec<(u32, u32)> = positions
                             .iter()
@@ -233,7 +251,9 @@ impl ClassTable {
             match line::member(line) {
                 Some(ProguardRecord::R8Header(_) | ProguardRecord::Header { .. }) => attach = Attach::Nothing,
                 Some(ProguardRecord::Field { original, obfuscated, .. }) => {
-                    fields.push((span(obfuscated), span(original)));
+                    if wanted.is_none() {
+                        fields.push((span(obfuscated), span(original)));
+                    }
                     attach = Attach::Nothing;
                 }
                 Some(ProguardRecord::Method { ty, original, obfuscated, arguments, original_class, line_mapping }) => {
@@ -264,8 +284,8 @@ impl ClassTable {
                         attach = Attach::Nothing;
                         continue;
                     };
-                    methods.push(MethodLine {
-                        key: name_key(obfuscated),
+                    let line = MethodLine {
+                        key: 0,
                         obfuscated: span(obfuscated),
                         ty: span(ty),
                         original: span(original),
@@ -281,7 +301,13 @@ impl ClassTable {
                         callsite: u32::MAX,
                         residual: Span::NONE,
                         rewrite: u32::MAX,
-                    });
+                    };
+                    if wanted.is_some_and(|w| !w.iter().any(|n| same(n, obfuscated))) {
+                        last_dropped = Some(line);
+                        attach = Attach::Dropped;
+                        continue;
+                    }
+                    methods.push(MethodLine { key: name_key(obfuscated), ..line });
                     line_flags.push((false, false));
                     attach = Attach::Method(methods.len() - 1);
                 }
@@ -305,12 +331,13 @@ impl ClassTable {
         self.first_skipped = first_skipped;
         // `synthesized` and `outline` belong to a method (receiver, name, arguments): every line
         // of that method in the class carries them.
-        if line_flags.iter().any(|&(s, o)| s || o) {
+        if line_flags.iter().any(|&(s, o)| s || o) || !dropped.is_empty() {
             let flags: Vec<(bool, bool)> = (0..methods.len())
                 .map(|i| {
                     let mut f = (false, false);
-                    for (j, &(s, o)) in line_flags.iter().enumerate() {
-                        if (s || o) && self.same_method(&methods[i], &methods[j]) {
+                    let marked = methods.iter().zip(&line_flags).map(|(m, &(s, o))| (m, s, o));
+                    for (m, s, o) in marked.chain(dropped.iter().map(|(m, s, o)| (m, *s, *o))) {
+                        if (s || o) && self.same_method(&methods[i], m) {
                             f.0 |= s;
                             f.1 |= o;
                         }
@@ -324,6 +351,7 @@ impl ClassTable {
             }
         }
         self.line_flags = line_flags;
+        self.dropped = dropped;
         // Lookups go by obfuscated name: lines sorted by it, file order kept within a name.
         // Sorted by (hash, file position) as 16-byte keys, then moved into place once; by
         // name too only when two names share a hash.
