@@ -33,9 +33,17 @@
 //! and keep its table for the run (heap dumps, small inputs); [`Retracer::frames`] answers a
 //! batch of frames, each distinct frame once, classes in parallel, each class's table dropped
 //! once its frames are answered, so memory stays at the index and the answers however much of
-//! the map is touched. [`Retracer::stack`] follows one call stack, for the rules that need the
-//! frame below: an R8 outline frame is dropped and its caller's line becomes the outline's
-//! call site (`outline`/`outlineCallsite`).
+//! the map is touched. A batch reads runs of neighbouring classes with one read, parses each
+//! class in place in that block (no copy), and keeps in its table only the method lines of
+//! the names asked about (every line is still read: skipped lines count the same).
+//! [`Retracer::stack`] follows one call stack, for the rules that need the frame below: an
+//! R8 outline frame is dropped and its caller's line becomes the outline's call site
+//! (`outline`/`outlineCallsite`).
+//!
+//! Answers ([`Retraced`], [`OriginalFrame`]) borrow their names from the map's text: from the
+//! retracer's kept tables for [`Retracer::frame`], from the class being answered for the
+//! closure of [`Retracer::frames_with`] (which copies only what it keeps); `into_owned` makes
+//! an answer of its own ([`Retracer::frames`] gives those).
 //!
 //! # Bad lines
 //!

@@ -43,19 +43,17 @@ pub(super) fn member(line: &str) -> Option<ProguardRecord<'_>> {
         }
         None => (None, None),
     };
-    // The pieces are a few bytes each: a plain loop finds their ends sooner than a call to
-    // `memchr`, whose set-up costs more than the search.
     // `type ` (a type may be empty).
-    let p = i + b[i..].iter().position(|&c| c == b' ')?;
+    let p = i + memchr::memchr(b' ', &b[i..])?;
     let ty = &line[i..p];
     i = p + 1;
     // `name` up to a space (a field) or `(` (a method).
-    let p = i + b[i..].iter().position(|&c| c == b' ' || c == b'(')?;
+    let p = i + memchr::memchr2(b' ', b'(', &b[i..])?;
     let original = &line[i..p];
     let mut arguments = None;
     let (mut original_startline, mut original_endline) = (None, None);
     if b[p] == b'(' {
-        let q = p + 1 + b[p + 1..].iter().position(|&c| c == b')')?;
+        let q = p + 1 + memchr::memchr(b')', &b[p + 1..])?;
         arguments = Some(&line[p + 1..q]);
         i = q + 1;
         if b.get(i) == Some(&b':') {
@@ -75,7 +73,7 @@ pub(super) fn member(line: &str) -> Option<ProguardRecord<'_>> {
     let Some(arguments) = arguments else {
         return Some(ProguardRecord::Field { ty, original, obfuscated });
     };
-    let (original_class, original) = match original.as_bytes().iter().rposition(|&c| c == b'.') {
+    let (original_class, original) = match memchr::memrchr(b'.', original.as_bytes()) {
         Some(d) => (Some(&original[..d]), &original[d + 1..]),
         None => (None, original),
     };
