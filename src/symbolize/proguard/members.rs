@@ -165,6 +165,8 @@ impl ClassTable {
         // Sections start and end at line starts: `range` is on char boundaries.
         let text_str: &str = owned.get(range.clone()).unwrap_or_default();
         let text: &[u8] = text_str.as_bytes();
+        // Lines are cut at `\n`; without a `\r` in the class, none holds a line break.
+        let unbroken = memchr::memchr(b'\r', text).is_none();
         let base = owned.as_ptr() as usize;
         let span = |s: &str| Span { start: (s.as_ptr() as usize - base) as u32, len: s.len() as u32 };
         let mut rewrites = std::mem::take(&mut self.rewrites);
@@ -248,7 +250,8 @@ impl ClassTable {
                 }
                 continue;
             }
-            match line::member(line) {
+            let record = if unbroken { line::member_unbroken(line) } else { line::member(line) };
+            match record {
                 Some(ProguardRecord::R8Header(_) | ProguardRecord::Header { .. }) => attach = Attach::Nothing,
                 Some(ProguardRecord::Field { original, obfuscated, .. }) => {
                     if wanted.is_none() {
