@@ -604,3 +604,20 @@ fn sample_line_outside_the_ranges_falls_back_to_no_line() {
     // `frames` keeps retrace's answer for a stack trace's line: the class only.
     assert_eq!(r.frames(&q(7))[0].as_ref().unwrap().frames[0].method, "b");
 }
+
+/// A batch keeps only the lines of the names it asks about; an `outline` mark on a line it
+/// leaves out (`out` under `b`) still marks the kept line of the same method (under `c`), as
+/// when every line is kept.
+#[test]
+fn batch_keeps_marks_of_lines_it_leaves_out() {
+    let section = "com.ex.A -> a:\n    void out() -> b\n      # {\"id\":\"com.android.tools.r8.outline\"}\n    1:1:void out():5:5 -> c\n    2:2:void other():7:7 -> c\n";
+    let map = ProguardMap::from_bytes("m.txt", None, section.as_bytes().to_vec()).unwrap();
+    let q = [FrameQuery { class: "a", method: "c", line: Some(1) }];
+    let batch = Retracer::new(&map).frames(&q);
+    let one = Retracer::new(&map);
+    assert!(one.is_outline("a", "c"));
+    assert_eq!(batch[0], one.frame("a", "c", Some(1)));
+    // The outline answers with the class and the method as asked (no caller to move to).
+    let r = batch[0].clone().unwrap();
+    assert_eq!((&*r.frames[0].class, &*r.frames[0].method), ("com.ex.A", "c"));
+}
