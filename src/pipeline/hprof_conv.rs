@@ -269,7 +269,7 @@ fn frame_renames(
             let joined = r
                 .frames
                 .iter()
-                .map(|o| if one_class { o.method.clone() } else { format!("{}.{}", o.class, o.method) })
+                .map(|o| if one_class { o.method.to_string() } else { format!("{}.{}", o.class, o.method) })
                 .collect::<Vec<_>>()
                 .join(" | ");
             let mut g = *f;
@@ -286,17 +286,17 @@ fn frame_renames(
                     next += 1;
                 }
                 let foreign = o.class != *own;
-                let text = match (foreign, serial_of.get(&o.class)) {
-                    (false, _) => o.method.clone(),
+                let text = match (foreign, serial_of.get(o.class.as_ref())) {
+                    (false, _) => o.method.to_string(),
                     (true, Some(&serial)) => {
                         g.class_serial = serial;
-                        o.method.clone()
+                        o.method.to_string()
                     }
                     (true, None) => format!("{}.{}", o.class, o.method),
                 };
                 g.method = id_for(text, rewrite)?;
                 if let Some(file) = o.file.as_ref().filter(|_| foreign || source_missing) {
-                    g.source = id_for(file.clone(), rewrite)?;
+                    g.source = id_for(file.to_string(), rewrite)?;
                 }
                 if o.line > 0 {
                     g.line = i32::try_from(o.line).unwrap_or(i32::MAX);

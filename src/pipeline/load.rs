@@ -336,13 +336,13 @@ pub(crate) fn deobfuscate_capture(deob: Option<&Deobfuscator>, r: &mut AllocReco
                 for o in t.frames.iter().take(if t.ambiguous { 1 } else { usize::MAX }) {
                     let c = intern(&mut r.class_names, &mut class_ix, descriptor(&o.class));
                     let m = if t.ambiguous {
-                        let all: Vec<&str> = t.frames.iter().map(|o| o.method.as_str()).collect();
+                        let all: Vec<&str> = t.frames.iter().map(|o| &*o.method).collect();
                         intern(&mut r.method_names, &mut method_ix, all.join(" | "))
                     } else {
-                        intern(&mut r.method_names, &mut method_ix, o.method.clone())
+                        intern(&mut r.method_names, &mut method_ix, o.method.to_string())
                     };
                     let fi = match &o.file {
-                        Some(file) => intern(&mut r.file_names, &mut file_ix, file.clone()),
+                        Some(file) => intern(&mut r.file_names, &mut file_ix, file.to_string()),
                         None => Some(f.file),
                     };
                     let (Some(c), Some(m), Some(fi)) = (c, m, fi) else { return vec![*f] };

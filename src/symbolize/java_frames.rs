@@ -83,7 +83,7 @@ pub fn deobfuscate_java_frames(
         name: String,
         line: Option<u32>,
         maps: Vec<(usize, String)>,
-        answer: Option<Retraced>,
+        answer: Option<Retraced<'static>>,
     }
     let mut todo: Vec<Todo> = Vec::new();
     for i in range {
@@ -167,7 +167,7 @@ pub fn deobfuscate_java_frames(
             }
         }
     }
-    let full = |o: &super::proguard::OriginalFrame| format!("{}.{}", o.class, o.method);
+    let full = |o: &super::proguard::OriginalFrame<'_>| format!("{}.{}", o.class, o.method);
     for t in todo {
         let i = t.frame;
         let Some(r) = t.answer else {

@@ -33,9 +33,17 @@
 //! and keep its table for the run (heap dumps, small inputs); [`Retracer::frames`] answers a
 //! batch of frames, each distinct frame once, classes in parallel, each class's table dropped
 //! once its frames are answered, so memory stays at the index and the answers however much of
-//! the map is touched. [`Retracer::stack`] follows one call stack, for the rules that need the
-//! frame below: an R8 outline frame is dropped and its caller's line becomes the outline's
-//! call site (`outline`/`outlineCallsite`).
+//! the map is touched. A batch reads runs of neighbouring classes with one read, parses each
+//! class in place in that block (no copy), and keeps in its table only the method lines of
+//! the names asked about (every line is still read: skipped lines count the same).
+//! [`Retracer::stack`] follows one call stack, for the rules that need the frame below: an
+//! R8 outline frame is dropped and its caller's line becomes the outline's call site
+//! (`outline`/`outlineCallsite`).
+//!
+//! Answers ([`Retraced`], [`OriginalFrame`]) borrow their names from the map's text: from the
+//! retracer's kept tables for [`Retracer::frame`], from the class being answered for the
+//! closure of [`Retracer::frames_with`] (which copies only what it keeps); `into_owned` makes
+//! an answer of its own ([`Retracer::frames`] gives those).
 //!
 //! # Bad lines
 //!
@@ -60,6 +68,7 @@
 mod line;
 mod members;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Read;
 use std::ops::Range;
@@ -107,9 +116,9 @@ pub struct ProguardMap {
     /// package): a name in one of them that the map does not know is worth reporting.
     packages: FxHashSet<Box<str>>,
     /// Original class name → class, built the first time a frame inlined from another class
-    /// asks for that class's `sourceFile`.
-    /// (classes sorted by original name, first of equals first).
-    by_original: OnceLock<Vec<u32>>,
+    /// asks for that class's `sourceFile`: `(hash of the original name, class)` sorted, so
+    /// that the classes of one name are together, first of equals first.
+    by_original: OnceLock<Vec<(u64, u32)>>,
 }
 
 impl std::fmt::Debug for ProguardMap {
@@ -467,12 +476,15 @@ impl ProguardMap {
     /// The class whose original name is `original`, if the map names one (the first).
     fn by_original(&self, original: &str) -> Option<u32> {
         let sorted = self.by_original.get_or_init(|| {
-            let mut v: Vec<u32> = (0..self.entries.len() as u32).collect();
-            v.sort_by(|&a, &b| self.original(a).cmp(self.original(b)).then(a.cmp(&b)));
+            let mut v: Vec<(u64, u32)> =
+                (0..self.entries.len() as u32).map(|i| (members::name_key(self.original(i)), i)).collect();
+            v.sort_unstable();
             v
         });
-        let at = sorted.partition_point(|&i| self.original(i) < original);
-        sorted.get(at).copied().filter(|&i| self.original(i) == original)
+        // Integers compared while searching; names only among the few of one hash.
+        let key = members::name_key(original);
+        let at = sorted.partition_point(|&(k, _)| k < key);
+        sorted[at..].iter().take_while(|&&(k, _)| k == key).map(|&(_, i)| i).find(|&i| self.original(i) == original)
     }
 
     /// The `sourceFile` recorded for class `idx` (`R8$$SyntheticClass` counts as none).
@@ -494,15 +506,25 @@ impl ProguardMap {
         }
     }
 
-    /// Bytes `range` of the map, read into `buf` when they are in a file; `None` when the
-    /// file cannot be read any more.
-    fn bytes<'a>(&'a self, range: Range<u64>, buf: &'a mut Vec<u8>) -> Option<&'a [u8]> {
+    /// Reads bytes `range` of the map into `buf` (its length becomes the range's); false when
+    /// the file cannot be read any more. A reused buffer is only zeroed where it grows.
+    fn read_into(&self, range: Range<u64>, buf: &mut Vec<u8>) -> bool {
+        let n = (range.end - range.start) as usize;
         match &self.source {
-            Source::Owned(v) => v.get(range.start as usize..range.end as usize),
+            Source::Owned(v) => match v.get(range.start as usize..range.end as usize) {
+                Some(b) => {
+                    buf.clear();
+                    buf.extend_from_slice(b);
+                    true
+                }
+                None => false,
+            },
             Source::File(f) => {
-                buf.clear();
-                buf.resize((range.end - range.start) as usize, 0);
-                read_at(f, buf, range.start).ok().map(|()| &buf[..])
+                if buf.len() < n {
+                    buf.resize(n, 0);
+                }
+                buf.truncate(n);
+                read_at(f, buf, range.start).is_ok()
             }
         }
     }
@@ -576,31 +598,56 @@ fn parse_class_line(line: &[u8]) -> Option<(&str, &str)> {
     Some((original, obfuscated))
 }
 
-/// One original frame: what an obfuscated frame stands for.
+/// One original frame: what an obfuscated frame stands for. Its names borrow from the map's
+/// text where they can (`'a`: the [`Retracer`], or the class being answered in a batch);
+/// [`OriginalFrame::into_owned`] keeps one past that.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct OriginalFrame {
+pub struct OriginalFrame<'a> {
     /// Original class name, fully qualified.
-    pub class: String,
+    pub class: Cow<'a, str>,
     /// Original method name.
-    pub method: String,
+    pub method: Cow<'a, str>,
     /// Source file, when the map says (or, as retrace does, derived from the class name).
-    pub file: Option<String>,
+    pub file: Option<Cow<'a, str>>,
     /// Original line; 0 when unknown.
     pub line: u32,
 }
 
-/// What an obfuscated frame deobfuscates to.
+impl OriginalFrame<'_> {
+    /// This frame with names of its own.
+    pub fn into_owned(self) -> OriginalFrame<'static> {
+        OriginalFrame {
+            class: Cow::Owned(self.class.into_owned()),
+            method: Cow::Owned(self.method.into_owned()),
+            file: self.file.map(|f| Cow::Owned(f.into_owned())),
+            line: self.line,
+        }
+    }
+}
+
+/// What an obfuscated frame deobfuscates to (names borrowed as in [`OriginalFrame`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Retraced {
+pub struct Retraced<'a> {
     /// The original frames. When `ambiguous` is false they are one call chain, innermost
     /// (inlined) first; when true they are alternatives, each a candidate for the whole frame.
     /// Empty only in [`Retracer::stack`]'s answer for an outline frame (to be dropped).
-    pub frames: Vec<OriginalFrame>,
+    pub frames: Vec<OriginalFrame<'a>>,
     /// Whether the map could not tell which of several methods the frame is (no line, or a
     /// map without line ranges, and several original methods share the obfuscated name).
     pub ambiguous: bool,
     /// Whether only the class was found: the method kept its obfuscated name.
     pub class_only: bool,
+}
+
+impl Retraced<'_> {
+    /// This answer with names of its own.
+    pub fn into_owned(self) -> Retraced<'static> {
+        Retraced {
+            frames: self.frames.into_iter().map(OriginalFrame::into_owned).collect(),
+            ambiguous: self.ambiguous,
+            class_only: self.class_only,
+        }
+    }
 }
 
 /// One obfuscated frame to deobfuscate: `class.method` at obfuscated line `line`.
@@ -681,8 +728,8 @@ pub struct Retracer<'m> {
     classes_read: AtomicU64,
     skipped: AtomicU64,
     first_skipped: AtomicU32,
-    /// The `sourceFile` of classes frames were inlined from, by class.
-    source_files: std::sync::Mutex<HashMap<u32, Option<Box<str>>>>,
+    /// The `sourceFile` of classes frames were inlined from, by class (read once each).
+    source_files: Vec<OnceLock<Option<Box<str>>>>,
 }
 
 impl<'m> Retracer<'m> {
@@ -699,7 +746,7 @@ impl<'m> Retracer<'m> {
             classes_read: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             first_skipped: AtomicU32::new(u32::MAX),
-            source_files: std::sync::Mutex::new(HashMap::new()),
+            source_files: (0..map.entries.len()).map(|_| OnceLock::new()).collect(),
         }
     }
 
@@ -778,7 +825,7 @@ impl<'m> Retracer<'m> {
 
     /// Deobfuscates the frame `class.method` at obfuscated line `line` (`None` or 0: no line).
     /// `None` when the map does not name the class.
-    pub fn frame(&self, class: &str, method: &str, line: Option<u32>) -> Option<Retraced> {
+    pub fn frame(&self, class: &str, method: &str, line: Option<u32>) -> Option<Retraced<'_>> {
         let hit = self.lookup_class(class).map(|idx| self.answer(self.table(idx), idx, method, line.unwrap_or(0)));
         self.count(hit.as_ref().is_some_and(|r| !r.class_only));
         hit
@@ -789,7 +836,7 @@ impl<'m> Retracer<'m> {
     /// `residualsignature` metadata names another descriptor are left out, and so are those
     /// without it whose original signature (when it has only primitives and `java.*` types, which
     /// R8 never renames) spells another one; unless none would remain.
-    pub fn frame_typed(&self, class: &str, method: &str, descriptor: &str, line: Option<u32>) -> Option<Retraced> {
+    pub fn frame_typed(&self, class: &str, method: &str, descriptor: &str, line: Option<u32>) -> Option<Retraced<'_>> {
         let hit = self.lookup_class(class).map(|idx| {
             let t = self.table(idx);
             let all = self.answer(t, idx, method, line.unwrap_or(0));
@@ -802,7 +849,7 @@ impl<'m> Retracer<'m> {
                 .filter(|m| m.residual_is(t, descriptor))
                 .map(|m| t.original_of(m, self.map.original(idx)))
                 .collect();
-            let frames: Vec<OriginalFrame> = all
+            let frames: Vec<OriginalFrame<'_>> = all
                 .frames
                 .iter()
                 .filter(|f| keep.iter().any(|(c, n)| *c == f.class && *n == f.method))
@@ -819,21 +866,20 @@ impl<'m> Retracer<'m> {
 
     /// The `sourceFile` of the class whose original name is `class`, when the map names it
     /// and records one (read once per class).
-    fn source_file_by_original(&self, class: &str) -> Option<String> {
+    fn source_file_by_original(&self, class: &str) -> Option<&str> {
         let idx = self.map.by_original(class)?;
-        let mut cache = self.source_files.lock().ok()?;
-        cache.entry(idx).or_insert_with(|| self.map.source_file_of(idx).map(Into::into)).as_deref().map(str::to_owned)
+        self.source_files[idx as usize].get_or_init(|| self.map.source_file_of(idx).map(Into::into)).as_deref()
     }
 
     /// The answer for `method` at `line` (0: none) of class `idx`, from its table `t`.
-    fn answer(&self, t: &ClassTable, idx: u32, method: &str, line: u32) -> Retraced {
+    fn answer<'a>(&'a self, t: &'a ClassTable, idx: u32, method: &str, line: u32) -> Retraced<'a> {
         let original = self.map.original(idx);
         let mut frames = t.remap(original, method, line);
         // R8's retrace: a frame of a method inlined from another class takes the source file
         // that class's own mapping records (`getSourceFileOrLookup`), when it records one.
         for f in frames.iter_mut().filter(|f| f.class != original && f.file.is_some()) {
             if let Some(file) = self.source_file_by_original(&f.class) {
-                f.file = Some(file);
+                f.file = Some(Cow::Borrowed(file));
             }
         }
         let lines = t.lines_of(method);
@@ -841,7 +887,7 @@ impl<'m> Retracer<'m> {
         let lined = lines.iter().any(|m| m.lined);
         if frames.is_empty() {
             // An outline asked about on its own: the class is known, its caller is not.
-            frames.push(OriginalFrame { class: original.to_owned(), method: method.to_owned(), file: None, line });
+            frames.push(OriginalFrame { class: original.into(), method: method.to_owned().into(), file: None, line });
         }
         let chain = line > 0 && lined;
         Retraced { ambiguous: !chain && frames.len() > 1, frames, class_only }
@@ -850,21 +896,21 @@ impl<'m> Retracer<'m> {
     /// Deobfuscates a batch of frames: the answer of [`Retracer::frame`] for each, in order.
     /// Each distinct frame is answered once; classes are read in parallel and not kept (a
     /// class this retracer already keeps is not read again).
-    pub fn frames(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
-        self.frames_impl(queries, false, |_, r| r)
+    pub fn frames(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced<'static>>> {
+        self.frames_impl(queries, false, |_, r| r.into_owned())
     }
 
     /// [`Retracer::frames`] for frames whose line was not written by R8 for this map's ranges
     /// alone (a profiler's sample line): a frame with a line that no obfuscated range of its
     /// method holds, when the method has ranges, is answered as a frame without a line (every
     /// candidate, as trace processor falls back to), instead of the class-only answer.
-    pub fn frames_at_lines(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
-        self.frames_impl(queries, true, |_, r| r)
+    pub fn frames_at_lines(&self, queries: &[FrameQuery<'_>]) -> Vec<Option<Retraced<'static>>> {
+        self.frames_impl(queries, true, |_, r| r.into_owned())
     }
 
     /// The answer for `method` at `line`, or, with `fallback`, at no line when `line` is
     /// in none of the method's ranges.
-    fn answer_at(&self, t: &ClassTable, idx: u32, method: &str, line: u32, fallback: bool) -> Retraced {
+    fn answer_at<'a>(&'a self, t: &'a ClassTable, idx: u32, method: &str, line: u32, fallback: bool) -> Retraced<'a> {
         if fallback && line > 0 && t.has_ranges(method) && !t.has_range_at(method, line) {
             return self.answer(t, idx, method, 0);
         }
@@ -872,11 +918,13 @@ impl<'m> Retracer<'m> {
     }
 
     /// [`Retracer::frames`], each answer turned into `T` by `f` (called once per query, in
-    /// parallel) so a caller can keep less than a [`Retraced`] per frame.
+    /// parallel) so a caller can keep less than a [`Retraced`] per frame. The answer `f` is
+    /// given borrows its names from the class being answered: nothing is copied unless `f`
+    /// copies it.
     pub fn frames_with<T: Send>(
         &self,
         queries: &[FrameQuery<'_>],
-        f: impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync,
+        f: impl Fn(&FrameQuery<'_>, Retraced<'_>) -> T + Sync,
     ) -> Vec<Option<T>> {
         self.frames_impl(queries, false, f)
     }
@@ -885,7 +933,7 @@ impl<'m> Retracer<'m> {
         &self,
         queries: &[FrameQuery<'_>],
         fallback: bool,
-        f: impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync,
+        f: impl Fn(&FrameQuery<'_>, Retraced<'_>) -> T + Sync,
     ) -> Vec<Option<T>> {
         let mut keyed: Vec<(u32, u32)> = Vec::with_capacity(queries.len());
         let mut misses = 0u64;
@@ -915,13 +963,27 @@ impl<'m> Retracer<'m> {
             .par_iter()
             // One read buffer and one table's buffers per thread, for its runs' classes in turn.
             .map_init(
-                || (Vec::new(), ClassTable::default()),
-                |(buf, scratch), run| {
+                || (Vec::new(), ClassTable::default(), Vec::<&str>::new()),
+                |(buf, scratch, wanted), run| {
                     let first = keyed[run[0].start].0;
                     let last = keyed[run[run.len() - 1].start].0;
                     let span =
                         self.map.entries[first as usize].section.start..self.map.entries[last as usize].section.end;
-                    let block = (span.end - span.start <= MAX_BLOCK).then(|| self.map.bytes(span.clone(), buf));
+                    // The run's block, when it is valid UTF-8 (a map nearly always is), becomes
+                    // the table's text and each class is parsed in place; otherwise each class
+                    // is copied into the table on its own (`refill`: its lines are checked).
+                    let block_read = span.end - span.start <= MAX_BLOCK && self.map.read_into(span.clone(), buf);
+                    let mut in_place = false;
+                    if block_read {
+                        match String::from_utf8(std::mem::take(buf)) {
+                            Ok(text) => {
+                                // The table's previous text becomes the next read buffer.
+                                *buf = scratch.replace_text(text).into_bytes();
+                                in_place = true;
+                            }
+                            Err(e) => *buf = e.into_bytes(),
+                        }
+                    }
                     let mut out: Vec<(u32, T)> = Vec::new();
                     for g in run.iter() {
                         let idx = keyed[g.start].0;
@@ -929,14 +991,22 @@ impl<'m> Retracer<'m> {
                             Some(t) => t,
                             None => {
                                 let e = &self.map.entries[idx as usize];
-                                match &block {
-                                    Some(Some(b)) => scratch.refill(
-                                        &b[(e.section.start - span.start) as usize
-                                            ..(e.section.end - span.start) as usize],
-                                        e.line,
-                                    ),
-                                    _ => scratch.refill(&self.map.section(idx), e.line),
-                                };
+                                let at = (e.section.start - span.start) as usize..(e.section.end - span.start) as usize;
+                                if in_place {
+                                    // Only the lines of the names asked about are kept.
+                                    wanted.clear();
+                                    for &(_, qi) in &keyed[g.clone()] {
+                                        let m = queries[qi as usize].method;
+                                        if !wanted.iter().any(|w| members::same(w, m)) {
+                                            wanted.push(m);
+                                        }
+                                    }
+                                    scratch.parse_in_place(at, e.line, Some(wanted));
+                                } else if block_read {
+                                    scratch.refill(&buf[at], e.line);
+                                } else {
+                                    scratch.refill(&self.map.section(idx), e.line);
+                                }
                                 self.note_read(idx, scratch);
                                 &*scratch
                             }
@@ -963,7 +1033,7 @@ impl<'m> Retracer<'m> {
         items: &[(u32, u32)],
         queries: &[FrameQuery<'_>],
         fallback: bool,
-        f: &(impl Fn(&FrameQuery<'_>, Retraced) -> T + Sync),
+        f: &(impl Fn(&FrameQuery<'_>, Retraced<'_>) -> T + Sync),
         out: &mut Vec<(u32, T)>,
     ) {
         // Equal frames together: sorted by (line, hash of the method name, query), integers
@@ -1021,7 +1091,7 @@ impl<'m> Retracer<'m> {
     /// each frame's answer as [`Retracer::frame`]'s, except that an outline frame answers with
     /// no frames (it is to be dropped) and the frame below it (its caller) is looked up at
     /// the line its `outlineCallsite` metadata gives for the outline's position.
-    pub fn stack(&self, frames: &[FrameQuery<'_>]) -> Vec<Option<Retraced>> {
+    pub fn stack(&self, frames: &[FrameQuery<'_>]) -> Vec<Option<Retraced<'_>>> {
         let mut out = Vec::with_capacity(frames.len());
         let mut carried: Option<u32> = None;
         for q in frames {
@@ -1058,7 +1128,7 @@ impl<'m> Retracer<'m> {
     /// retrace does for a null check R8 moved into the caller). heapconv's inputs record no
     /// exceptions (allocations, heap dumps), so the converters call [`Retracer::stack`]; this
     /// is for a caller that has one.
-    pub fn stack_thrown(&self, frames: &[FrameQuery<'_>], thrown: &str) -> Vec<Option<Retraced>> {
+    pub fn stack_thrown(&self, frames: &[FrameQuery<'_>], thrown: &str) -> Vec<Option<Retraced<'_>>> {
         let mut out = self.stack(frames);
         let descriptor = format!("L{};", thrown.replace('.', "/"));
         let top = out.iter().position(|r| r.as_ref().is_none_or(|r| !r.frames.is_empty()));

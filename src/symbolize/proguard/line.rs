@@ -16,11 +16,22 @@ use proguard::{LineMapping, ProguardRecord};
 /// The record of mapping line `line` (no `\n`), as [`ProguardRecord::try_parse`] gives it;
 /// `None` where that is an error.
 pub(super) fn member(line: &str) -> Option<ProguardRecord<'_>> {
+    // Lines with a line break inside are the crate's to read (see `member_unbroken`).
+    if memchr::memchr2(b'\r', b'\n', line.as_bytes()).is_some() {
+        return ProguardRecord::try_parse(line.as_bytes()).ok();
+    }
+    member_unbroken(line)
+}
+
+/// [`member`] for a line known to hold neither `\r` nor `\n` (a class's lines, cut at `\n`,
+/// when its text has no `\r`: checked once for the class, not once a line).
+pub(super) fn member_unbroken(line: &str) -> Option<ProguardRecord<'_>> {
     let b = line.as_bytes();
     // Member lines start with a space or a tab. Anything else (comments, class lines, which a
-    // class section only holds in odd maps) and lines with a line break inside are the crate's
-    // to read: rare, and then every delimiter below is the only one that can end its piece.
-    if !matches!(b.first(), Some(b' ' | b'\t')) || memchr::memchr2(b'\r', b'\n', b).is_some() {
+    // class section only holds in odd maps) is the crate's to read, as are lines with a line
+    // break inside (`member`): rare, and then every delimiter below is the only one that can
+    // end its piece.
+    if !matches!(b.first(), Some(b' ' | b'\t')) {
         return ProguardRecord::try_parse(b).ok();
     }
     let mut i = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());

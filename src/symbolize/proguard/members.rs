@@ -8,7 +8,9 @@
 //! reproduced here over the flat table instead, and a unit test compares the two on maps of
 //! every shape the rules distinguish.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 
 use proguard::ProguardRecord;
 
@@ -85,6 +87,10 @@ pub(super) struct ClassTable {
     line_flags: Vec<(bool, bool)>,
     order: Vec<(u64, u32)>,
     sorted: Vec<MethodLine>,
+    /// Scratch of [`ClassTable::parse_in_place`] for some names: method lines of other names
+    /// that `synthesized` or `outline` metadata marks, with the marks (they mark the kept
+    /// lines of the same method too).
+    dropped: Vec<(MethodLine, bool, bool)>,
 }
 
 impl Default for Span {
@@ -99,6 +105,8 @@ enum Attach {
     Class,
     /// Method line `i` of the table.
     Method(usize),
+    /// A method line left out of the table ([`ClassTable::parse_in_place`] for some names).
+    Dropped,
     /// Something metadata does not attach to (a field, a `# key: value` comment).
     Nothing,
 }
@@ -110,7 +118,7 @@ impl ClassTable {
         let mut t = ClassTable::default();
         t.refill(raw, first_line);
         // A table kept for the run keeps no scratch.
-        (t.line_flags, t.order, t.sorted) = (Vec::new(), Vec::new(), Vec::new());
+        (t.line_flags, t.order, t.sorted, t.dropped) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         t
     }
 
@@ -123,6 +131,28 @@ impl ClassTable {
             Ok(s) => owned.push_str(s),
             Err(_) => owned.push_str(&valid_lines(raw)),
         }
+        self.text = owned;
+        let len = self.text.len();
+        self.parse_in_place(0..len, first_line, None);
+    }
+
+    /// Makes `text` this table's text (a block of several classes' sections, to be parsed
+    /// in place one class at a time by [`ClassTable::parse_in_place`]); returns the old one.
+    pub(super) fn replace_text(&mut self, text: String) -> String {
+        std::mem::replace(&mut self.text, text)
+    }
+
+    /// Parses the class whose section is bytes `range` of this table's text (its class line
+    /// first, line `first_line` of the map), in place: spans point into the text, which is
+    /// kept as it is. With `wanted`, the table is for frames of those obfuscated method names
+    /// only (a batch's): other method lines and fields are read (a line that does not parse
+    /// is counted all the same) but not kept, except for the marks their metadata gives to
+    /// lines of the same method.
+    pub(super) fn parse_in_place(&mut self, range: Range<usize>, first_line: u32, wanted: Option<&[&str]>) {
+        let owned = std::mem::take(&mut self.text);
+        let mut dropped = std::mem::take(&mut self.dropped);
+        dropped.clear();
+        let mut last_dropped: Option<MethodLine> = None;
         let mut line_flags = std::mem::take(&mut self.line_flags);
         line_flags.clear();
         let mut fields = std::mem::take(&mut self.fields);
@@ -132,9 +162,12 @@ impl ClassTable {
         let mut callsites = std::mem::take(&mut self.callsites);
         callsites.clear();
         let mut attach = Attach::Nothing;
-        let text_str: &str = &owned;
+        // Sections start and end at line starts: `range` is on char boundaries.
+        let text_str: &str = owned.get(range.clone()).unwrap_or_default();
         let text: &[u8] = text_str.as_bytes();
-        let base = text.as_ptr() as usize;
+        // Lines are cut at `\n`; without a `\r` in the class, none holds a line break.
+        let unbroken = memchr::memchr(b'\r', text).is_none();
+        let base = owned.as_ptr() as usize;
         let span = |s: &str| Span { start: (s.as_ptr() as usize - base) as u32, len: s.len() as u32 };
         let mut rewrites = std::mem::take(&mut self.rewrites);
         rewrites.clear();
@@ -185,6 +218,12 @@ impl ClassTable {
                     (Attach::Class, Meta::Synthesized) => synthesized = true,
                     (Attach::Method(i), Meta::Synthesized) => line_flags[*i].0 = true,
                     (Attach::Method(i), Meta::Outline) => line_flags[*i].1 = true,
+                    (Attach::Dropped, mark @ (Meta::Synthesized | Meta::Outline)) => {
+                        if let Some(m) = &last_dropped {
+                            let outline = matches!(mark, Meta::Outline);
+                            dropped.push((m.clone(), !outline, outline));
+                        }
+                    }
                     (Attach::Method(i), Meta::OutlineCallsite { positions }) => {
                         let mut map: Vec<(u32, u32)> = positions
                             .iter()
@@ -211,10 +250,13 @@ impl ClassTable {
                 }
                 continue;
             }
-            match line::member(line) {
+            let record = if unbroken { line::member_unbroken(line) } else { line::member(line) };
+            match record {
                 Some(ProguardRecord::R8Header(_) | ProguardRecord::Header { .. }) => attach = Attach::Nothing,
                 Some(ProguardRecord::Field { original, obfuscated, .. }) => {
-                    fields.push((span(obfuscated), span(original)));
+                    if wanted.is_none() {
+                        fields.push((span(obfuscated), span(original)));
+                    }
                     attach = Attach::Nothing;
                 }
                 Some(ProguardRecord::Method { ty, original, obfuscated, arguments, original_class, line_mapping }) => {
@@ -245,8 +287,8 @@ impl ClassTable {
                         attach = Attach::Nothing;
                         continue;
                     };
-                    methods.push(MethodLine {
-                        key: name_key(obfuscated),
+                    let line = MethodLine {
+                        key: 0,
                         obfuscated: span(obfuscated),
                         ty: span(ty),
                         original: span(original),
@@ -262,7 +304,13 @@ impl ClassTable {
                         callsite: u32::MAX,
                         residual: Span::NONE,
                         rewrite: u32::MAX,
-                    });
+                    };
+                    if wanted.is_some_and(|w| !w.iter().any(|n| same(n, obfuscated))) {
+                        last_dropped = Some(line);
+                        attach = Attach::Dropped;
+                        continue;
+                    }
+                    methods.push(MethodLine { key: name_key(obfuscated), ..line });
                     line_flags.push((false, false));
                     attach = Attach::Method(methods.len() - 1);
                 }
@@ -286,12 +334,13 @@ impl ClassTable {
         self.first_skipped = first_skipped;
         // `synthesized` and `outline` belong to a method (receiver, name, arguments): every line
         // of that method in the class carries them.
-        if line_flags.iter().any(|&(s, o)| s || o) {
+        if line_flags.iter().any(|&(s, o)| s || o) || !dropped.is_empty() {
             let flags: Vec<(bool, bool)> = (0..methods.len())
                 .map(|i| {
                     let mut f = (false, false);
-                    for (j, &(s, o)) in line_flags.iter().enumerate() {
-                        if (s || o) && self.same_method(&methods[i], &methods[j]) {
+                    let marked = methods.iter().zip(&line_flags).map(|(m, &(s, o))| (m, s, o));
+                    for (m, s, o) in marked.chain(dropped.iter().map(|(m, s, o)| (m, *s, *o))) {
+                        if (s || o) && self.same_method(&methods[i], m) {
                             f.0 |= s;
                             f.1 |= o;
                         }
@@ -305,6 +354,7 @@ impl ClassTable {
             }
         }
         self.line_flags = line_flags;
+        self.dropped = dropped;
         // Lookups go by obfuscated name: lines sorted by it, file order kept within a name.
         // Sorted by (hash, file position) as 16-byte keys, then moved into place once; by
         // name too only when two names share a hash.
@@ -405,18 +455,24 @@ impl ClassTable {
             })
     }
 
-    fn frame(&self, m: &MethodLine, class: &str, line: Option<u32>, file: Option<String>) -> OriginalFrame {
+    fn frame<'a>(
+        &'a self,
+        m: &MethodLine,
+        class: &'a str,
+        line: Option<u32>,
+        file: Option<Cow<'a, str>>,
+    ) -> OriginalFrame<'a> {
         OriginalFrame {
-            class: self.receiver(m, class).to_owned(),
-            method: self.s(m.original).to_owned(),
+            class: Cow::Borrowed(self.receiver(m, class)),
+            method: Cow::Borrowed(self.s(m.original)),
             file,
             line: line.unwrap_or(0),
         }
     }
 
     /// The file of a frame for a line without a range: always derived from the class name.
-    fn without_lines(&self, m: &MethodLine, class: &str, line: Option<u32>) -> OriginalFrame {
-        let file = synthesize_source_file(self.receiver(m, class), self.outer_source_file());
+    fn without_lines<'a>(&'a self, m: &MethodLine, class: &'a str, line: Option<u32>) -> OriginalFrame<'a> {
+        let file = synthesize_source_file(self.receiver(m, class), self.outer_source_file()).map(Cow::Owned);
         self.frame(m, class, line, file)
     }
 
@@ -424,7 +480,7 @@ impl ClassTable {
         (!self.source_file.is_none()).then(|| self.s(self.source_file))
     }
 
-    fn with_lines(&self, m: &MethodLine, class: &str, frame_line: u32) -> Option<OriginalFrame> {
+    fn with_lines<'a>(&'a self, m: &MethodLine, class: &'a str, frame_line: u32) -> Option<OriginalFrame<'a>> {
         let end = m.end.unwrap_or(0);
         let start = m.start.unwrap_or(0);
         if end > 0 && (frame_line < start || frame_line > end) {
@@ -440,19 +496,20 @@ impl ClassTable {
         // The source file of the receiver: this class's record when the line is this class's.
         let own_file = (receiver == self.own_name() && !self.source_file.is_none()).then(|| self.s(self.source_file));
         let file = match own_file {
-            Some("R8$$SyntheticClass") => extract_class_name(receiver).map(str::to_owned),
-            Some(f) => Some(f.to_owned()),
-            None => synthesize_source_file(receiver, self.outer_source_file()),
+            Some("R8$$SyntheticClass") => extract_class_name(receiver).map(Cow::Borrowed),
+            Some(f) => Some(Cow::Borrowed(f)),
+            None => synthesize_source_file(receiver, self.outer_source_file()).map(Cow::Owned),
         };
         Some(self.frame(m, class, Some(line), file))
     }
 
     /// The class-only answer: original class, obfuscated method, the frame's line.
-    fn class_only(class: &str, method: &str, line: u32) -> OriginalFrame {
+    /// (The method name is copied: the map does not hold it.)
+    fn class_only<'a>(class: &'a str, method: &str, line: u32) -> OriginalFrame<'a> {
         OriginalFrame {
-            class: class.to_owned(),
-            method: method.to_owned(),
-            file: synthesize_source_file(class, None),
+            class: Cow::Borrowed(class),
+            method: Cow::Owned(method.to_owned()),
+            file: synthesize_source_file(class, None).map(Cow::Owned),
             line,
         }
     }
@@ -460,7 +517,7 @@ impl ClassTable {
     /// The frames obfuscated method `method` at obfuscated line `line` (0: none) stands for,
     /// `class` being this class's original name: R8 retrace's rules for one frame (the
     /// `proguard` crate's `remap_stacktrace_typed` of a one-frame trace). Empty for an outline.
-    pub(super) fn remap(&self, class: &str, method: &str, line: u32) -> Vec<OriginalFrame> {
+    pub(super) fn remap<'a>(&'a self, class: &'a str, method: &str, line: u32) -> Vec<OriginalFrame<'a>> {
         let entries = self.lines_of(method);
         let Some(first) = entries.first() else {
             return vec![Self::class_only(class, method, line)];
@@ -540,7 +597,7 @@ impl ClassTable {
     }
 
     /// Lines without an obfuscated range, for a frame without a line.
-    fn base_entries(&self, class: &str, base: &[&MethodLine], out: &mut Vec<OriginalFrame>) {
+    fn base_entries<'a>(&'a self, class: &'a str, base: &[&MethodLine], out: &mut Vec<OriginalFrame<'a>>) {
         let mut zero_has_range = false;
         let mut no_range = 0usize;
         let mut first_name: Option<&str> = None;

@@ -22,11 +22,11 @@ fn map() -> ProguardMap {
     ProguardMap::from_bytes("mapping.txt", Some("com.example.app".into()), MAP.as_bytes().to_vec()).unwrap()
 }
 
-fn frame(class: &str, method: &str, line: u32) -> OriginalFrame {
-    OriginalFrame { class: class.into(), method: method.into(), file: None, line }
+fn frame(class: &str, method: &str, line: u32) -> OriginalFrame<'static> {
+    OriginalFrame { class: class.to_owned().into(), method: method.to_owned().into(), file: None, line }
 }
 
-fn strip_files(mut r: Retraced) -> Retraced {
+fn strip_files(mut r: Retraced<'_>) -> Retraced<'_> {
     for f in &mut r.frames {
         f.file = None;
     }
@@ -67,10 +67,10 @@ fn line_ranges_and_inline_chain() {
     assert!(!chain.ambiguous);
     assert_eq!(chain.frames.len(), 2);
     assert_eq!(
-        (chain.frames[0].class.as_str(), chain.frames[0].method.as_str(), chain.frames[0].line),
+        (chain.frames[0].class.as_ref(), chain.frames[0].method.as_ref(), chain.frames[0].line),
         ("com.example.app.Helper", "inlined", 7)
     );
-    assert_eq!((chain.frames[1].method.as_str(), chain.frames[1].line), ("onCreate", 23));
+    assert_eq!((chain.frames[1].method.as_ref(), chain.frames[1].line), ("onCreate", 23));
     assert_eq!(chain.frames[1].file.as_deref(), Some("MainActivity.java"));
 }
 
@@ -80,7 +80,7 @@ fn ambiguous_methods_are_alternatives() {
     let r = Retracer::new(&map);
     let alt = strip_files(r.frame("a.a", "c", None).unwrap());
     assert!(alt.ambiguous);
-    let names: Vec<_> = alt.frames.iter().map(|f| f.method.as_str()).collect();
+    let names: Vec<_> = alt.frames.iter().map(|f| f.method.as_ref()).collect();
     assert_eq!(names, ["unlined", "other"], "file order, as retrace lists bare methods");
 }
 
@@ -131,23 +131,28 @@ fn split_frames() {
 
 /// The answer of the `proguard` crate's own mapper for one frame of class section `section`
 /// (what this module returned before it had its own table).
-fn crate_frame(section: &str, original: &str, class: &str, method: &str, line: u32) -> Vec<OriginalFrame> {
+fn crate_frame(section: &str, original: &str, class: &str, method: &str, line: u32) -> Vec<OriginalFrame<'static>> {
     use proguard::{ProguardMapper, ProguardMapping, StackFrame, StackTrace};
     let mapper = ProguardMapper::new(ProguardMapping::new(section.as_bytes()));
     let input = StackTrace::new(None, vec![StackFrame::new(class, method, line as usize)]);
     let out = mapper.remap_stacktrace_typed(&input);
-    let mut frames: Vec<OriginalFrame> = out
+    let mut frames: Vec<OriginalFrame<'static>> = out
         .frames()
         .iter()
         .map(|f| OriginalFrame {
-            class: f.class().to_string(),
-            method: f.method().to_string(),
-            file: f.file().map(str::to_string),
+            class: f.class().to_string().into(),
+            method: f.method().to_string().into(),
+            file: f.file().map(|s| s.to_string().into()),
             line: f.line().and_then(|l| u32::try_from(l).ok()).unwrap_or(0),
         })
         .collect();
     if frames.is_empty() {
-        frames.push(OriginalFrame { class: original.into(), method: method.into(), file: None, line });
+        frames.push(OriginalFrame {
+            class: original.to_owned().into(),
+            method: method.to_owned().into(),
+            file: None,
+            line,
+        });
     }
     frames
 }
@@ -257,14 +262,17 @@ fn own_table_answers_as_the_crate_mapper() {
 fn batch_answers_as_one_at_a_time() {
     let mut rng = 5u64;
     let mut text = String::new();
-    for k in 0..50 {
+    for k in 0..300 {
         text.push_str(&random_class(&mut rng, k).0);
     }
     let map = ProguardMap::from_bytes("r.txt", None, text.into_bytes()).unwrap();
     let mut queries = Vec::new();
-    let classes: Vec<String> = (0..52).map(|k| format!("o{k}")).collect();
-    for c in &classes {
-        for m in ["a", "b", "zz"] {
+    let classes: Vec<String> = (0..302).map(|k| format!("o{k}")).collect();
+    // The batch keeps only the lines of the names asked about: some classes are asked about
+    // one name, some two, some all (and one the map lacks).
+    let names: [&[&str]; 5] = [&["a", "b", "zz"], &["a"], &["b"], &["c"], &["c", "a"]];
+    for (k, c) in classes.iter().enumerate() {
+        for &m in names[k % names.len()] {
             for l in [None, Some(1), Some(3), Some(7), Some(3)] {
                 queries.push(FrameQuery { class: c, method: m, line: l });
             }
@@ -324,7 +332,7 @@ some.Class -> b:\n    1:1:void foo.bar.Baz.qux():42:42 -> s\n\
     let caller = got[1].as_ref().unwrap();
     assert!(!caller.ambiguous);
     let shown: Vec<(&str, &str, Option<&str>, u32)> =
-        caller.frames.iter().map(|f| (f.class.as_str(), f.method.as_str(), f.file.as_deref(), f.line)).collect();
+        caller.frames.iter().map(|f| (f.class.as_ref(), f.method.as_ref(), f.file.as_deref(), f.line)).collect();
     assert_eq!(
         shown,
         [
@@ -516,7 +524,7 @@ org.shop.Checkout -> m:\n# {\"id\":\"sourceFile\",\"fileName\":\"CheckoutFile.kt
         .unwrap()
         .frames
         .into_iter()
-        .map(|f| (format!("{}.{}", f.class, f.method), f.file, f.line))
+        .map(|f| (format!("{}.{}", f.class, f.method), f.file.map(Cow::into_owned), f.line))
         .collect();
     let s = |n: &str, f: &str, l| (n.to_owned(), Some(f.to_owned()), l);
     assert_eq!(
@@ -551,7 +559,7 @@ my.Boom -> x:\n"
     )
     .unwrap();
     let r = Retracer::new(&map);
-    let names = |v: Vec<Option<Retraced>>| -> Vec<Vec<String>> {
+    let names = |v: Vec<Option<Retraced<'_>>>| -> Vec<Vec<String>> {
         v.into_iter()
             .map(|r| r.unwrap().frames.iter().map(|f| format!("{}.{}:{}", f.class, f.method, f.line)).collect())
             .collect()
@@ -595,4 +603,21 @@ fn sample_line_outside_the_ranges_falls_back_to_no_line() {
     assert_eq!(at(7), (true, vec!["scan:0".to_owned(), "scanAll:0".to_owned()]));
     // `frames` keeps retrace's answer for a stack trace's line: the class only.
     assert_eq!(r.frames(&q(7))[0].as_ref().unwrap().frames[0].method, "b");
+}
+
+/// A batch keeps only the lines of the names it asks about; an `outline` mark on a line it
+/// leaves out (`out` under `b`) still marks the kept line of the same method (under `c`), as
+/// when every line is kept.
+#[test]
+fn batch_keeps_marks_of_lines_it_leaves_out() {
+    let section = "com.ex.A -> a:\n    void out() -> b\n      # {\"id\":\"com.android.tools.r8.outline\"}\n    1:1:void out():5:5 -> c\n    2:2:void other():7:7 -> c\n";
+    let map = ProguardMap::from_bytes("m.txt", None, section.as_bytes().to_vec()).unwrap();
+    let q = [FrameQuery { class: "a", method: "c", line: Some(1) }];
+    let batch = Retracer::new(&map).frames(&q);
+    let one = Retracer::new(&map);
+    assert!(one.is_outline("a", "c"));
+    assert_eq!(batch[0], one.frame("a", "c", Some(1)));
+    // The outline answers with the class and the method as asked (no caller to move to).
+    let r = batch[0].clone().unwrap();
+    assert_eq!((&*r.frames[0].class, &*r.frames[0].method), ("com.ex.A", "c"));
 }
