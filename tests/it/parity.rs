@@ -354,7 +354,9 @@ fn early_handover_gives_the_profiles_and_report_of_the_closing_one() {
                 closing.push((encode_pprof(&p, &popts), p.tables.frames().len()));
                 Ok(())
             });
-            let mut early: Vec<((u64, String, usize), Vec<u8>, usize)> = Vec::new();
+            // (pid, heap, dump index), the encoded profile, the frames its tables had.
+            type Given = ((u64, String, usize), Vec<u8>, usize);
+            let mut early: Vec<Given> = Vec::new();
             let mut input = Input::open(f, 1 << 30).unwrap();
             let got = decode_heapprofd_early(&mut input, &opts, &mut |_, _| {}, None, &mut |h| {
                 let (p, is_again) = match h {
