@@ -11,7 +11,7 @@
 #          120 mappings, 300k samples).
 #   profile: `heapconv profile` of the issue's shape (`synth --shape issue15`, 90.8 MB), OLD vs
 #          NEW, outputs compared (decompressed always; compressed bytes too, which differ
-#          only from builds before the parallel gzip members).
+#          from builds before the parallel gzip members, and before libdeflate's (session 10)).
 #   bash benches/issue15.sh OLD_BINARY NEW_BINARY [flame|symbolize|merge|profile]...
 # Prints wall, user, sys and peak RSS per run. On a loaded machine compare user+sys (CPU) and
 # peak RSS, not wall time.

@@ -4,6 +4,7 @@
 # symbol store, DDM captures, heap graphs, the hprof files it writes, merges, diffs, batches)
 # and records the sha256 of every output file, stdout, stderr and exit code in OUTDIR/SUMS.
 # Run it with two builds and diff the two SUMS files: a refactor must keep every line.
+# GUNZIP=1 sums gzip files decompressed (`profile`'s members are libdeflate's since session 10).
 # BIG="a.pftrace b.pftrace" adds large traces (profile, convert, merge only; pid 1000, as the
 # testdata crate's `synth` writes).
 set -u
@@ -68,5 +69,7 @@ ps=$(ls o/profile.sample.pftrace/p/*.pb.gz | head -2)
 [ -n "$ps" ] && run merge.pprof merge $ps -o mp.pb.gz && run top.pprof top $ps && run diff.pprof2 diff $ps --to json -o dp.json
 # hprof files written above -> hprof-conv, inspect, top
 for h in o/hprof-android.*/h/*; do [ -f "$h" ] || continue; b=$(basename "$h"); run "hprofconv.$b" hprof-conv "$OUT/$h" out.hprof; run "hprof-inspect.$b" inspect "$OUT/$h"; run "hprof-top.$b" top "$OUT/$h"; done
-find o -type f | sort | while read f; do printf '%s  %s\n' "$(sha256sum < "$f" | cut -c1-16)" "$f"; done > SUMS
+# GUNZIP=1: gzip files are summed decompressed (builds whose gzip members differ, same content).
+digest() { if [ "${GUNZIP:-}" = 1 ] && gzip -t "$1" 2>/dev/null; then gzip -dc "$1" | sha256sum; else sha256sum < "$1"; fi; }
+find o -type f | sort | while read f; do printf '%s  %s\n' "$(digest "$f" | cut -c1-16)" "$f"; done > SUMS
 echo "$n runs, $(wc -l < SUMS) files"

@@ -186,6 +186,8 @@ pub struct PprofEncoder {
     catalog: Catalog,
     /// The sample and location buffers of the last streamed profile, for the next one.
     spare: (Vec<u8>, Vec<u8>),
+    /// Per location id, whether the profile being encoded uses it (kept for the next one).
+    used: Vec<u8>,
 }
 
 impl PprofEncoder {
@@ -202,6 +204,7 @@ impl PprofEncoder {
             arena: Vec::new(),
             catalog: Catalog::default(),
             spare: (Vec::new(), Vec::new()),
+            used: Vec::new(),
         }
     }
 
@@ -333,7 +336,11 @@ impl PprofEncoder {
         bytes.clear();
         bytes.reserve(CHUNK + 4096);
         head.encode(&mut bytes).expect("a Vec grows as needed");
-        let mut used = vec![0u64; self.locs.len() / 64 + 1];
+        // One byte per location id: marking is a plain store (a bit set would load, or, and
+        // store the same word again and again, each waiting for the last).
+        let mut used = std::mem::take(&mut self.used);
+        used.clear();
+        used.resize(self.locs.len() + 1, 0u8);
         // Label keys and texts: model string id -> this profile's string index.
         let mut label_keys: HashMap<StringId, i64> = HashMap::default();
         let mut labels: Vec<WireLabel> = Vec::new();
@@ -351,14 +358,28 @@ impl PprofEncoder {
                 crate::model::tables::prefetch(&self.arena[off as usize]);
             }
             let (off, len) = self.path(&tables, stack);
-            if used.len() * 64 <= self.locs.len() {
-                used.resize(self.locs.len() / 64 + 1, 0);
+            if used.len() <= self.locs.len() {
+                used.resize(self.locs.len() + 1, 0);
             }
             let path = &self.arena[off..off + len];
-            let mut rest = path;
-            while !rest.is_empty() {
-                let id = prost::encoding::decode_varint(&mut rest).expect("we wrote these varints") as usize;
-                used[id / 64] |= 1 << (id % 64);
+            // The path's location ids are marked used. An index kept in a register, not a
+            // slice advanced through memory (as `decode_varint` does): this loop runs once
+            // per frame of every sample.
+            let used = &mut used[..];
+            let mut j = 0;
+            while j < path.len() {
+                let mut id = 0usize;
+                let mut shift = 0;
+                loop {
+                    let b = path[j];
+                    j += 1;
+                    id |= usize::from(b & 0x7f) << shift;
+                    if b < 0x80 {
+                        break;
+                    }
+                    shift += 7;
+                }
+                used[id] = 1;
             }
             labels.clear();
             if with_labels {
@@ -384,16 +405,11 @@ impl PprofEncoder {
         let cat = &mut self.catalog;
         let mut loc_bytes = std::mem::take(&mut self.spare.1);
         loc_bytes.clear();
-        for (word_index, &word) in used.iter().enumerate() {
-            let mut w = word;
-            while w != 0 {
-                let bit = w.trailing_zeros() as usize;
-                w &= w - 1;
-                let id = word_index * 64 + bit;
-                let (frame, ann) = self.locs[id - 1];
-                cat.location(&tables, &opts, &mut loc_bytes, id, frame, ann);
-            }
+        for (id, _) in used.iter().enumerate().filter(|u| *u.1 != 0) {
+            let (frame, ann) = self.locs[id - 1];
+            cat.location(&tables, &opts, &mut loc_bytes, id, frame, ann);
         }
+        self.used = used;
         let head = Head {
             meta: &profile.header.meta,
             types: &profile.header.sample_types,

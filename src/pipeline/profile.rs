@@ -10,7 +10,7 @@ use super::load::{SymbolSources, symbolize_hook};
 use super::select::{DumpFilter, DumpSelect, describe_heap_dump};
 use crate::decode::Input;
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_observed};
+use crate::decode::perfetto::{DecodeOptions, Handover, decode_heapprofd_early};
 use crate::encode::pprof::{PprofEncoder, PprofOptions, gzip_writer};
 use crate::encode::pprof_gzip::{GzBuffers, ParallelGzWriter};
 use crate::error::{Error, ErrorKind, Result};
@@ -96,9 +96,14 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     // pprof, reading a replica of the tables that the decoder extends with what each dump added
     // (so the two never share a growing table), and writes it into a staged file, compressed by
     // the rayon pool as it goes. Names are given at the end, in trace-time order, by renaming.
-    type Staged = (usize, Option<i64>, String, Result<PathBuf>);
+    // The decoder hands each dump over as soon as its chain ends; in the rare trace where a
+    // later chain adds to it, it comes again, and that later file (the higher job number)
+    // replaces the earlier one.
+    // (order, job number, timestamp, key, file)
+    type Staged = (usize, usize, Option<i64>, String, Result<PathBuf>);
     struct Job {
         order: usize,
+        number: usize,
         delta: crate::model::TablesDelta,
         meta: crate::model::ProfileMeta,
         sample_types: Vec<crate::model::ValueType>,
@@ -119,6 +124,9 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         Dump(Box<Job>),
     }
     let mut count = 0usize;
+    let mut jobs = 0usize;
+    // The order each dump was given, by (pid, heap, dump index), for a dump that comes again.
+    let mut orders: std::collections::HashMap<(u64, String, usize), usize> = std::collections::HashMap::new();
     let mut dir_ready = false;
     let mark = std::cell::Cell::new(crate::model::TablesMark::default());
     let mut early: Vec<crate::model::StackId> = Vec::new();
@@ -155,6 +163,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
                 let ts = job.meta.timestamp;
                 let order = job.order;
+                let number = job.number;
                 let p = Profile::from_parts(
                     Arc::clone(&replica),
                     job.meta,
@@ -192,7 +201,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                             Err(Error::io(format!("writing {}", tmp.display()), e))
                         }
                     });
-                    let _ = tx.send((order, ts, key, staged));
+                    let _ = tx.send((order, number, ts, key, staged));
                 }));
             }
             drop(tx);
@@ -215,12 +224,16 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 Err(_) => {}
             }
         };
-        result = decode_heapprofd_observed(
+        result = decode_heapprofd_early(
             &mut inp,
             &decode,
             &mut |t, r| symbolize_hook(&mut symbolizer, &mut session, t, r),
             if looking_up { None } else { Some(&mut stack_hook) },
-            &mut |p: Profile| {
+            &mut |h: Handover| {
+                let (p, again) = match h {
+                    Handover::Dump(p) => (p, false),
+                    Handover::Again(p) => (p, true),
+                };
                 if !opts.timestamps.is_empty() && !p.header.meta.timestamp.is_some_and(|t| opts.timestamps.contains(&t))
                 {
                     return Ok(());
@@ -229,9 +242,20 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                     ensure_dir(&opts.output_dir)?;
                     dir_ready = true;
                 }
-                let order = count;
-                count += 1;
-                progress(count);
+                let meta = &p.header.meta;
+                let dump = (meta.pid.unwrap_or(0), meta.heap.clone(), meta.dump_index);
+                let order = match orders.get(&dump) {
+                    Some(&order) if again => order,
+                    _ => {
+                        let order = count;
+                        count += 1;
+                        progress(count);
+                        orders.insert(dump, order);
+                        order
+                    }
+                };
+                let number = jobs;
+                jobs += 1;
                 if symbolizing {
                     attributions.insert(
                         (p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone()),
@@ -241,7 +265,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
                 let delta = p.tables.delta_since(mark.get());
                 mark.set(p.tables.mark());
                 let (_, meta, sample_types, default_sample_type, stacks, values) = p.into_parts();
-                let job = Job { order, delta, meta, sample_types, default_sample_type, stacks, values };
+                let job = Job { order, number, delta, meta, sample_types, default_sample_type, stacks, values };
                 // With HEAPCONV_TIMINGS: how long the decoder (the critical path) waited for the
                 // encoder to take the dump.
                 let mut clock = crate::timing::Phases::start("profile");
@@ -257,7 +281,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         let _ = encoder_thread.join();
     });
     let mut outs: Vec<Staged> = rx.into_iter().collect();
-    let staged_paths = |outs: &mut Vec<Staged>| -> Vec<PathBuf> { outs.drain(..).filter_map(|o| o.3.ok()).collect() };
+    let staged_paths = |outs: &mut Vec<Staged>| -> Vec<PathBuf> { outs.drain(..).filter_map(|o| o.4.ok()).collect() };
     let (report, tables) = match result {
         Ok(r) => r,
         Err(e) => {
@@ -265,25 +289,37 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
             return Err(e);
         }
     };
-    if let Some(e) = outs.iter().find_map(|o| o.3.as_ref().err()) {
+    if let Some(e) = outs.iter().find_map(|o| o.4.as_ref().err()) {
         let e = Error::new(e.kind(), e.to_string());
         discard_staged(staged_paths(&mut outs));
         return Err(e);
     }
+    // A dump handed over again: its last file replaces the earlier ones.
+    outs.sort_by_key(|o| (o.0, o.1));
+    let mut replaced = Vec::new();
+    let mut i = 0;
+    while i + 1 < outs.len() {
+        if outs[i].0 == outs[i + 1].0 {
+            replaced.push(outs.remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    discard_staged(staged_paths(&mut replaced));
     if report.dumps.is_empty() && report.damage.is_none() {
         return Err(Error::new(ErrorKind::NoData, format!("{}: no heapprofd profile found in the trace", inp.name)));
     }
     // Files are numbered in trace-time order (stable for dumps at the same time).
-    outs.sort_by_key(|o| (o.1.unwrap_or(i64::MIN), o.0));
+    outs.sort_by_key(|o| (o.2.unwrap_or(i64::MIN), o.0));
     let ext = if opts.raw { "pb" } else { "pb.gz" };
     let inputs = [input.to_path_buf()];
     let mut written = Vec::new();
     let mut rest = outs.into_iter().enumerate();
-    while let Some((n, (_, _, key, staged))) = rest.next() {
+    while let Some((n, (_, _, _, key, staged))) = rest.next() {
         let tmp = staged.expect("errors handled above");
         let path = opts.output_dir.join(format!("heap_dump.{}.{key}.{ext}", n + 1));
         if let Err(e) = commit_staged(&tmp, &path, &inputs) {
-            discard_staged(rest.filter_map(|(_, o)| o.3.ok()));
+            discard_staged(rest.filter_map(|(_, o)| o.4.ok()));
             return Err(e);
         }
         written.push(path);

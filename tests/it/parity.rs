@@ -325,3 +325,73 @@ fn an_hprof_with_several_heap_dumps_is_read_dump_by_dump() {
     assert_eq!(st.duplicate_ids, 1);
     assert_eq!(d.incomplete, ["1 object id(s) defined twice within one heap dump (references go to the first)"]);
 }
+
+/// The profiles of every heapprofd fixture, handed over as `decode_heapprofd` hands them and
+/// as `decode_heapprofd_early` does (a dump that comes again replaces its first hand-over):
+/// the same profiles in the same order, the same report. Also: some dump is handed over
+/// early (with fewer frames in its tables than when it closes), and the untimed chains' dump
+/// comes again.
+#[test]
+fn early_handover_gives_the_profiles_and_report_of_the_closing_one() {
+    use heapconv::decode::Input;
+    use heapconv::decode::perfetto::{DecodeOptions, Handover, decode_heapprofd, decode_heapprofd_early};
+    use heapconv::encode::pprof::{PprofOptions, encode_pprof};
+    let mut fixtures: Vec<_> = std::fs::read_dir(data(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".pftrace"))
+        .collect();
+    fixtures.push(data("../../examples/sample.pftrace"));
+    fixtures.sort();
+    let popts = PprofOptions { annotations: true, extras: true };
+    let (mut earlier, mut again) = (0, 0);
+    for f in &fixtures {
+        for include_unchanged in [true, false] {
+            let opts = DecodeOptions { include_unchanged, ..Default::default() };
+            let mut closing: Vec<(Vec<u8>, usize)> = Vec::new();
+            let mut input = Input::open(f, 1 << 30).unwrap();
+            let want = decode_heapprofd(&mut input, &opts, &mut |p| {
+                closing.push((encode_pprof(&p, &popts), p.tables.frames().len()));
+                Ok(())
+            });
+            // (pid, heap, dump index), the encoded profile, the frames its tables had.
+            type Given = ((u64, String, usize), Vec<u8>, usize);
+            let mut early: Vec<Given> = Vec::new();
+            let mut input = Input::open(f, 1 << 30).unwrap();
+            let got = decode_heapprofd_early(&mut input, &opts, &mut |_, _| {}, None, &mut |h| {
+                let (p, is_again) = match h {
+                    Handover::Dump(p) => (p, false),
+                    Handover::Again(p) => (p, true),
+                };
+                let m = &p.header.meta;
+                let key = (m.pid.unwrap_or(0), m.heap.clone(), m.dump_index);
+                let item = (key.clone(), encode_pprof(&p, &popts), p.tables.frames().len());
+                if is_again {
+                    again += 1;
+                    let slot = early.iter_mut().find(|e| e.0 == key).expect("a dump given again was given before");
+                    *slot = item;
+                } else {
+                    assert!(early.iter().all(|e| e.0 != key), "{}: a dump given twice as new", f.display());
+                    early.push(item);
+                }
+                Ok(())
+            });
+            let name = f.display();
+            match (want, got) {
+                (Ok((r1, t1)), Ok((r2, t2))) => {
+                    assert_eq!(serde_json::to_value(&r1).unwrap(), serde_json::to_value(&r2).unwrap(), "{name}");
+                    assert_eq!(t1.frames().len(), t2.frames().len(), "{name}");
+                }
+                (Err(e1), Err(e2)) => assert_eq!(e1.to_string(), e2.to_string(), "{name}"),
+                (a, b) => panic!("{name}: {:?} vs {:?}", a.map(|_| ()), b.map(|_| ())),
+            }
+            assert_eq!(closing.len(), early.len(), "{name}");
+            for (c, e) in closing.iter().zip(&early) {
+                assert!(c.0 == e.1, "{name}: a profile differs");
+                earlier += usize::from(e.2 < c.1);
+            }
+        }
+    }
+    assert!(earlier > 0, "no dump was handed over before a later chain added frames");
+    assert!(again >= 2, "the untimed chains' dump comes again (with and without unchanged dumps)");
+}

@@ -347,6 +347,12 @@ struct Held {
     /// (the series' counters are its rows until a chain at another time changes them), so an
     /// open dump costs no memory of its own.
     rows: Option<Rows>,
+    /// Handed over early ([`Handover::Dump`] while still open); its report entry was filled
+    /// then.
+    early: bool,
+    /// Handed over early, then a later chain added to it: handed again ([`Handover::Again`])
+    /// when it closes.
+    stale: bool,
 }
 
 /// A dump's rows in the form its profile takes them: per stack, in stack order, `width`
@@ -491,6 +497,36 @@ pub fn decode_heapprofd_observed(
     Ok((report, tables))
 }
 
+/// A dump as [`decode_heapprofd_early`] hands it over.
+#[derive(Debug)]
+pub enum Handover {
+    /// A dump, handed over once. Either it is closed, or (handed early) its chain has ended
+    /// and only a later chain of the same process and heap at the same dump time can still
+    /// add to it; if one does, the dump comes again as [`Handover::Again`].
+    Dump(Profile),
+    /// A dump handed over early that a later chain added to, complete now: it replaces the
+    /// profile handed before with the same pid, heap and `dump_index`.
+    Again(Profile),
+}
+
+/// [`decode_heapprofd_observed`], handing each dump over as soon as its chain ends instead of
+/// when it closes (when a chain of the same process and heap at another time, or the end of
+/// the trace, shows that nothing more can be added to it): a later stage can start on a dump
+/// while the next chains are decoded. In the rare trace where a later chain adds to a dump
+/// (two chains at the same dump time), the dump comes again, complete, as
+/// [`Handover::Again`]. The dumps come in the order [`decode_heapprofd_observed`] gives them
+/// (a dump given again keeps its place), and the report is the same.
+pub fn decode_heapprofd_early(
+    input: &mut Input,
+    opts: &DecodeOptions,
+    hook: &mut FrameHook<'_>,
+    stacks: Option<&mut StackHook<'_>>,
+    sink: &mut dyn FnMut(Handover) -> Result<()>,
+) -> Result<(TraceReport, Arc<Tables>)> {
+    let (report, tables, _) = run_decoder(input, opts, hook, stacks, None, Sink::Early(sink))?;
+    Ok((report, tables))
+}
+
 /// A dump as [`decode_heapprofd_frames`] hands it over: what a [`Profile`] would hold, with
 /// stacks of the decoder's [`StackLists`] instead of the tables' stack tree.
 #[derive(Debug, Clone)]
@@ -529,6 +565,8 @@ enum Sink<'a, 'b> {
     Profiles(&'a mut (dyn FnMut(Profile) -> Result<()> + 'b)),
     /// As rows of flat frame lists ([`decode_heapprofd_frames`]).
     Lists(&'a mut (dyn FnMut(ListDump) -> Result<()> + 'b)),
+    /// As profiles, each as soon as its chain ends ([`decode_heapprofd_early`]).
+    Early(&'a mut (dyn FnMut(Handover) -> Result<()> + 'b)),
 }
 
 fn run_decoder<'s, 'h>(
@@ -903,7 +941,11 @@ impl Decoder {
             if let Some(h) = self.held.iter_mut().find(|h| !h.done && h.key.0 == dump.pid && h.key.1 == dump.heap)
                 && h.meta.timestamp != timestamp
             {
-                h.rows = Some(series_rows(series, width_of(&dump.heap)));
+                // A dump handed over early already has its rows (the same: only its series'
+                // chains change them).
+                if !h.early || h.stale {
+                    h.rows = Some(series_rows(series, width_of(&dump.heap)));
+                }
                 h.done = true;
             }
             let frees = heap_has_frees(&dump.heap);
@@ -1002,6 +1044,7 @@ impl Decoder {
             let open = self.held.iter_mut().find(|h| !h.done && h.key.0 == dump.pid && h.key.1 == dump.heap);
             if let Some(h) = open {
                 if h.meta.timestamp == timestamp {
+                    h.stale |= h.early;
                     merge_flags(&mut h.meta.flags, &flags);
                     h.meta.changed |= changed;
                     let r = &mut self.trace.report.dumps[h.report];
@@ -1054,9 +1097,50 @@ impl Decoder {
                 report: self.trace.report.dumps.len() - 1,
                 meta,
                 rows: None,
+                early: false,
+                stale: false,
             });
         }
-        self.flush(out)
+        self.flush(out)?;
+        self.hand_early(out)
+    }
+
+    /// With an early sink ([`decode_heapprofd_early`]): hands over the held dumps that the
+    /// sink would get next, in order, without waiting for them to close. Stops at a dump that
+    /// is not handed now but might be later (unchanged so far, while unchanged dumps are not
+    /// wanted), so the order stays that of [`Decoder::flush`].
+    fn hand_early(&mut self, out: &mut Out<'_, '_, '_>) -> Result<()> {
+        let Sink::Early(sink) = &mut out.sink else { return Ok(()) };
+        for h in self.held.iter_mut() {
+            if h.early || !h.wanted {
+                continue;
+            }
+            if !(h.meta.changed || self.opts.include_unchanged) {
+                if h.done {
+                    continue;
+                }
+                break;
+            }
+            let width = width_of(&h.meta.heap);
+            let rows = match h.rows.take() {
+                Some(rows) => rows,
+                None => match self.series.get(&h.key) {
+                    Some(series) => series_rows(series, width),
+                    None => Rows { stacks: Vec::new(), values: Vec::new(), width },
+                },
+            };
+            let r = &mut self.trace.report.dumps[h.report];
+            r.stacks = rows.stacks.len() as u64;
+            r.totals = totals_of(&rows);
+            h.early = true;
+            let sample_types = sample_types_for_heap(&h.meta.heap);
+            let default = if width == 2 { 1 } else { 3 };
+            let Rows { stacks, values, .. } = rows;
+            let p =
+                Profile::from_parts(Arc::clone(&self.tables), h.meta.clone(), sample_types, default, stacks, values);
+            sink(Handover::Dump(p))?;
+        }
+        Ok(())
     }
 
     /// Hands the dumps that can no longer grow to the sink, in the order they began; at the end
@@ -1067,6 +1151,10 @@ impl Decoder {
                 break;
             }
             let h = self.held.pop_front().expect("front exists");
+            if h.early && !h.stale {
+                // Handed over, report entry filled, when its chain ended.
+                continue;
+            }
             // Still open at the end of the trace: its rows are its series' final counters.
             let width = width_of(&h.meta.heap);
             let rows = match h.rows {
@@ -1089,6 +1177,11 @@ impl Decoder {
                 Sink::Profiles(sink) => {
                     sink(Profile::from_parts(Arc::clone(&self.tables), h.meta, sample_types, default, stacks, values))?;
                 }
+                Sink::Early(sink) => {
+                    let p =
+                        Profile::from_parts(Arc::clone(&self.tables), h.meta, sample_types, default, stacks, values);
+                    sink(if h.early { Handover::Again(p) } else { Handover::Dump(p) })?;
+                }
                 Sink::Lists(sink) => {
                     let header = ProfileHeader { meta: h.meta, sample_types, default_sample_type: default };
                     sink(ListDump { header, stacks, values })?;
@@ -1102,7 +1195,7 @@ impl Decoder {
     /// dumps still open and frees what only decoding needed (the series' counters, the
     /// sequences' interned tables, the stack index), so the last dumps are encoded without it.
     fn release(&mut self) {
-        for h in self.held.iter_mut().filter(|h| h.rows.is_none()) {
+        for h in self.held.iter_mut().filter(|h| h.rows.is_none() && (!h.early || h.stale)) {
             let width = width_of(&h.key.1);
             h.rows = Some(match self.series.get(&h.key) {
                 Some(series) => series_rows(series, width),

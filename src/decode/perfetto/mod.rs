@@ -17,4 +17,5 @@ pub use heapprofd::{
     decode_heapprofd_with, sample_types_for_heap,
 };
 pub use heapprofd::{FramesSeenHook, ListDump, decode_heapprofd_frames};
+pub use heapprofd::{Handover, decode_heapprofd_early};
 pub use symbol_scan::{FrameScan, scan_frames, scan_frames_again};
