@@ -541,9 +541,12 @@ fn run_decoder<'s, 'h>(
     if matches!(sink, Sink::Lists(_)) {
         d.lists = Some(StackLists::default());
     }
-    // ModuleSymbols usually follow the dumps they name: read them first when the input can be
-    // read twice.
-    if let Some(Ok(mut again)) = input.reopen() {
+    // ModuleSymbols usually follow the dumps they name: read them first (or take what a
+    // pre-pass read) when the input can be read twice.
+    if let Some(symbols) = input.take_prescanned_symbols() {
+        d.symbols = symbols;
+        d.symbols_prescanned = true;
+    } else if let Some(Ok(mut again)) = input.reopen() {
         d.symbols = scan_module_symbols(&mut again, opts.max_packet_bytes)?;
         d.symbols_prescanned = true;
     }
