@@ -75,6 +75,10 @@ pub struct Tables {
     stacks: ChunkedVec<PackedNode>,
     stack_index: NodeIndex,
     demangled: HashMap<StringId, StringId>,
+    // Display names are left for `settle_names` (see `set_deferred_names`).
+    defer_names: bool,
+    // Frames whose display name is still to be settled (bit per frame index).
+    unsettled: Vec<u64>,
     // The last stack interned, to skip the lookups of the prefix the next one shares with it
     // (producers emit callstacks in tree order, so consecutive ones share long prefixes).
     last_frames: Vec<FrameId>,
@@ -135,8 +139,17 @@ impl Tables {
         if let Some(&id) = self.frame_index.get(&key) {
             return id;
         }
-        let name = self.display_name(raw_name);
         let id = FrameId(to_u32(self.frames.len()));
+        let name = if self.defer_names {
+            let i = id.0 as usize;
+            if self.unsettled.len() <= i / 64 {
+                self.unsettled.resize(i / 64 + 1, 0);
+            }
+            self.unsettled[i / 64] |= 1 << (i % 64);
+            raw_name
+        } else {
+            self.display_name(raw_name)
+        };
         self.frames.push(Frame { mapping, rel_pc, raw_name, name, lines: Vec::new() });
         self.frame_index.insert(key, id);
         id
@@ -153,6 +166,57 @@ impl Tables {
         self.frames.push(frame.clone());
         self.exact_frame_index.insert(frame, id);
         id
+    }
+
+    /// With `on`, [`Tables::intern_frame`] leaves each new frame's display name as its raw name
+    /// until [`Tables::settle_names`] demangles it: for a caller that shows the names of only
+    /// some frames (one dump of many), and reads no frame's name before settling it. The names
+    /// settled are those eager interning gives; only the string ids of the demangled names
+    /// differ (they are interned when settled).
+    pub fn set_deferred_names(&mut self, on: bool) {
+        self.defer_names = on;
+    }
+
+    /// Gives the frames `frames` (any order, repeats allowed) whose display names were deferred
+    /// ([`Tables::set_deferred_names`]) their demangled names; the names are demangled in
+    /// parallel and interned in the order of `frames`.
+    pub fn settle_names(&mut self, frames: impl IntoIterator<Item = FrameId>) {
+        use rayon::prelude::*;
+        if self.unsettled.is_empty() {
+            return;
+        }
+        // The distinct raw names to demangle, in the order of their first frame.
+        let mut todo: Vec<FrameId> = Vec::new();
+        let mut raws: Vec<StringId> = Vec::new();
+        let mut seen: HashMap<StringId, ()> = HashMap::default();
+        for f in frames {
+            let i = f.0 as usize;
+            let Some(word) = self.unsettled.get_mut(i / 64) else { continue };
+            if *word & (1 << (i % 64)) == 0 {
+                continue;
+            }
+            *word &= !(1 << (i % 64));
+            todo.push(f);
+            let raw = self.frames[i].raw_name;
+            if !raw.is_empty() && !self.demangled.contains_key(&raw) && seen.insert(raw, ()).is_none() {
+                raws.push(raw);
+            }
+        }
+        let strings = &self.strings;
+        let names: Vec<Option<String>> = raws.par_iter().map(|&r| demangle(strings.get(r))).collect();
+        for (raw, name) in raws.into_iter().zip(names) {
+            let d = match name {
+                Some(s) => self.strings.intern(&s),
+                None => raw,
+            };
+            self.demangled.insert(raw, d);
+        }
+        for f in todo {
+            let raw = self.frames[f.0 as usize].raw_name;
+            if !raw.is_empty() {
+                self.frames[f.0 as usize].name = self.demangled[&raw];
+            }
+        }
     }
 
     fn display_name(&mut self, raw: StringId) -> StringId {
