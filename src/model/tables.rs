@@ -440,6 +440,39 @@ fn to_u32(n: usize) -> u32 {
 mod tests {
     use super::*;
 
+    /// Deferred names settle to the names eager interning gives, for the frames asked only,
+    /// whatever order the frames come in.
+    #[test]
+    fn deferred_names_settle_as_eager_ones() {
+        let raws = ["_ZN3foo6Widget5buildEv", "malloc", "", "_ZN3foo4Pool4growEm", "_RNvCs1234_7mycrate3foo", "malloc"];
+        let mut eager = Tables::default();
+        let mut lazy = Tables::default();
+        lazy.set_deferred_names(true);
+        let mut ids = Vec::new();
+        for (i, r) in raws.iter().enumerate() {
+            let a = eager.strings.intern(r);
+            let b = lazy.strings.intern(r);
+            eager.intern_frame(None, i as u64, a);
+            ids.push(lazy.intern_frame(None, i as u64, b));
+        }
+        let name = |t: &Tables, i: usize| t.strings.get(t.frames()[i].name).to_owned();
+        assert_eq!(name(&lazy, 0), "_ZN3foo6Widget5buildEv", "not settled yet");
+        // Settle frames 3, 0 and 0 again: the others keep their raw names.
+        lazy.settle_names([ids[3], ids[0], ids[0]]);
+        assert_eq!(name(&lazy, 0), "foo::Widget::build()");
+        assert_eq!(name(&lazy, 3), name(&eager, 3));
+        assert_eq!(name(&lazy, 4), "_RNvCs1234_7mycrate3foo");
+        lazy.settle_names(ids.iter().rev().copied());
+        for i in 0..raws.len() {
+            assert_eq!(name(&lazy, i), name(&eager, i), "frame {i}");
+        }
+        assert_eq!(name(&lazy, 4), "mycrate::foo");
+        // Eager tables have nothing to settle.
+        let before = eager.strings.len();
+        eager.settle_names(ids.iter().copied());
+        assert_eq!(eager.strings.len(), before);
+    }
+
     #[test]
     fn node_index_agrees_with_a_hash_map() {
         let mut t = Tables::default();

@@ -60,6 +60,7 @@ pub(crate) fn prepare_trace(
     symbolizer: &mut Option<Symbolizer>,
 ) -> Result<TraceMaps> {
     use crate::decode::perfetto::prepass::{PrePassWants, pre_pass, pre_pass_reader};
+    let mut clock = crate::timing::Phases::start("prepass");
     let looks_up = symbolizer.as_ref().is_some_and(|s| s.looks_up());
     let wants = PrePassWants { java: true, module_symbols: true, frames: looks_up };
     let pre = if inp.reopen().is_none() {
@@ -102,7 +103,10 @@ pub(crate) fn prepare_trace(
         }
         inp.set_prescanned_symbols(symbols);
     }
-    maps.for_trace(inp, decode.max_packet_bytes, pre.java.unwrap_or_default())
+    clock.done("read ahead");
+    let maps = maps.for_trace(inp, decode.max_packet_bytes, pre.java.unwrap_or_default());
+    clock.done("maps");
+    maps
 }
 
 /// A reader that keeps a copy of every byte read through it, and the first error met.

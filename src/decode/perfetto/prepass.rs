@@ -95,3 +95,99 @@ pub fn pre_pass_reader(
     }
     PrePass { java, module_symbols: symbols, frames: frames.map(FrameScanner::finish) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::perfetto::deobfuscation::scan_trace_java;
+    use crate::decode::perfetto::module_symbols::scan_module_symbols;
+    use crate::decode::perfetto::symbol_scan::scan_frames;
+
+    fn open(bytes: &[u8]) -> Input {
+        Input::from_bytes("t.pftrace", bytes.to_vec(), 1 << 30).unwrap()
+    }
+
+    /// The shared reading finds what each scan of its own finds, on every trace fixture
+    /// (gzip, zlib bundles, truncations, heap graphs included) and on every cut of one.
+    #[test]
+    fn one_reading_finds_what_each_scan_finds() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+        let mut files: Vec<std::path::PathBuf> = Vec::new();
+        for d in [dir.to_owned(), format!("{dir}/heapgraph")] {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                let n = p.to_string_lossy().into_owned();
+                if n.ends_with(".pftrace") || n.ends_with(".pftrace.gz") {
+                    files.push(p);
+                }
+            }
+        }
+        assert!(files.len() > 20, "{files:?}");
+        let opts = DecodeOptions::default();
+        let all = PrePassWants { java: true, module_symbols: true, frames: true };
+        let check = |bytes: &[u8], what: &str| {
+            let pre = pre_pass(&mut open(bytes), &opts, all);
+            let java = scan_trace_java(&mut open(bytes), opts.max_packet_bytes, 256 << 20);
+            let syms = scan_module_symbols(&mut open(bytes), opts.max_packet_bytes).unwrap();
+            let frames = scan_frames(&mut open(bytes), &opts);
+            assert_eq!(pre.java.as_ref(), Some(&java), "{what}");
+            let s = pre.module_symbols.as_ref().unwrap();
+            assert_eq!((s.packets, s.is_empty()), (syms.packets, syms.is_empty()), "{what}");
+            let f = pre.frames.as_ref().unwrap();
+            assert_eq!(f.tables.frames(), frames.tables.frames(), "{what}");
+            assert_eq!(f.tables.mappings(), frames.tables.mappings(), "{what}");
+            assert_eq!((f.packets, f.module_symbols, &f.stopped), (frames.packets, frames.module_symbols, &frames.stopped), "{what}");
+            let none = pre_pass(&mut open(bytes), &opts, PrePassWants::default());
+            assert!(none.java.is_none() && none.module_symbols.is_none() && none.frames.is_none());
+        };
+        let mut frames_seen = 0;
+        for f in &files {
+            let bytes = std::fs::read(f).unwrap();
+            check(&bytes, &f.display().to_string());
+            frames_seen += scan_frames(&mut open(&bytes), &opts).tables.frames().len();
+        }
+        assert!(frames_seen > 0);
+        // Every cut of a trace with several sequences and a zlib bundle.
+        let bytes = std::fs::read(format!("{dir}/interned_chain_spill.zlib.pftrace")).unwrap();
+        for n in (0..bytes.len()).step_by(7) {
+            check(&bytes[..n], &format!("cut at {n}"));
+        }
+    }
+
+    /// ModuleSymbols and DeobfuscationMapping packets appended to a trace are found by the one
+    /// reading, with the trace's frames.
+    #[test]
+    fn appended_symbols_and_mappings_are_found() {
+        use crate::proto::perfetto as pb;
+        use prost::Message;
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+        let mut bytes = std::fs::read(format!("{dir}/names.pftrace")).unwrap();
+        let ms = pb::ModuleSymbols {
+            path: Some("/lib/x.so".into()),
+            build_id: Some(vec![1, 2]),
+            address_symbols: vec![pb::AddressSymbols {
+                address: Some(0x10),
+                lines: vec![pb::Line { function_name: Some("f".into()), ..Default::default() }],
+            }],
+        };
+        let dm = pb::DeobfuscationMapping { package_name: Some("com.a".into()), ..Default::default() };
+        let trace = pb::Trace {
+            packet: vec![
+                pb::TracePacket { module_symbols: Some(ms), ..Default::default() },
+                pb::TracePacket { deobfuscation_mapping: Some(dm), ..Default::default() },
+            ],
+        };
+        bytes.extend(trace.encode_to_vec());
+        let all = PrePassWants { java: true, module_symbols: true, frames: true };
+        let pre = pre_pass(&mut open(&bytes), &DecodeOptions::default(), all);
+        let s = pre.module_symbols.unwrap();
+        assert_eq!(s.packets, 1);
+        assert!(!s.is_empty());
+        let java = pre.java.unwrap();
+        assert_eq!(java.tables.len(), 1);
+        assert_eq!(java.tables[0].package, "com.a");
+        let f = pre.frames.unwrap();
+        assert!(f.module_symbols && f.complete());
+        assert!(!f.tables.frames().is_empty());
+    }
+}
