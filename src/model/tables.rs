@@ -202,14 +202,17 @@ impl Tables {
                 raws.push(raw);
             }
         }
-        let strings = &self.strings;
-        let names: Vec<Option<String>> = raws.par_iter().map(|&r| demangle(strings.get(r))).collect();
-        for (raw, name) in raws.into_iter().zip(names) {
-            let d = match name {
-                Some(s) => self.strings.intern(&s),
-                None => raw,
-            };
-            self.demangled.insert(raw, d);
+        // In pieces, so that only one piece's demangled names are held at a time.
+        for piece in raws.chunks(4096) {
+            let strings = &self.strings;
+            let names: Vec<Option<String>> = piece.par_iter().map(|&r| demangle(strings.get(r))).collect();
+            for (&raw, name) in piece.iter().zip(names) {
+                let d = match name {
+                    Some(s) => self.strings.intern(&s),
+                    None => raw,
+                };
+                self.demangled.insert(raw, d);
+            }
         }
         for f in todo {
             let raw = self.frames[f.0 as usize].raw_name;
