@@ -136,7 +136,11 @@ mod tests {
             let f = pre.frames.as_ref().unwrap();
             assert_eq!(f.tables.frames(), frames.tables.frames(), "{what}");
             assert_eq!(f.tables.mappings(), frames.tables.mappings(), "{what}");
-            assert_eq!((f.packets, f.module_symbols, &f.stopped), (frames.packets, frames.module_symbols, &frames.stopped), "{what}");
+            assert_eq!(
+                (f.packets, f.module_symbols, &f.stopped),
+                (frames.packets, frames.module_symbols, &frames.stopped),
+                "{what}"
+            );
             let none = pre_pass(&mut open(bytes), &opts, PrePassWants::default());
             assert!(none.java.is_none() && none.module_symbols.is_none() && none.frames.is_none());
         };
