@@ -1127,11 +1127,12 @@ impl ProguardMaps {
     }
 
     /// The maps for one Perfetto trace: [`ProguardMaps::open`]'s, and after them the
-    /// `DeobfuscationMapping` packets the trace holds (read in a pass of their own, inside
-    /// `compressed_packets` bundles too), which trace processor applies as if given as map
-    /// files; with what that pass learnt of the trace's packages (`packages_list`, the
-    /// processes' uids). Standard input read as a stream is read whole first, so that it can
-    /// be read twice.
+    /// `DeobfuscationMapping` packets the trace holds (read by the pre-pass of
+    /// [`prepare_trace`], inside `compressed_packets` bundles too), which trace processor
+    /// applies as if given as map files; with what that pass learnt of the trace's packages
+    /// (`packages_list`, the processes' uids). The pre-pass also hands the decoder the
+    /// trace's ModuleSymbols. Standard input read as a stream is read whole, so that it can be
+    /// read twice.
     pub(crate) fn open_for_trace(&self, inp: &mut Input, max_packet: u64) -> Result<TraceMaps> {
         let decode = DecodeOptions { max_packet_bytes: max_packet, ..DecodeOptions::default() };
         prepare_trace(inp, &decode, self, &mut None)
