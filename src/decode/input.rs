@@ -19,6 +19,8 @@ pub struct Input {
     mem: Option<std::sync::Arc<[u8]>>,
     max_expanded: u64,
     reader: Box<dyn Read + Send>,
+    /// The ModuleSymbols a pre-pass over this input read, until the decoder takes them.
+    prescanned_symbols: Option<crate::decode::perfetto::module_symbols::SymbolPackets>,
 }
 
 impl std::fmt::Debug for Input {
@@ -180,7 +182,19 @@ impl Input {
         } else {
             Box::new(peek)
         };
-        Ok(Input { name, gzipped, file_size, path: None, mem: None, max_expanded, reader })
+        Ok(Input { name, gzipped, file_size, path: None, mem: None, max_expanded, reader, prescanned_symbols: None })
+    }
+
+    /// Hands the decoder of this input the ModuleSymbols packets a pre-pass read from it
+    /// ([`crate::decode::perfetto::prepass`]), so that it does not read the input again for them.
+    pub fn set_prescanned_symbols(&mut self, symbols: crate::decode::perfetto::module_symbols::SymbolPackets) {
+        self.prescanned_symbols = Some(symbols);
+    }
+
+    /// The ModuleSymbols a pre-pass read from this input, taken (see
+    /// [`Input::set_prescanned_symbols`]); `None` when none was run.
+    pub fn take_prescanned_symbols(&mut self) -> Option<crate::decode::perfetto::module_symbols::SymbolPackets> {
+        self.prescanned_symbols.take()
     }
 
     /// The byte stream (decompressed when the file was gzip).

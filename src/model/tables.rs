@@ -75,6 +75,10 @@ pub struct Tables {
     stacks: ChunkedVec<PackedNode>,
     stack_index: NodeIndex,
     demangled: HashMap<StringId, StringId>,
+    // Display names are left for `settle_names` (see `set_deferred_names`).
+    defer_names: bool,
+    // Frames whose display name is still to be settled (bit per frame index).
+    unsettled: Vec<u64>,
     // The last stack interned, to skip the lookups of the prefix the next one shares with it
     // (producers emit callstacks in tree order, so consecutive ones share long prefixes).
     last_frames: Vec<FrameId>,
@@ -135,8 +139,17 @@ impl Tables {
         if let Some(&id) = self.frame_index.get(&key) {
             return id;
         }
-        let name = self.display_name(raw_name);
         let id = FrameId(to_u32(self.frames.len()));
+        let name = if self.defer_names {
+            let i = id.0 as usize;
+            if self.unsettled.len() <= i / 64 {
+                self.unsettled.resize(i / 64 + 1, 0);
+            }
+            self.unsettled[i / 64] |= 1 << (i % 64);
+            raw_name
+        } else {
+            self.display_name(raw_name)
+        };
         self.frames.push(Frame { mapping, rel_pc, raw_name, name, lines: Vec::new() });
         self.frame_index.insert(key, id);
         id
@@ -181,6 +194,60 @@ impl Tables {
         self.frames.push(frame.clone());
         self.exact_frame_index.insert(frame, id);
         id
+    }
+
+    /// With `on`, [`Tables::intern_frame`] leaves each new frame's display name as its raw name
+    /// until [`Tables::settle_names`] demangles it: for a caller that shows the names of only
+    /// some frames (one dump of many), and reads no frame's name before settling it. The names
+    /// settled are those eager interning gives; only the string ids of the demangled names
+    /// differ (they are interned when settled).
+    pub fn set_deferred_names(&mut self, on: bool) {
+        self.defer_names = on;
+    }
+
+    /// Gives the frames `frames` (any order, repeats allowed) whose display names were deferred
+    /// ([`Tables::set_deferred_names`]) their demangled names; the names are demangled in
+    /// parallel and interned in the order of `frames`.
+    pub fn settle_names(&mut self, frames: impl IntoIterator<Item = FrameId>) {
+        use rayon::prelude::*;
+        if self.unsettled.is_empty() {
+            return;
+        }
+        // The distinct raw names to demangle, in the order of their first frame.
+        let mut todo: Vec<FrameId> = Vec::new();
+        let mut raws: Vec<StringId> = Vec::new();
+        let mut seen: HashMap<StringId, ()> = HashMap::default();
+        for f in frames {
+            let i = f.0 as usize;
+            let Some(word) = self.unsettled.get_mut(i / 64) else { continue };
+            if *word & (1 << (i % 64)) == 0 {
+                continue;
+            }
+            *word &= !(1 << (i % 64));
+            todo.push(f);
+            let raw = self.frames[i].raw_name;
+            if !raw.is_empty() && !self.demangled.contains_key(&raw) && seen.insert(raw, ()).is_none() {
+                raws.push(raw);
+            }
+        }
+        // In pieces, so that only one piece's demangled names are held at a time.
+        for piece in raws.chunks(4096) {
+            let strings = &self.strings;
+            let names: Vec<Option<String>> = piece.par_iter().map(|&r| demangle(strings.get(r))).collect();
+            for (&raw, name) in piece.iter().zip(names) {
+                let d = match name {
+                    Some(s) => self.strings.intern(&s),
+                    None => raw,
+                };
+                self.demangled.insert(raw, d);
+            }
+        }
+        for f in todo {
+            let raw = self.frames[f.0 as usize].raw_name;
+            if !raw.is_empty() {
+                self.frames[f.0 as usize].name = self.demangled[&raw];
+            }
+        }
     }
 
     fn display_name(&mut self, raw: StringId) -> StringId {
@@ -403,6 +470,39 @@ fn to_u32(n: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Deferred names settle to the names eager interning gives, for the frames asked only,
+    /// whatever order the frames come in.
+    #[test]
+    fn deferred_names_settle_as_eager_ones() {
+        let raws = ["_ZN3foo6Widget5buildEv", "malloc", "", "_ZN3foo4Pool4growEm", "_RNvCs1234_7mycrate3foo", "malloc"];
+        let mut eager = Tables::default();
+        let mut lazy = Tables::default();
+        lazy.set_deferred_names(true);
+        let mut ids = Vec::new();
+        for (i, r) in raws.iter().enumerate() {
+            let a = eager.strings.intern(r);
+            let b = lazy.strings.intern(r);
+            eager.intern_frame(None, i as u64, a);
+            ids.push(lazy.intern_frame(None, i as u64, b));
+        }
+        let name = |t: &Tables, i: usize| t.strings.get(t.frames()[i].name).to_owned();
+        assert_eq!(name(&lazy, 0), "_ZN3foo6Widget5buildEv", "not settled yet");
+        // Settle frames 3, 0 and 0 again: the others keep their raw names.
+        lazy.settle_names([ids[3], ids[0], ids[0]]);
+        assert_eq!(name(&lazy, 0), "foo::Widget::build()");
+        assert_eq!(name(&lazy, 3), name(&eager, 3));
+        assert_eq!(name(&lazy, 4), "_RNvCs1234_7mycrate3foo");
+        lazy.settle_names(ids.iter().rev().copied());
+        for i in 0..raws.len() {
+            assert_eq!(name(&lazy, i), name(&eager, i), "frame {i}");
+        }
+        assert_eq!(name(&lazy, 4), "mycrate::foo");
+        // Eager tables have nothing to settle.
+        let before = eager.strings.len();
+        eager.settle_names(ids.iter().copied());
+        assert_eq!(eager.strings.len(), before);
+    }
 
     #[test]
     fn node_index_agrees_with_a_hash_map() {

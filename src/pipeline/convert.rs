@@ -404,8 +404,11 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
     let mut kept: BTreeMap<(u64, String), Vec<ListDump>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
     let deob = opts.symbols.proguard.open_for_trace(inp, decode.max_packet_bytes)?;
+    // Only the names of the frames of the dumps kept are shown: those alone are demangled, after
+    // decoding (deobfuscation reads names as interning gives them, so it keeps them eager).
+    decode.deferred_names = !deob.is_some();
     let mut session = deob.session();
-    let (report, tables, lists) = decode_heapprofd_frames(
+    let (report, mut tables, lists) = decode_heapprofd_frames(
         inp,
         &decode,
         &mut |_, _| {},
@@ -432,6 +435,10 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
             Ok(())
         },
     )?;
+    if decode.deferred_names {
+        let used = kept.values().flatten().flat_map(|d| d.stacks.iter().flat_map(|&s| lists.frames(s).iter().copied()));
+        std::sync::Arc::make_mut(&mut tables).settle_names(used);
+    }
     let mut out = Vec::new();
     for key in order {
         for d in kept.remove(&key).unwrap_or_default() {

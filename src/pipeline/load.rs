@@ -42,17 +42,96 @@ pub(crate) fn symbolize_hook(
     }
 }
 
-/// Starts the symbol lookups of `input`'s frames on other threads, from a frames-only scan of
-/// a second reading (mappings and frames; callstacks and samples skipped by length), so that
-/// they overlap the decoding; [`symbolize_hook`] then applies the answers from the lookups'
-/// cache. Nothing is started without symbol directories, for an input that cannot be read
-/// twice, or for a trace with ModuleSymbols (whose frames may be named by the trace itself).
-pub(crate) fn prefetch_symbols(s: &mut Option<Symbolizer>, input: &Input, decode: &DecodeOptions) {
-    let Some(s) = s.as_mut().filter(|s| s.looks_up()) else { return };
-    if let Some(scan) = crate::decode::perfetto::scan_frames_again(input, decode)
-        && !scan.module_symbols
-    {
-        s.prefetch(&scan.tables, 0..scan.tables.frames().len());
+/// Reads a trace once ahead of its decoding, for every stage that must know something of the
+/// whole trace before the decoder hands over its first dump ([`crate::decode::perfetto::prepass`]):
+/// - the maps for its Java frames and heap graphs ([`ProguardMaps::open_for_trace`]);
+/// - its ModuleSymbols packets, handed to the decoder through `inp`;
+/// - with a symbolizer that looks symbols up, its mappings and frames, whose lookups start on
+///   other threads at once, so that they overlap the decoding ([`symbolize_hook`] then applies
+///   the answers from the lookups' cache); not for a trace with ModuleSymbols (whose frames
+///   may be named by the trace itself).
+///
+/// Standard input read as a stream is read whole (it must be read twice), the pre-pass reading
+/// it as it comes.
+pub(crate) fn prepare_trace(
+    inp: &mut Input,
+    decode: &DecodeOptions,
+    maps: &ProguardMaps,
+    symbolizer: &mut Option<Symbolizer>,
+) -> Result<TraceMaps> {
+    use crate::decode::perfetto::prepass::{PrePassWants, pre_pass, pre_pass_reader};
+    let mut clock = crate::timing::Phases::start("prepass");
+    let looks_up = symbolizer.as_ref().is_some_and(|s| s.looks_up());
+    let wants = PrePassWants { java: true, module_symbols: true, frames: looks_up };
+    let pre = if inp.reopen().is_none() {
+        // One reading: the pre-pass reads the stream through a tee that keeps every byte, for
+        // the decoder's own reading.
+        let name = inp.name.clone();
+        let file_gzipped = inp.gzipped;
+        let mut tee = Tee { inner: inp.reader(), copy: Vec::new(), error: None };
+        let pre = {
+            let mut buffered = std::io::BufReader::with_capacity(1 << 20, &mut tee);
+            pre_pass_reader(&mut buffered, &name, None, decode, wants)
+        };
+        // Whatever the pre-pass left (after damage): the rest of the stream, as a plain read
+        // of it all would have met it.
+        if tee.error.is_none() {
+            let mut rest = Vec::new();
+            if let Err(e) = tee.inner.read_to_end(&mut rest) {
+                tee.error = Some(e);
+            }
+            tee.copy.extend_from_slice(&rest);
+        }
+        if let Some(e) = tee.error {
+            return Err(Error::io(format!("reading {name}"), e));
+        }
+        let bytes = tee.copy;
+        *inp = Input::from_bytes(&name, bytes, crate::decode::perfetto::DecodeOptions::default().max_gzip_bytes)?;
+        inp.gzipped |= file_gzipped;
+        pre
+    } else {
+        match inp.reopen() {
+            Some(Ok(mut again)) => pre_pass(&mut again, decode, wants),
+            _ => Default::default(),
+        }
+    };
+    if let Some(symbols) = pre.module_symbols {
+        if let (Some(s), Some(scan)) = (symbolizer.as_mut(), pre.frames.as_ref())
+            && !scan.module_symbols
+        {
+            s.prefetch(&scan.tables, 0..scan.tables.frames().len());
+        }
+        inp.set_prescanned_symbols(symbols);
+    }
+    clock.done("read ahead");
+    let maps = maps.for_trace(inp, decode.max_packet_bytes, pre.java.unwrap_or_default());
+    clock.done("maps");
+    maps
+}
+
+/// A reader that keeps a copy of every byte read through it, and the first error met.
+struct Tee<'a> {
+    inner: &'a mut (dyn std::io::Read + Send),
+    copy: Vec<u8>,
+    error: Option<std::io::Error>,
+}
+
+impl std::io::Read for Tee<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match self.inner.read(buf) {
+                Ok(n) => {
+                    self.copy.extend_from_slice(&buf[..n]);
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let again = std::io::Error::new(e.kind(), e.to_string());
+                    self.error.get_or_insert(e);
+                    return Err(again);
+                }
+            }
+        }
     }
 }
 
@@ -99,7 +178,7 @@ pub(crate) fn select_heapprofd(
     let mut kept: BTreeMap<(u64, String), Vec<Profile>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
     let mut symbolizer = sel.symbolize.clone().map(Symbolizer::new);
-    let deob = sel.proguard.open_for_trace(&mut inp, decode.max_packet_bytes)?;
+    let deob = prepare_trace(&mut inp, &decode, sel.proguard, &mut symbolizer)?;
     let mut session = deob.session();
     let (report, tables) = decode_heapprofd_with(
         &mut inp,
@@ -1048,28 +1127,29 @@ impl ProguardMaps {
     }
 
     /// The maps for one Perfetto trace: [`ProguardMaps::open`]'s, and after them the
-    /// `DeobfuscationMapping` packets the trace holds (read in a pass of their own, inside
-    /// `compressed_packets` bundles too), which trace processor applies as if given as map
-    /// files; with what that pass learnt of the trace's packages (`packages_list`, the
-    /// processes' uids). Standard input read as a stream is read whole first, so that it can
-    /// be read twice.
+    /// `DeobfuscationMapping` packets the trace holds (read by the pre-pass of
+    /// [`prepare_trace`], inside `compressed_packets` bundles too), which trace processor
+    /// applies as if given as map files; with what that pass learnt of the trace's packages
+    /// (`packages_list`, the processes' uids). The pre-pass also hands the decoder the
+    /// trace's ModuleSymbols. Standard input read as a stream is read whole, so that it can be
+    /// read twice.
     pub(crate) fn open_for_trace(&self, inp: &mut Input, max_packet: u64) -> Result<TraceMaps> {
-        if inp.reopen().is_none() {
-            let mut bytes = Vec::new();
-            let name = inp.name.clone();
-            inp.reader().read_to_end(&mut bytes).map_err(|e| Error::io(format!("reading {name}"), e))?;
-            let file_gzipped = inp.gzipped;
-            *inp = Input::from_bytes(&name, bytes, crate::decode::perfetto::DecodeOptions::default().max_gzip_bytes)?;
-            inp.gzipped |= file_gzipped;
-        }
-        let mut info = match inp.reopen() {
-            Some(Ok(mut again)) => {
-                crate::decode::perfetto::deobfuscation::scan_trace_java(&mut again, max_packet, 256 << 20)
-            }
-            _ => Default::default(),
-        };
+        let decode = DecodeOptions { max_packet_bytes: max_packet, ..DecodeOptions::default() };
+        prepare_trace(inp, &decode, self, &mut None)
+    }
+
+    /// The maps for one trace of which a pre-pass read `info` ([`prepare_trace`]).
+    fn for_trace(
+        &self,
+        inp: &Input,
+        max_packet: u64,
+        mut info: crate::decode::perfetto::deobfuscation::TraceJavaInfo,
+    ) -> Result<TraceMaps> {
         // Several app packages profiled: each package-less Java frame takes its process's.
+        // (A pass of its own, needed only when there are maps to apply: the guess needs the
+        // processes and packages of the whole trace before it reads the first frame.)
         if info.profiled_packages().len() > 1
+            && (!self.specs.is_empty() || !info.tables.is_empty())
             && let Some(Ok(mut again)) = inp.reopen()
         {
             let needs_guess = |path: &str| {

@@ -87,8 +87,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let symbolizing = symbolizer.is_some();
     // Without symbol directories frames are only counted, never changed, so the encoder may
     // still lay out callstacks early.
-    super::load::prefetch_symbols(&mut symbolizer, &inp, &decode);
-    let deob = opts.symbols.proguard.open_for_trace(&mut inp, decode.max_packet_bytes)?;
+    let deob = super::load::prepare_trace(&mut inp, &decode, &opts.symbols.proguard, &mut symbolizer)?;
     let looking_up = !opts.symbols.dirs.is_empty() || deob.is_some();
     let mut session = deob.session();
     let mut attributions: BTreeMap<(u64, String), crate::symbolize::Attribution> = BTreeMap::new();

@@ -498,8 +498,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
     let mut notes: Vec<String> = Vec::new();
     let mut symbolizer = opts.symbols.options().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
-    super::load::prefetch_symbols(&mut symbolizer, &inp, &decode);
-    let deob = opts.symbols.proguard.open_for_trace(&mut inp, decode.max_packet_bytes)?;
+    let deob = super::load::prepare_trace(&mut inp, &decode, &opts.symbols.proguard, &mut symbolizer)?;
     let mut session = deob.session();
     let mut attributions: BTreeMap<(u64, String), Attribution> = BTreeMap::new();
     let ext = opts.format.extension();

@@ -299,3 +299,46 @@ fn convert_of_an_hprof_dump_shows_dominator_and_shortest_path_trees() {
     assert_eq!(v["classes"][3]["reachable_instances"], 2);
     assert_eq!(v["classes"][3]["retained"], 2000);
 }
+
+/// `profile -` reads standard input once (the pre-pass reads it as it comes, keeping the bytes
+/// for the decoder): the same files as from the path, plain and gzip, and the same error for a
+/// cut gzip stream.
+#[test]
+fn profile_from_standard_input_equals_the_file_run() {
+    use std::io::Write;
+    for (name, file_code, code) in [
+        ("continuous_recycle.pftrace", 0, 0),
+        ("continuous_recycle.pftrace.gz", 0, 0),
+        ("heaps_and_procs.pftrace.gz", 0, 0),
+        ("interned_chain_spill.zlib.pftrace", 0, 0),
+        ("continuous_recycle.trunc-gzip.pftrace", 3, 1),
+    ] {
+        let (from_file, from_stdin) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let f = heapconv_ok(
+            &["profile", data(name).to_str().unwrap(), "-o", from_file.path().to_str().unwrap()],
+            file_code,
+        );
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heapconv"))
+            .args(["profile", "-", "-o", from_stdin.path().to_str().unwrap()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&std::fs::read(data(name)).unwrap()).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{name}");
+        let (a, b) = (files(from_file.path()), files(from_stdin.path()));
+        assert_eq!(a, b, "{name}");
+        assert_eq!(a.is_empty(), code != 0, "{name}");
+        for n in &a {
+            let read = |d: &std::path::Path| std::fs::read(d.join(n)).unwrap();
+            assert!(read(from_file.path()) == read(from_stdin.path()), "{name}: {n}");
+        }
+        if code != 0 {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("reading -") && err.contains("deflate"), "{name}: {err}");
+            assert!(String::from_utf8_lossy(&f.stderr).contains("the compressed stream is damaged"), "{name}");
+        }
+    }
+}

@@ -194,9 +194,17 @@ pub fn scan_trace_java(input: &mut Input, max_packet: u64, max_bundle: u64) -> T
     let name = input.name.clone();
     let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
     while let Ok(Some(p)) = reader.next_packet() {
-        out.packet(p.bytes, max_bundle, false);
+        out.scan_packet(p.bytes, max_bundle);
     }
     out
+}
+
+impl TraceJavaInfo {
+    /// Adds what one serialized top-level TracePacket tells (see [`scan_trace_java`]),
+    /// expanding a `compressed_packets` bundle of at most `max_bundle` bytes.
+    pub fn scan_packet(&mut self, b: &[u8], max_bundle: u64) {
+        self.packet(b, max_bundle, false);
+    }
 }
 
 /// Reads the whole input once and returns its `DeobfuscationMapping` packets' tables, in trace

@@ -67,6 +67,9 @@ pub struct DecodeOptions {
     /// Hand only these pids' dumps to the sink (empty: all); every dump is still reported.
     /// Default: empty.
     pub pids: Vec<u64>,
+    /// Leave frames' display names undemangled until the caller settles the ones it shows
+    /// ([`crate::model::Tables::settle_names`]). Default: false.
+    pub deferred_names: bool,
 }
 
 impl Default for DecodeOptions {
@@ -77,6 +80,7 @@ impl Default for DecodeOptions {
             max_gzip_bytes: 64 << 30,
             include_unchanged: true,
             pids: Vec::new(),
+            deferred_names: false,
         }
     }
 }
@@ -581,9 +585,15 @@ fn run_decoder<'s, 'h>(
     if matches!(sink, Sink::Lists(_)) {
         d.lists = Some(StackLists::default());
     }
-    // ModuleSymbols usually follow the dumps they name: read them first when the input can be
-    // read twice.
-    if let Some(Ok(mut again)) = input.reopen() {
+    if let Some(t) = Arc::get_mut(&mut d.tables) {
+        t.set_deferred_names(opts.deferred_names);
+    }
+    // ModuleSymbols usually follow the dumps they name: read them first (or take what a
+    // pre-pass read) when the input can be read twice.
+    if let Some(symbols) = input.take_prescanned_symbols() {
+        d.symbols = symbols;
+        d.symbols_prescanned = true;
+    } else if let Some(Ok(mut again)) = input.reopen() {
         d.symbols = scan_module_symbols(&mut again, opts.max_packet_bytes)?;
         d.symbols_prescanned = true;
     }

@@ -8,6 +8,7 @@ mod hot;
 mod iid;
 pub mod module_symbols;
 mod packets;
+pub mod prepass;
 pub mod reader;
 pub mod symbol_scan;
 

@@ -121,13 +121,20 @@ pub fn scan_module_symbols(input: &mut Input, max_packet: u64) -> Result<SymbolP
     let name = input.name.clone();
     let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
     while let Ok(Some(p)) = reader.next_packet() {
-        if has_module_symbols(p.bytes) {
-            if let Ok(pkt) = pb::TracePacket::decode(p.bytes) {
-                if let Some(ms) = &pkt.module_symbols {
-                    out.add(ms);
-                }
-            }
-        }
+        out.scan_packet(p.bytes);
     }
     Ok(out)
+}
+
+impl SymbolPackets {
+    /// Adds the symbols of one serialized top-level TracePacket, if it holds ModuleSymbols
+    /// (what [`scan_module_symbols`] does with each packet).
+    pub fn scan_packet(&mut self, b: &[u8]) {
+        if has_module_symbols(b)
+            && let Ok(pkt) = pb::TracePacket::decode(b)
+            && let Some(ms) = &pkt.module_symbols
+        {
+            self.add(ms);
+        }
+    }
 }

@@ -54,25 +54,57 @@ pub fn scan_frames_again(input: &Input, opts: &DecodeOptions) -> Option<FrameSca
 pub fn scan_frames(input: &mut Input, opts: &DecodeOptions) -> FrameScan {
     let size = if input.gzipped { None } else { input.file_size };
     let name = input.name.clone();
-    let mut scan = Scanner { out: FrameScan::default(), seqs: FxHashMap::default(), max_bundle: opts.max_bundle_bytes };
+    let mut scan = FrameScanner::new(opts.max_bundle_bytes);
     let mut reader = PacketReader::new(input.reader(), &name, size, opts.max_packet_bytes);
     loop {
         match reader.next_packet() {
             Ok(Some(p)) => {
                 let at = || format!("{name} at byte {}, packet {}", p.offset, p.number);
-                if let Err(why) = scan.packet(p.bytes, true, &at) {
-                    scan.out.stopped = Some(why);
+                if !scan.packet(p.bytes, &at) {
                     break;
                 }
             }
             Ok(None) => break,
             Err(e) => {
-                scan.out.stopped = Some(e.to_string());
+                scan.stop(e.to_string());
                 break;
             }
         }
     }
-    scan.out
+    scan.finish()
+}
+
+/// The frames-only scan fed one packet at a time (by [`scan_frames`], or by a pre-pass that
+/// feeds other scanners the same packets).
+pub(crate) struct FrameScanner(Scanner);
+
+impl FrameScanner {
+    /// A scanner expanding `compressed_packets` bundles of at most `max_bundle` bytes.
+    pub(crate) fn new(max_bundle: u64) -> Self {
+        FrameScanner(Scanner { out: FrameScan::default(), seqs: FxHashMap::default(), max_bundle })
+    }
+
+    /// Reads one top-level packet (`at` names it); false when the scan stops there (the reason
+    /// is kept in [`FrameScan::stopped`]).
+    pub(crate) fn packet(&mut self, bytes: &[u8], at: &dyn Fn() -> String) -> bool {
+        match self.0.packet(bytes, true, at) {
+            Ok(()) => true,
+            Err(why) => {
+                self.0.out.stopped = Some(why);
+                false
+            }
+        }
+    }
+
+    /// Ends the scan early: the container could not be read past here, for `why`.
+    pub(crate) fn stop(&mut self, why: String) {
+        self.0.out.stopped = Some(why);
+    }
+
+    /// What the scan found.
+    pub(crate) fn finish(self) -> FrameScan {
+        self.0.out
+    }
 }
 
 /// One sequence's interned state, as far as frames need it.
