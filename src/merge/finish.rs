@@ -6,7 +6,9 @@ use super::Merger;
 use super::sample_types::go_name;
 use super::tables::{MLabel, MStrings, UNSET};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{FlatProfile, Frame, FrameId, Line, Mapping, MappingId, ProfileMeta, StringId, Tables, ValueType};
+use crate::model::{
+    FlatProfile, Frame, FrameId, Line, Mapping, MappingId, ProfileMeta, StringId, StringTable, Tables, ValueType,
+};
 
 impl Merger {
     /// The stacks of the samples in `slots` (in that order, one after the other), with every
@@ -222,8 +224,20 @@ impl Merger {
                 },
             );
         let mut out_maps = vec![None::<MappingId>; self.maps.len()];
-        let mut build_frames = |out: &mut Tables, out_str: &mut [u32]| -> Vec<FrameId> {
-            let mut os = |out: &mut Tables, id: StringId| out_string(out, out_str, &self.strings, id);
+        // Distinct merged frames are distinct output frames (their strings are distinct, their
+        // mappings too), unless a frame outside its mapping's range has the address that one
+        // inside it gets: only when a mapping has frames of both kinds are the output frames
+        // interned by content.
+        let mut kinds = vec![0u8; self.maps.len()];
+        for f in &self.frames {
+            if let Some(m) = f.mapping {
+                kinds[m as usize] |= if f.abs { 1 } else { 2 };
+            }
+        }
+        let distinct = !kinds.contains(&3);
+        drop(kinds);
+        let mut build_frames = |out: &mut Tables, out_str: &mut OutStrings| -> Vec<FrameId> {
+            let mut os = |_: &mut Tables, id: StringId| out_str.get(&self.strings, id);
             let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
             for &fi in &frame_order {
                 let fi = fi as usize;
@@ -266,14 +280,14 @@ impl Merger {
                     name: os(out, f.name),
                     lines,
                 };
-                out_frames[fi] = out.intern_frame_exact(frame);
+                out_frames[fi] = if distinct { out.push_distinct_frame(frame) } else { out.intern_frame_exact(frame) };
             }
             out_frames
         };
         // The output tables: labels first, then frames (with their mappings) in rank order. Without
         // labels, the frames do not wait for the samples' order: both are made at once.
         let mut out = Tables::default();
-        let mut out_str = vec![UNSET; self.strings.len()];
+        let mut out_str = OutStrings { ids: vec![UNSET; self.strings.len()], list: Vec::new() };
         let (order, mut out_frames) = if self.label_sets.len() == 1 {
             let (order, frames) = rayon::join(sort_samples, || build_frames(&mut out, &mut out_str));
             (order, Some(frames))
@@ -311,7 +325,7 @@ impl Merger {
             ..Default::default()
         };
         let default = header.defaults.iter().next().copied().unwrap_or(ncols.saturating_sub(1));
-        let mut os = |out: &mut Tables, id: StringId| out_string(out, &mut out_str, &self.strings, id);
+        let mut os = |_: &mut Tables, id: StringId| out_str.get(&self.strings, id);
         // Labels, in the output's strings.
         let mut units: Vec<(StringId, StringId)> = Vec::new();
         type Labels = (Vec<(StringId, i64)>, Vec<(StringId, StringId)>);
@@ -344,6 +358,7 @@ impl Merger {
             Some(f) => f,
             None => build_frames(&mut out, &mut out_str),
         };
+        out.strings = StringTable::from_distinct(out_str.list);
         drop(used);
         drop(live_stack);
         clock.done("output frames");
@@ -394,14 +409,26 @@ impl Merger {
     }
 }
 
-/// `id` (a string of the merge) in the output's strings, interned the first time.
-fn out_string(out: &mut Tables, out_str: &mut [u32], strings: &MStrings, id: StringId) -> StringId {
-    if id.is_empty() {
-        return id;
+/// The output's strings, numbered in first-use order: the merge's strings are distinct, so
+/// they are listed, not interned, and indexed once at the end ([`StringTable::from_distinct`]).
+struct OutStrings {
+    /// Per string of the merge: its output id (`UNSET`: not used yet).
+    ids: Vec<u32>,
+    /// The output's strings after "".
+    list: Vec<Arc<str>>,
+}
+
+impl OutStrings {
+    /// `id` (a string of the merge) in the output's strings, numbered the first time.
+    fn get(&mut self, strings: &MStrings, id: StringId) -> StringId {
+        if id.is_empty() {
+            return id;
+        }
+        let slot = &mut self.ids[id.0 as usize];
+        if *slot == UNSET {
+            self.list.push(strings.get(id).into());
+            *slot = u32::try_from(self.list.len()).expect("fewer than 2^32 strings");
+        }
+        StringId(*slot)
     }
-    let slot = &mut out_str[id.0 as usize];
-    if *slot == UNSET {
-        *slot = out.strings.intern(strings.get(id)).0;
-    }
-    StringId(*slot)
 }

@@ -84,6 +84,17 @@ impl StringTable {
         self.indexed = n;
     }
 
+    /// A table of `strings` as ids 1, 2, … after "" (id 0), indexed at once: the table that
+    /// interning them one by one makes, when they are distinct and none is empty (which is
+    /// not checked).
+    pub fn from_distinct(strings: Vec<Arc<str>>) -> StringTable {
+        let mut t = StringTable { strings: Vec::with_capacity(strings.len() + 1), slots: Vec::new(), indexed: 0 };
+        t.strings.push("".into());
+        t.strings.extend(strings);
+        t.reindex();
+        t
+    }
+
     /// Interns `s`, returning its id (the same id for the same text).
     pub fn intern(&mut self, s: &str) -> StringId {
         if self.indexed != self.strings.len() {
