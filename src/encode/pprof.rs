@@ -633,6 +633,7 @@ pub fn encode_flat_parts_with(
             .collect()
     };
     let tables = move || {
+        b.locations.reserve_exact(order.len());
         for (k, &f) in order.iter().enumerate() {
             b.location(k as u64 + 1, f, Annotation::None);
         }

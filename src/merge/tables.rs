@@ -263,6 +263,32 @@ impl MStrings {
         }
     }
 
+    /// The id of string `id` of `other` in this table, if it holds that text (its hash is
+    /// known already).
+    pub(super) fn find_from(&self, other: &MStrings, id: StringId) -> Option<StringId> {
+        let h = *other.hashes.get(id.0 as usize)?;
+        if id.is_empty() || self.slots.is_empty() {
+            return None;
+        }
+        let s = other.get(id);
+        let tag = h & 0xffff_ffff_0000_0000;
+        let mask = self.slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        loop {
+            let v = self.slots[i];
+            if v == 0 {
+                return None;
+            }
+            if v & 0xffff_ffff_0000_0000 == tag {
+                let id = StringId((v as u32) - 1);
+                if self.get(id) == s {
+                    return Some(id);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     fn intern_hashed(&mut self, s: &str, h: u64) -> StringId {
         if (self.len() + 1) * 4 > self.slots.len() * 3 {
             self.grow();
