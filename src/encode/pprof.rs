@@ -926,6 +926,39 @@ mod tests {
     }
 
     #[test]
+    fn flat_encoder_writes_a_text_once_whether_given_by_id_or_as_text() {
+        use crate::model::{FlatProfile, FrameId};
+        let mut tables = Tables::default();
+        // Function names that are also the sample type's name and unit, and comments.
+        let names = ["count", "main", "n", "note"];
+        let frames: Vec<FrameId> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let s = tables.strings.intern(n);
+                tables.intern_frame(None, i as u64, s)
+            })
+            .collect();
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let meta = ProfileMeta { comments: vec!["note".into(), "main".into(), "other".into()], ..Default::default() };
+        let p = FlatProfile::from_spans(std::sync::Arc::new(tables), meta, types, frames, vec![(0, 4)], vec![5]);
+        let out = pp::Profile::decode(encode_pprof_flat(&p, &PprofOptions::default()).as_slice()).unwrap();
+        let st = &out.string_table;
+        let mut distinct = st.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), st.len(), "{st:?}");
+        // Numbered in first-use order: "", the type's name and unit, then the function names.
+        assert_eq!(st[..4], ["", "n", "count", "main"]);
+        let function =
+            |loc: &pp::Location| st[out.function[loc.line[0].function_id as usize - 1].name as usize].as_str();
+        assert_eq!(out.location.iter().map(function).collect::<Vec<_>>(), names);
+        let comments: Vec<&str> = out.comment.iter().map(|&c| st[c as usize].as_str()).collect();
+        assert_eq!(comments[1..], ["note", "main", "other"]);
+        assert_eq!(st[out.sample_type[0].unit as usize], "count");
+    }
+
+    #[test]
     fn gzip_with_a_reused_compressor_gives_the_bytes_of_a_gzip_writer() {
         let streamed = |slices: &[&[u8]]| {
             let mut w = gzip_writer(Vec::new());

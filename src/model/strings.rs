@@ -164,6 +164,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_table_of_distinct_strings_is_the_one_interning_them_makes() {
+        let texts: Vec<String> = (0..3_000).map(|i| format!("t{}", (i * 7919) % 3_000)).collect();
+        let mut t = StringTable::from_distinct(texts.iter().map(|s| Arc::from(s.as_str())).collect());
+        let mut u = StringTable::default();
+        for s in &texts {
+            u.intern(s);
+        }
+        assert_eq!(t.len(), u.len());
+        for (i, s) in texts.iter().enumerate() {
+            let id = StringId(i as u32 + 1);
+            assert_eq!((t.get(id), t.lookup(s)), (s.as_str(), Some(id)));
+            assert_eq!(u.get(id), s);
+        }
+        assert_eq!(t.lookup(""), Some(StringId::EMPTY));
+        assert_eq!(t.intern("t5"), t.lookup("t5").unwrap());
+        assert_eq!(t.intern("new"), StringId(3_001));
+    }
+
+    #[test]
     fn interning_gives_one_id_per_text_across_growth() {
         let mut t = StringTable::default();
         assert_eq!(t.intern(""), StringId::EMPTY);
