@@ -55,9 +55,15 @@ impl Default for PprofOptions {
 struct Builder<'a> {
     tables: std::sync::Arc<Tables>,
     opts: &'a PprofOptions,
-    strings: StringTable,
+    /// The profile's strings in output order: each text once, numbered at its first use by
+    /// [`Builder::s`] or [`Builder::sid`] (the tables' strings are distinct already, so only
+    /// the texts given by `s` are hashed against them).
+    strings: Vec<OutText>,
+    /// The texts given by [`Builder::s`] ("" first), and per text its index in `strings`.
+    extra: StringTable,
+    extra_out: Vec<u32>,
     /// Per string id of `tables`: its index in `strings` + 1 (0: not yet looked up).
-    by_id: Vec<i64>,
+    by_id: Vec<u32>,
     functions: Vec<pp::Function>,
     function_index: HashMap<(i64, i64, i64), u64>,
     locations: Vec<pp::Location>,
@@ -66,22 +72,84 @@ struct Builder<'a> {
     mapping_symbolized: Vec<bool>,
 }
 
-impl Builder<'_> {
-    fn s(&mut self, text: &str) -> i64 {
-        i64::from(self.strings.intern(text).0)
+/// A string of a [`Builder`]'s output: a string of its tables, or a text of its `extra`.
+#[derive(Clone, Copy)]
+enum OutText {
+    Model(StringId),
+    Extra(StringId),
+}
+
+impl<'a> Builder<'a> {
+    fn new(tables: std::sync::Arc<Tables>, opts: &'a PprofOptions) -> Self {
+        Builder {
+            tables,
+            opts,
+            strings: vec![OutText::Extra(StringId::EMPTY)],
+            extra: StringTable::default(),
+            extra_out: vec![0],
+            by_id: Vec::new(),
+            functions: Vec::new(),
+            function_index: HashMap::default(),
+            locations: Vec::new(),
+            mappings: Vec::new(),
+            mapping_index: HashMap::default(),
+            mapping_symbolized: Vec::new(),
+        }
     }
 
-    /// [`Builder::s`] of string `id` of the tables, remembered per id.
+    /// The index of `text` in the output's strings, numbered at its first use. A text that is
+    /// also a string of the tables gets that string's index, and the string gets the text's.
+    fn s(&mut self, text: &str) -> i64 {
+        let e = self.extra.intern(text).0 as usize;
+        if let Some(&out) = self.extra_out.get(e) {
+            return i64::from(out);
+        }
+        let model = self.tables.strings.lookup(text).filter(|id| !id.is_empty());
+        let known = model.and_then(|id| self.by_id.get(id.0 as usize).copied()).filter(|&v| v != 0);
+        let out = match known {
+            Some(v) => v - 1,
+            None => {
+                let out = u32::try_from(self.strings.len()).expect("fewer than 2^32 strings");
+                self.strings.push(OutText::Extra(StringId(e as u32)));
+                if let Some(id) = model {
+                    let i = id.0 as usize;
+                    if self.by_id.len() <= i {
+                        self.by_id.resize(self.tables.strings.len().max(i + 1), 0);
+                    }
+                    self.by_id[i] = out + 1;
+                }
+                out
+            }
+        };
+        self.extra_out.push(out);
+        i64::from(out)
+    }
+
+    /// [`Builder::s`] of string `id` of the tables, remembered per id: a text given to `s`
+    /// before is found by `s` among the tables' strings, so a string not yet numbered is new.
     fn sid(&mut self, id: StringId) -> i64 {
         let i = id.0 as usize;
+        if id.is_empty() || i >= self.tables.strings.len() {
+            // "" (an id the tables did not give reads as "").
+            return 0;
+        }
         if self.by_id.len() <= i {
             self.by_id.resize(self.tables.strings.len().max(i + 1), 0);
         }
         if self.by_id[i] == 0 {
-            let tables = std::sync::Arc::clone(&self.tables);
-            self.by_id[i] = self.s(tables.strings.get(id)) + 1;
+            let out = u32::try_from(self.strings.len()).expect("fewer than 2^32 strings");
+            self.strings.push(OutText::Model(id));
+            self.by_id[i] = out + 1;
         }
-        self.by_id[i] - 1
+        i64::from(self.by_id[i] - 1)
+    }
+
+    /// The text of an output string.
+    fn text(&self, t: OutText) -> &str {
+        match t {
+            OutText::Model(id) => self.tables.strings.get(id),
+            OutText::Extra(id) => self.extra.get(id),
+        }
     }
 
     /// A function's id by its name, system name and file (the `s` of each).
@@ -101,7 +169,7 @@ impl Builder<'_> {
         }
         let tables = std::sync::Arc::clone(&self.tables);
         let mapping = tables.mapping(m);
-        let filename = self.s(tables.strings.get(mapping.path));
+        let filename = self.sid(mapping.path);
         let build_id = self.s(&mapping.build_id_text());
         let id = self.mappings.len() as u64 + 1;
         self.mappings.push(pp::Mapping {
@@ -484,18 +552,7 @@ pub fn encode_flat_parts_with(
 ) -> Vec<Vec<u8>> {
     use rayon::prelude::*;
     let tables = std::sync::Arc::clone(&profile.tables);
-    let mut b = Builder {
-        tables: std::sync::Arc::clone(&tables),
-        opts,
-        strings: StringTable::default(),
-        by_id: Vec::new(),
-        functions: Vec::new(),
-        function_index: HashMap::default(),
-        locations: Vec::new(),
-        mappings: Vec::new(),
-        mapping_index: HashMap::default(),
-        mapping_symbolized: Vec::new(),
-    };
+    let mut b = Builder::new(std::sync::Arc::clone(&tables), opts);
     let mut out = pp::Profile::default();
     for t in &profile.header.sample_types {
         let ty = b.s(&t.name);
@@ -592,6 +649,7 @@ pub fn encode_flat_parts_with(
             .collect()
     };
     let tables = move || {
+        b.locations.reserve_exact(order.len());
         for (k, &f) in order.iter().enumerate() {
             b.location(k as u64 + 1, f, Annotation::None);
         }
@@ -638,12 +696,24 @@ fn finish(
         m.has_filenames = sym;
     }
     tail_fields(&mut mappings, head, opts, &mut |text| b.s(text), &mut out);
-    out.location = b.locations;
-    out.function = b.functions;
-    out.mapping = mappings;
-    out.string_table =
-        (0..b.strings.len()).map(|i| b.strings.get(crate::model::StringId(i as u32)).to_owned()).collect();
-    bytes.reserve(out.encoded_len());
+    // Fields 3-5, the string table (6), then the rest: what encoding them in one message
+    // writes, without a copy of every string first.
+    let tables_part = pp::Profile {
+        location: std::mem::take(&mut b.locations),
+        function: std::mem::take(&mut b.functions),
+        mapping: mappings,
+        ..Default::default()
+    };
+    let texts: usize = b.strings.iter().map(|&t| b.text(t).len() + 6).sum();
+    bytes.reserve(tables_part.encoded_len() + texts + out.encoded_len());
+    tables_part.encode(&mut bytes).expect("a Vec grows as needed");
+    drop(tables_part);
+    for &t in &b.strings {
+        let text = b.text(t);
+        prost::encoding::encode_key(6, prost::encoding::WireType::LengthDelimited, &mut bytes);
+        prost::encoding::encode_varint(text.len() as u64, &mut bytes);
+        bytes.extend_from_slice(text.as_bytes());
+    }
     out.encode(&mut bytes).expect("a Vec grows as needed");
     bytes
 }
@@ -869,6 +939,39 @@ mod tests {
         assert_eq!(labels, [("thread", 300), ("thread", -1)]);
         assert_eq!(out.sample[1].value, [2]);
         assert_eq!(out.sample[1].location_id.len(), 1);
+    }
+
+    #[test]
+    fn flat_encoder_writes_a_text_once_whether_given_by_id_or_as_text() {
+        use crate::model::{FlatProfile, FrameId};
+        let mut tables = Tables::default();
+        // Function names that are also the sample type's name and unit, and comments.
+        let names = ["count", "main", "n", "note"];
+        let frames: Vec<FrameId> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let s = tables.strings.intern(n);
+                tables.intern_frame(None, i as u64, s)
+            })
+            .collect();
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let meta = ProfileMeta { comments: vec!["note".into(), "main".into(), "other".into()], ..Default::default() };
+        let p = FlatProfile::from_spans(std::sync::Arc::new(tables), meta, types, frames, vec![(0, 4)], vec![5]);
+        let out = pp::Profile::decode(encode_pprof_flat(&p, &PprofOptions::default()).as_slice()).unwrap();
+        let st = &out.string_table;
+        let mut distinct = st.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), st.len(), "{st:?}");
+        // Numbered in first-use order: "", the type's name and unit, then the function names.
+        assert_eq!(st[..4], ["", "n", "count", "main"]);
+        let function =
+            |loc: &pp::Location| st[out.function[loc.line[0].function_id as usize - 1].name as usize].as_str();
+        assert_eq!(out.location.iter().map(function).collect::<Vec<_>>(), names);
+        let comments: Vec<&str> = out.comment.iter().map(|&c| st[c as usize].as_str()).collect();
+        assert_eq!(comments[1..], ["note", "main", "other"]);
+        assert_eq!(st[out.sample_type[0].unit as usize], "count");
     }
 
     #[test]

@@ -4,9 +4,11 @@ use std::sync::Arc;
 
 use super::Merger;
 use super::sample_types::go_name;
-use super::tables::{MLabel, MStrings, UNSET};
+use super::tables::{MLabel, UNSET};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{FlatProfile, Frame, FrameId, Line, Mapping, MappingId, ProfileMeta, StringId, Tables, ValueType};
+use crate::model::{
+    FlatProfile, Frame, FrameId, Line, Mapping, MappingId, ProfileMeta, StringId, StringTable, Tables, ValueType,
+};
 
 impl Merger {
     /// The stacks of the samples in `slots` (in that order, one after the other), with every
@@ -97,21 +99,27 @@ impl Merger {
         // Distinct frames never compare equal (their content differs), so an unstable sort
         // gives one order.
         use rayon::prelude::*;
-        let mut frame_order: Vec<u32> = (0..self.frames.len() as u32).collect();
-        frame_order.par_sort_unstable_by(|&a, &b| {
-            let (x, y) = (&self.frames[a as usize], &self.frames[b as usize]);
-            x.mapping
-                .map(|m| map_rank[m as usize])
-                .cmp(&y.mapping.map(|m| map_rank[m as usize]))
-                .then(x.abs.cmp(&y.abs))
-                .then(x.addr.cmp(&y.addr))
-                .then_with(|| s(x.name).cmp(s(y.name)))
-                .then_with(|| s(x.raw).cmp(s(y.raw)))
-                .then_with(|| {
+        // Sorted as (mapping rank, abs, address) keys, packed beside the frame's index, so that
+        // only frames equal in those are read for the rest of the comparison.
+        let mut keyed: Vec<(u64, u64, u32)> = self
+            .frames
+            .par_iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let m = f.mapping.map_or(0, |m| u64::from(map_rank[m as usize]) + 1);
+                ((m << 1) | u64::from(f.abs), f.addr, i as u32)
+            })
+            .collect();
+        keyed.par_sort_unstable_by(|a, b| {
+            (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| {
+                let (x, y) = (&self.frames[a.2 as usize], &self.frames[b.2 as usize]);
+                s(x.name).cmp(s(y.name)).then_with(|| s(x.raw).cmp(s(y.raw))).then_with(|| {
                     let key = |l: &Line| (s(l.function), s(l.system_name), s(l.file), l.line, l.column);
                     self.frame_lines(x).iter().map(key).cmp(self.frame_lines(y).iter().map(key))
                 })
+            })
         });
+        let frame_order: Vec<u32> = keyed.into_iter().map(|k| k.2).collect();
         clock.done("sort frames");
         let mut frame_rank = vec![0u32; self.frames.len()];
         for (r, &f) in frame_order.iter().enumerate() {
@@ -222,21 +230,29 @@ impl Merger {
                 },
             );
         let mut out_maps = vec![None::<MappingId>; self.maps.len()];
-        let mut build_frames = |out: &mut Tables, out_str: &mut [u32]| -> Vec<FrameId> {
-            let mut os = |out: &mut Tables, id: StringId| out_string(out, out_str, &self.strings, id);
-            let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
-            for &fi in &frame_order {
-                let fi = fi as usize;
-                if !used[fi] {
-                    continue;
-                }
-                let f = &self.frames[fi];
-                let mut start = 0;
-                let mapping = f.mapping.map(|m| {
+        // Distinct merged frames are distinct output frames (their strings are distinct, their
+        // mappings too), unless a frame outside its mapping's range has the address that one
+        // inside it gets: only when a mapping has frames of both kinds are the output frames
+        // interned by content.
+        let mut kinds = vec![0u8; self.maps.len()];
+        for f in &self.frames {
+            if let Some(m) = f.mapping {
+                kinds[m as usize] |= if f.abs { 1 } else { 2 };
+            }
+        }
+        let distinct = !kinds.contains(&3);
+        drop(kinds);
+        let mut build_frames = |out: &mut Tables, out_str: &mut OutStrings| -> Vec<FrameId> {
+            // The frames of live samples in rank order; first their mappings and strings are
+            // numbered in that order (one pass), then the frames are made in parallel and
+            // added in that order.
+            let live: Vec<u32> = frame_order.iter().copied().filter(|&f| used[f as usize]).collect();
+            for &fi in &live {
+                let f = &self.frames[fi as usize];
+                if let Some(m) = f.mapping {
                     let mm = &self.maps[m as usize];
-                    start = mm.start;
-                    *out_maps[m as usize].get_or_insert_with(|| {
-                        let path = os(out, mm.path);
+                    out_maps[m as usize].get_or_insert_with(|| {
+                        let path = out_str.get(mm.path);
                         out.intern_mapping(Mapping {
                             path,
                             build_id: mm.key.build_id.clone(),
@@ -246,34 +262,58 @@ impl Merger {
                             exact_offset: mm.key.offset,
                             load_bias: 0,
                         })
-                    })
-                });
-                let lines = self
-                    .frame_lines(f)
-                    .iter()
-                    .map(|l| Line {
-                        function: os(out, l.function),
-                        system_name: os(out, l.system_name),
-                        file: os(out, l.file),
-                        line: l.line,
-                        column: l.column,
-                    })
-                    .collect();
-                let frame = Frame {
-                    mapping,
-                    rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
-                    raw_name: os(out, f.raw),
-                    name: os(out, f.name),
-                    lines,
-                };
-                out_frames[fi] = out.intern_frame_exact(frame);
+                    });
+                }
+                for l in self.frame_lines(f) {
+                    out_str.get(l.function);
+                    out_str.get(l.system_name);
+                    out_str.get(l.file);
+                }
+                out_str.get(f.raw);
+                out_str.get(f.name);
+            }
+            let (out_str, out_maps) = (&*out_str, &out_maps);
+            let frames: Vec<Frame> = live
+                .par_iter()
+                .with_min_len(1 << 12)
+                .map(|&fi| {
+                    let f = &self.frames[fi as usize];
+                    let os = |id: StringId| out_str.known(id);
+                    let (mapping, start) = match f.mapping {
+                        Some(m) => (out_maps[m as usize], self.maps[m as usize].start),
+                        None => (None, 0),
+                    };
+                    let lines = self
+                        .frame_lines(f)
+                        .iter()
+                        .map(|l| Line {
+                            function: os(l.function),
+                            system_name: os(l.system_name),
+                            file: os(l.file),
+                            line: l.line,
+                            column: l.column,
+                        })
+                        .collect();
+                    Frame {
+                        mapping,
+                        rel_pc: if f.abs { start.wrapping_add(f.addr) } else { f.addr },
+                        raw_name: os(f.raw),
+                        name: os(f.name),
+                        lines,
+                    }
+                })
+                .collect();
+            let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
+            for (&fi, frame) in live.iter().zip(frames) {
+                out_frames[fi as usize] =
+                    if distinct { out.push_distinct_frame(frame) } else { out.intern_frame_exact(frame) };
             }
             out_frames
         };
         // The output tables: labels first, then frames (with their mappings) in rank order. Without
         // labels, the frames do not wait for the samples' order: both are made at once.
         let mut out = Tables::default();
-        let mut out_str = vec![UNSET; self.strings.len()];
+        let mut out_str = OutStrings { ids: vec![UNSET; self.strings.len()], order: Vec::new() };
         let (order, mut out_frames) = if self.label_sets.len() == 1 {
             let (order, frames) = rayon::join(sort_samples, || build_frames(&mut out, &mut out_str));
             (order, Some(frames))
@@ -311,7 +351,7 @@ impl Merger {
             ..Default::default()
         };
         let default = header.defaults.iter().next().copied().unwrap_or(ncols.saturating_sub(1));
-        let mut os = |out: &mut Tables, id: StringId| out_string(out, &mut out_str, &self.strings, id);
+        let mut os = |_: &mut Tables, id: StringId| out_str.get(id);
         // Labels, in the output's strings.
         let mut units: Vec<(StringId, StringId)> = Vec::new();
         type Labels = (Vec<(StringId, i64)>, Vec<(StringId, StringId)>);
@@ -344,6 +384,14 @@ impl Merger {
             Some(f) => f,
             None => build_frames(&mut out, &mut out_str),
         };
+        out.strings = StringTable::from_distinct(
+            out_str
+                .order
+                .par_iter()
+                .with_min_len(1 << 12)
+                .map(|&id| Arc::from(self.strings.get(StringId(id))))
+                .collect(),
+        );
         drop(used);
         drop(live_stack);
         clock.done("output frames");
@@ -394,14 +442,31 @@ impl Merger {
     }
 }
 
-/// `id` (a string of the merge) in the output's strings, interned the first time.
-fn out_string(out: &mut Tables, out_str: &mut [u32], strings: &MStrings, id: StringId) -> StringId {
-    if id.is_empty() {
-        return id;
+/// The output's strings, numbered in first-use order: the merge's strings are distinct, so
+/// they are listed, not interned, and indexed once at the end ([`StringTable::from_distinct`]).
+struct OutStrings {
+    /// Per string of the merge: its output id (`UNSET`: not used yet).
+    ids: Vec<u32>,
+    /// The merge's strings that the output uses, in output order after "".
+    order: Vec<u32>,
+}
+
+impl OutStrings {
+    /// `id` (a string of the merge) in the output's strings, numbered the first time.
+    fn get(&mut self, id: StringId) -> StringId {
+        if id.is_empty() {
+            return id;
+        }
+        let slot = &mut self.ids[id.0 as usize];
+        if *slot == UNSET {
+            self.order.push(id.0);
+            *slot = u32::try_from(self.order.len()).expect("fewer than 2^32 strings");
+        }
+        StringId(*slot)
     }
-    let slot = &mut out_str[id.0 as usize];
-    if *slot == UNSET {
-        *slot = out.strings.intern(strings.get(id)).0;
+
+    /// `id` in the output's strings, numbered already by [`OutStrings::get`].
+    fn known(&self, id: StringId) -> StringId {
+        if id.is_empty() { id } else { StringId(self.ids[id.0 as usize]) }
     }
-    StringId(*slot)
 }

@@ -54,12 +54,13 @@ impl Merger {
         if p.sample_count() == 0 {
             return Ok(());
         }
-        self.strings.reserve(parts.strings.len(), 0);
         let mut seen = Seen {
             strings: vec![UNSET; parts.strings.len()],
             mappings: vec![(UNSET, 0, 0); parts.mappings.len()],
             frames: vec![UNSET; parts.frames.len()],
         };
+        // Every string at once (nearly all are used), in a pass that fetches slots early.
+        self.strings.intern_all(parts.strings, &mut seen.strings);
         let ncols = cols.len();
         let width = self.width();
         let n = p.sample_count();

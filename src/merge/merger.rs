@@ -437,22 +437,40 @@ impl Merger {
         &self.lines[f.lines_at as usize..f.lines_at as usize + f.lines_len as usize]
     }
 
-    /// Interns a frame whose lines are `lines` (its own `lines_at`/`lines_len` are ignored).
-    pub(super) fn intern_frame(&mut self, mut f: MFrame, lines: &[Line]) -> u32 {
+    /// The hash of a frame whose lines are `lines`, as the frame index keys it.
+    pub(super) fn frame_hash(f: &MFrame, lines: &[Line]) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut hasher = rustc_hash::FxHasher::default();
         f.head().hash(&mut hasher);
         lines.hash(&mut hasher);
-        let h = hasher.finish();
-        let head = self.frame_index.get(&h).copied().unwrap_or(UNSET);
-        let mut cur = head;
+        hasher.finish()
+    }
+
+    /// The frame equal to `f` with lines `lines` (hashed `h`), if this merger holds it.
+    pub(super) fn find_frame(&self, f: &MFrame, lines: &[Line], h: u64) -> Option<u32> {
+        let mut cur = self.frame_index.get(&h).copied().unwrap_or(UNSET);
         while cur != UNSET {
             let g = &self.frames[cur as usize];
             if g.head() == f.head() && self.frame_lines(g) == lines {
-                return cur;
+                return Some(cur);
             }
             cur = self.frame_next[cur as usize];
         }
+        None
+    }
+
+    /// Interns a frame whose lines are `lines` (its own `lines_at`/`lines_len` are ignored).
+    pub(super) fn intern_frame(&mut self, f: MFrame, lines: &[Line]) -> u32 {
+        let h = Self::frame_hash(&f, lines);
+        match self.find_frame(&f, lines, h) {
+            Some(id) => id,
+            None => self.push_frame(f, lines, h),
+        }
+    }
+
+    /// Adds a frame (hashed `h`) that this merger does not hold.
+    fn push_frame(&mut self, mut f: MFrame, lines: &[Line], h: u64) -> u32 {
+        let head = self.frame_index.get(&h).copied().unwrap_or(UNSET);
         let id = u32::try_from(self.frames.len()).expect("fewer than 2^32 frames");
         f.lines_at = u32::try_from(self.lines.len()).expect("fewer than 2^32 frame lines");
         f.lines_len = u32::try_from(lines.len()).expect("fewer than 2^32 frame lines");
@@ -544,35 +562,36 @@ impl Merger {
         let width = self.width();
         let ncols = width / self.sides;
         let mut clock = crate::timing::Phases::start("absorb");
-        let mut strings = vec![UNSET; other.strings.len()];
-        self.strings.reserve(other.strings.len(), 0);
-        let mut s = |this: &mut Merger, id: StringId| -> StringId {
-            if id.is_empty() {
-                return id;
-            }
-            let slot = &mut strings[id.0 as usize];
+        // Strings, then frames: those this one holds already are looked up in parallel, the
+        // others added one by one after, in the other's order (so the result is the same as
+        // interning each in turn).
+        use rayon::prelude::*;
+        let mut strings: Vec<u32> = (0..other.strings.len() as u32)
+            .into_par_iter()
+            .with_min_len(1 << 12)
+            .map(|id| self.strings.find_from(&other.strings, StringId(id)).map_or(UNSET, |s| s.0))
+            .collect();
+        strings[0] = 0;
+        self.strings.reserve(strings.iter().filter(|&&s| s == UNSET).count(), 0);
+        for (id, slot) in strings.iter_mut().enumerate() {
             if *slot == UNSET {
-                *slot = this.strings.intern_from(&other.strings, id).0;
+                *slot = self.strings.intern_from(&other.strings, StringId(id as u32)).0;
             }
-            StringId(*slot)
-        };
+        }
+        clock.done("strings");
+        let s = |id: StringId| -> StringId { StringId(strings[id.0 as usize]) };
         let mut maps = Vec::with_capacity(other.maps.len());
         for m in &other.maps {
-            let key = MapKey { path: s(self, m.key.path), ..m.key.clone() };
-            let mm = MMap { key, path: s(self, m.path), start: m.start, size: m.size };
+            let key = MapKey { path: s(m.key.path), ..m.key.clone() };
+            let mm = MMap { key, path: s(m.path), start: m.start, size: m.size };
             maps.push(self.intern_map(mm));
         }
-        let mut frames = Vec::with_capacity(other.frames.len());
-        self.frames.reserve(other.frames.len());
-        self.frame_next.reserve(other.frames.len());
-        self.lines.reserve(other.lines.len());
-        let mut lines: Vec<Line> = Vec::new();
-        for f in &other.frames {
+        let translate = |f: &MFrame, lines: &mut Vec<Line>| -> (MFrame, u64) {
             lines.clear();
             lines.extend(other.frame_lines(f).iter().map(|l| Line {
-                function: s(self, l.function),
-                system_name: s(self, l.system_name),
-                file: s(self, l.file),
+                function: s(l.function),
+                system_name: s(l.system_name),
+                file: s(l.file),
                 line: l.line,
                 column: l.column,
             }));
@@ -580,18 +599,39 @@ impl Merger {
                 mapping: f.mapping.map(|m| maps[m as usize]),
                 abs: f.abs,
                 addr: f.addr,
-                name: s(self, f.name),
-                raw: s(self, f.raw),
+                name: s(f.name),
+                raw: s(f.raw),
                 lines_at: 0,
                 lines_len: 0,
             };
-            frames.push(self.intern_frame(mf, &lines));
+            let h = Self::frame_hash(&mf, lines);
+            (mf, h)
+        };
+        let this = &*self;
+        let mut frames: Vec<u32> = other
+            .frames
+            .par_iter()
+            .with_min_len(1 << 12)
+            .map_init(Vec::new, |lines, f| {
+                let (mf, h) = translate(f, lines);
+                this.find_frame(&mf, lines, h).unwrap_or(UNSET)
+            })
+            .collect();
+        let new = frames.iter().filter(|&&f| f == UNSET).count();
+        self.frames.reserve(new);
+        self.frame_next.reserve(new);
+        let mut lines: Vec<Line> = Vec::new();
+        for (i, slot) in frames.iter_mut().enumerate() {
+            if *slot == UNSET {
+                let (mf, _) = translate(&other.frames[i], &mut lines);
+                // Two frames of the other are never equal, but interned in turn all the same.
+                *slot = self.intern_frame(mf, &lines);
+            }
         }
         clock.done("frames");
         // The other's stacks in this one's frames (translated in place: `other` is consumed),
         // with their hashes, in parallel; then interned with the slot of the stack some way
         // ahead (and the stack it may equal) fetched early.
-        use rayon::prelude::*;
         other.stacks.arena.par_chunks_mut(1 << 16).for_each(|chunk| {
             for f in chunk {
                 *f = frames[*f as usize];
@@ -618,8 +658,8 @@ impl Merger {
             buf.clear();
             for l in set.iter() {
                 buf.push(match *l {
-                    MLabel::Num(k, n, u) => MLabel::Num(s(self, k), n, s(self, u)),
-                    MLabel::Str(k, v) => MLabel::Str(s(self, k), s(self, v)),
+                    MLabel::Num(k, n, u) => MLabel::Num(s(k), n, s(u)),
+                    MLabel::Str(k, v) => MLabel::Str(s(k), s(v)),
                 });
             }
             sets.push(self.label_set(&mut buf));

@@ -255,11 +255,53 @@ impl MStrings {
         self.intern_hashed(s, str_hash(s))
     }
 
+    /// Interns every string of `list` in turn (ids in `ids`, "" as 0), the slot of the string
+    /// some way ahead fetched early.
+    pub(super) fn intern_all<S: AsRef<str>>(&mut self, list: &[S], ids: &mut [u32]) {
+        let bytes: usize = list.iter().map(|s| s.as_ref().len()).sum();
+        self.reserve(list.len(), bytes);
+        let hashes: Vec<u64> = list.iter().map(|s| str_hash(s.as_ref())).collect();
+        let mask = self.slots.len() - 1;
+        for (i, s) in list.iter().enumerate() {
+            if let Some(&h) = hashes.get(i + 16) {
+                crate::model::tables::prefetch(&self.slots[(h as usize) & mask]);
+            }
+            let s = s.as_ref();
+            ids[i] = if s.is_empty() { 0 } else { self.intern_hashed(s, hashes[i]).0 };
+        }
+    }
+
     /// Interns string `id` of `other` (its hash is known already).
     pub(super) fn intern_from(&mut self, other: &MStrings, id: StringId) -> StringId {
         match other.hashes.get(id.0 as usize) {
             Some(&h) if !id.is_empty() => self.intern_hashed(other.get(id), h),
             _ => StringId::EMPTY,
+        }
+    }
+
+    /// The id of string `id` of `other` in this table, if it holds that text (its hash is
+    /// known already).
+    pub(super) fn find_from(&self, other: &MStrings, id: StringId) -> Option<StringId> {
+        let h = *other.hashes.get(id.0 as usize)?;
+        if id.is_empty() || self.slots.is_empty() {
+            return None;
+        }
+        let s = other.get(id);
+        let tag = h & 0xffff_ffff_0000_0000;
+        let mask = self.slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        loop {
+            let v = self.slots[i];
+            if v == 0 {
+                return None;
+            }
+            if v & 0xffff_ffff_0000_0000 == tag {
+                let id = StringId((v as u32) - 1);
+                if self.get(id) == s {
+                    return Some(id);
+                }
+            }
+            i = (i + 1) & mask;
         }
     }
 

@@ -84,6 +84,17 @@ impl StringTable {
         self.indexed = n;
     }
 
+    /// A table of `strings` as ids 1, 2, … after "" (id 0), indexed at once: the table that
+    /// interning them one by one makes, when they are distinct and none is empty (which is
+    /// not checked).
+    pub fn from_distinct(strings: Vec<Arc<str>>) -> StringTable {
+        let mut t = StringTable { strings: Vec::with_capacity(strings.len() + 1), slots: Vec::new(), indexed: 0 };
+        t.strings.push("".into());
+        t.strings.extend(strings);
+        t.reindex();
+        t
+    }
+
     /// Interns `s`, returning its id (the same id for the same text).
     pub fn intern(&mut self, s: &str) -> StringId {
         if self.indexed != self.strings.len() {
@@ -151,6 +162,25 @@ impl StringTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_of_distinct_strings_is_the_one_interning_them_makes() {
+        let texts: Vec<String> = (0..3_000).map(|i| format!("t{}", (i * 7919) % 3_000)).collect();
+        let mut t = StringTable::from_distinct(texts.iter().map(|s| Arc::from(s.as_str())).collect());
+        let mut u = StringTable::default();
+        for s in &texts {
+            u.intern(s);
+        }
+        assert_eq!(t.len(), u.len());
+        for (i, s) in texts.iter().enumerate() {
+            let id = StringId(i as u32 + 1);
+            assert_eq!((t.get(id), t.lookup(s)), (s.as_str(), Some(id)));
+            assert_eq!(u.get(id), s);
+        }
+        assert_eq!(t.lookup(""), Some(StringId::EMPTY));
+        assert_eq!(t.intern("t5"), t.lookup("t5").unwrap());
+        assert_eq!(t.intern("new"), StringId(3_001));
+    }
 
     #[test]
     fn interning_gives_one_id_per_text_across_growth() {

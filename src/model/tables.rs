@@ -250,6 +250,14 @@ impl Tables {
         }
     }
 
+    /// Appends `frame` without looking it up or indexing it: for tables built once from frames
+    /// known to be distinct (a merge's output). [`Tables::intern_frame_exact`] does not find it.
+    pub fn push_distinct_frame(&mut self, frame: Frame) -> FrameId {
+        let id = FrameId(to_u32(self.frames.len()));
+        self.frames.push(frame);
+        id
+    }
+
     fn display_name(&mut self, raw: StringId) -> StringId {
         if raw.is_empty() {
             return raw;
