@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::batch::{BatchInput, Done, file_for};
 use crate::decode::Input;
-use crate::decode::perfetto::prepass::{PrePassWants, pre_pass_again};
+use crate::decode::perfetto::prepass::{PrePassWants, pre_pass};
 use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::error::Result;
@@ -37,26 +37,34 @@ pub fn run_symbolize(
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
     let mut clock = crate::timing::Phases::start("symbolize");
-    // The symbol directories are indexed here (in parallel, on rayon); then one reading of the
-    // trace ahead of the decoder (a pre-pass) collects its ModuleSymbols for the decoder and,
-    // with symbol directories, its frames (mappings and frames only; callstacks and samples
-    // skipped by length), whose lookups start at once on other threads: they overlap the whole
-    // decoding below, which needs the symbolizer only when a dump chain ends.
-    let mut index = Symbolizer::new(opts.clone());
-    let wants = PrePassWants { java: false, module_symbols: true, frames: !opts.symbol_dirs.is_empty() };
-    let mut scanned = false;
-    if let Some(pre) = pre_pass_again(&inp, &dopts, wants) {
-        if let Some(scan) = pre.frames {
-            scanned = true;
-            if !scan.module_symbols {
-                index.prefetch(&scan.tables, 0..scan.tables.frames().len());
-            }
+    // The symbol directories are indexed here (in parallel, on rayon); then another thread
+    // reads the trace a second time for its frames only (a pre-pass over mappings and frames;
+    // callstacks and samples skipped by length) and starts their lookups: they overlap the
+    // whole decoding below, which needs the symbolizer only when a dump chain ends. (The
+    // decoder reads the ModuleSymbols packets itself, a scan of top-level packets only: a
+    // pre-pass on this thread that also read the frames put the frames' reading on the
+    // critical path, 15-25% slower.) That thread uses no rayon: this one may be a rayon worker
+    // of a batch, blocked in `join` until the thread is done.
+    let index = Symbolizer::new(opts.clone());
+    let again = if opts.symbol_dirs.is_empty() { None } else { inp.reopen().and_then(|r| r.ok()) };
+    let (starting, ready) = match again {
+        Some(mut again) => {
+            let d = dopts.clone();
+            let mut s = index;
+            let job = std::thread::spawn(move || {
+                let wants = PrePassWants { java: false, module_symbols: false, frames: true };
+                if let Some(scan) = pre_pass(&mut again, &d, wants).frames
+                    && !scan.module_symbols
+                {
+                    s.prefetch(&scan.tables, 0..scan.tables.frames().len());
+                }
+                s
+            });
+            (Some(job), None)
         }
-        if let Some(symbols) = pre.module_symbols {
-            inp.set_prescanned_symbols(symbols);
-        }
-    }
-    let mut symbolizer = Starting { ready: Some(index), scanned, opts };
+        None => (None, Some(index)),
+    };
+    let mut symbolizer = Starting { ready, scanned: starting.is_some(), starting, opts };
     // The bytes of the last dump of each process and heap are attributed to mappings (the
     // report's byte figures). Symbolization needs frames, not stack trees: the callstacks stay
     // flat frame lists.
@@ -104,17 +112,22 @@ pub fn run_symbolize(
     Ok(SymbolizeRun { symbols, report, trace })
 }
 
-/// The symbolizer of a run.
+/// The symbolizer of a run, or the thread still building it (and starting lookups with it).
 struct Starting<'a> {
     ready: Option<Symbolizer>,
-    /// The pre-pass scanned the trace for frames and started their lookups.
+    starting: Option<std::thread::JoinHandle<Symbolizer>>,
+    /// The thread scans the trace for frames and starts their lookups.
     scanned: bool,
     opts: &'a SymbolizeOptions,
 }
 
 impl Starting<'_> {
-    /// The symbolizer.
+    /// The symbolizer, waiting for the thread if it is still at work (one that panicked is
+    /// replaced by a new symbolizer, which looks everything up itself).
     fn get(&mut self) -> &mut Symbolizer {
+        if let Some(job) = self.starting.take() {
+            self.ready = job.join().ok();
+        }
         self.ready.get_or_insert_with(|| Symbolizer::new(self.opts.clone()))
     }
 }
