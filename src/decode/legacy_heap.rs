@@ -371,7 +371,8 @@ fn adjacent(m1: &Map, m2: &Map) -> bool {
     if m1.limit != m2.start {
         return false;
     }
-    if m1.offset != 0 && m2.offset != 0 && m1.offset + (m1.limit - m1.start) != m2.offset {
+    // Go's uint64 arithmetic wraps (a map line may end before it starts): so does this.
+    if m1.offset != 0 && m2.offset != 0 && m1.offset.wrapping_add(m1.limit.wrapping_sub(m1.start)) != m2.offset {
         return false;
     }
     true

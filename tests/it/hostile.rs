@@ -213,6 +213,26 @@ fn fuzz_sample_values_summing_past_2_pow_63() {
     assert!(!svg.exists());
 }
 
+/// Fuzz finding 6 (`pprof_reader`): a legacy heap profile whose memory map has a line that
+/// ends before it starts (`9000-8000`), then a piece of the same file starting at its end.
+/// Joining adjacent pieces computed `offset + (limit - start)`: a panic with overflow checks.
+/// go's `massageMappings` computes it in wrapping uint64, and so does heapconv now: the pieces
+/// stay apart, and the sample's address falls in the second, as `go tool pprof -raw` shows it
+/// (`0x80ff M=2`, mapping `0x8000/0xa000/0x2000 /lib/libwraps.so`).
+#[test]
+fn fuzz_legacy_map_line_ending_before_it_starts() {
+    let path = data("fuzz/pprof_reader/map-line-ends-before-it-starts.heap");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w.pb");
+    heapconv_ok(&["convert", path.to_str().unwrap(), "--to", "pprof", "-o", out.to_str().unwrap()], 0);
+    let p = read_pprof(&out);
+    assert_eq!(p.location.len(), 1);
+    assert_eq!(p.location[0].address, 0x80ff);
+    let m = p.mapping.iter().find(|m| m.id == p.location[0].mapping_id).unwrap();
+    assert_eq!((m.memory_start, m.memory_limit, m.file_offset), (0x8000, 0xa000, 0x2000));
+    assert_eq!(p.string_table[m.filename as usize], "/lib/libwraps.so");
+}
+
 // ------------------------------------------------------------------------------------------
 // Hostile inputs built in code, each with the outcome it must have.
 

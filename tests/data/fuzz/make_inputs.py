@@ -140,3 +140,21 @@ write(
         f"     1: {BIG} [     1: {BIG}] @ 0x2000\n"
     ).encode(),
 )
+
+
+# Finding 6 (pprof_reader): a legacy heap profile whose memory map holds a line that ends before
+# it starts (9000-8000) followed by one of the same file that starts where it ends. Joining
+# adjacent pieces (go's massageMappings) computed `offset + (limit - start)`: an overflow panic
+# with overflow checks. Go's uint64 arithmetic wraps, and so does heapconv's now: the pieces
+# stay apart, as go keeps them. The fuzzer's input was a 1,009-byte profile with mangled lines.
+write(
+    "pprof_reader/map-line-ends-before-it-starts.heap",
+    (
+        "heap profile:    1:     4096 [     1:     4096] @ heapprofile\n"
+        "     1:     4096 [     1:     4096] @ 0x8100\n"
+        "\n"
+        "MAPPED_LIBRARIES:\n"
+        "00009000-00008000 r-xp 00001000 08:01 7 /lib/libwraps.so\n"
+        "00008000-0000a000 r-xp 00002000 08:01 7 /lib/libwraps.so\n"
+    ).encode(),
+)
