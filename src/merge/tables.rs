@@ -286,19 +286,24 @@ impl MStrings {
         if id.is_empty() || self.slots.is_empty() {
             return None;
         }
-        let s = other.get(id);
+        self.probe(other.get(id), h).ok()
+    }
+
+    /// Where text `s` (hash `h`) is: its id, or the empty slot where it would go.
+    #[inline]
+    fn probe(&self, s: &str, h: u64) -> Result<StringId, usize> {
         let tag = h & 0xffff_ffff_0000_0000;
         let mask = self.slots.len() - 1;
         let mut i = (h as usize) & mask;
         loop {
             let v = self.slots[i];
             if v == 0 {
-                return None;
+                return Err(i);
             }
             if v & 0xffff_ffff_0000_0000 == tag {
                 let id = StringId((v as u32) - 1);
                 if self.get(id) == s {
-                    return Some(id);
+                    return Ok(id);
                 }
             }
             i = (i + 1) & mask;
@@ -309,26 +314,16 @@ impl MStrings {
         if (self.len() + 1) * 4 > self.slots.len() * 3 {
             self.grow();
         }
-        let tag = h & 0xffff_ffff_0000_0000;
-        let mask = self.slots.len() - 1;
-        let mut i = (h as usize) & mask;
-        loop {
-            let v = self.slots[i];
-            if v == 0 {
+        match self.probe(s, h) {
+            Ok(id) => id,
+            Err(slot) => {
                 let id = u32::try_from(self.len()).expect("fewer than 2^32 strings");
                 self.text.push_str(s);
                 self.offsets.push(self.text.len());
                 self.hashes.push(h);
-                self.slots[i] = tag | u64::from(id + 1);
-                return StringId(id);
+                self.slots[slot] = (h & 0xffff_ffff_0000_0000) | u64::from(id + 1);
+                StringId(id)
             }
-            if v & 0xffff_ffff_0000_0000 == tag {
-                let id = StringId((v as u32) - 1);
-                if self.get(id) == s {
-                    return id;
-                }
-            }
-            i = (i + 1) & mask;
         }
     }
 
