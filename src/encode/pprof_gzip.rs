@@ -42,8 +42,8 @@ pub fn encode_flat_pprof_gzip(profile: &FlatProfile, opts: &PprofOptions) -> Vec
     out
 }
 /// [`encode_flat_pprof_gzip`] into `w`, member by member as they are ready. A large profile
-/// has one member per part of [`encode_flat_parts`], each compressed in parallel by the task
-/// that encoded it, the last part cut into 1 MiB pieces; members are written in order as soon
+/// has one member per part of [`encode_flat_parts`], each compressed by [`gzip_member_into`]
+/// in parallel by the task that encoded it, the last part cut into 1 MiB pieces; members are written in order as soon
 /// as those before them are, while the others are still being encoded, so neither the whole
 /// encoding nor the whole output is held at once. The members are cut at fixed places, so
 /// the bytes do not depend on the number of threads.
@@ -59,9 +59,18 @@ pub fn encode_flat_pprof_gzip_to(
     let out = OrderedWriter::new(w);
     encode_flat_parts_with(profile, opts, &|index, part| {
         let member = if part.len() <= PIECE {
-            gzip(&part)
+            let mut member = Vec::with_capacity(part.len() / 2 + 1024);
+            gzip_member_into(&part, &mut member);
+            member
         } else {
-            let pieces: Vec<Vec<u8>> = part.par_chunks(PIECE).map(gzip).collect();
+            let pieces: Vec<Vec<u8>> = part
+                .par_chunks(PIECE)
+                .map(|piece| {
+                    let mut member = Vec::with_capacity(piece.len() / 2 + 1024);
+                    gzip_member_into(piece, &mut member);
+                    member
+                })
+                .collect();
             pieces.concat()
         };
         drop(part);
@@ -75,11 +84,11 @@ pub const GZIP_PIECE: usize = 1 << 20;
 
 /// A gzip writer that compresses on every core: the bytes written to it are cut into pieces of
 /// [`GZIP_PIECE`] bytes at fixed offsets, each compressed as its own gzip member by
-/// [`gzip_member_into`] (libdeflate at its fastest level, no name, zero mtime) by a task of the
+/// [`gzip_member_into`] (igzip or libdeflate at level 1, no name, zero mtime) by a task of the
 /// rayon pool, and the members are written to `out` in order. Every gzip reader (Go's,
 /// Python's, zlib's, heapconv's) reads the members as one stream. The pieces are cut at fixed
-/// places and libdeflate's output depends only on its input and level, so the bytes do not
-/// depend on the number of threads; output of at most one piece is one member.
+/// places and a member depends only on its piece, so the bytes do not depend on the number of
+/// threads; output of at most one piece is one member.
 ///
 /// The piece and member buffers are reused, within one output and, through
 /// [`ParallelGzWriter::with_buffers`] and [`ParallelGzWriter::finish_keeping`], from one output
@@ -107,13 +116,32 @@ pub struct GzBuffers {
 /// Room a member buffer gets: a piece that does not compress still fits.
 const MEMBER_ROOM: usize = GZIP_PIECE + GZIP_PIECE / 256 + 256;
 
-/// Appends one gzip member holding `bytes` to `out`, compressed by libdeflate at level 1 (its
-/// fastest that still looks for matches) with a compressor kept per thread. The header is
-/// that of [`gzip_writer`] (no flags, mtime 0, XFL 4 "fastest", OS 255), so only the deflate
-/// data differs from [`gzip`]'s: on the issue-15 shape libdeflate takes about the CPU of
-/// zlib-rs's fastest level and writes 19% fewer bytes (BENCHMARKS.md, issue 15, session 10). Its output depends only on the input and the
-/// level (not on the CPU's features nor on earlier calls), so the bytes are deterministic.
+/// The gzip header of every member: that of [`gzip_writer`] (no flags, mtime 0, XFL 4
+/// "fastest", OS 255), so only the deflate data differs from [`gzip`]'s.
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255];
+
+/// Appends one gzip member holding `bytes` (less than 4 GiB) to `out`: the one compressor of
+/// `profile`'s and `merge`'s gzip members. Built with the `isal` feature (the default), ISA-L's
+/// igzip at level 1; without it, libdeflate at level 1 ([`libdeflate_member_into`]). The header
+/// is [`GZIP_HEADER`] either way.
+///
+/// On the issue-15 shape igzip takes 2.4x less CPU than libdeflate for 4% more bytes
+/// (BENCHMARKS.md, issue 15, session 11). Its output depends only on the input, the level and
+/// the code ISA-L picks for the CPU: at level 1 every x86-64 variant from SSE4.2 on (SSE4.2,
+/// AVX, AVX2, AVX-512) writes the same bytes, checked by forcing each variant on this shape;
+/// only x86-64 CPUs without SSE4.2 (before 2008) and other architectures would write other
+/// (equally valid) deflate data. libdeflate's output depends on the input and level alone.
 pub fn gzip_member_into(bytes: &[u8], out: &mut Vec<u8>) {
+    #[cfg(feature = "isal")]
+    isal_member_into(bytes, out);
+    #[cfg(not(feature = "isal"))]
+    libdeflate_member_into(bytes, out);
+}
+
+/// [`gzip_member_into`] by libdeflate at level 1 (its fastest that still looks for matches),
+/// with a compressor kept per thread.
+#[cfg_attr(feature = "isal", allow(dead_code))]
+fn libdeflate_member_into(bytes: &[u8], out: &mut Vec<u8>) {
     use libdeflater::{CompressionLvl, Compressor};
     thread_local! {
         static DEFLATE: std::cell::RefCell<Option<Compressor>> = const { std::cell::RefCell::new(None) };
@@ -124,8 +152,64 @@ pub fn gzip_member_into(bytes: &[u8], out: &mut Vec<u8>) {
         let c = cell.get_or_insert_with(|| Compressor::new(CompressionLvl::new(1).expect("a valid level")));
         let at = out.len();
         out.resize(at + c.gzip_compress_bound(bytes.len()), 0);
+        // libdeflate writes its own header (XFL 4 at level 1, OS 255 as ours): replaced by
+        // `GZIP_HEADER`, so both backends begin alike.
         let n = c.gzip_compress(bytes, &mut out[at..]).expect("the bound leaves room for any input");
+        out[at..at + GZIP_HEADER.len()].copy_from_slice(&GZIP_HEADER);
         out.truncate(at + n);
+    });
+}
+
+/// [`gzip_member_into`] by ISA-L's igzip at level 1, stateless (the whole input in one call),
+/// with the stream and level buffer kept per thread. The deflate data and the trailer (CRC-32,
+/// length) are igzip's; the header is [`GZIP_HEADER`].
+#[cfg(feature = "isal")]
+fn isal_member_into(bytes: &[u8], out: &mut Vec<u8>) {
+    use isal_sys::igzip_lib as isal;
+    struct Igzip {
+        stream: Box<std::mem::MaybeUninit<isal::isal_zstream>>,
+        level_buf: Vec<u8>,
+    }
+    thread_local! {
+        static IGZIP: std::cell::RefCell<Option<Igzip>> = const { std::cell::RefCell::new(None) };
+    }
+    let len = u32::try_from(bytes.len()).expect("a gzip member holds less than 4 GiB");
+    // Room for stored blocks (5 bytes per 64 KiB), which igzip falls back to when the data
+    // does not compress, and the trailer: with this much room the output never depends on it.
+    let room = bytes.len() + bytes.len() / 4096 + 64;
+    out.extend_from_slice(&GZIP_HEADER);
+    out.reserve(room);
+    IGZIP.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let z = cell.get_or_insert_with(|| Igzip {
+            stream: Box::new(std::mem::MaybeUninit::zeroed()),
+            level_buf: vec![0; isal::ISAL_DEF_LVL1_DEFAULT as usize],
+        });
+        let at = out.len();
+        // SAFETY: the stream is zeroed memory (a valid `isal_zstream`: integers and null
+        // pointers) set up by `isal_deflate_stateless_init`; its pointers then point into
+        // `bytes` (read only), `level_buf` and the reserved spare capacity of `out`, whose
+        // lengths are given, all alive during the call; igzip writes at most `avail_out` bytes,
+        // and `total_out` of them are initialized when it returns `COMP_OK`.
+        unsafe {
+            let s = z.stream.as_mut_ptr();
+            isal::isal_deflate_stateless_init(s);
+            (*s).level = 1;
+            (*s).level_buf = z.level_buf.as_mut_ptr();
+            (*s).level_buf_size = isal::ISAL_DEF_LVL1_DEFAULT;
+            (*s).gzip_flag = isal::IGZIP_GZIP_NO_HDR as u16;
+            (*s).end_of_stream = 1;
+            (*s).flush = isal::NO_FLUSH as u16;
+            (*s).next_in = bytes.as_ptr().cast_mut();
+            (*s).avail_in = len;
+            (*s).next_out = out.as_mut_ptr().add(at);
+            (*s).avail_out = u32::try_from(room).expect("a gzip member holds less than 4 GiB");
+            let rc = isal::isal_deflate_stateless(s);
+            assert_eq!(rc, isal::COMP_OK as i32, "igzip failed on {} bytes", bytes.len());
+            let n = (*s).total_out as usize;
+            assert!(n <= room, "igzip wrote past its room");
+            out.set_len(at + n);
+        }
     });
 }
 
@@ -379,6 +463,81 @@ mod tests {
         let mut back = Vec::new();
         flate2::read::MultiGzDecoder::new(&a[..]).read_to_end(&mut back).unwrap();
         assert!(back == big);
+    }
+
+    /// Bytes shaped like pprof's samples: varint location ids drawn from a skewed set, values.
+    fn pprof_like(n: usize) -> Vec<u8> {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.extend_from_slice(&[0x0a, 0x0c, 0x0a, 0x08]);
+            for k in 0..4 {
+                let id = ((x >> (k * 12)) & 0xfff) % (1 + ((x >> 50) & 0x3ff));
+                out.extend_from_slice(&[(id as u8) | 0x80, (id >> 7) as u8]);
+            }
+            out.extend_from_slice(&[0x10, (x >> 40) as u8 & 0x7f]);
+        }
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn gzip_members_are_level_1_deterministic_and_read_back() {
+        use std::io::Read;
+        let data = pprof_like(GZIP_PIECE);
+        let other = pprof_like(3 * GZIP_PIECE / 2);
+        let member = |bytes: &[u8]| {
+            let mut m = Vec::new();
+            gzip_member_into(bytes, &mut m);
+            m
+        };
+        // The same bytes on a fresh thread and after other members on this one; appended after
+        // what `out` already holds.
+        let fresh = std::thread::spawn({
+            let data = data.clone();
+            move || member(&data)
+        })
+        .join()
+        .unwrap();
+        let _ = member(&other);
+        let _ = member(&other[..1000]);
+        let mut appended = b"before".to_vec();
+        gzip_member_into(&data, &mut appended);
+        assert_eq!(&appended[..6], b"before");
+        assert_eq!(appended[6..], fresh[..]);
+        assert_eq!(member(&data), fresh);
+        assert_eq!(fresh[..10], GZIP_HEADER);
+        for input in [&data[..], &other[..], &[][..], &[7u8][..]] {
+            let m = member(input);
+            let mut back = Vec::new();
+            flate2::read::GzDecoder::new(&m[..]).read_to_end(&mut back).unwrap();
+            assert!(back == input, "{} bytes read back", input.len());
+        }
+        // Incompressible bytes (stored blocks) still fit the room given.
+        let noise: Vec<u8> = (0..GZIP_PIECE as u64)
+            .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8 ^ (i >> 3) as u8)
+            .collect();
+        let m = member(&noise);
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&m[..]).read_to_end(&mut back).unwrap();
+        assert!(back == noise);
+        // The level: within 15% of libdeflate's level 1 (its level 0 stores, its higher levels
+        // are smaller), and, for igzip on x86-64 with SSE4.2 (every variant writes the same
+        // bytes there), the exact size of level 1.
+        let mut ld = Vec::new();
+        libdeflate_member_into(&data, &mut ld);
+        let (ours, theirs) = (fresh.len() as f64, ld.len() as f64);
+        assert!(ours < theirs * 1.15 && ours > theirs * 0.85, "{ours} bytes vs libdeflate's {theirs}");
+        assert!(ours < data.len() as f64 * 0.8, "compressed: {ours} of {} bytes", data.len());
+        #[cfg(all(feature = "isal", target_arch = "x86_64"))]
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            assert_eq!(fresh.len(), 612_995, "igzip level 1");
+        }
+        #[cfg(not(feature = "isal"))]
+        assert_eq!(fresh, ld);
     }
 
     #[test]
