@@ -280,13 +280,17 @@ impl<W: Write> ParallelGzWriter<W> {
     }
 
     /// [`ParallelGzWriter::finish`], also giving back the buffers for the next writer.
+    /// The wait for the last members (at most [`ParallelGzWriter`]'s limit of pieces in flight)
+    /// is timed with `HEAPCONV_TIMINGS=1` ("gzip/last members of a file").
     pub fn finish_keeping(mut self) -> std::io::Result<(W, GzBuffers)> {
+        let mut clock = crate::timing::Phases::start("gzip");
         if !self.piece.is_empty() || !self.started {
             self.send_piece()?;
         }
         while !self.pending.is_empty() {
             self.write_front()?;
         }
+        clock.done("last members of a file");
         self.out.flush()?;
         Ok((self.out, self.spare))
     }
