@@ -31,6 +31,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "run.sh: installing cargo-fuzz" >&2
   cargo install cargo-fuzz --locked
 fi
+# nasm and autotools, which build ISA-L (heapconv's default gzip compressor), when missing.
+bash "$here/../.ci/build-deps.sh"
 
 all_targets() {
   sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^heapconv-fuzz$'
