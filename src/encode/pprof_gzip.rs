@@ -122,8 +122,8 @@ const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255];
 
 /// Appends one gzip member holding `bytes` (less than 4 GiB) to `out`: the one compressor of
 /// `profile`'s and `merge`'s gzip members. Built with the `isal` feature (the default), ISA-L's
-/// igzip at level 1; without it, libdeflate at level 1 ([`libdeflate_member_into`]). The header
-/// is [`GZIP_HEADER`] either way.
+/// igzip at level 1; without it, libdeflate at level 1 (`libdeflate_member_into`). The header
+/// is `GZIP_HEADER` (that of [`gzip_writer`]) either way.
 ///
 /// On the issue-15 shape igzip takes 2.4x less CPU than libdeflate for 4% more bytes
 /// (BENCHMARKS.md, issue 15, session 11). Its output depends only on the input, the level and
