@@ -75,6 +75,9 @@ pub struct Tables {
     stacks: ChunkedVec<PackedNode>,
     stack_index: NodeIndex,
     demangled: HashMap<StringId, StringId>,
+    // Display names demangled ahead (on another thread) for raw names not demangled yet
+    // (see `offer_display_name`).
+    offered: HashMap<StringId, Option<String>>,
     // Display names are left for `settle_names` (see `set_deferred_names`).
     defer_names: bool,
     // Frames whose display name is still to be settled (bit per frame index).
@@ -265,7 +268,11 @@ impl Tables {
         if let Some(&d) = self.demangled.get(&raw) {
             return d;
         }
-        let d = match demangle(self.strings.get(raw)) {
+        let name = match self.offered.remove(&raw) {
+            Some(name) => name,
+            None => demangle(self.strings.get(raw)),
+        };
+        let d = match name {
             Some(s) => self.strings.intern(&s),
             None => raw,
         };
@@ -273,11 +280,31 @@ impl Tables {
         d
     }
 
+    /// Offers `demangled`, what [`demangle`] gives for the text of `raw` (demangled ahead of
+    /// time, say on another thread), for the display name of the next frame interned with raw
+    /// name `raw`: it is used instead of demangling again, and interned when that frame is,
+    /// so the tables are exactly those eager demangling makes. Ignored with deferred names,
+    /// for the empty name and for a name demangled already.
+    pub fn offer_display_name(&mut self, raw: StringId, demangled: Option<String>) {
+        if self.defer_names || raw.is_empty() || self.demangled.contains_key(&raw) {
+            return;
+        }
+        self.offered.insert(raw, demangled);
+    }
+
+    /// Drops the offers ([`Tables::offer_display_name`]) that no frame took.
+    pub fn withdraw_display_names(&mut self) {
+        if !self.offered.is_empty() {
+            self.offered.clear();
+        }
+    }
+
     /// Frees what only interning needs (the stack index, the demangling cache), for tables
     /// that will mostly be read from now on; interning into them later rebuilds it first.
     pub fn release_indexes(&mut self) {
         self.stack_index = NodeIndex::default();
         self.demangled = HashMap::default();
+        self.offered = HashMap::default();
         self.last_frames = Vec::new();
         self.last_nodes = Vec::new();
     }
@@ -389,12 +416,15 @@ impl Tables {
             }
         }
         if !rest.is_empty() {
+            // Node `first + k` is the child of node `first + k - 1` (of `node` for k = 0).
             let first = self.stacks.len();
-            for &f in rest {
-                let n = StackId(to_u32(self.stacks.len()));
-                self.stacks.push(PackedNode::new(node, f));
-                node = Some(n);
-            }
+            to_u32(first + rest.len() - 1);
+            let top = node;
+            self.stacks.extend(rest.iter().enumerate().map(|(k, &f)| {
+                let parent = if k == 0 { top } else { Some(StackId((first + k - 1) as u32)) };
+                PackedNode::new(parent, f)
+            }));
+            node = Some(StackId((first + rest.len() - 1) as u32));
             self.stack_index.insert_new(&self.stacks, first);
         }
         node
@@ -510,6 +540,34 @@ mod tests {
         let before = eager.strings.len();
         eager.settle_names(ids.iter().copied());
         assert_eq!(eager.strings.len(), before);
+    }
+
+    /// Names offered ahead give the tables eager demangling gives, string ids included;
+    /// offers no frame takes, and offers for names demangled already, change nothing.
+    #[test]
+    fn offered_display_names_make_the_tables_demangling_makes() {
+        let raws = ["_ZN3foo6Widget5buildEv", "malloc", "", "_ZN3foo4Pool4growEm", "_ZN3foo6Widget5buildEv"];
+        let mut eager = Tables::default();
+        let mut ahead = Tables::default();
+        let unused = ahead.strings.intern("_ZN3bar3bazEv");
+        eager.strings.intern("_ZN3bar3bazEv");
+        ahead.offer_display_name(unused, demangle("_ZN3bar3bazEv"));
+        for (i, r) in raws.iter().enumerate() {
+            let a = eager.strings.intern(r);
+            let b = ahead.strings.intern(r);
+            // A wrong offer for a name demangled already is ignored.
+            let offer = if i == 4 { Some("wrong".to_owned()) } else { demangle(r) };
+            ahead.offer_display_name(b, offer);
+            assert_eq!(eager.intern_frame(None, i as u64, a), ahead.intern_frame(None, i as u64, b));
+        }
+        ahead.withdraw_display_names();
+        assert!(ahead.offered.is_empty());
+        assert_eq!(ahead.strings.len(), eager.strings.len());
+        for i in 0..eager.strings.len() {
+            assert_eq!(ahead.strings.get(StringId(i as u32)), eager.strings.get(StringId(i as u32)));
+        }
+        assert_eq!(ahead.frames(), eager.frames());
+        assert_eq!(ahead.strings.get(ahead.frames()[4].name), "foo::Widget::build()");
     }
 
     #[test]
@@ -765,7 +823,14 @@ impl NodeIndex {
         // The old slots are freed before the new ones are taken.
         self.slots = Vec::new();
         self.slots = vec![0; cap];
+        // Each node's slot is a cache miss: the slot of the node `AHEAD` places on is fetched
+        // while this one is written, so the misses overlap.
+        const AHEAD: usize = 16;
+        let mut ahead = nodes.range(0, len).skip(AHEAD);
         for (k, n) in nodes.range(0, len).enumerate() {
+            if let Some(a) = ahead.next() {
+                self.prefetch_slot(self.home(*a));
+            }
             self.put(*n, k as u32);
         }
         self.len = len;
