@@ -1371,7 +1371,14 @@ fn intern(
     // a repeat is impossible and no set is needed).
     let mut batch: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
     let mut increasing = true;
-    'callstacks: for c in &d.callstacks {
+    'callstacks: for (k, c) in d.callstacks.iter().enumerate() {
+        // The frames of the next callstack are fetched into the cache while this one's are
+        // looked up (the frame table is larger than the cache, and frame ids come in no order).
+        if let Some(next) = d.callstacks.get(k + 1) {
+            for &f in &d.frame_ids[next.frames.clone()] {
+                t.frames.prefetch(f);
+            }
+        }
         let Some(iid) = c.iid else { continue };
         // A callstack defined twice keeps its first definition.
         if t.callstacks.contains_key(iid) {
