@@ -50,6 +50,13 @@ impl<T: Clone> ChunkedVec<T> {
 
     /// Appends `v`.
     pub(crate) fn push(&mut self, v: T) {
+        self.last_chunk().push(v);
+        self.len += 1;
+    }
+
+    /// The chunk the next element goes to, owned (a new one when the last is full, a copy of
+    /// the last when a replica shares it).
+    fn last_chunk(&mut self) -> &mut Vec<T> {
         if self.len & MASK == 0 {
             self.chunks.push(Arc::new(Vec::with_capacity(CHUNK)));
         }
@@ -60,8 +67,21 @@ impl<T: Clone> ChunkedVec<T> {
             own.extend_from_slice(last);
             *last = Arc::new(own);
         }
-        Arc::get_mut(last).expect("unshared").push(v);
-        self.len += 1;
+        Arc::get_mut(last).expect("unshared")
+    }
+
+    /// Appends every element of `items`, in order: as [`ChunkedVec::push`] on each, with one
+    /// ownership check per chunk instead of one per element.
+    pub(crate) fn extend(&mut self, items: impl IntoIterator<Item = T>) {
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            let room = CHUNK - (self.len & MASK);
+            let chunk = self.last_chunk();
+            let before = chunk.len();
+            chunk.extend(items.by_ref().take(room));
+            let added = chunk.len() - before;
+            self.len += added;
+        }
     }
 
     /// Elements `start..end`, in order.
@@ -116,5 +136,29 @@ mod tests {
         assert_eq!(replica.len(), before);
         assert_eq!(*src.get(before), 7);
         assert_eq!(src.range(before - 1, before + 1).count(), 2);
+    }
+
+    #[test]
+    fn extend_reads_like_pushes_across_chunks_and_shared_tails() {
+        let mut one: ChunkedVec<u32> = ChunkedVec::default();
+        let mut many: ChunkedVec<u32> = ChunkedVec::default();
+        let mut next = 0u32;
+        // Runs that end inside a chunk, exactly at its end, and span several chunks; a
+        // replica shares the partial chunk between runs.
+        for run in [5, CHUNK - 5, CHUNK, 1, 2 * CHUNK + 17, 0, CHUNK - 18] {
+            let _shared = many.tail_from(0);
+            for _ in 0..run {
+                one.push(next);
+                next += 1;
+            }
+            let start = next - run as u32;
+            many.extend(start..next);
+            assert_eq!(many.len(), one.len());
+            assert_eq!(many.chunks.len(), one.chunks.len());
+        }
+        for i in 0..one.len() {
+            assert_eq!(many.get(i), one.get(i));
+        }
+        assert_eq!(*many.get(many.len() - 1), next - 1);
     }
 }

@@ -48,17 +48,31 @@ impl StringTable {
         (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
     }
 
-    /// The id of `s`, or the empty slot where it would go.
-    fn find(&self, s: &str) -> Result<StringId, usize> {
+    /// The hash bits a slot of a string with hash `h` keeps above its id (the table never
+    /// holds as many strings as slots, so an id + 1 fits below them).
+    fn tag(&self, h: u64) -> u32 {
+        let bits = self.slots.len().trailing_zeros();
+        if bits >= 32 { 0 } else { ((h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32) << bits }
+    }
+
+    fn id_mask(&self) -> u32 {
+        let bits = self.slots.len().trailing_zeros();
+        if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 }
+    }
+
+    /// The id of `s` (whose hash is `h`), or the empty slot where it would go. A slot whose
+    /// hash bits differ is passed without reading its string.
+    fn find(&self, s: &str, h: u64) -> Result<StringId, usize> {
         let mask = self.slots.len() - 1;
-        let mut i = self.home(hash_text(s));
+        let (tag, ids) = (self.tag(h), self.id_mask());
+        let mut i = self.home(h);
         loop {
             let v = self.slots[i];
             if v == 0 {
                 return Err(i);
             }
-            if *self.strings[v as usize - 1] == *s {
-                return Ok(StringId(v - 1));
+            if v & !ids == tag && *self.strings[(v & ids) as usize - 1] == *s {
+                return Ok(StringId((v & ids) - 1));
             }
             i = (i + 1) & mask;
         }
@@ -75,11 +89,12 @@ impl StringTable {
         self.slots = vec![0; cap];
         let mask = cap - 1;
         for k in 0..n {
-            let mut i = self.home(hash_text(&self.strings[k]));
+            let h = hash_text(&self.strings[k]);
+            let mut i = self.home(h);
             while self.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
-            self.slots[i] = k as u32 + 1;
+            self.slots[i] = self.tag(h) | (k as u32 + 1);
         }
         self.indexed = n;
     }
@@ -100,7 +115,8 @@ impl StringTable {
         if self.indexed != self.strings.len() {
             self.reindex();
         }
-        match self.find(s) {
+        let h = hash_text(s);
+        match self.find(s, h) {
             Ok(id) => id,
             Err(slot) => {
                 let id = StringId(u32::try_from(self.strings.len()).expect("fewer than 2^32 strings"));
@@ -112,7 +128,7 @@ impl StringTable {
                 if (self.strings.len() + 1) * 5 > self.slots.len() * 4 {
                     self.reindex();
                 } else {
-                    self.slots[slot] = id.0 + 1;
+                    self.slots[slot] = self.tag(h) | (id.0 + 1);
                     self.indexed += 1;
                 }
                 id
@@ -128,7 +144,7 @@ impl StringTable {
     /// The id of `s` if it was interned.
     pub fn lookup(&self, s: &str) -> Option<StringId> {
         if self.indexed == self.strings.len() {
-            return self.find(s).ok();
+            return self.find(s, hash_text(s)).ok();
         }
         // A replica (never interned into) is not indexed: read it through.
         self.strings.iter().position(|t| **t == *s).map(|i| StringId(i as u32))
@@ -196,6 +212,9 @@ mod tests {
         assert_eq!(t.lookup("absent"), None);
         assert_eq!(t.len(), 5_001);
         assert!(t.slots.len() * 4 >= t.len() * 5);
+        // Slots keep hash bits above the id.
+        assert!(t.slots.iter().any(|&s| s & !t.id_mask() != 0));
+        assert_eq!(t.slots.iter().filter(|&&s| s != 0).count(), t.len());
         // A replica fed without indexing still finds its strings, and indexes them when interned into.
         let mut r = StringTable::default();
         r.extend_unindexed(t.tail(1).to_vec());

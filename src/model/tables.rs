@@ -75,6 +75,9 @@ pub struct Tables {
     stacks: ChunkedVec<PackedNode>,
     stack_index: NodeIndex,
     demangled: HashMap<StringId, StringId>,
+    // Display names demangled ahead (on another thread) for raw names not demangled yet
+    // (see `offer_display_name`).
+    offered: HashMap<StringId, Option<String>>,
     // Display names are left for `settle_names` (see `set_deferred_names`).
     defer_names: bool,
     // Frames whose display name is still to be settled (bit per frame index).
@@ -265,7 +268,11 @@ impl Tables {
         if let Some(&d) = self.demangled.get(&raw) {
             return d;
         }
-        let d = match demangle(self.strings.get(raw)) {
+        let name = match self.offered.remove(&raw) {
+            Some(name) => name,
+            None => demangle(self.strings.get(raw)),
+        };
+        let d = match name {
             Some(s) => self.strings.intern(&s),
             None => raw,
         };
@@ -273,11 +280,31 @@ impl Tables {
         d
     }
 
+    /// Offers `demangled`, what [`demangle`] gives for the text of `raw` (demangled ahead of
+    /// time, say on another thread), for the display name of the next frame interned with raw
+    /// name `raw`: it is used instead of demangling again, and interned when that frame is,
+    /// so the tables are exactly those eager demangling makes. Ignored with deferred names,
+    /// for the empty name and for a name demangled already.
+    pub fn offer_display_name(&mut self, raw: StringId, demangled: Option<String>) {
+        if self.defer_names || raw.is_empty() || self.demangled.contains_key(&raw) {
+            return;
+        }
+        self.offered.insert(raw, demangled);
+    }
+
+    /// Drops the offers ([`Tables::offer_display_name`]) that no frame took.
+    pub fn withdraw_display_names(&mut self) {
+        if !self.offered.is_empty() {
+            self.offered.clear();
+        }
+    }
+
     /// Frees what only interning needs (the stack index, the demangling cache), for tables
     /// that will mostly be read from now on; interning into them later rebuilds it first.
     pub fn release_indexes(&mut self) {
         self.stack_index = NodeIndex::default();
         self.demangled = HashMap::default();
+        self.offered = HashMap::default();
         self.last_frames = Vec::new();
         self.last_nodes = Vec::new();
     }
@@ -389,12 +416,15 @@ impl Tables {
             }
         }
         if !rest.is_empty() {
+            // Node `first + k` is the child of node `first + k - 1` (of `node` for k = 0).
             let first = self.stacks.len();
-            for &f in rest {
-                let n = StackId(to_u32(self.stacks.len()));
-                self.stacks.push(PackedNode::new(node, f));
-                node = Some(n);
-            }
+            to_u32(first + rest.len() - 1);
+            let top = node;
+            self.stacks.extend(rest.iter().enumerate().map(|(k, &f)| {
+                let parent = if k == 0 { top } else { Some(StackId((first + k - 1) as u32)) };
+                PackedNode::new(parent, f)
+            }));
+            node = Some(StackId((first + rest.len() - 1) as u32));
             self.stack_index.insert_new(&self.stacks, first);
         }
         node
@@ -512,6 +542,34 @@ mod tests {
         assert_eq!(eager.strings.len(), before);
     }
 
+    /// Names offered ahead give the tables eager demangling gives, string ids included;
+    /// offers no frame takes, and offers for names demangled already, change nothing.
+    #[test]
+    fn offered_display_names_make_the_tables_demangling_makes() {
+        let raws = ["_ZN3foo6Widget5buildEv", "malloc", "", "_ZN3foo4Pool4growEm", "_ZN3foo6Widget5buildEv"];
+        let mut eager = Tables::default();
+        let mut ahead = Tables::default();
+        let unused = ahead.strings.intern("_ZN3bar3bazEv");
+        eager.strings.intern("_ZN3bar3bazEv");
+        ahead.offer_display_name(unused, demangle("_ZN3bar3bazEv"));
+        for (i, r) in raws.iter().enumerate() {
+            let a = eager.strings.intern(r);
+            let b = ahead.strings.intern(r);
+            // A wrong offer for a name demangled already is ignored.
+            let offer = if i == 4 { Some("wrong".to_owned()) } else { demangle(r) };
+            ahead.offer_display_name(b, offer);
+            assert_eq!(eager.intern_frame(None, i as u64, a), ahead.intern_frame(None, i as u64, b));
+        }
+        ahead.withdraw_display_names();
+        assert!(ahead.offered.is_empty());
+        assert_eq!(ahead.strings.len(), eager.strings.len());
+        for i in 0..eager.strings.len() {
+            assert_eq!(ahead.strings.get(StringId(i as u32)), eager.strings.get(StringId(i as u32)));
+        }
+        assert_eq!(ahead.frames(), eager.frames());
+        assert_eq!(ahead.strings.get(ahead.frames()[4].name), "foo::Widget::build()");
+    }
+
     #[test]
     fn node_index_agrees_with_a_hash_map() {
         let mut t = Tables::default();
@@ -531,7 +589,7 @@ mod tests {
         }
         assert_eq!(t.stack_index.len, reference.len());
         assert_eq!(t.stack_count(), reference.len());
-        assert!(t.stack_index.slots.len() * 4 >= t.stack_index.len * 5);
+        assert!(t.stack_index.slots.len() * 7 >= t.stack_index.len * 10);
         // Every slot names a node whose home the probe sequence passes.
         let used = t.stack_index.slots.iter().filter(|&&s| s != 0).count();
         assert_eq!(used, reference.len());
@@ -636,6 +694,14 @@ struct NodeIndex {
 }
 
 impl NodeIndex {
+    /// Whether `n` nodes fill `slots` slots past the highest load the index keeps (7/10: with
+    /// linear probing an insert reads 1/2 (1 + 1/(1 - load)^2) slots on average, 13 at 8/10,
+    /// 6 at 7/10).
+    #[inline]
+    fn too_full(n: usize, slots: usize) -> bool {
+        n * 10 > slots * 7
+    }
+
     #[inline]
     fn hash(key: PackedNode) -> u64 {
         ((u64::from(key.parent1) << 32) | u64::from(key.frame)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -719,7 +785,7 @@ impl NodeIndex {
     /// [`NodeIndex::find`] gave for its key.
     fn insert_at(&mut self, nodes: &ChunkedVec<PackedNode>, slot: usize, id: u32) {
         debug_assert_eq!(id as usize, self.len);
-        if (self.len + 1) * 5 > self.slots.len() * 4 {
+        if Self::too_full(self.len + 1, self.slots.len()) {
             self.rebuild(nodes, self.len + 1);
             return;
         }
@@ -732,7 +798,7 @@ impl NodeIndex {
     fn insert_new(&mut self, nodes: &ChunkedVec<PackedNode>, first: usize) {
         debug_assert_eq!(first, self.len);
         let end = nodes.len();
-        if (end + 1) * 5 > self.slots.len() * 4 {
+        if Self::too_full(end + 1, self.slots.len()) {
             self.rebuild(nodes, end);
             return;
         }
@@ -759,13 +825,20 @@ impl NodeIndex {
     /// Rebuilds the index over the nodes `0..len`, with room to grow: reads the nodes in order.
     fn rebuild(&mut self, nodes: &ChunkedVec<PackedNode>, len: usize) {
         let mut cap = self.slots.len().max(1024);
-        while (len + 1) * 5 > cap * 4 {
+        while Self::too_full(len + 1, cap) {
             cap *= 2;
         }
         // The old slots are freed before the new ones are taken.
         self.slots = Vec::new();
         self.slots = vec![0; cap];
+        // Each node's slot is a cache miss: the slot of the node `AHEAD` places on is fetched
+        // while this one is written, so the misses overlap.
+        const AHEAD: usize = 16;
+        let mut ahead = nodes.range(0, len).skip(AHEAD);
         for (k, n) in nodes.range(0, len).enumerate() {
+            if let Some(a) = ahead.next() {
+                self.prefetch_slot(self.home(*a));
+            }
             self.put(*n, k as u32);
         }
         self.len = len;

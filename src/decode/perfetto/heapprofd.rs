@@ -43,7 +43,7 @@ use super::clock::MONOTONIC_COARSE;
 use super::hot::{self, FrameRef, Hot, LitePacket};
 use super::iid::IidMap;
 use super::module_symbols::{SymbolPackets, scan_module_symbols};
-use super::packets::{DecodeErr, TraceDecoder, TraceState, read_trace_with};
+use super::packets::{DecodeErr, TraceDecoder, TraceState, read_trace_ahead};
 use crate::decode::input::Input;
 use crate::error::Result;
 use crate::model::{
@@ -603,9 +603,21 @@ fn run_decoder<'s, 'h>(
     let stacks = if final_frames { stacks } else { None };
     let seen = if final_frames { seen } else { None };
     let mut out = Out { hook: &mut *hook, stacks, seen, sink, ending: false };
-    read_trace_with(
+    let deferred_names = opts.deferred_names;
+    // The container is read and each packet's wire format parsed on a second thread, a packet
+    // or two ahead of the tables' work on the last one.
+    read_trace_ahead(
         input,
         &mut d,
+        &mut |b, spare: Option<Box<Hot>>| {
+            let mut p = hot::decode_packet(b, spare.unwrap_or_default()).map_err(|e| DecodeErr(Box::new(e)))?;
+            // Function names are demangled there too (frames will want them as display names).
+            if !deferred_names {
+                p.hot.demangle_names(b);
+            }
+            Ok(p)
+        },
+        &mut |d: &mut Decoder| d.spare.take(),
         &mut |d, b| hot::decode_packet(b, d.spare.take().unwrap_or_default()).map_err(|e| DecodeErr(Box::new(e))),
         &mut |d, pkt, bytes, offset, number| d.trace_packet(pkt, bytes, offset, number, &mut out),
     )?;
@@ -699,8 +711,8 @@ impl Decoder {
         number: u64,
         out: &mut Out<'_, '_, '_>,
     ) -> Result<()> {
-        let LitePacket { head, full, hot } = pkt;
-        let r = self.read_packet(&head, full.as_ref(), &hot, bytes, offset, number, out);
+        let LitePacket { head, full, mut hot } = pkt;
+        let r = self.read_packet(&head, full.as_ref(), &mut hot, bytes, offset, number, out);
         self.spare = Some(hot);
         r
     }
@@ -710,7 +722,7 @@ impl Decoder {
         &mut self,
         pkt: &hot::Head,
         full: Option<&pb::TracePacket>,
-        hot: &Hot,
+        hot: &mut Hot,
         bytes: &[u8],
         offset: u64,
         number: u64,
@@ -1283,14 +1295,22 @@ fn join_path(parts: &[&str]) -> String {
 fn intern(
     tables: &mut Tables,
     t: &mut Interned,
-    d: &Hot,
+    d: &mut Hot,
     bytes: &[u8],
     mut fresh: Option<&mut Vec<StackId>>,
     lists: Option<&mut StackLists>,
 ) {
-    for s in &d.function_names {
+    let ahead = &mut d.demangled;
+    for (k, s) in d.function_names.iter().enumerate() {
         if let Some(iid) = s.iid {
-            t.function_names.or_insert_with(iid, || tables.strings.intern(&lossy(s.bytes(bytes))));
+            t.function_names.or_insert_with(iid, || {
+                let raw = tables.strings.intern(&lossy(s.bytes(bytes)));
+                // Demangled by the reading thread: the display name of this name's first frame.
+                if let Some(name) = ahead.get_mut(k) {
+                    tables.offer_display_name(raw, name.take());
+                }
+                raw
+            });
         }
     }
     for s in &d.build_ids {
@@ -1341,6 +1361,7 @@ fn intern(
             None => t.pending.frames.push(f.to_pb()),
         }
     }
+    tables.withdraw_display_names();
     // Callstacks are interned as one batch (the bulk of a first dump's work).
     let mut iids = Vec::with_capacity(d.callstacks.len());
     let mut frames = Vec::with_capacity(d.frame_ids.len());
@@ -1350,7 +1371,14 @@ fn intern(
     // a repeat is impossible and no set is needed).
     let mut batch: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
     let mut increasing = true;
-    'callstacks: for c in &d.callstacks {
+    'callstacks: for (k, c) in d.callstacks.iter().enumerate() {
+        // The frames of the next callstack are fetched into the cache while this one's are
+        // looked up (the frame table is larger than the cache, and frame ids come in no order).
+        if let Some(next) = d.callstacks.get(k + 1) {
+            for &f in &d.frame_ids[next.frames.clone()] {
+                t.frames.prefetch(f);
+            }
+        }
         let Some(iid) = c.iid else { continue };
         // A callstack defined twice keeps its first definition.
         if t.callstacks.contains_key(iid) {

@@ -174,6 +174,9 @@ pub(super) struct Hot {
     /// The packet has `interned_data` (field 12), possibly empty.
     pub(super) interned: bool,
     pub(super) function_names: Vec<Str>,
+    /// With [`Hot::demangle_names`]: what [`demangle`](crate::model::frame::demangle) gives for each
+    /// of `function_names`, in their order (else empty).
+    pub(super) demangled: Vec<Option<String>>,
     pub(super) frames: Vec<FrameRef>,
     pub(super) callstacks: Vec<CallRef>,
     /// The frame ids of `callstacks`, one after the other.
@@ -199,6 +202,7 @@ impl Hot {
     fn clear(&mut self) {
         self.interned = false;
         self.function_names.clear();
+        self.demangled.clear();
         self.frames.clear();
         self.callstacks.clear();
         self.frame_ids.clear();
@@ -215,6 +219,18 @@ impl Hot {
         self.samples.clear();
         self.continued = None;
         self.index = None;
+    }
+}
+
+impl Hot {
+    /// Demangles every function name of the packet `bytes` (the packet this was read from)
+    /// into [`Hot::demangled`], as the tables would demangle it (the text read as lossy UTF-8):
+    /// work a reading thread can do ahead of the decoder's (see `Tables::offer_display_name`).
+    pub(super) fn demangle_names(&mut self, bytes: &[u8]) {
+        self.demangled.clear();
+        for s in &self.function_names {
+            self.demangled.push(crate::model::frame::demangle(&String::from_utf8_lossy(s.bytes(bytes))));
+        }
     }
 }
 

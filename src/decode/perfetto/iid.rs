@@ -54,7 +54,7 @@ impl<V: Copy> IidMap<V> {
                         *hint += 1;
                         return Some(v);
                     }
-                    _ => o[*hint..].binary_search_by_key(&iid, |e| e.0).map(|i| i + *hint),
+                    _ => gallop(o, *hint, iid),
                 },
                 _ => o.binary_search_by_key(&iid, |e| e.0),
             };
@@ -64,6 +64,14 @@ impl<V: Copy> IidMap<V> {
             }
         }
         if self.sparse.is_empty() { None } else { self.sparse.get(&iid).copied() }
+    }
+
+    /// Hints the cache to fetch the entry of `iid` when it is in the vector (a lookup soon).
+    #[inline(always)]
+    pub(super) fn prefetch(&self, iid: u64) {
+        if let Some(v) = usize::try_from(iid).ok().and_then(|i| self.dense.get(i)) {
+            crate::model::tables::prefetch(v);
+        }
     }
 
     /// Whether `iid` has an entry.
@@ -151,6 +159,22 @@ impl<V: Copy> IidMap<V> {
     }
 }
 
+/// The position of `iid` in the sorted run `o`, knowing that `o[from].0 < iid`: steps of 1, 2,
+/// 4, … from `from` bracket it, then a binary search within the bracket (a few reads near
+/// `from` when, as with samples, the ids asked for increase by small gaps).
+fn gallop<V>(o: &[(u64, V)], from: usize, iid: u64) -> Result<usize, usize> {
+    let mut lo = from;
+    let mut step = 1;
+    let mut hi = from + 1;
+    while hi < o.len() && o[hi].0 < iid {
+        lo = hi;
+        step *= 2;
+        hi = from + step;
+    }
+    let end = hi.saturating_add(1).min(o.len());
+    o[lo..end].binary_search_by_key(&iid, |e| e.0).map(|i| i + lo).map_err(|i| i + lo)
+}
+
 #[cfg(test)]
 mod tests {
     use super::IidMap;
@@ -230,5 +254,30 @@ mod tests {
         assert_eq!((m.dense.len(), m.len(), m.or_insert_with(1 << 62, || 9)), (0, 1, 1));
         assert_eq!(m.or_insert_with(3, || 5), 5);
         assert_eq!(m.get(3), Some(5));
+    }
+
+    #[test]
+    fn lookups_from_a_hint_find_every_id_of_the_run_whatever_the_gaps() {
+        // A run of increasing ids with gaps of 1 to ~5,000 (past the vector's range).
+        let mut m = IidMap::default();
+        let mut ids = Vec::new();
+        let mut id = 1u64 << 30;
+        for k in 0..4000u64 {
+            id += 1 + (k * k * 7919) % 5000;
+            ids.push(id);
+            m.insert(id, k);
+        }
+        assert_eq!(m.ordered.len(), ids.len());
+        // Every id, every other id, every 97th, and ids between them, in increasing order
+        // from one hint, as samples ask for them.
+        for stride in [1, 2, 97, 1000] {
+            let mut hint = 0;
+            for (k, &id) in ids.iter().enumerate().step_by(stride) {
+                assert_eq!(m.get_near(id - 1, &mut hint).is_some(), k > 0 && ids[k - 1] == id - 1);
+                assert_eq!(m.get_near(id, &mut hint), Some(k as u64), "{id} stride {stride}");
+                assert_eq!(hint, k);
+            }
+            assert_eq!(m.get_near(id + 1, &mut hint), None);
+        }
     }
 }

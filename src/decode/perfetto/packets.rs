@@ -252,3 +252,112 @@ fn bundle<D: TraceDecoder, P: LoopPacket>(
     }
     Ok(())
 }
+
+/// What the reading thread of [`read_trace_ahead`] hands over, in the order of the stream.
+enum Ahead<P> {
+    /// A packet: its bytes, what decoding them gave, where it starts, its number, and the
+    /// reader's offset after it.
+    Packet { bytes: Vec<u8>, pkt: std::result::Result<P, DecodeErr>, offset: u64, number: u64, end: u64 },
+    /// The end of the stream at offset `end`, or the container's error there.
+    End { end: u64, err: Option<Error> },
+}
+
+/// Decodes one packet's bytes on the reading thread of [`read_trace_ahead`], reusing the spare
+/// buffers `S` of a packet the loop is done with, when there is one.
+pub(super) type AheadFn<'f, P, S> = dyn FnMut(&[u8], Option<S>) -> std::result::Result<P, DecodeErr> + Send + 'f;
+
+/// [`read_trace_with`] with the container read and each packet decoded by `ahead` on a second
+/// thread, up to two packets ahead of the loop, so that reading and decoding the next packets
+/// overlap with `f`'s work on this one. The packets, the report, the errors and the damage are
+/// those of [`read_trace_with`]: the reading thread stops after the first packet that does
+/// not decode or the container's first error (both end the loop there), and `report.bytes` is
+/// the reader's offset after the last thing the loop took. Packets inside bundles are decoded
+/// by `decode` in the loop. After `f`, `recycle` may give back the buffers of the packet it
+/// took, for the reading thread to reuse (with the packet's byte buffer).
+pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
+    input: &mut Input,
+    d: &mut D,
+    ahead: &mut AheadFn<'_, P, S>,
+    recycle: &mut dyn FnMut(&mut D) -> Option<S>,
+    decode: &mut DecodeFn<'_, D, P>,
+    f: &mut BytesFn<'_, D, P>,
+) -> Result<()> {
+    let size = if input.gzipped { None } else { input.file_size };
+    let name = input.name.clone();
+    let max_packet = d.trace().max_packet_bytes;
+    let stream = input.reader();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<P>>(2);
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<(Vec<u8>, Option<S>)>();
+    std::thread::scope(|scope| {
+        let reader_name = name.clone();
+        scope.spawn(move || {
+            let mut reader = PacketReader::new(stream, &reader_name, size, max_packet);
+            loop {
+                let (mut buf, spare) = back_rx.try_recv().unwrap_or_default();
+                let item = match reader.next_packet() {
+                    Ok(Some(p)) => {
+                        let (offset, number) = (p.offset, p.number);
+                        reader.swap_buffer(&mut buf);
+                        let pkt = ahead(&buf, spare);
+                        Ahead::Packet { bytes: buf, pkt, offset, number, end: reader.offset() }
+                    }
+                    Ok(None) => Ahead::End { end: reader.offset(), err: None },
+                    Err(e) => Ahead::End { end: reader.offset(), err: Some(e) },
+                };
+                // Nothing is read past what ends the loop.
+                let last = !matches!(&item, Ahead::Packet { pkt: Ok(_), .. });
+                // A send fails when the loop stopped early (an error of `f`): so does reading.
+                if tx.send(item).is_err() || last {
+                    break;
+                }
+            }
+        });
+        let mut end = 0;
+        let r = loop {
+            // The reading thread sends an `End` or a failed packet last; it can only hang up
+            // before them by panicking, which the scope passes on.
+            let Ok(item) = rx.recv() else { break Ok(()) };
+            match item {
+                Ahead::End { end: at, err } => {
+                    end = at;
+                    match err {
+                        None => break Ok(()),
+                        Some(e) if e.kind() == ErrorKind::Io => break Err(e),
+                        Some(e) => {
+                            d.trace().report.damage = Some(e.to_string());
+                            break Ok(());
+                        }
+                    }
+                }
+                Ahead::Packet { bytes, pkt, offset, number, end: at } => {
+                    end = at;
+                    let r = pkt
+                        .map_err(|e| {
+                            Error::new(
+                                ErrorKind::Malformed,
+                                format!("{name} at byte {offset}, packet {number}: bad TracePacket"),
+                            )
+                            .with_source(e)
+                        })
+                        .and_then(|pkt| packet(d, pkt, &bytes, offset, number, decode, f));
+                    let spare = recycle(d);
+                    // The reading thread may have ended (it hangs up after the last packet).
+                    let _ = back_tx.send((bytes, spare));
+                    match r {
+                        Ok(()) => {}
+                        Err(e) if is_damage(&e) => {
+                            d.trace().report.damage = Some(e.to_string());
+                            break Ok(());
+                        }
+                        Err(e) => break Err(e),
+                    }
+                }
+            }
+        };
+        // The reading thread stops at its next send.
+        drop(rx);
+        r?;
+        d.trace().report.bytes = end;
+        Ok(())
+    })
+}

@@ -57,6 +57,12 @@ impl<R: Read> PacketReader<R> {
         self.offset
     }
 
+    /// Swaps the buffer holding the last packet's bytes with `other`: the caller keeps the
+    /// packet (and the reader reads the next one into the buffer it was given).
+    pub fn swap_buffer(&mut self, other: &mut Vec<u8>) {
+        std::mem::swap(&mut self.buf, other);
+    }
+
     /// Errors from the byte stream: a decompressor reports damaged data through `io::Error`,
     /// which is the input's fault, not the disk's.
     fn io_err(&self, e: std::io::Error) -> Error {
