@@ -259,6 +259,47 @@ pub struct PprofEncoder {
     /// Per sample of the profile being encoded: where its path lies in the arena (kept for
     /// the next one).
     spans: Vec<(u32, u32)>,
+    /// The stacks and used locations of the last profiles of a few (pid, heap) keys, most
+    /// recent last.
+    marked: Vec<Marked>,
+    /// Per sample of the profile being encoded: whether its stack was in the earlier profile.
+    known: Vec<bool>,
+}
+
+/// How many (pid, heap) keys [`PprofEncoder`] remembers the used locations of.
+const MARKED_PROFILES: usize = 8;
+
+/// The stacks (increasing) of a profile and the locations they use (`used[id]` = 1).
+#[derive(Debug, Default)]
+struct Marked {
+    key: (Option<u64>, String),
+    stacks: Vec<StackId>,
+    used: Vec<u8>,
+}
+
+/// Whether every stack of `earlier` (increasing) is a stack of `profile`, whose stacks must
+/// increase too; `known[i]` is then whether sample i's stack is one of them.
+fn stacks_include(profile: &Profile, earlier: &[StackId], known: &mut Vec<bool>) -> bool {
+    known.clear();
+    let n = profile.sample_count();
+    if earlier.len() > n {
+        return false;
+    }
+    let mut k = 0;
+    for i in 0..n {
+        let s = profile.sample(i).0;
+        if i > 0 && profile.sample(i - 1).0 >= s {
+            return false;
+        }
+        if k < earlier.len() && earlier[k] < s {
+            // A stack of the earlier profile this one does not have.
+            return false;
+        }
+        let found = k < earlier.len() && earlier[k] == s;
+        k += usize::from(found);
+        known.push(found);
+    }
+    k == earlier.len()
 }
 
 impl PprofEncoder {
@@ -277,6 +318,8 @@ impl PprofEncoder {
             spare: (Vec::new(), Vec::new()),
             used: Vec::new(),
             spans: Vec::new(),
+            marked: Vec::new(),
+            known: Vec::new(),
         }
     }
 
@@ -442,6 +485,18 @@ impl PprofEncoder {
             let (off, len) = self.path(&tables, profile.sample(i).0);
             spans.push((off as u32, len as u32));
         }
+        // The locations used: those of an earlier profile of the same process and heap whose
+        // stacks this one has too (continuous dumps only add stacks), and those of the other
+        // stacks; else those of every stack. `known[i]`: sample i's stack was in that profile.
+        let key = (profile.header.meta.pid, profile.header.meta.heap.clone());
+        let mut known = std::mem::take(&mut self.known);
+        let earlier = self.marked.iter().position(|m| m.key == key);
+        let start = earlier.filter(|&e| stacks_include(profile, &self.marked[e].stacks, &mut known));
+        if let Some(e) = start {
+            used.clear();
+            used.extend_from_slice(&self.marked[e].used);
+            used.resize(self.locs.len() + 1, 0);
+        }
         for (i, (_, values)) in profile.samples().enumerate() {
             if let Some(&(off, len)) = spans.get(i + AHEAD)
                 && len > 0
@@ -452,8 +507,10 @@ impl PprofEncoder {
             let (off, len) = (spans[i].0 as usize, spans[i].1 as usize);
             let path = &self.arena[off..off + len];
             // The path's location ids are marked used: this loop runs once per frame of every
-            // sample.
-            mark_used(&self.arena, off, off + len, &mut used);
+            // sample not known from the earlier profile.
+            if start.is_none() || !known[i] {
+                mark_used(&self.arena, off, off + len, &mut used);
+            }
             if !with_labels {
                 write_plain_sample(&mut bytes, path, values);
                 if bytes.len() >= CHUNK {
@@ -482,6 +539,25 @@ impl PprofEncoder {
             }
         }
         self.spans = spans;
+        // This profile's stacks and used locations, for the next profile of its process and
+        // heap (only when its stacks are in increasing order, as a heapprofd dump's are).
+        let ascending = (1..n).all(|i| profile.sample(i - 1).0 < profile.sample(i).0);
+        if ascending {
+            let mut m = match earlier {
+                Some(e) => self.marked.remove(e),
+                None if self.marked.len() >= MARKED_PROFILES => self.marked.remove(0),
+                None => Marked::default(),
+            };
+            m.key = key;
+            m.stacks.clear();
+            m.stacks.extend((0..n).map(|i| profile.sample(i).0));
+            m.used.clear();
+            m.used.extend_from_slice(&used);
+            self.marked.push(m);
+        } else if let Some(e) = earlier {
+            self.marked.remove(e);
+        }
+        self.known = known;
         let cat = &mut self.catalog;
         let mut loc_bytes = std::mem::take(&mut self.spare.1);
         loc_bytes.clear();
@@ -1098,6 +1174,59 @@ mod tests {
         gzip_slices_into(&[&text[..5000]], &mut out);
         assert_eq!(&out[..4], b"kept");
         assert_eq!(out[4..], gzip(&text[..5000]));
+    }
+
+    #[test]
+    fn a_profile_started_from_an_earlier_ones_locations_gives_the_bytes_of_a_fresh_encoder() {
+        // Stacks over 300 frames (ids of 1 to 3 varint bytes need > 16k locations: 20k frames).
+        let mut tables = Tables::default();
+        let frames: Vec<FrameId> = (0..20_000u64)
+            .map(|i| {
+                let name = tables.strings.intern(&format!("f{i}"));
+                tables.intern_frame(None, i, name)
+            })
+            .collect();
+        let stacks: Vec<StackId> = (0..600usize)
+            .map(|i| {
+                let path: Vec<FrameId> = (0..1 + i % 9).map(|d| frames[(i * 31 + d * 7_919) % frames.len()]).collect();
+                tables.intern_stack(&path).unwrap()
+            })
+            .collect();
+        let tables = std::sync::Arc::new(tables);
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let profile = |pid: u64, picked: &[usize]| {
+            let meta = ProfileMeta { pid: Some(pid), heap: "libc.malloc".into(), ..Default::default() };
+            let mut ids: Vec<StackId> = picked.iter().map(|&i| stacks[i]).collect();
+            ids.sort();
+            ids.dedup();
+            let mut p = Profile::new(std::sync::Arc::clone(&tables), meta, types.clone());
+            for (k, &s) in ids.iter().enumerate() {
+                p.push_sample(s, &[k as i64 + 1]);
+            }
+            p
+        };
+        let all: Vec<usize> = (0..600).collect();
+        let first: Vec<usize> = (0..300).collect();
+        let dropped: Vec<usize> = (1..450).collect();
+        // The same process growing, another process between, a stack gone, growing again.
+        let runs = [
+            profile(1, &first),
+            profile(2, &all),
+            profile(1, &all),
+            profile(1, &dropped),
+            profile(1, &all),
+            profile(2, &first),
+        ];
+        let mut reused = PprofEncoder::new(PprofOptions::default());
+        for (k, p) in runs.iter().enumerate() {
+            let fresh = encode_pprof(p, &PprofOptions::default());
+            assert_eq!(reused.encode(p), fresh, "profile {k}");
+            let decoded = pp::Profile::decode(fresh.as_slice()).unwrap();
+            let used: std::collections::BTreeSet<u64> =
+                decoded.sample.iter().flat_map(|s| s.location_id.iter().copied()).collect();
+            let written: std::collections::BTreeSet<u64> = decoded.location.iter().map(|l| l.id).collect();
+            assert_eq!(used, written, "profile {k}: exactly the used locations are written");
+        }
     }
 
     #[test]
