@@ -65,10 +65,14 @@ struct Builder<'a> {
     /// Per string id of `tables`: its index in `strings` + 1 (0: not yet looked up).
     by_id: Vec<u32>,
     functions: Vec<pp::Function>,
-    function_index: HashMap<(i64, i64, i64), u64>,
-    locations: Vec<pp::Location>,
+    /// Per output string (a function's name): its last function's id (0: none); per function
+    /// (id - 1), the id of the one before it with the same name. Functions are told apart by
+    /// name, system name and file.
+    fn_by_name: Vec<u32>,
+    fn_next: Vec<u32>,
     mappings: Vec<pp::Mapping>,
-    mapping_index: HashMap<MappingId, u64>,
+    /// Per mapping of the tables: its id in the output (0: not yet numbered).
+    mapping_out: Vec<u32>,
     mapping_symbolized: Vec<bool>,
 }
 
@@ -89,10 +93,10 @@ impl<'a> Builder<'a> {
             extra_out: vec![0],
             by_id: Vec::new(),
             functions: Vec::new(),
-            function_index: HashMap::default(),
-            locations: Vec::new(),
+            fn_by_name: Vec::new(),
+            fn_next: Vec::new(),
             mappings: Vec::new(),
-            mapping_index: HashMap::default(),
+            mapping_out: Vec::new(),
             mapping_symbolized: Vec::new(),
         }
     }
@@ -154,18 +158,38 @@ impl<'a> Builder<'a> {
 
     /// A function's id by its name, system name and file (the `s` of each).
     fn function(&mut self, key: (i64, i64, i64), start_line: i64) -> u64 {
-        if let Some(&id) = self.function_index.get(&key) {
-            return id;
+        let name = key.0 as usize;
+        if self.fn_by_name.len() <= name {
+            self.fn_by_name.resize((name + 1).max(self.strings.len()), 0);
         }
-        let id = self.functions.len() as u64 + 1;
-        self.functions.push(pp::Function { id, name: key.0, system_name: key.1, filename: key.2, start_line });
-        self.function_index.insert(key, id);
-        id
+        let mut cur = self.fn_by_name[name];
+        while cur != 0 {
+            let f = &self.functions[cur as usize - 1];
+            if f.system_name == key.1 && f.filename == key.2 {
+                return u64::from(cur);
+            }
+            cur = self.fn_next[cur as usize - 1];
+        }
+        let id = u32::try_from(self.functions.len() + 1).expect("fewer than 2^32 functions");
+        self.functions.push(pp::Function {
+            id: u64::from(id),
+            name: key.0,
+            system_name: key.1,
+            filename: key.2,
+            start_line,
+        });
+        self.fn_next.push(self.fn_by_name[name]);
+        self.fn_by_name[name] = id;
+        u64::from(id)
     }
 
     fn mapping(&mut self, m: MappingId) -> u64 {
-        if let Some(&id) = self.mapping_index.get(&m) {
-            return id;
+        let i = m.0 as usize;
+        if self.mapping_out.len() <= i {
+            self.mapping_out.resize((i + 1).max(self.tables.mappings().len()), 0);
+        }
+        if self.mapping_out[i] != 0 {
+            return u64::from(self.mapping_out[i]);
         }
         let tables = std::sync::Arc::clone(&self.tables);
         let mapping = tables.mapping(m);
@@ -182,51 +206,76 @@ impl<'a> Builder<'a> {
             ..Default::default()
         });
         self.mapping_symbolized.push(true);
-        self.mapping_index.insert(m, id);
+        self.mapping_out[i] = u32::try_from(id).expect("fewer than 2^32 mappings");
         id
     }
 
-    /// The `s` of a function name with an annotation's `suffix` (none on an empty name).
-    fn shown(&mut self, name: StringId, suffix: &str) -> i64 {
-        if name.is_empty() || suffix.is_empty() {
-            return self.sid(name);
-        }
-        let tables = std::sync::Arc::clone(&self.tables);
-        self.s(&format!("{}{suffix}", tables.strings.get(name)))
-    }
-
-    /// Writes the Location message for global location `id` = (frame, annotation).
-    fn location(&mut self, id: u64, frame_id: FrameId, annotation: Annotation) {
+    /// Appends the Location message (Profile field 4) of location `id`, frame `frame_id`, to
+    /// `out`, numbering its mapping, functions and strings at their first use: the mapping's
+    /// file name and build id, then per line (or for a frame without lines, of the frame) the
+    /// name, system name and file. The bytes are those prost writes for a `pp::Location`.
+    fn write_location(&mut self, out: &mut Vec<u8>, id: u64, frame_id: FrameId) {
+        use prost::encoding::{encode_varint, encoded_len_varint};
         let tables = std::sync::Arc::clone(&self.tables);
         let frame = tables.frame(frame_id);
         let mapping_id = frame.mapping.map(|m| self.mapping(m)).unwrap_or(0);
-        let suffix = match annotation {
-            Annotation::None => String::new(),
-            a => format!(" [{}]", a.label()),
-        };
-        let mut lines = Vec::with_capacity(frame.lines.len().max(1));
-        if frame.lines.is_empty() {
-            let shown = self.shown(frame.name, &suffix);
-            let key = (shown, self.sid(frame.raw_name), 0);
-            let f = self.function(key, 0);
-            lines.push(pp::Line { function_id: f, line: 0, column: 0 });
+        // (function id, line, column) per line.
+        let mut one = [(0u64, 0u32, 0u32)];
+        let mut many = Vec::new();
+        let lines: &[(u64, u32, u32)] = if frame.lines.is_empty() {
+            let key = (self.sid(frame.name), self.sid(frame.raw_name), 0);
+            one[0].0 = self.function(key, 0);
             if mapping_id != 0 {
                 self.mapping_symbolized[mapping_id as usize - 1] = false;
             }
+            &one
         } else {
             for l in &frame.lines {
-                let key = (self.shown(l.function, &suffix), self.sid(l.system_name), self.sid(l.file));
-                let f = self.function(key, 0);
-                lines.push(pp::Line { function_id: f, line: i64::from(l.line), column: i64::from(l.column) });
+                let key = (self.sid(l.function), self.sid(l.system_name), self.sid(l.file));
+                many.push((self.function(key, 0), l.line, l.column));
+            }
+            &many
+        };
+        let address = if self.opts.extras { frame.rel_pc } else { 0 };
+        let mut body = 1 + encoded_len_varint(id);
+        if mapping_id != 0 {
+            body += 1 + encoded_len_varint(mapping_id);
+        }
+        if address != 0 {
+            body += 1 + encoded_len_varint(address);
+        }
+        for &(f, line, column) in lines {
+            let n = line_len(f, line, column);
+            body += 1 + encoded_len_varint(n as u64) + n;
+        }
+        out.push(0x22);
+        encode_varint(body as u64, out);
+        out.push(0x08);
+        encode_varint(id, out);
+        if mapping_id != 0 {
+            out.push(0x10);
+            encode_varint(mapping_id, out);
+        }
+        if address != 0 {
+            out.push(0x18);
+            encode_varint(address, out);
+        }
+        for &(f, line, column) in lines {
+            out.push(0x22);
+            encode_varint(line_len(f, line, column) as u64, out);
+            if f != 0 {
+                out.push(0x08);
+                encode_varint(f, out);
+            }
+            if line != 0 {
+                out.push(0x10);
+                encode_varint(u64::from(line), out);
+            }
+            if column != 0 {
+                out.push(0x18);
+                encode_varint(u64::from(column), out);
             }
         }
-        self.locations.push(pp::Location {
-            id,
-            mapping_id,
-            address: if self.opts.extras { frame.rel_pc } else { 0 },
-            line: lines,
-            is_folded: false,
-        });
     }
 }
 
@@ -682,18 +731,19 @@ pub fn encode_flat_parts_with(
     clock.done("number locations");
     // The samples, a part per FLAT_SAMPLES_PER_PART, and beside them the tables.
     let n = profile.sample_count();
-    // Each location id as a varint (at most 5 bytes, little-endian in a u64) and its length.
-    let loc_varint: Vec<(u64, u8)> = loc_of
+    // Each location id as a varint (at most 5 bytes, little-endian in a u64) with its length
+    // in the top byte: 8 bytes per frame, so that more of the table stays in cache.
+    let loc_varint: Vec<u64> = loc_of
         .iter()
         .map(|&id| {
-            let (mut word, mut len, mut rest) = (0u64, 0u8, id);
+            let (mut word, mut len, mut rest) = (0u64, 0u64, id);
             loop {
                 let byte = u64::from(rest & 0x7f) | if rest >= 0x80 { 0x80 } else { 0 };
                 word |= byte << (8 * len);
                 len += 1;
                 rest >>= 7;
                 if rest == 0 {
-                    break (word, len);
+                    break word | (len << 56);
                 }
             }
         })
@@ -715,9 +765,9 @@ pub fn encode_flat_parts_with(
                     path.resize(frames.len() * 5 + 8, 0);
                     let mut at = 0;
                     for &f in frames {
-                        let (bytes, len) = loc_varint[f.0 as usize];
-                        path[at..at + 8].copy_from_slice(&bytes.to_le_bytes());
-                        at += usize::from(len);
+                        let word = loc_varint[f.0 as usize];
+                        path[at..at + 8].copy_from_slice(&(word & 0x00ff_ffff_ffff_ffff).to_le_bytes());
+                        at += (word >> 56) as usize;
                     }
                     path.truncate(at);
                     labels.clear();
@@ -737,16 +787,22 @@ pub fn encode_flat_parts_with(
             .collect()
     };
     let tables = move || {
-        b.locations.reserve_exact(order.len());
+        // Location messages, written as they are numbered (a frame some way ahead fetched
+        // early: they are read in first-use order, not in storage order).
+        let mut locations = Vec::with_capacity(order.len() * 16);
+        let all = tables.frames();
         for (k, &f) in order.iter().enumerate() {
-            b.location(k as u64 + 1, f, Annotation::None);
+            if let Some(ahead) = order.get(k + 8) {
+                crate::model::tables::prefetch(&all[ahead.0 as usize]);
+            }
+            b.write_location(&mut locations, k as u64 + 1, f);
         }
         let head = Head {
             meta: &profile.header.meta,
             types: &profile.header.sample_types,
             default: profile.header.default_sample_type,
         };
-        part(1 + n.div_ceil(FLAT_SAMPLES_PER_PART), finish(b, out, &head, opts, Vec::new()))
+        part(1 + n.div_ceil(FLAT_SAMPLES_PER_PART), finish(b, out, &head, opts, &locations))
     };
     let (sample_parts, tail) = rayon::join(samples, tables);
     clock.done("samples and tables");
@@ -772,30 +828,25 @@ struct Head<'a> {
     default: usize,
 }
 
-fn finish(
-    mut b: Builder<'_>,
-    mut out: pp::Profile,
-    head: &Head<'_>,
-    opts: &PprofOptions,
-    mut bytes: Vec<u8>,
-) -> Vec<u8> {
+fn finish(mut b: Builder<'_>, mut out: pp::Profile, head: &Head<'_>, opts: &PprofOptions, locations: &[u8]) -> Vec<u8> {
     let mut mappings = std::mem::take(&mut b.mappings);
     for (m, &sym) in mappings.iter_mut().zip(&b.mapping_symbolized) {
         m.has_filenames = sym;
     }
     tail_fields(&mut mappings, head, opts, &mut |text| b.s(text), &mut out);
-    // Fields 3-5, the string table (6), then the rest: what encoding them in one message
-    // writes, without a copy of every string first.
-    let tables_part = pp::Profile {
-        location: std::mem::take(&mut b.locations),
-        function: std::mem::take(&mut b.functions),
-        mapping: mappings,
-        ..Default::default()
-    };
+    // Fields 3 (mappings), 4 (the locations, written already), 5 (functions), the string table
+    // (6), then the rest: what encoding them in one message writes, without a copy of every
+    // string first.
+    let mappings = pp::Profile { mapping: mappings, ..Default::default() };
+    let functions = pp::Profile { function: std::mem::take(&mut b.functions), ..Default::default() };
     let texts: usize = b.strings.iter().map(|&t| b.text(t).len() + 6).sum();
-    bytes.reserve(tables_part.encoded_len() + texts + out.encoded_len());
-    tables_part.encode(&mut bytes).expect("a Vec grows as needed");
-    drop(tables_part);
+    let mut bytes = Vec::with_capacity(
+        mappings.encoded_len() + locations.len() + functions.encoded_len() + texts + out.encoded_len(),
+    );
+    mappings.encode(&mut bytes).expect("a Vec grows as needed");
+    bytes.extend_from_slice(locations);
+    functions.encode(&mut bytes).expect("a Vec grows as needed");
+    drop(functions);
     for &t in &b.strings {
         let text = b.text(t);
         prost::encoding::encode_key(6, prost::encoding::WireType::LengthDelimited, &mut bytes);
@@ -1115,6 +1166,67 @@ mod tests {
         assert_eq!(labels, [("thread", 300), ("thread", -1)]);
         assert_eq!(out.sample[1].value, [2]);
         assert_eq!(out.sample[1].location_id.len(), 1);
+    }
+
+    #[test]
+    fn flat_encoder_writes_locations_as_prost_does_and_tells_functions_apart_by_file() {
+        use crate::model::{FlatProfile, Frame, FrameId, Line, Mapping};
+        let mut t = Tables::default();
+        let lib = t.strings.intern("libx.so");
+        let m = t.intern_mapping(Mapping {
+            path: lib,
+            build_id: vec![0xab, 0xcd].into(),
+            start: 0x1000,
+            end: 0x9000,
+            start_offset: 0,
+            exact_offset: 0x200,
+            load_bias: 0,
+        });
+        let [f, g, a, b] = ["f", "g", "a.c", "b.c"].map(|x| t.strings.intern(x));
+        let line = |function, file, line, column| Line { function, system_name: function, file, line, column };
+        let frames = vec![
+            // Unsymbolized, in the mapping: its mapping loses has_filenames.
+            t.intern_frame_exact(Frame { mapping: Some(m), rel_pc: 0x1234, raw_name: g, name: g, lines: vec![] }),
+            // Two lines named f, in two files: two functions; a line 300 and a column.
+            t.intern_frame_exact(Frame {
+                mapping: Some(m),
+                rel_pc: 0x99_9999,
+                raw_name: StringId::EMPTY,
+                name: StringId::EMPTY,
+                lines: vec![line(f, a, 300, 7), line(f, b, 0, 0)],
+            }),
+            // f in a.c again (the same function), no mapping, address 0.
+            t.intern_frame_exact(Frame {
+                mapping: None,
+                rel_pc: 0,
+                raw_name: StringId::EMPTY,
+                name: StringId::EMPTY,
+                lines: vec![line(f, a, 1, 0)],
+            }),
+        ];
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let meta = ProfileMeta::default();
+        let p = FlatProfile::from_spans(std::sync::Arc::new(t), meta, types, frames, vec![(0, 3)], vec![5]);
+        let bytes = encode_pprof_flat(&p, &PprofOptions::default());
+        let out = pp::Profile::decode(bytes.as_slice()).unwrap();
+        // prost writes the same bytes for what it read: the hand-written fields are canonical.
+        assert_eq!(out.encode_to_vec(), bytes);
+        let st = &out.string_table;
+        let fns: Vec<(&str, &str)> =
+            out.function.iter().map(|x| (st[x.name as usize].as_str(), st[x.filename as usize].as_str())).collect();
+        assert_eq!(fns, [("g", ""), ("f", "a.c"), ("f", "b.c")]);
+        let locs: Vec<(u64, u64, Vec<(u64, i64, i64)>)> = out
+            .location
+            .iter()
+            .map(|l| (l.mapping_id, l.address, l.line.iter().map(|x| (x.function_id, x.line, x.column)).collect()))
+            .collect();
+        assert_eq!(
+            locs,
+            [(1, 0x1234, vec![(1, 0, 0)]), (1, 0x99_9999, vec![(2, 300, 7), (3, 0, 0)]), (0, 0, vec![(2, 1, 0)])]
+        );
+        assert_eq!(out.mapping.len(), 1);
+        assert!(!out.mapping[0].has_filenames);
+        assert_eq!(st[out.mapping[0].build_id as usize], "abcd");
     }
 
     #[test]

@@ -64,6 +64,24 @@ impl Merger {
         let ncols = cols.len();
         let width = self.width();
         let n = p.sample_count();
+        // The samples with a value, and the frames they use: those frames are interned first,
+        // in the input's order, the index slots of frames some way ahead fetched early. (The
+        // same frames and mappings as interning each at its first use: the merged ones do not
+        // depend on the order, see `finish`.)
+        let valued: Vec<bool> = (0..n)
+            .map(|i| {
+                let values = p.sample(i).1;
+                !cols.iter().zip(&scale).all(|(&src, &f)| scale_value(values[src], f) == 0)
+            })
+            .collect();
+        let mut used = vec![false; parts.frames.len()];
+        for (i, _) in valued.iter().enumerate().filter(|x| *x.1) {
+            for &f in p.sample(i).0 {
+                used[f.0 as usize] = true;
+            }
+        }
+        self.pprof_frames(parts, &mut seen, &used);
+        drop(used);
         self.stacks.reserve(n, p.all_frames().len());
         self.keys.reserve(n);
         self.next_slot.reserve(n);
@@ -82,10 +100,10 @@ impl Merger {
             seq.clear();
             batch.clear();
             for i in first..last {
-                let (frames, values) = p.sample(i);
-                if cols.iter().zip(&scale).all(|(&src, &f)| scale_value(values[src], f) == 0) {
+                if !valued[i] {
                     continue;
                 }
+                let frames = p.sample(i).0;
                 let at = seq.len();
                 for &f in frames {
                     let m = seen.frames[f.0 as usize];
@@ -146,8 +164,48 @@ impl Merger {
         seen.mappings[i]
     }
 
+    /// Interns the input's locations marked in `used`, in order (see `add_pprof`).
+    fn pprof_frames(&mut self, parts: &PprofParts<'_>, seen: &mut Seen, used: &[bool]) {
+        let count = used.iter().filter(|&&u| u).count();
+        self.frames.reserve(count);
+        self.frame_index.reserve(count);
+        // In batches: each frame's key and hash first (its slot fetched early), then the lookups.
+        const BATCH: usize = 64;
+        let mut batch: Vec<(usize, MFrame, usize, usize, u64)> = Vec::with_capacity(BATCH);
+        let mut lines: Vec<Line> = Vec::new();
+        let mut i = 0;
+        while i < used.len() {
+            batch.clear();
+            lines.clear();
+            while i < used.len() && batch.len() < BATCH {
+                if used[i] {
+                    let at = lines.len();
+                    let f = self.pprof_frame_key(parts, seen, i, &mut lines);
+                    let h = Self::frame_hash(&f, &lines[at..]);
+                    self.frame_index.prefetch(h);
+                    batch.push((i, f, at, lines.len(), h));
+                }
+                i += 1;
+            }
+            for &(k, f, at, end, h) in &batch {
+                seen.frames[k] = self.intern_frame_hashed(f, &lines[at..end], h);
+            }
+        }
+    }
+
     /// Location `i` of the input as a merged frame, as [`Merger::frame`] makes it.
     fn pprof_frame(&mut self, parts: &PprofParts<'_>, seen: &mut Seen, i: usize) -> u32 {
+        let mut lines = std::mem::take(&mut self.line_buf);
+        lines.clear();
+        let f = self.pprof_frame_key(parts, seen, i, &mut lines);
+        let id = self.intern_frame(f, &lines);
+        self.line_buf = lines;
+        seen.frames[i] = id;
+        id
+    }
+
+    /// Location `i` of the input as a merged frame's key, its lines appended to `lines`.
+    fn pprof_frame_key(&mut self, parts: &PprofParts<'_>, seen: &mut Seen, i: usize, lines: &mut Vec<Line>) -> MFrame {
         let (mapping, rel_pc, name, raw, at, len) = parts.frames[i];
         let (mapping, abs, addr) = match mapping {
             Some(m) => {
@@ -160,8 +218,7 @@ impl Merger {
             }
             None => (None, false, rel_pc),
         };
-        let mut lines = std::mem::take(&mut self.line_buf);
-        lines.clear();
+        let base = lines.len();
         for l in &parts.lines[at as usize..at as usize + len as usize] {
             lines.push(Line {
                 function: self.pprof_string(parts, seen, l.function),
@@ -171,18 +228,15 @@ impl Merger {
                 column: l.column,
             });
         }
-        let (name, raw) = if lines.len() == 1 && lines[0].file.is_empty() && lines[0].line == 0 && lines[0].column == 0
-        {
+        let own = &lines[base..];
+        let (name, raw) = if own.len() == 1 && own[0].file.is_empty() && own[0].line == 0 && own[0].column == 0 {
             let l = lines.pop().expect("one line");
             (l.function, l.system_name)
-        } else if lines.is_empty() {
+        } else if own.is_empty() {
             (self.pprof_string(parts, seen, name), self.pprof_string(parts, seen, raw))
         } else {
             (StringId::EMPTY, StringId::EMPTY)
         };
-        let id = self.intern_frame(MFrame { mapping, abs, addr, name, raw, lines_at: 0, lines_len: 0 }, &lines);
-        self.line_buf = lines;
-        seen.frames[i] = id;
-        id
+        MFrame { mapping, abs, addr, name, raw, lines_at: 0, lines_len: 0 }
     }
 }

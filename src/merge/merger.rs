@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::MergeOptions;
 use super::header::Header;
 use super::sample_types::scale_value;
-use super::tables::{MFrame, MLabel, MMap, MStrings, MapKey, Memo, SeqIndex, UNSET, round_4k, seq_hash};
+use super::tables::{FrameIndex, MFrame, MLabel, MMap, MStrings, MapKey, Memo, SeqIndex, UNSET, round_4k, seq_hash};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::annotate::{Annotation, AnnotationState, annotate_with};
 use crate::model::{FlatProfile, FrameId, Line, MappingId, Profile, StackId, StringId, Tables};
@@ -25,10 +25,8 @@ pub struct Merger {
     pub(super) lines: Vec<Line>,
     /// A frame's lines while it is looked up (kept for its allocation).
     pub(super) line_buf: Vec<Line>,
-    /// A frame's hash -> the last frame interned with that hash; `frame_next` chains the
-    /// others (the frames are stored once, in `frames`).
-    pub(super) frame_index: HashMap<u64, u32>,
-    pub(super) frame_next: Vec<u32>,
+    /// The frames found again by their hash (the frames are stored once, in `frames`).
+    pub(super) frame_index: FrameIndex,
     /// Stacks: lists of indexes into `frames`, leaf first.
     pub(super) stacks: SeqIndex,
     pub(super) label_sets: Vec<Box<[MLabel]>>,
@@ -130,8 +128,7 @@ impl Merger {
             frames: Vec::new(),
             lines: Vec::new(),
             line_buf: Vec::new(),
-            frame_index: HashMap::default(),
-            frame_next: Vec::new(),
+            frame_index: FrameIndex::default(),
             stacks: SeqIndex::default(),
             label_sets,
             label_index,
@@ -443,41 +440,46 @@ impl Merger {
         let mut hasher = rustc_hash::FxHasher::default();
         f.head().hash(&mut hasher);
         lines.hash(&mut hasher);
-        hasher.finish()
+        // Mixed, so that both the low bits (the slot) and the high bits (the tag) vary.
+        let h = hasher.finish().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 32)
     }
 
     /// The frame equal to `f` with lines `lines` (hashed `h`), if this merger holds it.
     pub(super) fn find_frame(&self, f: &MFrame, lines: &[Line], h: u64) -> Option<u32> {
-        let mut cur = self.frame_index.get(&h).copied().unwrap_or(UNSET);
-        while cur != UNSET {
-            let g = &self.frames[cur as usize];
-            if g.head() == f.head() && self.frame_lines(g) == lines {
-                return Some(cur);
-            }
-            cur = self.frame_next[cur as usize];
-        }
-        None
+        self.probe_frame(f, lines, h).ok()
+    }
+
+    /// The frame equal to `f` with lines `lines` (hashed `h`), or the index slot where it goes.
+    #[inline]
+    fn probe_frame(&self, f: &MFrame, lines: &[Line], h: u64) -> Result<u32, usize> {
+        self.frame_index.probe(h, |id| {
+            let g = &self.frames[id as usize];
+            g.head() == f.head() && self.frame_lines(g) == lines
+        })
     }
 
     /// Interns a frame whose lines are `lines` (its own `lines_at`/`lines_len` are ignored).
     pub(super) fn intern_frame(&mut self, f: MFrame, lines: &[Line]) -> u32 {
         let h = Self::frame_hash(&f, lines);
-        match self.find_frame(&f, lines, h) {
-            Some(id) => id,
-            None => self.push_frame(f, lines, h),
-        }
+        self.intern_frame_hashed(f, lines, h)
     }
 
-    /// Adds a frame (hashed `h`) that this merger does not hold.
-    fn push_frame(&mut self, mut f: MFrame, lines: &[Line], h: u64) -> u32 {
-        let head = self.frame_index.get(&h).copied().unwrap_or(UNSET);
+    /// [`Merger::intern_frame`] of a frame whose hash ([`Merger::frame_hash`]) is `h`.
+    pub(super) fn intern_frame_hashed(&mut self, mut f: MFrame, lines: &[Line], h: u64) -> u32 {
+        if self.frame_index.full() {
+            self.frame_index.grow();
+        }
+        let slot = match self.probe_frame(&f, lines, h) {
+            Ok(id) => return id,
+            Err(slot) => slot,
+        };
         let id = u32::try_from(self.frames.len()).expect("fewer than 2^32 frames");
         f.lines_at = u32::try_from(self.lines.len()).expect("fewer than 2^32 frame lines");
         f.lines_len = u32::try_from(lines.len()).expect("fewer than 2^32 frame lines");
         self.lines.extend_from_slice(lines);
         self.frames.push(f);
-        self.frame_next.push(head);
-        self.frame_index.insert(h, id);
+        self.frame_index.insert_at(slot, h, id);
         id
     }
 
@@ -566,12 +568,7 @@ impl Merger {
         // others added one by one after, in the other's order (so the result is the same as
         // interning each in turn).
         use rayon::prelude::*;
-        let mut strings: Vec<u32> = (0..other.strings.len() as u32)
-            .into_par_iter()
-            .with_min_len(1 << 12)
-            .map(|id| self.strings.find_from(&other.strings, StringId(id)).map_or(UNSET, |s| s.0))
-            .collect();
-        strings[0] = 0;
+        let mut strings = self.strings.find_all_from(&other.strings);
         self.strings.reserve(strings.iter().filter(|&&s| s == UNSET).count(), 0);
         for (id, slot) in strings.iter_mut().enumerate() {
             if *slot == UNSET {
@@ -608,18 +605,32 @@ impl Merger {
             (mf, h)
         };
         let this = &*self;
-        let mut frames: Vec<u32> = other
-            .frames
-            .par_iter()
-            .with_min_len(1 << 12)
-            .map_init(Vec::new, |lines, f| {
-                let (mf, h) = translate(f, lines);
-                this.find_frame(&mf, lines, h).unwrap_or(UNSET)
-            })
-            .collect();
+        // In chunks, each in batches: the batch's frames translated and hashed first (their
+        // index slots fetched early), then looked up.
+        let mut frames = vec![UNSET; other.frames.len()];
+        frames.par_chunks_mut(1 << 12).enumerate().for_each(|(c, chunk)| {
+            const BATCH: usize = 32;
+            let mut lines = Vec::new();
+            let mut all: Vec<Line> = Vec::new();
+            let mut batch: Vec<(MFrame, usize, usize, u64)> = Vec::with_capacity(BATCH);
+            for (b, outs) in chunk.chunks_mut(BATCH).enumerate() {
+                let first = (c << 12) + b * BATCH;
+                batch.clear();
+                all.clear();
+                for f in &other.frames[first..first + outs.len()] {
+                    let (mf, h) = translate(f, &mut lines);
+                    this.frame_index.prefetch(h);
+                    batch.push((mf, all.len(), all.len() + lines.len(), h));
+                    all.extend_from_slice(&lines);
+                }
+                for (out, (mf, at, end, h)) in outs.iter_mut().zip(&batch) {
+                    *out = this.find_frame(mf, &all[*at..*end], *h).unwrap_or(UNSET);
+                }
+            }
+        });
         let new = frames.iter().filter(|&&f| f == UNSET).count();
         self.frames.reserve(new);
-        self.frame_next.reserve(new);
+        self.frame_index.reserve(new);
         let mut lines: Vec<Line> = Vec::new();
         for (i, slot) in frames.iter_mut().enumerate() {
             if *slot == UNSET {

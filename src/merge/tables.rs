@@ -193,6 +193,81 @@ impl SeqIndex {
         }
     }
 }
+/// The merge's frame index: frame ids found again by their hash (open addressing, as
+/// [`SeqIndex`]); the frames themselves are stored by the merger, which compares a candidate's
+/// content.
+#[derive(Debug, Default)]
+pub(super) struct FrameIndex {
+    /// Per frame: its hash (to grow the index).
+    hashes: Vec<u64>,
+    /// Per slot: the upper half of the hash, then id + 1 (0: empty).
+    slots: Vec<u64>,
+}
+
+impl FrameIndex {
+    /// Makes room for `frames` more frames (growing the index once).
+    pub(super) fn reserve(&mut self, frames: usize) {
+        self.hashes.reserve(frames);
+        while (self.hashes.len() + frames + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+    }
+
+    /// Hints the cache to fetch the slot a frame with hash `h` is looked up in.
+    pub(super) fn prefetch(&self, h: u64) {
+        if !self.slots.is_empty() {
+            crate::model::tables::prefetch(&self.slots[(h as usize) & (self.slots.len() - 1)]);
+        }
+    }
+
+    /// The frame with hash `h` for which `eq` holds, or the empty slot where it would go.
+    #[inline]
+    pub(super) fn probe(&self, h: u64, mut eq: impl FnMut(u32) -> bool) -> Result<u32, usize> {
+        if self.slots.is_empty() {
+            return Err(usize::MAX);
+        }
+        let tag = h & 0xffff_ffff_0000_0000;
+        let mask = self.slots.len() - 1;
+        let mut i = (h as usize) & mask;
+        loop {
+            let v = self.slots[i];
+            if v == 0 {
+                return Err(i);
+            }
+            if v & 0xffff_ffff_0000_0000 == tag && eq((v as u32) - 1) {
+                return Ok((v as u32) - 1);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Whether one more frame needs the index grown first (then [`FrameIndex::probe`] again).
+    pub(super) fn full(&self) -> bool {
+        (self.hashes.len() + 1) * 4 > self.slots.len() * 3
+    }
+
+    /// Adds frame `id` (the next id: as many as frames added so far) with hash `h` at `slot`,
+    /// the empty slot [`FrameIndex::probe`] gave (the index not full).
+    pub(super) fn insert_at(&mut self, slot: usize, h: u64, id: u32) {
+        debug_assert_eq!(id as usize, self.hashes.len());
+        self.hashes.push(h);
+        self.slots[slot] = (h & 0xffff_ffff_0000_0000) | u64::from(id + 1);
+    }
+
+    pub(super) fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(1024);
+        self.slots = vec![0; cap];
+        let mask = cap - 1;
+        for (id, &h) in self.hashes.iter().enumerate() {
+            let mut i = (h as usize) & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = (h & 0xffff_ffff_0000_0000) | (id as u64 + 1);
+        }
+    }
+}
+
 pub(super) fn round_4k(size: u64) -> u64 {
     size.saturating_add(0xfff) & !0xfff
 }
@@ -289,6 +364,50 @@ impl MStrings {
         self.probe(other.get(id), h).ok()
     }
 
+    /// Per string of `other`: its id in this table if this table holds that text, else
+    /// [`UNSET`] ("" as 0). Looked up in parallel, in chunks whose lookups some way ahead have
+    /// their slot, then their candidate's text, fetched early.
+    pub(super) fn find_all_from(&self, other: &MStrings) -> Vec<u32> {
+        use crate::model::tables::prefetch;
+        use rayon::prelude::*;
+        const CHUNK: usize = 1 << 12;
+        let mut ids = vec![UNSET; other.len()];
+        if self.slots.is_empty() {
+            ids[0] = 0;
+            return ids;
+        }
+        let mask = self.slots.len() - 1;
+        let slot_of = |id: usize| (other.hashes[id] as usize) & mask;
+        ids.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+            let base = c * CHUNK;
+            let end = base + chunk.len();
+            for (k, out) in chunk.iter_mut().enumerate() {
+                let id = base + k;
+                if id + 16 < end {
+                    prefetch(&self.slots[slot_of(id + 16)]);
+                }
+                if id + 8 < end {
+                    let v = self.slots[slot_of(id + 8)];
+                    if v != 0 {
+                        prefetch(&self.offsets[(v as u32 - 1) as usize]);
+                    }
+                }
+                if id + 4 < end {
+                    let v = self.slots[slot_of(id + 4)];
+                    if v != 0 {
+                        let at = self.offsets[(v as u32 - 1) as usize];
+                        if at < self.text.len() {
+                            prefetch(&self.text.as_bytes()[at]);
+                        }
+                    }
+                }
+                *out = self.find_from(other, StringId(id as u32)).map_or(UNSET, |s| s.0);
+            }
+        });
+        ids[0] = 0;
+        ids
+    }
+
     /// Where text `s` (hash `h`) is: its id, or the empty slot where it would go.
     #[inline]
     fn probe(&self, s: &str, h: u64) -> Result<StringId, usize> {
@@ -345,6 +464,26 @@ impl MStrings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frame_index_finds_each_frame_after_growing_and_gives_empty_slots_for_others() {
+        let mut index = FrameIndex::default();
+        // Many frames on few hashes' slots: collisions and growth both happen.
+        let hash = |k: u32| u64::from(k % 300).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (u64::from(k) << 40);
+        for k in 0..5000u32 {
+            if index.full() {
+                index.grow();
+            }
+            let slot = index.probe(hash(k), |id| id == k).unwrap_err();
+            index.insert_at(slot, hash(k), k);
+        }
+        for k in 0..5000u32 {
+            assert_eq!(index.probe(hash(k), |id| id == k), Ok(k));
+        }
+        // A frame equal to none: not found, whatever its hash.
+        assert!(index.probe(hash(7), |_| false).is_err());
+        assert!(FrameIndex::default().probe(1, |_| true).is_err());
+    }
 
     #[test]
     fn strings_are_interned_once_and_found_after_growing() {

@@ -106,7 +106,28 @@ impl StringTable {
         let mut t = StringTable { strings: Vec::with_capacity(strings.len() + 1), slots: Vec::new(), indexed: 0 };
         t.strings.push("".into());
         t.strings.extend(strings);
-        t.reindex();
+        // As `reindex` does, with the hashes worked out in parallel first and the slot of the
+        // string some way ahead fetched early (the same slots, in the same order).
+        use rayon::prelude::*;
+        let n = t.strings.len();
+        let mut cap = 64;
+        while (n + 1) * 5 > cap * 4 {
+            cap *= 2;
+        }
+        t.slots = vec![0; cap];
+        let homes: Vec<u32> = t.strings.par_iter().with_min_len(1 << 12).map(|s| t.home(hash_text(s)) as u32).collect();
+        let mask = cap - 1;
+        for k in 0..n {
+            if let Some(&ahead) = homes.get(k + 16) {
+                crate::model::tables::prefetch(&t.slots[ahead as usize]);
+            }
+            let mut i = homes[k] as usize;
+            while t.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            t.slots[i] = k as u32 + 1;
+        }
+        t.indexed = n;
         t
     }
 
