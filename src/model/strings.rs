@@ -115,17 +115,28 @@ impl StringTable {
             cap *= 2;
         }
         t.slots = vec![0; cap];
-        let homes: Vec<u32> = t.strings.par_iter().with_min_len(1 << 12).map(|s| t.home(hash_text(s)) as u32).collect();
+        // Each string's home slot and the slot value it is stored as (its hash bits above id + 1).
+        let homes: Vec<(u32, u32)> = t
+            .strings
+            .par_iter()
+            .enumerate()
+            .with_min_len(1 << 12)
+            .map(|(k, s)| {
+                let h = hash_text(s);
+                (t.home(h) as u32, t.tag(h) | (k as u32 + 1))
+            })
+            .collect();
         let mask = cap - 1;
         for k in 0..n {
-            if let Some(&ahead) = homes.get(k + 16) {
+            if let Some(&(ahead, _)) = homes.get(k + 16) {
                 crate::model::tables::prefetch(&t.slots[ahead as usize]);
             }
-            let mut i = homes[k] as usize;
+            let (home, value) = homes[k];
+            let mut i = home as usize;
             while t.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
-            t.slots[i] = k as u32 + 1;
+            t.slots[i] = value;
         }
         t.indexed = n;
         t
