@@ -286,7 +286,7 @@ pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
     let name = input.name.clone();
     let max_packet = d.trace().max_packet_bytes;
     let stream = input.reader();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<P>>(2);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<P>>(1);
     let (back_tx, back_rx) = std::sync::mpsc::channel::<(Vec<u8>, Option<S>)>();
     std::thread::scope(|scope| {
         let reader_name = name.clone();
