@@ -388,7 +388,8 @@ impl PprofEncoder {
         let mut cur = Some(stack);
         while let Some(s) = cur {
             let node = tables.stack_node(s);
-            prost::encoding::encode_varint(u64::from(self.node_location(s, node.frame)), &mut self.arena);
+            let loc = self.node_location(s, node.frame);
+            put_varint(&mut self.arena, u64::from(loc));
             cur = node.parent;
         }
         let len = self.arena.len() - off;
