@@ -437,7 +437,8 @@ impl PprofEncoder {
         let mut cur = Some(stack);
         while let Some(s) = cur {
             let node = tables.stack_node(s);
-            prost::encoding::encode_varint(u64::from(self.node_location(s, node.frame)), &mut self.arena);
+            let loc = self.node_location(s, node.frame);
+            put_varint(&mut self.arena, u64::from(loc));
             cur = node.parent;
         }
         let len = self.arena.len() - off;
@@ -1068,16 +1069,15 @@ fn varint_at(out: &mut [u8], mut at: usize, mut v: u64) -> usize {
     at + 1
 }
 
-/// Appends `v` as a varint (what `prost::encoding::encode_varint` writes, in one copy).
+/// Appends `v` as a varint (what `prost::encoding::encode_varint` writes), a push per byte
+/// (prost puts each byte as a one-byte slice; a copy of a few bytes would be a call).
 #[inline]
-fn put_varint(buf: &mut Vec<u8>, v: u64) {
-    if v < 0x80 {
-        buf.push(v as u8);
-        return;
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
     }
-    let mut tmp = [0u8; 10];
-    let n = varint_at(&mut tmp, 0, v);
-    buf.extend_from_slice(&tmp[..n]);
+    buf.push(v as u8);
 }
 
 /// A gzip writer as [`gzip`] uses (fastest level, no name, zero mtime).
