@@ -1170,7 +1170,7 @@ mod tests {
 
     #[test]
     fn flat_encoder_writes_locations_as_prost_does_and_tells_functions_apart_by_file() {
-        use crate::model::{FlatProfile, Frame, FrameId, Line, Mapping};
+        use crate::model::{FlatProfile, Frame, Line, Mapping};
         let mut t = Tables::default();
         let lib = t.strings.intern("libx.so");
         let m = t.intern_mapping(Mapping {
@@ -1215,7 +1215,8 @@ mod tests {
         let fns: Vec<(&str, &str)> =
             out.function.iter().map(|x| (st[x.name as usize].as_str(), st[x.filename as usize].as_str())).collect();
         assert_eq!(fns, [("g", ""), ("f", "a.c"), ("f", "b.c")]);
-        let locs: Vec<(u64, u64, Vec<(u64, i64, i64)>)> = out
+        type Loc = (u64, u64, Vec<(u64, i64, i64)>);
+        let locs: Vec<Loc> = out
             .location
             .iter()
             .map(|l| (l.mapping_id, l.address, l.line.iter().map(|x| (x.function_id, x.line, x.column)).collect()))

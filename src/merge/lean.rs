@@ -99,10 +99,7 @@ impl Merger {
             let last = (first + BATCH).min(n);
             seq.clear();
             batch.clear();
-            for i in first..last {
-                if !valued[i] {
-                    continue;
-                }
+            for (i, _) in valued.iter().enumerate().take(last).skip(first).filter(|x| *x.1) {
                 let frames = p.sample(i).0;
                 let at = seq.len();
                 for &f in frames {
