@@ -351,8 +351,9 @@ impl FoldedStacks {
     pub(crate) fn positive_in_line_order(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.lines.len()).filter(|&i| self.lines[i].value > 0).collect();
         // Nearly sorted already (the text order of the stacks alone differs only where a stack's
-        // text is a prefix of another's): a stable sort finds the sorted runs.
-        order.sort_by(|&a, &b| self.cmp_text(&self.lines[a], &self.lines[b], true));
+        // text is a prefix of another's): a stable sort finds the sorted runs, in parallel
+        // pieces (rayon's is stable too: the same order).
+        order.par_sort_by(|&a, &b| self.cmp_text(&self.lines[a], &self.lines[b], true));
         order
     }
 
