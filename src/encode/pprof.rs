@@ -52,9 +52,8 @@ impl Default for PprofOptions {
     }
 }
 
-struct Builder<'a> {
+struct Builder {
     tables: std::sync::Arc<Tables>,
-    opts: &'a PprofOptions,
     /// The profile's strings in output order: each text once, numbered at its first use by
     /// [`Builder::s`] or [`Builder::sid`] (the tables' strings are distinct already, so only
     /// the texts given by `s` are hashed against them).
@@ -83,11 +82,10 @@ enum OutText {
     Extra(StringId),
 }
 
-impl<'a> Builder<'a> {
-    fn new(tables: std::sync::Arc<Tables>, opts: &'a PprofOptions) -> Self {
+impl Builder {
+    fn new(tables: std::sync::Arc<Tables>) -> Self {
         Builder {
             tables,
-            opts,
             strings: vec![OutText::Extra(StringId::EMPTY)],
             extra: StringTable::default(),
             extra_out: vec![0],
@@ -210,72 +208,96 @@ impl<'a> Builder<'a> {
         id
     }
 
-    /// Appends the Location message (Profile field 4) of location `id`, frame `frame_id`, to
-    /// `out`, numbering its mapping, functions and strings at their first use: the mapping's
-    /// file name and build id, then per line (or for a frame without lines, of the frame) the
-    /// name, system name and file. The bytes are those prost writes for a `pp::Location`.
-    fn write_location(&mut self, out: &mut Vec<u8>, id: u64, frame_id: FrameId) {
-        use prost::encoding::{encode_varint, encoded_len_varint};
+    /// Numbers what location `frame_id` uses at its first use, in the order its Location
+    /// message names them: the mapping's file name and build id, then per line (or, for a frame
+    /// without lines, of the frame) the name, system name and file, and the function. Appends
+    /// the function id of each line (one for a frame without lines) to `fns`; returns the
+    /// mapping id (0: none).
+    fn number_location(&mut self, frame_id: FrameId, fns: &mut Vec<u32>) -> u32 {
         let tables = std::sync::Arc::clone(&self.tables);
         let frame = tables.frame(frame_id);
         let mapping_id = frame.mapping.map(|m| self.mapping(m)).unwrap_or(0);
-        // (function id, line, column) per line.
-        let mut one = [(0u64, 0u32, 0u32)];
-        let mut many = Vec::new();
-        let lines: &[(u64, u32, u32)] = if frame.lines.is_empty() {
+        if frame.lines.is_empty() {
             let key = (self.sid(frame.name), self.sid(frame.raw_name), 0);
-            one[0].0 = self.function(key, 0);
+            fns.push(self.function(key, 0) as u32);
             if mapping_id != 0 {
                 self.mapping_symbolized[mapping_id as usize - 1] = false;
             }
-            &one
         } else {
             for l in &frame.lines {
                 let key = (self.sid(l.function), self.sid(l.system_name), self.sid(l.file));
-                many.push((self.function(key, 0), l.line, l.column));
+                fns.push(self.function(key, 0) as u32);
             }
-            &many
-        };
-        let address = if self.opts.extras { frame.rel_pc } else { 0 };
-        let mut body = 1 + encoded_len_varint(id);
-        if mapping_id != 0 {
-            body += 1 + encoded_len_varint(mapping_id);
         }
-        if address != 0 {
-            body += 1 + encoded_len_varint(address);
-        }
-        for &(f, line, column) in lines {
-            let n = line_len(f, line, column);
-            body += 1 + encoded_len_varint(n as u64) + n;
-        }
+        mapping_id as u32
+    }
+}
+
+/// Appends the Location message (Profile field 4) of location `id` to `out`: its mapping id
+/// (0: none), address (0: none) and per line (function id, line, column). The bytes are those
+/// prost writes for a `pp::Location`.
+fn write_location(out: &mut Vec<u8>, id: u64, mapping_id: u64, address: u64, lines: &[(u64, u32, u32)]) {
+    use prost::encoding::{encode_varint, encoded_len_varint};
+    let mut body = 1 + encoded_len_varint(id);
+    if mapping_id != 0 {
+        body += 1 + encoded_len_varint(mapping_id);
+    }
+    if address != 0 {
+        body += 1 + encoded_len_varint(address);
+    }
+    for &(f, line, column) in lines {
+        let n = line_len(f, line, column);
+        body += 1 + encoded_len_varint(n as u64) + n;
+    }
+    out.push(0x22);
+    encode_varint(body as u64, out);
+    out.push(0x08);
+    encode_varint(id, out);
+    if mapping_id != 0 {
+        out.push(0x10);
+        encode_varint(mapping_id, out);
+    }
+    if address != 0 {
+        out.push(0x18);
+        encode_varint(address, out);
+    }
+    for &(f, line, column) in lines {
         out.push(0x22);
-        encode_varint(body as u64, out);
-        out.push(0x08);
-        encode_varint(id, out);
-        if mapping_id != 0 {
+        encode_varint(line_len(f, line, column) as u64, out);
+        if f != 0 {
+            out.push(0x08);
+            encode_varint(f, out);
+        }
+        if line != 0 {
             out.push(0x10);
-            encode_varint(mapping_id, out);
+            encode_varint(u64::from(line), out);
         }
-        if address != 0 {
+        if column != 0 {
             out.push(0x18);
-            encode_varint(address, out);
+            encode_varint(u64::from(column), out);
         }
-        for &(f, line, column) in lines {
-            out.push(0x22);
-            encode_varint(line_len(f, line, column) as u64, out);
-            if f != 0 {
-                out.push(0x08);
-                encode_varint(f, out);
-            }
-            if line != 0 {
-                out.push(0x10);
-                encode_varint(u64::from(line), out);
-            }
-            if column != 0 {
-                out.push(0x18);
-                encode_varint(u64::from(column), out);
-            }
+    }
+}
+
+/// Appends the Function message (Profile field 5) `f` to `out`: the bytes prost writes.
+fn write_function(out: &mut Vec<u8>, f: &pp::Function) {
+    use prost::encoding::{encode_varint, encoded_len_varint};
+    let fields = [(0x08u8, f.id), (0x10, f.name as u64), (0x18, f.system_name as u64), (0x20, f.filename as u64)];
+    let mut body: usize = fields.iter().filter(|x| x.1 != 0).map(|x| 1 + encoded_len_varint(x.1)).sum();
+    if f.start_line != 0 {
+        body += 1 + encoded_len_varint(f.start_line as u64);
+    }
+    out.push(0x2a);
+    encode_varint(body as u64, out);
+    for (key, v) in fields {
+        if v != 0 {
+            out.push(key);
+            encode_varint(v, out);
         }
+    }
+    if f.start_line != 0 {
+        out.push(0x28);
+        encode_varint(f.start_line as u64, out);
     }
 }
 
@@ -673,9 +695,10 @@ pub const FLAT_SAMPLES_PER_PART: usize = 16_384;
 
 /// Encodes a profile whose stacks are frame lists as uncompressed pprof, in parts whose
 /// concatenation is the encoding: the sample types, then the samples,
-/// [`FLAT_SAMPLES_PER_PART`] to a part, then the locations, functions, mappings, strings and
-/// the rest. Locations and label strings are numbered in first-use order in one pass over the
-/// samples; the samples are then encoded in parallel (rayon).
+/// [`FLAT_SAMPLES_PER_PART`] to a part, then the mappings, locations, functions, strings and
+/// the rest, 16,384 locations, functions or strings to a part. Locations and label strings are
+/// numbered in first-use order in one pass over the samples, functions and the other strings
+/// in one pass over the locations; the parts are then encoded in parallel (rayon).
 pub fn encode_flat_parts(profile: &FlatProfile, opts: &PprofOptions) -> Vec<Vec<u8>> {
     encode_flat_parts_with(profile, opts, &|_, part| part)
 }
@@ -690,7 +713,7 @@ pub fn encode_flat_parts_with(
 ) -> Vec<Vec<u8>> {
     use rayon::prelude::*;
     let tables = std::sync::Arc::clone(&profile.tables);
-    let mut b = Builder::new(std::sync::Arc::clone(&tables), opts);
+    let mut b = Builder::new(std::sync::Arc::clone(&tables));
     let mut out = pp::Profile::default();
     for t in &profile.header.sample_types {
         let ty = b.s(&t.name);
@@ -714,7 +737,7 @@ pub fn encode_flat_parts_with(
             }
         }
         if with_labels {
-            let mut sid = |b: &mut Builder<'_>, id: StringId| {
+            let mut sid = |b: &mut Builder, id: StringId| {
                 label_keys.entry(id).or_insert_with(|| b.s(tables.strings.get(id)));
             };
             for &(key, _) in profile.sample_labels(i) {
@@ -787,28 +810,93 @@ pub fn encode_flat_parts_with(
             })
             .collect()
     };
-    let tables = move || {
-        // Location messages, written as they are numbered (a frame some way ahead fetched
-        // early: they are read in first-use order, not in storage order).
-        let mut locations = Vec::with_capacity(order.len() * 16);
+    let tables = move || -> Vec<Vec<u8>> {
+        // Numbered in first-use order, one location after the other (a frame some way ahead
+        // fetched early: they are read in first-use order, not in storage order).
         let all = tables.frames();
+        let mut mapping_of: Vec<u32> = Vec::with_capacity(order.len());
+        let mut line_at: Vec<u32> = Vec::with_capacity(order.len() + 1);
+        let mut fns: Vec<u32> = Vec::with_capacity(order.len() + order.len() / 2);
         for (k, &f) in order.iter().enumerate() {
             if let Some(ahead) = order.get(k + 8) {
                 crate::model::tables::prefetch(&all[ahead.0 as usize]);
             }
-            b.write_location(&mut locations, k as u64 + 1, f);
+            line_at.push(u32::try_from(fns.len()).expect("fewer than 2^32 lines"));
+            mapping_of.push(b.number_location(f, &mut fns));
         }
+        line_at.push(u32::try_from(fns.len()).expect("fewer than 2^32 lines"));
         let head = Head {
             meta: &profile.header.meta,
             types: &profile.header.sample_types,
             default: profile.header.default_sample_type,
         };
-        part(1 + n.div_ceil(FLAT_SAMPLES_PER_PART), finish(b, out, &head, opts, &locations))
+        let mut mappings = std::mem::take(&mut b.mappings);
+        for (m, &sym) in mappings.iter_mut().zip(&b.mapping_symbolized) {
+            m.has_filenames = sym;
+        }
+        tail_fields(&mut mappings, &head, opts, &mut |text| b.s(text), &mut out);
+        // Then fields 3 (mappings), 4 (locations), 5 (functions), 6 (strings) and the rest:
+        // what encoding them in one message writes. Locations, functions and strings are written
+        // in runs of RUN, each run a part of its own, in parallel: the mappings go before the
+        // first part, the rest after the last.
+        let mappings = pp::Profile { mapping: mappings, ..Default::default() }.encode_to_vec();
+        let rest = out.encode_to_vec();
+        const RUN: usize = 1 << 14;
+        let b = &b;
+        let (nl, nf, ns) = (order.len().div_ceil(RUN), b.functions.len().div_ceil(RUN), b.strings.len().div_ceil(RUN));
+        let count = (nl + nf + ns).max(1);
+        let first = 1 + n.div_ceil(FLAT_SAMPLES_PER_PART);
+        let extras = opts.extras;
+        (0..count)
+            .into_par_iter()
+            .map(|j| {
+                let mut bytes = if j == 0 { mappings.clone() } else { Vec::new() };
+                if j < nl {
+                    let run = &order[j * RUN..((j + 1) * RUN).min(order.len())];
+                    bytes.reserve(run.len() * 24);
+                    let mut lines: Vec<(u64, u32, u32)> = Vec::new();
+                    for (i, &f) in run.iter().enumerate() {
+                        let k = j * RUN + i;
+                        let frame = &all[f.0 as usize];
+                        let ids = &fns[line_at[k] as usize..line_at[k + 1] as usize];
+                        lines.clear();
+                        if frame.lines.is_empty() {
+                            lines.push((u64::from(ids[0]), 0, 0));
+                        } else {
+                            lines.extend(frame.lines.iter().zip(ids).map(|(l, &id)| (u64::from(id), l.line, l.column)));
+                        }
+                        let address = if extras { frame.rel_pc } else { 0 };
+                        write_location(&mut bytes, k as u64 + 1, u64::from(mapping_of[k]), address, &lines);
+                    }
+                } else if j < nl + nf {
+                    let c = j - nl;
+                    let run = &b.functions[c * RUN..((c + 1) * RUN).min(b.functions.len())];
+                    bytes.reserve(run.len() * 16);
+                    for f in run {
+                        write_function(&mut bytes, f);
+                    }
+                } else if j < nl + nf + ns {
+                    let c = j - nl - nf;
+                    let run = &b.strings[c * RUN..((c + 1) * RUN).min(b.strings.len())];
+                    bytes.reserve(run.iter().map(|&t| b.text(t).len() + 6).sum());
+                    for &t in run {
+                        let text = b.text(t);
+                        prost::encoding::encode_key(6, prost::encoding::WireType::LengthDelimited, &mut bytes);
+                        prost::encoding::encode_varint(text.len() as u64, &mut bytes);
+                        bytes.extend_from_slice(text.as_bytes());
+                    }
+                }
+                if j == count - 1 {
+                    bytes.extend_from_slice(&rest);
+                }
+                part(first + j, bytes)
+            })
+            .collect()
     };
     let (sample_parts, tail) = rayon::join(samples, tables);
     clock.done("samples and tables");
     parts.extend(sample_parts);
-    parts.push(tail);
+    parts.extend(tail);
     parts
 }
 
@@ -822,40 +910,11 @@ pub fn encode_pprof(profile: &Profile, opts: &PprofOptions) -> Vec<u8> {
     PprofEncoder::new(opts.clone()).encode(profile)
 }
 
-/// What `finish` writes beyond samples, locations and what they use.
+/// What the last parts of a flat profile write beyond samples, locations and what they use.
 struct Head<'a> {
     meta: &'a ProfileMeta,
     types: &'a [ValueType],
     default: usize,
-}
-
-fn finish(mut b: Builder<'_>, mut out: pp::Profile, head: &Head<'_>, opts: &PprofOptions, locations: &[u8]) -> Vec<u8> {
-    let mut mappings = std::mem::take(&mut b.mappings);
-    for (m, &sym) in mappings.iter_mut().zip(&b.mapping_symbolized) {
-        m.has_filenames = sym;
-    }
-    tail_fields(&mut mappings, head, opts, &mut |text| b.s(text), &mut out);
-    // Fields 3 (mappings), 4 (the locations, written already), 5 (functions), the string table
-    // (6), then the rest: what encoding them in one message writes, without a copy of every
-    // string first.
-    let mappings = pp::Profile { mapping: mappings, ..Default::default() };
-    let functions = pp::Profile { function: std::mem::take(&mut b.functions), ..Default::default() };
-    let texts: usize = b.strings.iter().map(|&t| b.text(t).len() + 6).sum();
-    let mut bytes = Vec::with_capacity(
-        mappings.encoded_len() + locations.len() + functions.encoded_len() + texts + out.encoded_len(),
-    );
-    mappings.encode(&mut bytes).expect("a Vec grows as needed");
-    bytes.extend_from_slice(locations);
-    functions.encode(&mut bytes).expect("a Vec grows as needed");
-    drop(functions);
-    for &t in &b.strings {
-        let text = b.text(t);
-        prost::encoding::encode_key(6, prost::encoding::WireType::LengthDelimited, &mut bytes);
-        prost::encoding::encode_varint(text.len() as u64, &mut bytes);
-        bytes.extend_from_slice(text.as_bytes());
-    }
-    out.encode(&mut bytes).expect("a Vec grows as needed");
-    bytes
 }
 
 /// What follows the locations, functions and strings (with `extras`): the mappings' flags
@@ -1228,6 +1287,76 @@ mod tests {
         assert_eq!(out.mapping.len(), 1);
         assert!(!out.mapping[0].has_filenames);
         assert_eq!(st[out.mapping[0].build_id as usize], "abcd");
+    }
+
+    #[test]
+    fn flat_encoder_writes_many_runs_of_locations_functions_and_strings_as_prost_does() {
+        // More locations, functions and strings than one run of the tail's parts (2^14): the
+        // parts, written in parallel, join into the bytes prost writes for what they hold.
+        use crate::model::{FlatProfile, Frame, FrameId, Line, Mapping};
+        let mut t = Tables::default();
+        let lib = t.strings.intern("libbig.so");
+        let m = t.intern_mapping(Mapping {
+            path: lib,
+            build_id: vec![1, 2].into(),
+            start: 0x1000,
+            end: 0x10_0000,
+            start_offset: 0,
+            exact_offset: 0,
+            load_bias: 0,
+        });
+        let n = 40_000u32;
+        let frames: Vec<FrameId> = (0..n)
+            .map(|i| {
+                let name = t.strings.intern(&format!("fn_{i}"));
+                let file = t.strings.intern(&format!("file_{}.c", i % 50));
+                let lines = if i % 3 == 0 {
+                    vec![]
+                } else {
+                    vec![Line { function: name, system_name: name, file, line: i, column: 0 }]
+                };
+                t.intern_frame_exact(Frame {
+                    mapping: (i % 2 == 0).then_some(m),
+                    rel_pc: 0x1000 + u64::from(i),
+                    raw_name: name,
+                    name,
+                    lines,
+                })
+            })
+            .collect();
+        // Samples of 4 frames each, read in an order unlike storage order.
+        let mut stack = Vec::new();
+        let mut spans = Vec::new();
+        for s in 0..n / 4 {
+            spans.push((stack.len() as u32, 4));
+            for k in 0..4 {
+                stack.push(frames[((s * 7919 + k * 104_729) % n) as usize]);
+            }
+        }
+        let values: Vec<i64> = (0..spans.len() as i64).collect();
+        let types = vec![ValueType::new("n", "count", ValueKind::TotalCount)];
+        let p = FlatProfile::from_spans(std::sync::Arc::new(t), ProfileMeta::default(), types, stack, spans, values);
+        let parts = encode_flat_parts(&p, &PprofOptions::default());
+        assert!(parts.len() > 3 + (n as usize).div_ceil(FLAT_SAMPLES_PER_PART), "{} parts", parts.len());
+        let bytes = parts.concat();
+        let out = pp::Profile::decode(bytes.as_slice()).unwrap();
+        assert_eq!(out.encode_to_vec(), bytes);
+        assert_eq!(out.sample.len(), (n / 4) as usize);
+        assert!(out.location.len() > 30_000 && out.function.len() > 30_000 && out.string_table.len() > 30_000);
+        let st = &out.string_table;
+        for (s, sample) in out.sample.iter().enumerate().step_by(997) {
+            let names: Vec<&str> = sample
+                .location_id
+                .iter()
+                .map(|&id| {
+                    let loc = &out.location[id as usize - 1];
+                    assert_eq!(loc.id, id);
+                    st[out.function[loc.line[0].function_id as usize - 1].name as usize].as_str()
+                })
+                .collect();
+            let want: Vec<String> = (0..4).map(|k| format!("fn_{}", (s as u32 * 7919 + k * 104_729) % n)).collect();
+            assert_eq!(names, want);
+        }
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub fn encode_flat_pprof_gzip(profile: &FlatProfile, opts: &PprofOptions) -> Vec
 }
 /// [`encode_flat_pprof_gzip`] into `w`, member by member as they are ready. A large profile
 /// has one member per part of [`encode_flat_parts`], each compressed by [`gzip_member_into`]
-/// in parallel by the task that encoded it, the last part cut into 1 MiB pieces; members are written in order as soon
+/// in parallel by the task that encoded it, a part over 1 MiB cut into 1 MiB pieces; members are written in order as soon
 /// as those before them are, while the others are still being encoded, so neither the whole
 /// encoding nor the whole output is held at once. The members are cut at fixed places, so
 /// the bytes do not depend on the number of threads.

@@ -11,6 +11,33 @@ use crate::model::{
 };
 
 impl Merger {
+    /// The output's string table: the merge's strings `order` (ids 1, 2, … after ""), their
+    /// texts copied in parallel, a piece of the list per task, then joined.
+    fn out_string_table(&self, order: &[u32]) -> StringTable {
+        use rayon::prelude::*;
+        let pieces: Vec<(String, Vec<usize>)> = order
+            .par_chunks(1 << 15)
+            .map(|ids| {
+                let texts = ids.iter().map(|&id| self.strings.get(StringId(id)));
+                let mut text = String::with_capacity(texts.clone().map(str::len).sum());
+                let mut ends = Vec::with_capacity(ids.len());
+                for t in texts {
+                    text.push_str(t);
+                    ends.push(text.len());
+                }
+                (text, ends)
+            })
+            .collect();
+        let mut text = String::with_capacity(pieces.iter().map(|p| p.0.len()).sum());
+        let mut ends = Vec::with_capacity(order.len());
+        for (piece, piece_ends) in pieces {
+            let base = text.len();
+            text.push_str(&piece);
+            ends.extend(piece_ends.into_iter().map(|e| e + base));
+        }
+        StringTable::from_concatenated(text, &ends)
+    }
+
     /// The stacks of the samples in `slots` (in that order, one after the other), with every
     /// frame translated through `out`, and each sample's span (start, length) in them. Filled
     /// in parallel, a chunk of samples per task, the stacks some way ahead fetched early.
@@ -242,10 +269,12 @@ impl Merger {
         }
         let distinct = !kinds.contains(&3);
         drop(kinds);
+        clock.done("used frames");
         let mut build_frames = |out: &mut Tables, out_str: &mut OutStrings| -> Vec<FrameId> {
             // The frames of live samples in rank order; first their mappings and strings are
             // numbered in that order (one pass), then the frames are made in parallel and
             // added in that order.
+            let mut clock2 = crate::timing::Phases::start("build frames");
             let live: Vec<u32> = frame_order.iter().copied().filter(|&f| used[f as usize]).collect();
             for &fi in &live {
                 let f = &self.frames[fi as usize];
@@ -272,6 +301,7 @@ impl Merger {
                 out_str.get(f.raw);
                 out_str.get(f.name);
             }
+            clock2.done("number strings");
             let (out_str, out_maps) = (&*out_str, &out_maps);
             let frames: Vec<Frame> = live
                 .par_iter()
@@ -303,11 +333,13 @@ impl Merger {
                     }
                 })
                 .collect();
+            clock2.done("make frames");
             let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
             for (&fi, frame) in live.iter().zip(frames) {
                 out_frames[fi as usize] =
                     if distinct { out.push_distinct_frame(frame) } else { out.intern_frame_exact(frame) };
             }
+            clock2.done("push frames");
             out_frames
         };
         // The output tables: labels first, then frames (with their mappings) in rank order. Without
@@ -384,14 +416,8 @@ impl Merger {
             Some(f) => f,
             None => build_frames(&mut out, &mut out_str),
         };
-        out.strings = StringTable::from_distinct(
-            out_str
-                .order
-                .par_iter()
-                .with_min_len(1 << 12)
-                .map(|&id| Arc::from(self.strings.get(StringId(id))))
-                .collect(),
-        );
+        clock.done("labels");
+        out.strings = self.out_string_table(&out_str.order);
         drop(used);
         drop(live_stack);
         clock.done("output frames");
@@ -443,7 +469,7 @@ impl Merger {
 }
 
 /// The output's strings, numbered in first-use order: the merge's strings are distinct, so
-/// they are listed, not interned, and indexed once at the end ([`StringTable::from_distinct`]).
+/// they are listed, not interned, and indexed once at the end ([`StringTable::from_concatenated`]).
 struct OutStrings {
     /// Per string of the merge: its output id (`UNSET`: not used yet).
     ids: Vec<u32>,

@@ -53,7 +53,7 @@ impl Default for TablesMark {
 /// [`Tables::apply_delta`], it lets another thread read a growing table without sharing it.
 #[derive(Debug, Clone, Default)]
 pub struct TablesDelta {
-    strings: Vec<std::sync::Arc<str>>,
+    strings: super::strings::StringsTail,
     mappings: Vec<Mapping>,
     frames: Vec<Frame>,
     stacks: ChunkedTail<PackedNode>,
@@ -103,7 +103,7 @@ impl Tables {
     /// `lines` before the profiles that use them are built, so a delta taken then is final).
     pub fn delta_since(&self, mark: TablesMark) -> TablesDelta {
         TablesDelta {
-            strings: self.strings.tail(mark.strings).to_vec(),
+            strings: self.strings.tail(mark.strings),
             mappings: self.mappings[mark.mappings.min(self.mappings.len())..].to_vec(),
             frames: self.frames[mark.frames.min(self.frames.len())..].to_vec(),
             stacks: self.stacks.tail_from(mark.stacks),
