@@ -190,9 +190,7 @@ fn fields(b: &[u8], field: u64) -> Vec<&[u8]> {
 /// does. Damage is not an error here: the main pass reports it.
 pub fn scan_trace_java(input: &mut Input, max_packet: u64, max_bundle: u64) -> TraceJavaInfo {
     let mut out = TraceJavaInfo::default();
-    let size = if input.gzipped { None } else { input.file_size };
-    let name = input.name.clone();
-    let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
+    let mut reader = PacketReader::for_input(input, max_packet);
     while let Ok(Some(p)) = reader.next_packet() {
         out.scan_packet(p.bytes, max_bundle);
     }
@@ -516,9 +514,7 @@ pub fn scan_frame_packages(
         index: Default::default(),
         package: Vec::new(),
     };
-    let size = if input.gzipped { None } else { input.file_size };
-    let name = input.name.clone();
-    let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
+    let mut reader = PacketReader::for_input(input, max_packet);
     while let Ok(Some(p)) = reader.next_packet() {
         scan.packet(p.bytes, max_bundle, false);
     }

@@ -117,9 +117,7 @@ fn has_module_symbols(b: &[u8]) -> bool {
 /// here: the main pass reports it.
 pub fn scan_module_symbols(input: &mut Input, max_packet: u64) -> Result<SymbolPackets> {
     let mut out = SymbolPackets::default();
-    let size = if input.gzipped { None } else { input.file_size };
-    let name = input.name.clone();
-    let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
+    let mut reader = PacketReader::for_input(input, max_packet);
     while let Ok(Some(p)) = reader.next_packet() {
         out.scan_packet(p.bytes);
     }

@@ -153,10 +153,8 @@ pub(super) fn read_trace_with<D: TraceDecoder, P: LoopPacket>(
     decode: &mut DecodeFn<'_, D, P>,
     f: &mut BytesFn<'_, D, P>,
 ) -> Result<()> {
-    let size = if input.gzipped { None } else { input.file_size };
     let name = input.name.clone();
-    let max_packet = d.trace().max_packet_bytes;
-    let mut reader = PacketReader::new(input.reader(), &name, size, max_packet);
+    let mut reader = PacketReader::for_input(input, d.trace().max_packet_bytes);
     loop {
         let r = match reader.next_packet() {
             Ok(Some(p)) => {
@@ -282,16 +280,12 @@ pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
     decode: &mut DecodeFn<'_, D, P>,
     f: &mut BytesFn<'_, D, P>,
 ) -> Result<()> {
-    let size = if input.gzipped { None } else { input.file_size };
     let name = input.name.clone();
-    let max_packet = d.trace().max_packet_bytes;
-    let stream = input.reader();
+    let mut reader = PacketReader::for_input(input, d.trace().max_packet_bytes);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<P>>(1);
     let (back_tx, back_rx) = std::sync::mpsc::channel::<(Vec<u8>, Option<S>)>();
     std::thread::scope(|scope| {
-        let reader_name = name.clone();
         scope.spawn(move || {
-            let mut reader = PacketReader::new(stream, &reader_name, size, max_packet);
             loop {
                 let (mut buf, spare) = back_rx.try_recv().unwrap_or_default();
                 let item = match reader.next_packet() {

@@ -33,6 +33,16 @@ pub struct PacketReader<R> {
     remaining: Option<u64>,
 }
 
+impl<'a> PacketReader<&'a mut (dyn Read + Send)> {
+    /// A reader over an opened input's (decompressed) bytes, named after the input; its file
+    /// size bounds lengths when that is the stream's size (not for gzip).
+    pub fn for_input(input: &'a mut crate::decode::input::Input, max_packet: u64) -> Self {
+        let size = if input.gzipped { None } else { input.file_size };
+        let name = input.name.clone();
+        PacketReader::new(input.reader(), &name, size, max_packet)
+    }
+}
+
 enum Byte {
     Eof,
     Got(u8),
@@ -50,6 +60,11 @@ impl<R: Read> PacketReader<R> {
             max_packet,
             remaining: size,
         }
+    }
+
+    /// The name errors give the stream.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Bytes consumed so far.

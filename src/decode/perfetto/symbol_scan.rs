@@ -52,10 +52,9 @@ pub fn scan_frames_again(input: &Input, opts: &DecodeOptions) -> Option<FrameSca
 
 /// Reads every packet of `input` for its mappings and frames.
 pub fn scan_frames(input: &mut Input, opts: &DecodeOptions) -> FrameScan {
-    let size = if input.gzipped { None } else { input.file_size };
     let name = input.name.clone();
     let mut scan = FrameScanner::new(opts.max_bundle_bytes);
-    let mut reader = PacketReader::new(input.reader(), &name, size, opts.max_packet_bytes);
+    let mut reader = PacketReader::for_input(input, opts.max_packet_bytes);
     loop {
         match reader.next_packet() {
             Ok(Some(p)) => {
