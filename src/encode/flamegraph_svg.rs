@@ -70,9 +70,12 @@ fn render(
         .get(opts.value_index)
         .ok_or_else(|| Error::new(ErrorKind::Usage, format!("value index {} out of range", opts.value_index)))?;
     let bytes = ty.kind.is_bytes() || ty.unit == "bytes";
+    let mut clock = crate::timing::Phases::start("svg");
     let stacks = stacks_of(&FoldedOptions { value_index: opts.value_index, annotations: opts.annotations });
+    clock.done("fold");
     let negative = (0..stacks.len()).any(|i| stacks.line_value(i) < 0);
     let order = stacks.positive_in_line_order();
+    clock.done("line order");
     // inferno adds the drawn values up again in `usize`: refuse what no real profile holds.
     let total = order.iter().try_fold(0i64, |t, &i| t.checked_add(stacks.line_value(i))).ok_or_else(|| {
         Error::new(
@@ -119,6 +122,7 @@ fn render(
         inferno::flamegraph::from_lines(&mut fo, empty.iter().copied(), &mut out).map_err(failed)?;
     } else {
         let pruned = if prune { pruned_lines(&stacks, &order, opts.min_width) } else { None };
+        clock.done("prune");
         let mut drawn = false;
         if let Some(lines) = pruned {
             // In inferno's order already (it checks that and refuses otherwise).
@@ -132,6 +136,7 @@ fn render(
             inferno::flamegraph::from_lines(&mut fo, text.iter().map(|s| s.as_str()), &mut out).map_err(failed)?;
         }
     }
+    clock.done("draw");
     if stacks.labels().any(|k| k.contains(SEMICOLON)) {
         out = String::from_utf8_lossy(&out).replace(SEMICOLON, ";").into_bytes();
     }

@@ -12,11 +12,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use rayon::slice::ParallelSliceMut;
-use rustc_hash::FxHashMap;
 
 use super::labels::{frame_id_labels, labelled_samples};
 use crate::model::annotate::{Annotation, AnnotationState, FrameClass, annotate_with, classify_frames};
-use crate::model::{FlatProfile, FrameId, Profile, Tables};
+use crate::model::{FlatProfile, FrameId, Profile, StringId, StringTable, Tables};
 
 /// Options of the folded encoder.
 #[derive(Debug, Clone, Default)]
@@ -110,8 +109,10 @@ struct FoldedLine {
 /// are written from; [`FoldedStacks::write`] streams the text.
 #[derive(Debug, Default)]
 pub struct FoldedStacks {
-    /// Distinct labels, escaped.
-    labels: Vec<Box<str>>,
+    /// Distinct labels, escaped, interned: a label's id is its id in this table (whose id 0,
+    /// "", is a label only when `empty_used`).
+    labels: StringTable,
+    empty_used: bool,
     /// Per label, its rank in the order of the labels' text followed by `;` (no label holds an
     /// unescaped `;`, so two labels never tie).
     rank: Vec<u32>,
@@ -173,8 +174,9 @@ struct LineBuilder<'a> {
     /// Range of label ids in `seqs` of each (frame, annotation) made.
     ranges: Vec<(u32, u32)>,
     seqs: Vec<u32>,
-    index: FxHashMap<Box<str>, u32>,
-    labels: Vec<Box<str>>,
+    labels: StringTable,
+    /// Whether "" (id 0 of `labels`) is a label.
+    empty_used: bool,
     scratch: Vec<String>,
     ids: Vec<u32>,
     lines: Vec<FoldedLine>,
@@ -192,8 +194,8 @@ impl<'a> LineBuilder<'a> {
             slot: vec![u32::MAX; tables.frames().len() * per_frame],
             ranges: Vec::new(),
             seqs: Vec::new(),
-            index: FxHashMap::default(),
-            labels: Vec::new(),
+            labels: StringTable::default(),
+            empty_used: false,
             scratch: Vec::new(),
             ids: Vec::with_capacity(frames),
             lines: Vec::with_capacity(samples),
@@ -223,19 +225,9 @@ impl<'a> LineBuilder<'a> {
                 let first = self.seqs.len() as u32;
                 for l in &self.scratch {
                     let l = (self.escape)(l);
-                    let id = match self.index.get(l.as_str()) {
-                        Some(&id) => id,
-                        None => {
-                            let id = u32::try_from(self.labels.len())
-                                .ok()
-                                .filter(|&i| i < SEVERAL)
-                                .expect("fewer than 2^31 labels");
-                            let l = l.into_boxed_str();
-                            self.labels.push(l.clone());
-                            self.index.insert(l, id);
-                            id
-                        }
-                    };
+                    let id = self.labels.intern(&l).0;
+                    assert!(id < SEVERAL, "fewer than 2^31 labels");
+                    self.empty_used |= id == 0;
                     self.seqs.push(id);
                 }
                 let len = self.seqs.len() as u32 - first;
@@ -256,29 +248,50 @@ impl<'a> LineBuilder<'a> {
 
     /// Ranks the labels and sorts and merges the lines.
     fn finish(self) -> FoldedStacks {
-        let LineBuilder { index, labels, ids, lines, slot, seqs, ranges, .. } = self;
-        drop((index, slot, seqs, ranges));
+        let mut clock = crate::timing::Phases::start("folded");
+        let LineBuilder { labels, empty_used, ids, lines, slot, seqs, ranges, .. } = self;
+        drop((slot, seqs, ranges));
+        let text = |id: u32| labels.get(StringId(id));
         // Ranks of the labels in the order of their text followed by `;`: the order of two
         // lines that go on after the first label where they differ.
-        let mut by_text: Vec<u32> = (0..labels.len() as u32).collect();
-        by_text.par_sort_unstable_by(|&a, &b| {
-            labels[a as usize].bytes().chain(*b";").cmp(labels[b as usize].bytes().chain(*b";"))
-        });
+        // Sorted by the first 16 bytes of that text (zero-padded: a shorter text is a prefix of
+        // the one it ties with, and first in either order) beside the id, the whole texts read
+        // only on a tie.
+        use rayon::prelude::*;
+        let mut keyed: Vec<(u128, u32)> = (0..labels.len() as u32)
+            .into_par_iter()
+            .map(|id| {
+                let l = text(id);
+                let mut head = [0u8; 16];
+                let n = l.len().min(16);
+                head[..n].copy_from_slice(&l.as_bytes()[..n]);
+                if n < 16 {
+                    head[n] = b';';
+                }
+                (u128::from_be_bytes(head), id)
+            })
+            .collect();
+        keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_with_semicolon(text(a.1), text(b.1))));
+        let by_text: Vec<u32> = keyed.into_iter().map(|k| k.1).collect();
         let mut rank = vec![0u32; labels.len()];
         for (r, &id) in by_text.iter().enumerate() {
             rank[id as usize] = r as u32;
         }
         // With an escape that leaves `;` in labels, one text with `;` could begin another: then
         // the ranks are not used.
-        let semi = |id: u32| labels[id as usize].bytes().chain(*b";");
-        let ranked = by_text.windows(2).all(|w| {
-            let (a, b) = (semi(w[0]), semi(w[1]));
-            a.zip(b).any(|(x, y)| x != y)
+        // (In text order, a label whose text with `;` begins another's comes right before it,
+        // or before labels that begin with it too.)
+        let used: Vec<u32> = by_text.into_iter().filter(|&id| id != 0 || empty_used).collect();
+        let ranked = used.windows(2).all(|w| {
+            let (a, b) = (text(w[0]).as_bytes(), text(w[1]).as_bytes());
+            !(b.starts_with(a) && b.get(a.len()) == Some(&b';'))
         });
-        drop(by_text);
-        let mut stacks = FoldedStacks { labels, rank, ranked, ids, lines };
+        drop(used);
+        clock.done("label ranks");
+        let mut stacks = FoldedStacks { labels, empty_used, rank, ranked, ids, lines };
         let mut lines = std::mem::take(&mut stacks.lines);
         lines.par_sort_unstable_by(|a, b| stacks.cmp_text(a, b, false));
+        clock.done("line sort");
         // Stacks whose labels are identical are one line.
         lines.dedup_by(|b, a| {
             if stacks.path(a) == stacks.path(b) {
@@ -293,6 +306,31 @@ impl<'a> LineBuilder<'a> {
     }
 }
 
+/// The order of `a;` and `b;` (a label's text followed by `;`), compared as bytes.
+fn cmp_with_semicolon(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len().min(b.len());
+    a[..n].cmp(&b[..n]).then_with(|| match a.len().cmp(&b.len()) {
+        Ordering::Equal => Ordering::Equal,
+        // `a;` against `b`'s next byte; when that is `;` too, `a;` is a prefix of `b;…`.
+        Ordering::Less => b';'.cmp(&b[n]).then(Ordering::Less),
+        Ordering::Greater => a[n].cmp(&b';').then(Ordering::Greater),
+    })
+}
+
+/// How many labels two paths share at their start (compared eight at a time while they agree).
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n && a[i..i + 8] == b[i..i + 8] {
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 impl FoldedStacks {
     fn path(&self, l: &FoldedLine) -> &[u32] {
         &self.ids[l.start..l.start + l.len as usize]
@@ -302,7 +340,7 @@ impl FoldedStacks {
     /// and the value after them (the order of whole lines, as inferno sorts them).
     fn cmp_text(&self, a: &FoldedLine, b: &FoldedLine, with_value: bool) -> Ordering {
         let (pa, pb) = (self.path(a), self.path(b));
-        let i = pa.iter().zip(pb).take_while(|(x, y)| x == y).count();
+        let i = common_prefix(pa, pb);
         if self.ranked && i + 1 < pa.len() && i + 1 < pb.len() {
             // Both go on after their labels at `i` with `;`.
             return self.rank[pa[i] as usize].cmp(&self.rank[pb[i] as usize]);
@@ -324,7 +362,7 @@ impl FoldedStacks {
             .enumerate()
             .flat_map(move |(k, &id)| {
                 let sep: &[u8] = if i + k > 0 { b";" } else { &[] };
-                sep.iter().chain(self.labels[id as usize].as_bytes())
+                sep.iter().chain(self.labels.get(StringId(id)).as_bytes())
             })
             .chain(tail_sep)
             .chain(tail)
@@ -343,7 +381,7 @@ impl FoldedStacks {
 
     /// Every distinct label, escaped.
     pub(crate) fn labels(&self) -> impl Iterator<Item = &str> + '_ {
-        self.labels.iter().map(|l| &**l)
+        (0..self.labels.len() as u32).filter(|&id| id != 0 || self.empty_used).map(|id| self.labels.get(StringId(id)))
     }
 
     /// The lines with a positive value, in the order of their text followed by a space and
@@ -379,7 +417,7 @@ impl FoldedStacks {
 
     /// The lines' labels and values, in text order.
     pub fn lines(&self) -> impl Iterator<Item = (Vec<&str>, i64)> + '_ {
-        self.lines.iter().map(|l| (self.path(l).iter().map(|&id| &*self.labels[id as usize]).collect(), l.value))
+        self.lines.iter().map(|l| (self.path(l).iter().map(|&id| self.labels.get(StringId(id))).collect(), l.value))
     }
 
     /// Writes line `l`'s labels joined by `;`.
@@ -388,7 +426,7 @@ impl FoldedStacks {
             if k > 0 {
                 out.write_all(b";")?;
             }
-            out.write_all(self.labels[id as usize].as_bytes())?;
+            out.write_all(self.labels.get(StringId(id)).as_bytes())?;
         }
         Ok(())
     }
@@ -447,6 +485,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn labels_compare_as_their_text_with_a_semicolon_and_paths_by_their_shared_start() {
+        let texts = ["", "a", "a;", "a;b", "a!", "a:", "ab", "b", "a<", "a;;", "\u{e9}", "z;a"];
+        for x in texts {
+            for y in texts {
+                let want = format!("{x};").into_bytes().cmp(&format!("{y};").into_bytes());
+                assert_eq!(cmp_with_semicolon(x, y), want, "{x:?} {y:?}");
+            }
+        }
+        let a: Vec<u32> = (0..20).collect();
+        for k in 0..=20 {
+            let mut b = a.clone();
+            if k < 20 {
+                b[k] = 99;
+            }
+            assert_eq!(common_prefix(&a, &b), k);
+            assert_eq!(common_prefix(&a[..k.min(13)], &b), k.min(13));
+        }
+    }
+
+    #[test]
     fn streamed_text_is_the_sorted_map_of_labels() {
         use std::sync::Arc;
 
@@ -479,6 +537,22 @@ mod tests {
         }
         assert!(want.lines().count() > 20, "{want}");
         assert_eq!(encode_folded(&p, &opts), want);
+        // The labels are those of the lines, "" among them only when a line has it.
+        let labels_of = |stacks: &FoldedStacks| {
+            let mut used: Vec<String> = stacks.lines().flat_map(|(l, _)| l).map(str::to_owned).collect();
+            used.sort();
+            used.dedup();
+            let mut all: Vec<String> = stacks.labels().map(str::to_owned).collect();
+            all.sort();
+            (all, used)
+        };
+        let (all, used) = labels_of(&FoldedStacks::of(&p, &opts, escape_frame));
+        assert_eq!(all, used);
+        assert!(!all.contains(&String::new()));
+        let blank_a: fn(&str) -> String = |l| if l == "a" { String::new() } else { escape_frame(l) };
+        let (all, used) = labels_of(&FoldedStacks::of(&p, &opts, blank_a));
+        assert_eq!(all, used);
+        assert!(all.contains(&String::new()));
     }
 
     #[test]
