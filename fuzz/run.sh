@@ -8,7 +8,8 @@
 #
 # Works on the stable toolchain: RUSTC_BOOTSTRAP=1 lets stable rustc take the -Zsanitizer and
 # other -Z flags cargo-fuzz passes. HEAPCONV_FUZZ_SANITIZER=none builds without AddressSanitizer
-# (default: address). Exit status: 0 when every run ended without a finding.
+# (default: address). Exit status: 0 when every run ended without a finding and cargo fuzz itself
+# did not fail (a build that fails is an error, not a clean run).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
@@ -23,6 +24,8 @@ seconds="$2"
 shift 2
 
 export RUSTC_BOOTSTRAP=1
+# Thread-local records of threads still exiting are not leaks (see lsan.supp).
+export LSAN_OPTIONS="suppressions=$here/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 # The symbolize stage runs rayon; one thread keeps each run to one core.
 export RAYON_NUM_THREADS="${RAYON_NUM_THREADS:-1}"
 sanitizer="${HEAPCONV_FUZZ_SANITIZER:-address}"
@@ -31,8 +34,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "run.sh: installing cargo-fuzz" >&2
   cargo install cargo-fuzz --locked
 fi
-# nasm and autotools, which build ISA-L (heapconv's default gzip compressor), when missing.
-bash "$here/../.ci/build-deps.sh"
+# (heapconv is built without its `isal` feature here: see Cargo.toml.)
 
 all_targets() {
   sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^heapconv-fuzz$'
@@ -55,13 +57,18 @@ for t in "${targets[@]}"; do
   mkdir -p "artifacts/$t"
   log="logs/$t-$(date -u +%Y%m%dT%H%M%SZ).log"
   echo "run.sh: $t for ${seconds}s (sanitizer: $sanitizer); log: fuzz/$log" >&2
-  if TMPDIR="$scratch" cargo fuzz run --sanitizer "$sanitizer" --debug-assertions "$t" "corpus/$t" -- \
+  set +e
+  TMPDIR="$scratch" cargo fuzz run --sanitizer "$sanitizer" --debug-assertions "$t" "corpus/$t" -- \
     -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-    "$@" 2>&1 | tee "$log" | grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==[0-9]+==|SUMMARY|Done|.*panicked at|artifact_prefix|Test unit written)'; then
-    :
-  fi
+    "$@" 2>&1 | tee "$log" | grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==[0-9]+==|SUMMARY|Done|.*panicked at|artifact_prefix|Test unit written)'
+  rc=${PIPESTATUS[0]}
+  set -e
   if grep -qE 'Test unit written|SUMMARY: (libFuzzer|AddressSanitizer)|==[0-9]+== ERROR' "$log"; then
     echo "run.sh: $t: FINDING, see fuzz/$log and fuzz/artifacts/$t/" >&2
+    status=1
+  elif [ "$rc" -ne 0 ]; then
+    # A build that failed, or a fuzzer that stopped early without a finding written.
+    echo "run.sh: $t: cargo fuzz failed (exit $rc), see fuzz/$log" >&2
     status=1
   fi
   echo "run.sh: $t: corpus $(ls "corpus/$t" | wc -l) inputs" >&2
