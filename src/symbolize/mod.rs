@@ -128,6 +128,8 @@ pub fn input_coverage(tables: &Tables, profiles: &[&crate::model::Profile]) -> S
         mappings: BTreeMap::new(),
         open: BTreeMap::new(),
         background: Vec::new(),
+        prefetch_located: (0, Vec::new()),
+        prefetch_files: Vec::new(),
     };
     s.count_only(tables, 0..tables.frames().len());
     let mut r = s.report(tables);
@@ -403,8 +405,20 @@ pub struct Symbolizer {
     /// Symbol files opened so far (`None`: could not be opened), each opened once per run.
     open: BTreeMap<PathBuf, Option<OpenFile>>,
     /// Files taken out of `open` by [`Symbolizer::prefetch`], looking addresses up on other
-    /// threads; put back before the next lookups.
-    background: Vec<(PathBuf, std::thread::JoinHandle<Option<OpenFile>>)>,
+    /// threads (each takes more addresses from its channel until it is closed); put back
+    /// before the next lookups.
+    background: Vec<Background>,
+    /// Per mapping of the tables [`Symbolizer::prefetch`] was last given (their address), its
+    /// file (an index into `prefetch_files`) and load-bias headers, once located.
+    prefetch_located: (usize, Vec<Option<Option<(usize, Option<(u64, u64, u64)>)>>>),
+    prefetch_files: Vec<PathBuf>,
+}
+
+/// A file looking addresses up on its own thread.
+struct Background {
+    path: PathBuf,
+    more: std::sync::mpsc::Sender<Vec<(FrameId, u64)>>,
+    job: std::thread::JoinHandle<Option<OpenFile>>,
 }
 
 impl Drop for Symbolizer {
@@ -447,7 +461,15 @@ impl Symbolizer {
     /// Indexes the symbol directories (recursively, in parallel).
     pub fn new(opts: SymbolizeOptions) -> Self {
         let index = SymbolIndex::build(&opts.symbol_dirs);
-        Symbolizer { opts, index, mappings: BTreeMap::new(), open: BTreeMap::new(), background: Vec::new() }
+        Symbolizer {
+            opts,
+            index,
+            mappings: BTreeMap::new(),
+            open: BTreeMap::new(),
+            background: Vec::new(),
+            prefetch_located: (0, Vec::new()),
+            prefetch_files: Vec::new(),
+        }
     }
 
     /// True when this symbolizer looks addresses up (it has symbol directories); otherwise it
@@ -464,53 +486,79 @@ impl Symbolizer {
         if self.opts.symbol_dirs.is_empty() {
             return;
         }
-        let mut by_file: BTreeMap<PathBuf, Vec<(FrameId, u64)>> = BTreeMap::new();
-        // Per mapping, its file and the program headers of its load-bias correction.
-        type Found = Option<(PathBuf, Option<(u64, u64, u64)>)>;
-        let mut located: BTreeMap<MappingId, Found> = BTreeMap::new();
+        // Per mapping, its file and load-bias headers, located once per tables (frames are
+        // grouped by mapping first: no path is cloned or compared per frame).
+        let key = tables as *const Tables as usize;
+        if self.prefetch_located.0 != key {
+            self.prefetch_located = (key, Vec::new());
+        }
+        let mut addrs_of: Vec<Vec<(FrameId, u64)>> = vec![Vec::new(); self.prefetch_files.len()];
         for i in range {
             let f = &tables.frames()[i];
             let Some(m) = f.mapping.filter(|_| f.lines.is_empty()) else { continue };
             let mapping = tables.mapping(m);
-            let found = located.entry(m).or_insert_with(|| {
+            let slot = m.0 as usize;
+            let located = &mut self.prefetch_located.1;
+            if located.len() <= slot {
+                located.resize(slot + 1, None);
+            }
+            let found = *located[slot].get_or_insert_with(|| {
                 if mapping.build_id.is_empty() && !self.opts.ignore_build_id {
                     return None;
                 }
                 let path = tables.strings.get(mapping.path);
                 let l = self.index.locate(path, &mapping.build_id, self.opts.ignore_build_id, self.opts.find_only);
-                l.file.map(|file| (file, l.exec_load))
+                let file = l.file?;
+                let k = self.prefetch_files.iter().position(|p| *p == file).unwrap_or_else(|| {
+                    self.prefetch_files.push(file);
+                    addrs_of.push(Vec::new());
+                    self.prefetch_files.len() - 1
+                });
+                Some((k, l.exec_load))
             });
-            let Some((file, exec_load)) = found else { continue };
+            let Some((k, exec_load)) = found else { continue };
             let a = elf::corrected_address(
                 f.rel_pc,
-                *exec_load,
+                exec_load,
                 mapping.exact_offset,
                 mapping.start_offset,
                 mapping.load_bias,
             );
-            by_file.entry(file.clone()).or_default().push((FrameId(i as u32), a));
+            addrs_of[k].push((FrameId(i as u32), a));
         }
-        for (path, addrs) in by_file {
-            // A file still busy with an earlier batch: these frames are looked up by `symbolize`.
-            if self.background.iter().any(|(p, _)| *p == path) {
+        for (k, addrs) in addrs_of.into_iter().enumerate() {
+            if addrs.is_empty() {
                 continue;
             }
-            let open = self.open.remove(&path).flatten();
+            let path = &self.prefetch_files[k];
+            // A file already at work on earlier frames takes these too (a file whose thread
+            // has ended leaves them to `symbolize`).
+            if let Some(b) = self.background.iter().find(|b| b.path == *path) {
+                let _ = b.more.send(addrs);
+                continue;
+            }
+            let open = self.open.remove(path).flatten();
             let p = path.clone();
+            let (more, work) = std::sync::mpsc::channel::<Vec<(FrameId, u64)>>();
             let job = std::thread::spawn(move || {
                 let mut open = open.or_else(|| OpenFile::open(&p));
                 if let Some(o) = &mut open {
                     o.lookup_all(&addrs);
+                    for addrs in work {
+                        o.lookup_all(&addrs);
+                    }
                 }
                 open
             });
-            self.background.push((path, job));
+            self.background.push(Background { path: path.clone(), more, job });
         }
     }
 
     /// Waits for the background lookups and puts their files back.
     fn join_background(&mut self) {
-        for (path, job) in std::mem::take(&mut self.background) {
+        for Background { path, more, job } in std::mem::take(&mut self.background) {
+            // No more work: the thread ends when it has looked up what it was given.
+            drop(more);
             // A lookup that panicked leaves the file to be opened again (and fail the same way).
             self.open.insert(path, job.join().ok().flatten());
         }
