@@ -552,6 +552,12 @@ fn callstack(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
             2 => {
                 let v = c.varint(wt)?;
                 hot.frame_ids.push(v);
+                // Unpacked ids come one after the other: each next `0x10` key (field 2, a
+                // varint) read here without the general key and field dispatch.
+                while let [0x10, ref rest @ ..] = *c.buf {
+                    c.buf = rest;
+                    hot.frame_ids.push(fast_varint(&mut c.buf)?);
+                }
             }
             _ => c.skip(wt, tag, TOP - 2)?,
         }
