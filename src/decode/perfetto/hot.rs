@@ -461,6 +461,11 @@ fn interned_data(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
             }
             6 => {
                 let f = frame(&mut c.nested(wt)?)?;
+                // Room for as many frames as could come in an eighth of the rest of the block
+                // (ten bytes or more each), in one step rather than by doubling from small.
+                if hot.frames.len() == hot.frames.capacity() {
+                    hot.frames.reserve(c.buf.len() / 80);
+                }
                 hot.frames.push(f);
             }
             7 => {

@@ -121,6 +121,11 @@ impl<R: Read> PacketReader<R> {
 
     fn read_body(&mut self, len: u64, start: u64) -> Result<()> {
         self.buf.clear();
+        // With the stream's size known, `len` was checked against the bytes left: room for all
+        // of them at once (not regrown, and copied, chunk after chunk).
+        if self.remaining.is_some() {
+            self.buf.reserve_exact(usize::try_from(len).unwrap_or(0));
+        }
         // Grow in chunks: a stream that ends early never makes us allocate the claimed size.
         let mut left = len;
         while left > 0 {
