@@ -410,9 +410,14 @@ pub struct Symbolizer {
     background: Vec<Background>,
     /// Per mapping of the tables [`Symbolizer::prefetch`] was last given (their address), its
     /// file (an index into `prefetch_files`) and load-bias headers, once located.
-    prefetch_located: (usize, Vec<Option<Option<(usize, Option<(u64, u64, u64)>)>>>),
+    prefetch_located: (usize, Vec<Option<PrefetchFile>>),
     prefetch_files: Vec<PathBuf>,
 }
+
+/// Where [`Symbolizer::prefetch`] looks a mapping's frames up: its file (an index into
+/// `prefetch_files`) and the program headers of its load-bias correction; `None` when it has
+/// no file.
+type PrefetchFile = Option<(usize, Option<(u64, u64, u64)>)>;
 
 /// A file looking addresses up on its own thread.
 struct Background {

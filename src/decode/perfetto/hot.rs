@@ -270,8 +270,7 @@ fn fast_varint(buf: &mut &[u8]) -> Result<u64, prost::DecodeError> {
 #[inline(always)]
 fn fast_key(buf: &mut &[u8]) -> Result<(u32, WireType), prost::DecodeError> {
     if let [k, ref rest @ ..] = **buf
-        && k < 0x80
-        && k >= 8
+        && (8..0x80).contains(&k)
     {
         let wt = match k & 7 {
             0 => Some(WireType::Varint),

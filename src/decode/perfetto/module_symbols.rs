@@ -268,8 +268,7 @@ fn scan_headers<R: Skipping>(r: R, size: u64, max_packet: u64) -> SymbolPackets 
     let mut out = SymbolPackets::default();
     let mut w = Walk { r, pos: 0 };
     let mut body = Vec::new();
-    loop {
-        let Some(tag) = w.container_varint() else { break };
+    while let Some(tag) = w.container_varint() {
         if tag != (1 << 3 | 2) {
             break;
         }
