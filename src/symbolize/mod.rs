@@ -201,9 +201,6 @@ pub fn attribute_lists(
     }
     // What each frame says, looked up once: its mapping (`NONE`: none), and whether it counts
     // against a stack (a mapping with a build id) for lines and for a symbol.
-    const NONE: u32 = u32::MAX;
-    const NO_LINES: u8 = 1;
-    const NO_SYMBOL: u8 = 2;
     let class: Vec<(u32, u8)> = tables
         .frames()
         .iter()
@@ -216,6 +213,42 @@ pub fn attribute_lists(
             }
         })
         .collect();
+    // The stacks in two halves side by side (each stack's frames are visited once, and sums
+    // of integers do not depend on the order they are added in).
+    let n = sums.len();
+    let visit = |r: Range<usize>| attribute_stacks(&sums[r.clone()], r.start, lists, &class);
+    if n < SPLIT_AT {
+        return visit(0..n);
+    }
+    let (mut a, b) = rayon::join(|| visit(0..n / 2), || visit(n / 2..n));
+    for (m, v) in b.per_mapping {
+        *a.per_mapping.entry(m).or_default() += v;
+    }
+    a.total += b.total;
+    a.symbolized += b.symbolized;
+    a.named += b.named;
+    a
+}
+
+/// A frame of no mapping, in [`attribute_lists`]'s classes.
+const NONE: u32 = u32::MAX;
+/// A frame that keeps its stack from counting as symbolized (it lacks lines).
+const NO_LINES: u8 = 1;
+/// A frame that keeps its stack from counting as named (it lacks a symbol).
+const NO_SYMBOL: u8 = 2;
+/// [`attribute_lists`] splits the stacks in two halves from this many (fewer in unit tests,
+/// so that they cover the split).
+const SPLIT_AT: usize = if cfg!(test) { 64 } else { 1 << 13 };
+
+/// What [`attribute_lists`] adds up for the stacks `first..first + sums.len()` (`sums`: their
+/// values), each frame classed as `class` says (its mapping, [`NONE`] for none, and the flags
+/// [`NO_LINES`] and [`NO_SYMBOL`]).
+fn attribute_stacks(
+    sums: &[Option<i64>],
+    first: usize,
+    lists: &crate::model::StackLists,
+    class: &[(u32, u8)],
+) -> Attribution {
     let mut a = Attribution::default();
     // Bytes of the first 64 mappings, added to `a.per_mapping` at the end.
     let mut low = [0i64; 64];
@@ -224,6 +257,7 @@ pub fn attribute_lists(
     let mut seen: Vec<u32> = Vec::new();
     for (s, sum) in sums.iter().enumerate() {
         let Some(v) = *sum else { continue };
+        let s = first + s;
         seen.clear();
         let mut mask = 0u64;
         let mut missing = 0u8;
