@@ -235,8 +235,11 @@ pub(crate) fn main() -> ExitCode {
         tune_malloc_streaming();
     }
     // The commands that merge whole profiles in memory, stage after stage (not `profile` and
-    // `convert` of traces, which stream through bounded buffers: they would only keep more).
-    if matches!(cli.command, Command::Merge(_) | Command::Diff(_) | Command::Top(_)) {
+    // `convert` of traces, which stream through bounded buffers: they would only keep more);
+    // and `symbolize`, whose threads (scan, reading, lookups, decoding) each free what the
+    // next one can reuse: on the mixed SQLite trace a fifth fewer page faults and ~10% less
+    // CPU (BENCHMARKS.md, "Issue 15, session 12").
+    if matches!(cli.command, Command::Merge(_) | Command::Diff(_) | Command::Top(_) | Command::Symbolize(_)) {
         tune_malloc();
     }
     if let Some(n) = cli.command.jobs() {

@@ -197,10 +197,30 @@ impl Input {
         self.prescanned_symbols.take()
     }
 
+    /// Where the input's bytes can be read again at will, without decompressing: the file of a
+    /// plain (not gzipped) input opened by path, or the bytes of an in-memory input.
+    pub(crate) fn at_rest(&self) -> Option<AtRest<'_>> {
+        if self.gzipped {
+            return None;
+        }
+        if let Some(mem) = &self.mem {
+            return Some(AtRest::Memory(mem));
+        }
+        self.path.as_deref().map(AtRest::File)
+    }
+
     /// The byte stream (decompressed when the file was gzip).
     pub fn reader(&mut self) -> &mut (dyn Read + Send) {
         &mut *self.reader
     }
+}
+
+/// An input's bytes at rest (see [`Input::at_rest`]).
+pub(crate) enum AtRest<'a> {
+    /// A plain file.
+    File(&'a Path),
+    /// An in-memory input.
+    Memory(&'a [u8]),
 }
 
 /// A reader that can look at its first bytes without consuming them.

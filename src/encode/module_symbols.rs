@@ -38,7 +38,7 @@ const MAX_PACKET: usize = (1 << 28) - (1 << 20);
 /// Encodes the symbols of every frame with lines, per mapping.
 pub fn encode_module_symbols(tables: &Tables) -> Vec<u8> {
     let mut per_mapping: Vec<Vec<&Frame>> = vec![Vec::new(); tables.mappings().len()];
-    let mut seen: Vec<std::collections::HashSet<u64>> = vec![Default::default(); tables.mappings().len()];
+    let mut seen: Vec<rustc_hash::FxHashSet<u64>> = vec![Default::default(); tables.mappings().len()];
     for f in tables.frames() {
         let Some(m) = f.mapping else { continue };
         if f.lines.is_empty() || !seen[m.0 as usize].insert(f.rel_pc) {
@@ -128,17 +128,17 @@ impl ZeroWriter {
     }
 
     fn varint(&mut self, field: u32, v: u64) {
-        let mut b = Vec::with_capacity(12);
-        put_varint(&mut b, u64::from(field) << 3);
-        put_varint(&mut b, v);
-        self.write(&b);
+        let mut b = [0u8; 20];
+        let n = put_varint(&mut b, 0, u64::from(field) << 3);
+        let n = put_varint(&mut b, n, v);
+        self.write(&b[..n]);
     }
 
     fn bytes(&mut self, field: u32, v: &[u8]) {
-        let mut b = Vec::with_capacity(12);
-        put_varint(&mut b, (u64::from(field) << 3) | 2);
-        put_varint(&mut b, v.len() as u64);
-        self.write(&b);
+        let mut b = [0u8; 20];
+        let n = put_varint(&mut b, 0, (u64::from(field) << 3) | 2);
+        let n = put_varint(&mut b, n, v.len() as u64);
+        self.write(&b[..n]);
         self.write(v);
     }
 
@@ -175,12 +175,16 @@ impl ZeroWriter {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+/// Writes `v` as a varint at `out[at..]` (room for two varints in 20 bytes); returns where it
+/// ends.
+fn put_varint(out: &mut [u8; 20], mut at: usize, mut v: u64) -> usize {
     while v >= 0x80 {
-        out.push(v as u8 | 0x80);
+        out[at] = v as u8 | 0x80;
+        at += 1;
         v >>= 7;
     }
-    out.push(v as u8);
+    out[at] = v as u8;
+    at + 1
 }
 
 #[cfg(test)]

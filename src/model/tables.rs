@@ -135,6 +135,13 @@ impl Tables {
         id
     }
 
+    /// Makes room for `n` more frames of [`Tables::intern_frame`] (a block of frames about to
+    /// be interned), so that its index is not rebuilt as they come.
+    pub fn reserve_frames(&mut self, n: usize) {
+        self.frames.reserve(n);
+        self.frame_index.reserve(n);
+    }
+
     /// Interns a native or managed frame by (mapping, rel_pc, raw name). The display name is
     /// the demangled raw name (computed once per distinct name).
     pub fn intern_frame(&mut self, mapping: Option<MappingId>, rel_pc: u64, raw_name: StringId) -> FrameId {

@@ -6,11 +6,13 @@ use std::path::Path;
 
 use super::batch::{BatchInput, Done, file_for};
 use crate::decode::Input;
-use crate::decode::perfetto::prepass::{PrePassWants, pre_pass};
+use crate::decode::perfetto::module_symbols::scan_module_symbols_at_rest;
+use crate::decode::perfetto::prepass::{PrePassWants, pre_pass, pre_pass_at_rest};
+use crate::decode::perfetto::symbol_scan::FramesSeen;
 use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
 use crate::encode::module_symbols::encode_module_symbols;
 use crate::error::Result;
-use crate::model::TraceReport;
+use crate::model::{Tables, TraceReport};
 use crate::output::write_atomic;
 use crate::symbolize::{SymbolizeOptions, SymbolizeReport, Symbolizer};
 
@@ -46,6 +48,18 @@ pub fn run_symbolize(
     // critical path, 15-25% slower.) That thread uses no rayon: this one may be a rayon worker
     // of a batch, blocked in `join` until the thread is done.
     let index = Symbolizer::new(opts.clone());
+    // A trace at rest (a plain file, bytes in memory) is looked over for ModuleSymbols here, by
+    // its packets' tags and lengths only (the decoder takes what is found instead of reading
+    // the trace for it); one that holds none gets its frames' lookups started while the scan
+    // below goes on.
+    let named = match scan_module_symbols_at_rest(&inp, dopts.max_packet_bytes) {
+        Some(symbols) => {
+            let named = symbols.packets > 0 || !symbols.is_empty();
+            inp.set_prescanned_symbols(symbols);
+            named
+        }
+        None => true,
+    };
     let again = if opts.symbol_dirs.is_empty() { None } else { inp.reopen().and_then(|r| r.ok()) };
     let (starting, ready) = match again {
         Some(mut again) => {
@@ -53,7 +67,17 @@ pub fn run_symbolize(
             let mut s = index;
             let job = std::thread::spawn(move || {
                 let wants = PrePassWants { java: false, module_symbols: false, frames: true };
-                if let Some(scan) = pre_pass(&mut again, &d, wants).frames
+                // The lookups of the frames found start every few thousand frames, while the
+                // scan goes on; not in a trace that holds ModuleSymbols (a packet of which may
+                // come last and name them all). So the frames wait for the scan's end when
+                // the scan reads a stream, and when it has seen ModuleSymbols.
+                let mut early = |t: &Tables, r: std::ops::Range<usize>| s.prefetch(t, r);
+                let early: Option<&mut FramesSeen<'_>> = if named { None } else { Some(&mut early) };
+                let scan = match pre_pass_at_rest(&again, &d, wants, early) {
+                    Some(p) => p.frames,
+                    None => pre_pass(&mut again, &d, wants).frames,
+                };
+                if let Some(scan) = scan
                     && !scan.module_symbols
                 {
                     s.prefetch(&scan.tables, 0..scan.tables.frames().len());

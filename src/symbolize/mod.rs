@@ -128,6 +128,8 @@ pub fn input_coverage(tables: &Tables, profiles: &[&crate::model::Profile]) -> S
         mappings: BTreeMap::new(),
         open: BTreeMap::new(),
         background: Vec::new(),
+        prefetch_located: (0, Vec::new()),
+        prefetch_files: Vec::new(),
     };
     s.count_only(tables, 0..tables.frames().len());
     let mut r = s.report(tables);
@@ -199,9 +201,6 @@ pub fn attribute_lists(
     }
     // What each frame says, looked up once: its mapping (`NONE`: none), and whether it counts
     // against a stack (a mapping with a build id) for lines and for a symbol.
-    const NONE: u32 = u32::MAX;
-    const NO_LINES: u8 = 1;
-    const NO_SYMBOL: u8 = 2;
     let class: Vec<(u32, u8)> = tables
         .frames()
         .iter()
@@ -214,6 +213,42 @@ pub fn attribute_lists(
             }
         })
         .collect();
+    // The stacks in two halves side by side (each stack's frames are visited once, and sums
+    // of integers do not depend on the order they are added in).
+    let n = sums.len();
+    let visit = |r: Range<usize>| attribute_stacks(&sums[r.clone()], r.start, lists, &class);
+    if n < SPLIT_AT {
+        return visit(0..n);
+    }
+    let (mut a, b) = rayon::join(|| visit(0..n / 2), || visit(n / 2..n));
+    for (m, v) in b.per_mapping {
+        *a.per_mapping.entry(m).or_default() += v;
+    }
+    a.total += b.total;
+    a.symbolized += b.symbolized;
+    a.named += b.named;
+    a
+}
+
+/// A frame of no mapping, in [`attribute_lists`]'s classes.
+const NONE: u32 = u32::MAX;
+/// A frame that keeps its stack from counting as symbolized (it lacks lines).
+const NO_LINES: u8 = 1;
+/// A frame that keeps its stack from counting as named (it lacks a symbol).
+const NO_SYMBOL: u8 = 2;
+/// [`attribute_lists`] splits the stacks in two halves from this many (fewer in unit tests,
+/// so that they cover the split).
+const SPLIT_AT: usize = if cfg!(test) { 64 } else { 1 << 13 };
+
+/// What [`attribute_lists`] adds up for the stacks `first..first + sums.len()` (`sums`: their
+/// values), each frame classed as `class` says (its mapping, [`NONE`] for none, and the flags
+/// [`NO_LINES`] and [`NO_SYMBOL`]).
+fn attribute_stacks(
+    sums: &[Option<i64>],
+    first: usize,
+    lists: &crate::model::StackLists,
+    class: &[(u32, u8)],
+) -> Attribution {
     let mut a = Attribution::default();
     // Bytes of the first 64 mappings, added to `a.per_mapping` at the end.
     let mut low = [0i64; 64];
@@ -222,6 +257,7 @@ pub fn attribute_lists(
     let mut seen: Vec<u32> = Vec::new();
     for (s, sum) in sums.iter().enumerate() {
         let Some(v) = *sum else { continue };
+        let s = first + s;
         seen.clear();
         let mut mask = 0u64;
         let mut missing = 0u8;
@@ -403,8 +439,25 @@ pub struct Symbolizer {
     /// Symbol files opened so far (`None`: could not be opened), each opened once per run.
     open: BTreeMap<PathBuf, Option<OpenFile>>,
     /// Files taken out of `open` by [`Symbolizer::prefetch`], looking addresses up on other
-    /// threads; put back before the next lookups.
-    background: Vec<(PathBuf, std::thread::JoinHandle<Option<OpenFile>>)>,
+    /// threads (each takes more addresses from its channel until it is closed); put back
+    /// before the next lookups.
+    background: Vec<Background>,
+    /// Per mapping of the tables [`Symbolizer::prefetch`] was last given (their address), its
+    /// file (an index into `prefetch_files`) and load-bias headers, once located.
+    prefetch_located: (usize, Vec<Option<PrefetchFile>>),
+    prefetch_files: Vec<PathBuf>,
+}
+
+/// Where [`Symbolizer::prefetch`] looks a mapping's frames up: its file (an index into
+/// `prefetch_files`) and the program headers of its load-bias correction; `None` when it has
+/// no file.
+type PrefetchFile = Option<(usize, Option<(u64, u64, u64)>)>;
+
+/// A file looking addresses up on its own thread.
+struct Background {
+    path: PathBuf,
+    more: std::sync::mpsc::Sender<Vec<(FrameId, u64)>>,
+    job: std::thread::JoinHandle<Option<OpenFile>>,
 }
 
 impl Drop for Symbolizer {
@@ -447,7 +500,15 @@ impl Symbolizer {
     /// Indexes the symbol directories (recursively, in parallel).
     pub fn new(opts: SymbolizeOptions) -> Self {
         let index = SymbolIndex::build(&opts.symbol_dirs);
-        Symbolizer { opts, index, mappings: BTreeMap::new(), open: BTreeMap::new(), background: Vec::new() }
+        Symbolizer {
+            opts,
+            index,
+            mappings: BTreeMap::new(),
+            open: BTreeMap::new(),
+            background: Vec::new(),
+            prefetch_located: (0, Vec::new()),
+            prefetch_files: Vec::new(),
+        }
     }
 
     /// True when this symbolizer looks addresses up (it has symbol directories); otherwise it
@@ -464,53 +525,79 @@ impl Symbolizer {
         if self.opts.symbol_dirs.is_empty() {
             return;
         }
-        let mut by_file: BTreeMap<PathBuf, Vec<(FrameId, u64)>> = BTreeMap::new();
-        // Per mapping, its file and the program headers of its load-bias correction.
-        type Found = Option<(PathBuf, Option<(u64, u64, u64)>)>;
-        let mut located: BTreeMap<MappingId, Found> = BTreeMap::new();
+        // Per mapping, its file and load-bias headers, located once per tables (frames are
+        // grouped by mapping first: no path is cloned or compared per frame).
+        let key = tables as *const Tables as usize;
+        if self.prefetch_located.0 != key {
+            self.prefetch_located = (key, Vec::new());
+        }
+        let mut addrs_of: Vec<Vec<(FrameId, u64)>> = vec![Vec::new(); self.prefetch_files.len()];
         for i in range {
             let f = &tables.frames()[i];
             let Some(m) = f.mapping.filter(|_| f.lines.is_empty()) else { continue };
             let mapping = tables.mapping(m);
-            let found = located.entry(m).or_insert_with(|| {
+            let slot = m.0 as usize;
+            let located = &mut self.prefetch_located.1;
+            if located.len() <= slot {
+                located.resize(slot + 1, None);
+            }
+            let found = *located[slot].get_or_insert_with(|| {
                 if mapping.build_id.is_empty() && !self.opts.ignore_build_id {
                     return None;
                 }
                 let path = tables.strings.get(mapping.path);
                 let l = self.index.locate(path, &mapping.build_id, self.opts.ignore_build_id, self.opts.find_only);
-                l.file.map(|file| (file, l.exec_load))
+                let file = l.file?;
+                let k = self.prefetch_files.iter().position(|p| *p == file).unwrap_or_else(|| {
+                    self.prefetch_files.push(file);
+                    addrs_of.push(Vec::new());
+                    self.prefetch_files.len() - 1
+                });
+                Some((k, l.exec_load))
             });
-            let Some((file, exec_load)) = found else { continue };
+            let Some((k, exec_load)) = found else { continue };
             let a = elf::corrected_address(
                 f.rel_pc,
-                *exec_load,
+                exec_load,
                 mapping.exact_offset,
                 mapping.start_offset,
                 mapping.load_bias,
             );
-            by_file.entry(file.clone()).or_default().push((FrameId(i as u32), a));
+            addrs_of[k].push((FrameId(i as u32), a));
         }
-        for (path, addrs) in by_file {
-            // A file still busy with an earlier batch: these frames are looked up by `symbolize`.
-            if self.background.iter().any(|(p, _)| *p == path) {
+        for (k, addrs) in addrs_of.into_iter().enumerate() {
+            if addrs.is_empty() {
                 continue;
             }
-            let open = self.open.remove(&path).flatten();
+            let path = &self.prefetch_files[k];
+            // A file already at work on earlier frames takes these too (a file whose thread
+            // has ended leaves them to `symbolize`).
+            if let Some(b) = self.background.iter().find(|b| b.path == *path) {
+                let _ = b.more.send(addrs);
+                continue;
+            }
+            let open = self.open.remove(path).flatten();
             let p = path.clone();
+            let (more, work) = std::sync::mpsc::channel::<Vec<(FrameId, u64)>>();
             let job = std::thread::spawn(move || {
                 let mut open = open.or_else(|| OpenFile::open(&p));
                 if let Some(o) = &mut open {
                     o.lookup_all(&addrs);
+                    for addrs in work {
+                        o.lookup_all(&addrs);
+                    }
                 }
                 open
             });
-            self.background.push((path, job));
+            self.background.push(Background { path: path.clone(), more, job });
         }
     }
 
     /// Waits for the background lookups and puts their files back.
     fn join_background(&mut self) {
-        for (path, job) in std::mem::take(&mut self.background) {
+        for Background { path, more, job } in std::mem::take(&mut self.background) {
+            // No more work: the thread ends when it has looked up what it was given.
+            drop(more);
             // A lookup that panicked leaves the file to be opened again (and fail the same way).
             self.open.insert(path, job.join().ok().flatten());
         }

@@ -690,3 +690,31 @@ fn frames_only_scan_finds_the_decoders_frames() {
     }
     assert!(checked >= 5, "only {checked} traces checked of {}", traces.len());
 }
+
+/// Frames prefetched one batch at a time (each later batch going to the file's running lookup
+/// thread through its channel) symbolize exactly as without any prefetch.
+#[test]
+fn prefetch_in_many_batches_changes_no_answer() {
+    use heapconv::decode::Input;
+    use heapconv::decode::perfetto::{DecodeOptions, scan_frames};
+    use heapconv::symbolize::{SymbolizeOptions, Symbolizer};
+    let opts = SymbolizeOptions { symbol_dirs: vec![root().join("symbols")], ..Default::default() };
+    for trace in ["sym_basic", "sym_load_bias", "sym_apk_nopie"] {
+        let path = data(&format!("symbolize/{trace}.pftrace"));
+        let scan = scan_frames(&mut Input::open(&path, 1 << 30).unwrap(), &DecodeOptions::default());
+        let n = scan.tables.frames().len();
+        assert!(n > 2, "{trace}");
+        let (mut plain_t, mut batched_t) = (scan.tables.clone(), scan.tables.clone());
+        let mut plain = Symbolizer::new(opts.clone());
+        plain.symbolize(&mut plain_t, 0..n);
+        let mut batched = Symbolizer::new(opts.clone());
+        for i in 0..n {
+            batched.prefetch(&batched_t, i..i + 1);
+        }
+        batched.symbolize(&mut batched_t, 0..n);
+        assert_eq!(plain_t.frames(), batched_t.frames(), "{trace}");
+        assert!(plain_t.frames().iter().any(|f| !f.lines.is_empty()), "{trace}");
+        let (a, b) = (plain.report(&plain_t), batched.report(&batched_t));
+        assert_eq!((a.frames, a.frames_symbolized), (b.frames, b.frames_symbolized), "{trace}");
+    }
+}

@@ -1345,6 +1345,8 @@ fn intern(
             None => t.pending.mappings.push(m.clone()),
         }
     }
+    // Room for every frame of the block at once (no index rebuilt while they come).
+    tables.reserve_frames(d.frames.len());
     for &f in &d.frames {
         let Some(iid) = f.iid else { continue };
         if t.frames.contains_key(iid) {

@@ -244,6 +244,51 @@ pub(super) struct LitePacket {
     pub(super) hot: Box<Hot>,
 }
 
+/// A varint, as prost's `decode_varint` reads it (and with its errors): those of one to three
+/// bytes (frame ids, tags, lengths) read here without a call.
+#[inline(always)]
+fn fast_varint(buf: &mut &[u8]) -> Result<u64, prost::DecodeError> {
+    match **buf {
+        [a, ref rest @ ..] if a < 0x80 => {
+            *buf = rest;
+            Ok(u64::from(a))
+        }
+        [a, b, ref rest @ ..] if b < 0x80 => {
+            *buf = rest;
+            Ok(u64::from(a & 0x7f) | (u64::from(b) << 7))
+        }
+        [a, b, c, ref rest @ ..] if c < 0x80 => {
+            *buf = rest;
+            Ok(u64::from(a & 0x7f) | (u64::from(b & 0x7f) << 7) | (u64::from(c) << 14))
+        }
+        _ => decode_varint(buf),
+    }
+}
+
+/// A field key, as prost's `decode_key` reads it (and with its errors): a one-byte key with a
+/// tag and a known wire type read here without a call.
+#[inline(always)]
+fn fast_key(buf: &mut &[u8]) -> Result<(u32, WireType), prost::DecodeError> {
+    if let [k, ref rest @ ..] = **buf
+        && (8..0x80).contains(&k)
+    {
+        let wt = match k & 7 {
+            0 => Some(WireType::Varint),
+            1 => Some(WireType::SixtyFourBit),
+            2 => Some(WireType::LengthDelimited),
+            3 => Some(WireType::StartGroup),
+            4 => Some(WireType::EndGroup),
+            5 => Some(WireType::ThirtyTwoBit),
+            _ => None,
+        };
+        if let Some(wt) = wt {
+            *buf = rest;
+            return Ok((u32::from(k >> 3), wt));
+        }
+    }
+    decode_key(buf)
+}
+
 /// A reader over one packet: the bytes left and the packet's length (positions are offsets
 /// from the packet's start).
 struct Cursor<'a> {
@@ -258,7 +303,7 @@ impl<'a> Cursor<'a> {
 
     #[inline(always)]
     fn key(&mut self) -> R<(u32, WireType)> {
-        Ok(decode_key(&mut self.buf)?)
+        Ok(fast_key(&mut self.buf)?)
     }
 
     #[inline(always)]
@@ -266,7 +311,7 @@ impl<'a> Cursor<'a> {
         if wt != WireType::Varint {
             return Err(BadWire(format!("invalid wire type: {wt:?} (expected Varint)")));
         }
-        Ok(decode_varint(&mut self.buf)?)
+        Ok(fast_varint(&mut self.buf)?)
     }
 
     /// A length-delimited value: its span and bytes.
@@ -275,7 +320,7 @@ impl<'a> Cursor<'a> {
         if wt != WireType::LengthDelimited {
             return Err(BadWire(format!("invalid wire type: {wt:?} (expected LengthDelimited)")));
         }
-        let len = decode_varint(&mut self.buf)?;
+        let len = fast_varint(&mut self.buf)?;
         if len > self.buf.len() as u64 {
             return Err(BadWire("buffer underflow".into()));
         }
@@ -304,12 +349,12 @@ fn skip(buf: &mut &[u8], wt: WireType, tag: u32, count: u32) -> R<()> {
         return Err(BadWire("recursion limit reached".into()));
     }
     let len = match wt {
-        WireType::Varint => decode_varint(buf).map(|_| 0)?,
+        WireType::Varint => fast_varint(buf).map(|_| 0)?,
         WireType::ThirtyTwoBit => 4,
         WireType::SixtyFourBit => 8,
-        WireType::LengthDelimited => decode_varint(buf)?,
+        WireType::LengthDelimited => fast_varint(buf)?,
         WireType::StartGroup => loop {
-            let (inner_tag, inner_wt) = decode_key(buf)?;
+            let (inner_tag, inner_wt) = fast_key(buf)?;
             if inner_wt == WireType::EndGroup {
                 if inner_tag != tag {
                     return Err(BadWire("unexpected end group tag".into()));
@@ -415,9 +460,21 @@ fn interned_data(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
             }
             6 => {
                 let f = frame(&mut c.nested(wt)?)?;
+                // Room for as many frames as could come in an eighth of the rest of the block
+                // (ten bytes or more each), in one step rather than by doubling from small.
+                if hot.frames.len() == hot.frames.capacity() {
+                    hot.frames.reserve(c.buf.len() / 80);
+                }
                 hot.frames.push(f);
             }
-            7 => callstack(&mut c.nested(wt)?, hot)?,
+            7 => {
+                // Room for the frame ids of the rest of the block in one step (two bytes or
+                // more each unpacked), not by doubling from small.
+                if hot.frame_ids.len() == hot.frame_ids.capacity() {
+                    hot.frame_ids.reserve(c.buf.len() / 4);
+                }
+                callstack(&mut c.nested(wt)?, hot)?
+            }
             16 => {
                 let s = string(&mut c.nested(wt)?)?;
                 hot.build_ids.push(s);
@@ -484,13 +541,13 @@ fn callstack(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
             1 => iid = Some(c.varint(wt)?),
             2 if wt == WireType::LengthDelimited => {
                 // Packed: varints up to exactly the length (one running past it is an error).
-                let len = decode_varint(&mut c.buf)?;
+                let len = fast_varint(&mut c.buf)?;
                 if len > c.buf.len() as u64 {
                     return Err(BadWire("buffer underflow".into()));
                 }
                 let limit = c.buf.len() - len as usize;
                 while c.buf.len() > limit {
-                    hot.frame_ids.push(decode_varint(&mut c.buf)?);
+                    hot.frame_ids.push(fast_varint(&mut c.buf)?);
                 }
                 if c.buf.len() != limit {
                     return Err(BadWire("delimited length exceeded".into()));
@@ -499,6 +556,12 @@ fn callstack(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
             2 => {
                 let v = c.varint(wt)?;
                 hot.frame_ids.push(v);
+                // Unpacked ids come one after the other: each next `0x10` key (field 2, a
+                // varint) read here without the general key and field dispatch.
+                while let [0x10, ref rest @ ..] = *c.buf {
+                    c.buf = rest;
+                    hot.frame_ids.push(fast_varint(&mut c.buf)?);
+                }
             }
             _ => c.skip(wt, tag, TOP - 2)?,
         }

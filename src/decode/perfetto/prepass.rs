@@ -15,9 +15,9 @@ use std::io::Read;
 use super::deobfuscation::TraceJavaInfo;
 use super::heapprofd::DecodeOptions;
 use super::module_symbols::SymbolPackets;
-use super::reader::PacketReader;
-use super::symbol_scan::{FrameScan, FrameScanner};
-use crate::decode::input::Input;
+use super::reader::{PacketReader, RawPacket};
+use super::symbol_scan::{FrameScan, FrameScanner, FramesSeen};
+use crate::decode::input::{AtRest, Input};
 
 /// Which scanners a [`pre_pass`] runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,43 +64,122 @@ pub fn pre_pass_reader(
     opts: &DecodeOptions,
     wants: PrePassWants,
 ) -> PrePass {
-    let mut java = wants.java.then(TraceJavaInfo::default);
-    let mut symbols = wants.module_symbols.then(SymbolPackets::default);
-    let mut frames = wants.frames.then(|| FrameScanner::new(opts.max_bundle_bytes));
-    // The frames scanner stops alone at a packet it cannot read.
-    let mut frames_on = frames.is_some();
+    let mut s = Scanners::new(opts, wants, None);
     let mut reader = PacketReader::new(reader, name, size, opts.max_packet_bytes);
     loop {
         match reader.next_packet() {
-            Ok(Some(p)) => {
-                if let Some(j) = java.as_mut() {
-                    j.scan_packet(p.bytes, 256 << 20);
-                }
-                if let Some(s) = symbols.as_mut() {
-                    s.scan_packet(p.bytes);
-                }
-                if frames_on && let Some(f) = frames.as_mut() {
-                    let at = || format!("{name} at byte {}, packet {}", p.offset, p.number);
-                    frames_on = f.packet(p.bytes, &at);
-                }
-            }
+            Ok(Some(p)) => s.packet(&p, name),
             Ok(None) => break,
             Err(e) => {
-                if frames_on && let Some(f) = frames.as_mut() {
-                    f.stop(e.to_string());
-                }
+                s.fail(e.to_string());
                 break;
             }
         }
     }
-    PrePass { java, module_symbols: symbols, frames: frames.map(FrameScanner::finish) }
+    s.finish()
+}
+
+/// [`pre_pass`] of a trace's bytes in memory (a mapped file, an in-memory input), reading each
+/// packet where it lies. `frames_seen`, when given, is called with the frames the frames-only
+/// scan has interned so far (every few thousand, and at each packet's end), so that their
+/// lookups can start while the scan goes on.
+pub fn pre_pass_in_place<'h>(
+    bytes: &[u8],
+    name: &str,
+    opts: &DecodeOptions,
+    wants: PrePassWants,
+    frames_seen: Option<&'h mut FramesSeen<'h>>,
+) -> PrePass {
+    let mut s = Scanners::new(opts, wants, frames_seen);
+    let mut reader = PacketReader::new(bytes, name, Some(bytes.len() as u64), opts.max_packet_bytes);
+    loop {
+        match reader.next_packet_in_place() {
+            Ok(Some(p)) => s.packet(&p, name),
+            Ok(None) => break,
+            Err(e) => {
+                s.fail(e.to_string());
+                break;
+            }
+        }
+    }
+    s.finish()
+}
+
+/// [`pre_pass_in_place`] of an input at rest: a plain file (mapped into memory for the
+/// reading, and unmapped after it) or an in-memory input; `None` for others (gzip, standard
+/// input read as a stream), and for a file that cannot be mapped.
+pub fn pre_pass_at_rest<'h>(
+    input: &Input,
+    opts: &DecodeOptions,
+    wants: PrePassWants,
+    frames_seen: Option<&'h mut FramesSeen<'h>>,
+) -> Option<PrePass> {
+    match input.at_rest()? {
+        AtRest::Memory(b) => Some(pre_pass_in_place(b, &input.name, opts, wants, frames_seen)),
+        AtRest::File(path) => {
+            let file = std::fs::File::open(path).ok()?;
+            // SAFETY: a read-only map of the input, which heapconv never writes (an output
+            // written over it replaces the file, not its bytes); it lives for this reading only.
+            let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+            Some(pre_pass_in_place(&map, &input.name, opts, wants, frames_seen))
+        }
+    }
+}
+
+/// The scanners of one pre-pass, fed the same packets.
+struct Scanners<'h> {
+    java: Option<TraceJavaInfo>,
+    symbols: Option<SymbolPackets>,
+    frames: Option<FrameScanner<'h>>,
+    /// The frames scanner stops alone at a packet it cannot read.
+    frames_on: bool,
+}
+
+impl<'h> Scanners<'h> {
+    fn new(opts: &DecodeOptions, wants: PrePassWants, frames_seen: Option<&'h mut FramesSeen<'h>>) -> Self {
+        let frames = wants.frames.then(|| FrameScanner::new(opts.max_bundle_bytes).with_hook(frames_seen));
+        Scanners {
+            java: wants.java.then(TraceJavaInfo::default),
+            symbols: wants.module_symbols.then(SymbolPackets::default),
+            frames_on: frames.is_some(),
+            frames,
+        }
+    }
+
+    fn packet(&mut self, p: &RawPacket<'_>, name: &str) {
+        if let Some(j) = self.java.as_mut() {
+            j.scan_packet(p.bytes, 256 << 20);
+        }
+        if let Some(s) = self.symbols.as_mut() {
+            s.scan_packet(p.bytes);
+        }
+        if self.frames_on
+            && let Some(f) = self.frames.as_mut()
+        {
+            let at = || format!("{name} at byte {}, packet {}", p.offset, p.number);
+            self.frames_on = f.packet(p.bytes, &at);
+        }
+    }
+
+    /// The container cannot be read past here, for `why`.
+    fn fail(&mut self, why: String) {
+        if self.frames_on
+            && let Some(f) = self.frames.as_mut()
+        {
+            f.stop(why);
+        }
+    }
+
+    fn finish(self) -> PrePass {
+        PrePass { java: self.java, module_symbols: self.symbols, frames: self.frames.map(FrameScanner::finish) }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::decode::perfetto::deobfuscation::scan_trace_java;
-    use crate::decode::perfetto::module_symbols::scan_module_symbols;
+    use crate::decode::perfetto::module_symbols::{scan_module_symbols, scan_module_symbols_at_rest};
     use crate::decode::perfetto::symbol_scan::scan_frames;
 
     fn open(bytes: &[u8]) -> Input {
@@ -141,6 +220,38 @@ mod tests {
                 (frames.packets, frames.module_symbols, &frames.stopped),
                 "{what}"
             );
+            // The same reading of the bytes where they lie (for a trace that is not gzipped),
+            // and the frames it hands on as it goes: every frame of the scan, in order, once.
+            if !open(bytes).gzipped {
+                let mut handed: Vec<(Option<crate::model::MappingId>, u64)> = Vec::new();
+                let mut seen = |t: &crate::model::Tables, r: std::ops::Range<usize>| {
+                    assert_eq!(r.start, handed.len(), "{what}");
+                    handed.extend(t.frames()[r].iter().map(|f| (f.mapping, f.rel_pc)));
+                };
+                let in_place = pre_pass_in_place(bytes, "t.pftrace", &opts, all, Some(&mut seen));
+                assert_eq!(in_place.java.as_ref(), Some(&java), "{what}");
+                assert_eq!(in_place.module_symbols.as_ref(), Some(s), "{what}");
+                let g = in_place.frames.as_ref().unwrap();
+                assert_eq!(g.tables.frames(), f.tables.frames(), "{what}");
+                assert_eq!(g.tables.mappings(), f.tables.mappings(), "{what}");
+                assert_eq!(
+                    (g.packets, g.module_symbols, &g.stopped),
+                    (f.packets, f.module_symbols, &f.stopped),
+                    "{what}"
+                );
+                let all_frames: Vec<_> = f.tables.frames().iter().map(|f| (f.mapping, f.rel_pc)).collect();
+                assert_eq!(handed, all_frames, "{what}");
+            }
+            // ModuleSymbols found by tags and lengths only, in memory and in a file.
+            let mem = open(bytes);
+            let at_rest = scan_module_symbols_at_rest(&mem, opts.max_packet_bytes);
+            assert_eq!(at_rest.as_ref(), if mem.gzipped { None } else { Some(s) }, "{what}");
+            let path = std::env::temp_dir().join(format!("heapconv-prepass-{}.pftrace", std::process::id()));
+            std::fs::write(&path, bytes).unwrap();
+            let file = Input::open(&path, 1 << 30).unwrap();
+            let at_rest = scan_module_symbols_at_rest(&file, opts.max_packet_bytes);
+            std::fs::remove_file(&path).unwrap();
+            assert_eq!(at_rest.as_ref(), if file.gzipped { None } else { Some(s) }, "{what}");
             let none = pre_pass(&mut open(bytes), &opts, PrePassWants::default());
             assert!(none.java.is_none() && none.module_symbols.is_none() && none.frames.is_none());
         };
@@ -193,5 +304,10 @@ mod tests {
         let f = pre.frames.unwrap();
         assert!(f.module_symbols && f.complete());
         assert!(!f.tables.frames().is_empty());
+        // Found by tags and lengths only, and by the reading in place.
+        let at_rest = scan_module_symbols_at_rest(&open(&bytes), DecodeOptions::default().max_packet_bytes).unwrap();
+        assert_eq!(at_rest, s);
+        let in_place = pre_pass_in_place(&bytes, "t.pftrace", &DecodeOptions::default(), all, None);
+        assert_eq!(in_place.module_symbols.unwrap(), s);
     }
 }

@@ -136,6 +136,11 @@ impl<R: Read> PacketReader<R> {
 
     fn read_body(&mut self, len: u64, start: u64) -> Result<()> {
         self.buf.clear();
+        // With the stream's size known, `len` was checked against the bytes left: room for all
+        // of them at once (not regrown, and copied, chunk after chunk).
+        if self.remaining.is_some() {
+            self.buf.reserve_exact(usize::try_from(len).unwrap_or(0));
+        }
         // Grow in chunks: a stream that ends early never makes us allocate the claimed size.
         let mut left = len;
         while left > 0 {
@@ -171,6 +176,15 @@ impl<R: Read> PacketReader<R> {
 
     /// The next packet, or `None` at the end of the stream.
     pub fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>> {
+        let Some((start, len)) = self.header()? else { return Ok(None) };
+        self.read_body(len, start)?;
+        let number = self.number;
+        self.number += 1;
+        Ok(Some(RawPacket { offset: start, number, bytes: &self.buf }))
+    }
+
+    /// The next packet's offset and checked length, its body not read yet; `None` at the end.
+    fn header(&mut self) -> Result<Option<(u64, u64)>> {
         let start = self.offset;
         let Some(tag) = self.varint(start)? else {
             return Ok(None);
@@ -205,9 +219,32 @@ impl<R: Read> PacketReader<R> {
                 ));
             }
         }
-        self.read_body(len, start)?;
+        Ok(Some((start, len)))
+    }
+}
+
+impl<'a> PacketReader<&'a [u8]> {
+    /// [`PacketReader::next_packet`] of a reader over bytes in memory (made with their length
+    /// as its size): the same packets and errors, each packet borrowed from those bytes instead
+    /// of copied.
+    pub fn next_packet_in_place(&mut self) -> Result<Option<RawPacket<'a>>> {
+        let Some((start, len)) = self.header()? else { return Ok(None) };
+        let rest: &'a [u8] = self.inner;
+        let Some(bytes) = usize::try_from(len).ok().and_then(|n| rest.get(..n)) else {
+            // Only without a size (checked in `header` otherwise): as `read_body` fails.
+            return Err(self.err(
+                ErrorKind::Truncated,
+                start,
+                format!("stream ends inside a {len}-byte record ({} bytes present)", rest.len()),
+            ));
+        };
+        self.inner = &rest[bytes.len()..];
+        self.offset += len;
+        if let Some(r) = self.remaining.as_mut() {
+            *r = r.saturating_sub(len);
+        }
         let number = self.number;
         self.number += 1;
-        Ok(Some(RawPacket { offset: start, number, bytes: &self.buf }))
+        Ok(Some(RawPacket { offset: start, number, bytes }))
     }
 }

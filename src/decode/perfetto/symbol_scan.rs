@@ -73,14 +73,31 @@ pub fn scan_frames(input: &mut Input, opts: &DecodeOptions) -> FrameScan {
     scan.finish()
 }
 
+/// Called with the frames a scan has interned so far (`tables` and the range of frames new
+/// since the last call).
+pub type FramesSeen<'h> = dyn FnMut(&Tables, std::ops::Range<usize>) + 'h;
+
 /// The frames-only scan fed one packet at a time (by [`scan_frames`], or by a pre-pass that
 /// feeds other scanners the same packets).
-pub(crate) struct FrameScanner(Scanner);
+pub(crate) struct FrameScanner<'h>(Scanner<'h>);
 
-impl FrameScanner {
+impl<'h> FrameScanner<'h> {
     /// A scanner expanding `compressed_packets` bundles of at most `max_bundle` bytes.
     pub(crate) fn new(max_bundle: u64) -> Self {
-        FrameScanner(Scanner { out: FrameScan::default(), seqs: FxHashMap::default(), max_bundle })
+        FrameScanner(Scanner {
+            out: FrameScan::default(),
+            seqs: FxHashMap::default(),
+            max_bundle,
+            seen: None,
+            handed: 0,
+        })
+    }
+
+    /// The scanner, calling `seen` with the frames interned so far every [`SEEN_EVERY`] frames
+    /// and at the end of each packet.
+    pub(crate) fn with_hook(mut self, seen: Option<&'h mut FramesSeen<'h>>) -> Self {
+        self.0.seen = seen;
+        self
     }
 
     /// Reads one top-level packet (`at` names it); false when the scan stops there (the reason
@@ -119,10 +136,31 @@ struct Seq {
     inline_frames: Vec<Vec<u8>>,
 }
 
-struct Scanner {
+struct Scanner<'h> {
     out: FrameScan,
     seqs: FxHashMap<u32, Seq>,
     max_bundle: u64,
+    seen: Option<&'h mut FramesSeen<'h>>,
+    /// Frames handed to `seen` so far.
+    handed: usize,
+}
+
+/// How many new frames make the scan call its hook before the packet ends.
+const SEEN_EVERY: usize = 2048;
+
+impl Scanner<'_> {
+    /// Hands the frames interned since the last call to the hook (when it has one and there
+    /// are at least `least` of them).
+    fn hand(&mut self, least: usize) {
+        let n = self.out.tables.frames().len();
+        if let Some(seen) = self.seen.as_mut()
+            && n > self.handed
+            && n - self.handed >= least
+        {
+            seen(&self.out.tables, self.handed..n);
+            self.handed = n;
+        }
+    }
 }
 
 /// The fields of one TracePacket the scan reads.
@@ -135,7 +173,7 @@ struct Fields<'a> {
     bundle: Option<&'a [u8]>,
 }
 
-impl Scanner {
+impl Scanner<'_> {
     /// Reads one serialized TracePacket; `outer` is false inside a bundle (bundles do not nest).
     fn packet(&mut self, b: &[u8], outer: bool, at: &dyn Fn() -> String) -> Result<(), String> {
         self.out.packets += 1;
@@ -172,12 +210,25 @@ impl Scanner {
         }
         for d in f.interned {
             let seq = self.seqs.entry(f.seq).or_default();
-            interned(&mut self.out.tables, seq, d)
-                .map_err(|pos| format!("{}: bad InternedData at byte {pos}", at()))?;
+            let (tables, seen, handed) = (&mut self.out.tables, &mut self.seen, &mut self.handed);
+            let mut hand = |t: &Tables| {
+                let n = t.frames().len();
+                if let Some(seen) = seen.as_mut()
+                    && n >= *handed + SEEN_EVERY
+                {
+                    seen(t, *handed..n);
+                    *handed = n;
+                }
+            };
+            let r = interned(tables, seq, d, &mut hand);
+            self.hand(1);
+            r.map_err(|pos| format!("{}: bad InternedData at byte {pos}", at()))?;
         }
         if let Some(p) = f.profile {
             let seq = self.seqs.entry(f.seq).or_default();
-            inline(&mut self.out.tables, seq, p).map_err(|pos| format!("{}: bad ProfilePacket at byte {pos}", at()))?;
+            let r = inline(&mut self.out.tables, seq, p);
+            self.hand(1);
+            r.map_err(|pos| format!("{}: bad ProfilePacket at byte {pos}", at()))?;
         }
         Ok(())
     }
@@ -203,7 +254,7 @@ impl Scanner {
 /// Reads one InternedData block: build ids and paths, then mappings, then frames (whatever
 /// order the fields come in); callstacks and function names are skipped. `Err` is the byte
 /// offset in the block where it stops making sense.
-fn interned(tables: &mut Tables, seq: &mut Seq, d: &[u8]) -> Result<(), usize> {
+fn interned(tables: &mut Tables, seq: &mut Seq, d: &[u8], hand: &mut dyn FnMut(&Tables)) -> Result<(), usize> {
     let mut mappings = Vec::new();
     let mut frames = Vec::new();
     let mut w = Wire::new(d);
@@ -227,8 +278,12 @@ fn interned(tables: &mut Tables, seq: &mut Seq, d: &[u8]) -> Result<(), usize> {
     for (at, m) in mappings {
         mapping(tables, seq, m).ok_or(at)?;
     }
-    for (at, f) in frames {
+    tables.reserve_frames(frames.len());
+    for (i, (at, f)) in frames.into_iter().enumerate() {
         frame(tables, seq, f).ok_or(at)?;
+        if i % SEEN_EVERY == SEEN_EVERY - 1 {
+            hand(tables);
+        }
     }
     Ok(())
 }
