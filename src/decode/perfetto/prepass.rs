@@ -66,16 +66,7 @@ pub fn pre_pass_reader(
 ) -> PrePass {
     let mut s = Scanners::new(opts, wants, None);
     let mut reader = PacketReader::new(reader, name, size, opts.max_packet_bytes);
-    loop {
-        match reader.next_packet() {
-            Ok(Some(p)) => s.packet(&p, name),
-            Ok(None) => break,
-            Err(e) => {
-                s.fail(e.to_string());
-                break;
-            }
-        }
-    }
+    while s.step(reader.next_packet(), name) {}
     s.finish()
 }
 
@@ -92,16 +83,7 @@ pub fn pre_pass_in_place<'h>(
 ) -> PrePass {
     let mut s = Scanners::new(opts, wants, frames_seen);
     let mut reader = PacketReader::new(bytes, name, Some(bytes.len() as u64), opts.max_packet_bytes);
-    loop {
-        match reader.next_packet_in_place() {
-            Ok(Some(p)) => s.packet(&p, name),
-            Ok(None) => break,
-            Err(e) => {
-                s.fail(e.to_string());
-                break;
-            }
-        }
-    }
+    while s.step(reader.next_packet_in_place(), name) {}
     s.finish()
 }
 
@@ -143,6 +125,22 @@ impl<'h> Scanners<'h> {
             symbols: wants.module_symbols.then(SymbolPackets::default),
             frames_on: frames.is_some(),
             frames,
+        }
+    }
+
+    /// Takes what the packet reader gave: a packet is scanned, the end or an error (which stops
+    /// the scan) ends it. True while there may be more packets.
+    fn step(&mut self, next: crate::error::Result<Option<RawPacket<'_>>>, name: &str) -> bool {
+        match next {
+            Ok(Some(p)) => {
+                self.packet(&p, name);
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                self.fail(e.to_string());
+                false
+            }
         }
     }
 
