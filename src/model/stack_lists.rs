@@ -88,6 +88,62 @@ impl StackLists {
         self.frames.reserve(frames.len());
         bounds.windows(2).map(|w| self.intern(&frames[w[0]..w[1]])).collect()
     }
+
+    /// [`StackLists::intern_batch`] of a batch the caller gives up: the first batch becomes
+    /// the lists' own buffer (a later one is appended to it), and the new stacks are moved
+    /// down over the repeated ones in place. The same ids as `intern_batch`, without writing
+    /// every frame a second time (for `symbolize`'s one big batch, a copy as large as the
+    /// batch: as many fresh pages to fault in).
+    pub fn intern_batch_vec(&mut self, frames: Vec<FrameId>, bounds: &[usize]) -> Vec<Option<StackId>> {
+        let base = self.frames.len();
+        if base == 0 {
+            self.frames = frames;
+        } else {
+            self.frames.extend_from_slice(&frames);
+        }
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        // Stacks kept so far end at `kept`, never past the start of the one looked at.
+        let mut kept = base;
+        let mut ids = Vec::with_capacity(bounds.len().saturating_sub(1));
+        for w in bounds.windows(2) {
+            let (start, end) = (base + w[0], base + w[1]);
+            if start == end {
+                ids.push(None);
+                continue;
+            }
+            let h = hash_of(&self.frames[start..end]);
+            let mut cur = self.by_hash.get(&h).copied().unwrap_or(u32::MAX);
+            let mut last = u32::MAX;
+            while cur != u32::MAX {
+                let i = cur as usize;
+                let (s, e) = (self.starts[i] as usize, self.starts[i + 1] as usize);
+                if self.frames[s..e] == self.frames[start..end] {
+                    break;
+                }
+                last = cur;
+                cur = self.next[i];
+            }
+            if cur != u32::MAX {
+                ids.push(Some(StackId(cur)));
+                continue;
+            }
+            let id = u32::try_from(self.next.len()).expect("fewer than 2^32 stacks");
+            self.frames.copy_within(start..end, kept);
+            kept += end - start;
+            self.starts.push(u32::try_from(kept).expect("fewer than 2^32 frame references"));
+            self.next.push(u32::MAX);
+            if last == u32::MAX {
+                self.by_hash.insert(h, id);
+            } else {
+                self.next[last as usize] = id;
+            }
+            ids.push(Some(StackId(id)));
+        }
+        self.frames.truncate(kept);
+        ids
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +164,30 @@ mod tests {
         assert_eq!(l.len(), 3);
         assert_eq!(l.frames(StackId(2)), &f(&[9])[..]);
         assert_eq!(l.frames(StackId(0)), &f(&[1, 2, 3])[..]);
+    }
+
+    /// A batch given up gives the ids and lists `intern_batch` gives, first batch or later,
+    /// repeats (in the batch and of earlier batches) and empty stacks included.
+    #[test]
+    fn a_batch_given_up_interns_as_a_borrowed_one() {
+        let f = |v: &[u32]| v.iter().map(|&x| FrameId(x)).collect::<Vec<_>>();
+        let batches: [(&[u32], &[usize]); 3] = [
+            (&[1, 2, 3, 1, 2, 1, 2, 3, 4, 5, 1, 2], &[0, 3, 5, 5, 8, 10, 12]),
+            (&[4, 5, 9, 1, 2, 3, 7], &[0, 2, 3, 6, 6, 7]),
+            (&[], &[0, 0]),
+        ];
+        let (mut by_ref, mut by_vec) = (StackLists::default(), StackLists::default());
+        for (frames, bounds) in batches {
+            let want = by_ref.intern_batch(&f(frames), bounds);
+            let got = by_vec.intern_batch_vec(f(frames), bounds);
+            assert_eq!(got, want);
+        }
+        assert_eq!(by_vec.len(), 5);
+        assert_eq!(by_vec.frames, by_ref.frames);
+        assert_eq!(by_vec.starts, by_ref.starts);
+        assert_eq!(by_vec.next, by_ref.next);
+        assert_eq!(by_vec.frames(StackId(2)), &f(&[4, 5])[..]);
+        assert_eq!(by_vec.frames(StackId(4)), &f(&[7])[..]);
     }
 
     #[test]

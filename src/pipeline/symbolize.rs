@@ -38,6 +38,9 @@ pub fn run_symbolize(
     let mut inp = Input::open(input, decode.max_gzip_bytes)?;
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
+    // The trace is read where it lies when it is a plain file (mapped): the packet copies the
+    // decoder would make cost more than the file's pages (a trace of megabytes).
+    dopts.read_in_place = true;
     let mut clock = crate::timing::Phases::start("symbolize");
     // The symbol directories are indexed here (in parallel, on rayon); then another thread
     // reads the trace a second time for its frames only (a pre-pass over mappings and frames;

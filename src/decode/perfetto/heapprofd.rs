@@ -70,6 +70,11 @@ pub struct DecodeOptions {
     /// Leave frames' display names undemangled until the caller settles the ones it shows
     /// ([`crate::model::Tables::settle_names`]). Default: false.
     pub deferred_names: bool,
+    /// Decode a plain file's packets where they lie in a read-only map of it instead of
+    /// copying each into a buffer: fewer pages written, but the file's pages count in the
+    /// process's resident memory (`symbolize` sets it; not for big traces where memory
+    /// matters). Other inputs are read as ever. Default: false.
+    pub read_in_place: bool,
 }
 
 impl Default for DecodeOptions {
@@ -81,6 +86,7 @@ impl Default for DecodeOptions {
             include_unchanged: true,
             pids: Vec::new(),
             deferred_names: false,
+            read_in_place: false,
         }
     }
 }
@@ -608,6 +614,7 @@ fn run_decoder<'s, 'h>(
     // or two ahead of the tables' work on the last one.
     read_trace_ahead(
         input,
+        opts.read_in_place,
         &mut d,
         &mut |b, spare: Option<Box<Hot>>| {
             let mut p = hot::decode_packet(b, spare.unwrap_or_default()).map_err(|e| DecodeErr(Box::new(e)))?;
@@ -1412,7 +1419,7 @@ fn intern(
         }
     }
     let stacks = match lists {
-        Some(l) => l.intern_batch(&frames, &bounds),
+        Some(l) => l.intern_batch_vec(frames, &bounds),
         None => tables.intern_stacks(&frames, &bounds),
     };
     for (iid, st) in iids.into_iter().zip(stacks) {

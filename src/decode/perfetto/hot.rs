@@ -468,10 +468,14 @@ fn interned_data(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
                 hot.frames.push(f);
             }
             7 => {
-                // Room for the frame ids of the rest of the block in one step (two bytes or
-                // more each unpacked), not by doubling from small.
+                // Room for the frame ids of the rest of the block in one step, not by
+                // doubling from small: as many as two bytes each make (an unpacked id takes two
+                // or more; a packed one two or more past the 128 first iids). A quarter, as
+                // before, ran short on ids of three bytes, and the one regrowth copied them all
+                // (a quarter of `symbolize`'s page faults); pages reserved and never written
+                // cost nothing.
                 if hot.frame_ids.len() == hot.frame_ids.capacity() {
-                    hot.frame_ids.reserve(c.buf.len() / 4);
+                    hot.frame_ids.reserve(c.buf.len() / 2);
                 }
                 callstack(&mut c.nested(wt)?, hot)?
             }

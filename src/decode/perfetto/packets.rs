@@ -252,12 +252,67 @@ fn bundle<D: TraceDecoder, P: LoopPacket>(
 }
 
 /// What the reading thread of [`read_trace_ahead`] hands over, in the order of the stream.
-enum Ahead<P> {
+enum Ahead<'m, P> {
     /// A packet: its bytes, what decoding them gave, where it starts, its number, and the
     /// reader's offset after it.
-    Packet { bytes: Vec<u8>, pkt: std::result::Result<P, DecodeErr>, offset: u64, number: u64, end: u64 },
+    Packet { bytes: Bytes<'m>, pkt: std::result::Result<P, DecodeErr>, offset: u64, number: u64, end: u64 },
     /// The end of the stream at offset `end`, or the container's error there.
     End { end: u64, err: Option<Error> },
+}
+
+/// A packet's bytes: read into a buffer of their own, or where they lie in a mapped file.
+enum Bytes<'m> {
+    Read(Vec<u8>),
+    Mapped(&'m [u8]),
+}
+
+impl std::ops::Deref for Bytes<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Read(v) => v,
+            Bytes::Mapped(b) => b,
+        }
+    }
+}
+
+/// The container's packets, read from a stream or found in a mapped file.
+enum Packets<'r, 'm> {
+    Stream(PacketReader<&'r mut (dyn std::io::Read + Send)>),
+    Mapped(PacketReader<&'m [u8]>),
+}
+
+impl<'m> Packets<'_, 'm> {
+    /// The next packet (its offset, number and bytes; a packet read goes into `buf`, whose
+    /// old bytes it replaces), or `None` at the end.
+    fn next(&mut self, mut buf: Vec<u8>) -> Result<Option<(u64, u64, Bytes<'m>)>> {
+        match self {
+            Packets::Stream(r) => {
+                let Some(p) = r.next_packet()? else { return Ok(None) };
+                let (offset, number) = (p.offset, p.number);
+                r.swap_buffer(&mut buf);
+                Ok(Some((offset, number, Bytes::Read(buf))))
+            }
+            Packets::Mapped(r) => Ok(r.next_packet_in_place()?.map(|p| (p.offset, p.number, Bytes::Mapped(p.bytes)))),
+        }
+    }
+
+    fn offset(&self) -> u64 {
+        match self {
+            Packets::Stream(r) => r.offset(),
+            Packets::Mapped(r) => r.offset(),
+        }
+    }
+}
+
+/// A read-only map of `input` when it is a plain file that can be mapped, its pages read in
+/// ahead (`MAP_POPULATE`: one call instead of a fault every few pages).
+fn map_at_rest(input: &Input) -> Option<memmap2::Mmap> {
+    let crate::decode::input::AtRest::File(path) = input.at_rest()? else { return None };
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: a read-only map of the input, which heapconv never writes (an output written
+    // over it replaces the file, not its bytes); it lives for this reading only.
+    unsafe { memmap2::MmapOptions::new().populate().map(&file) }.ok()
 }
 
 /// Decodes one packet's bytes on the reading thread of [`read_trace_ahead`], reusing the spare
@@ -271,9 +326,13 @@ pub(super) type AheadFn<'f, P, S> = dyn FnMut(&[u8], Option<S>) -> std::result::
 /// not decode or the container's first error (both end the loop there), and `report.bytes` is
 /// the reader's offset after the last thing the loop took. Packets inside bundles are decoded
 /// by `decode` in the loop. After `f`, `recycle` may give back the buffers of the packet it
-/// took, for the reading thread to reuse (with the packet's byte buffer).
+/// took, for the reading thread to reuse (with the packet's byte buffer). With `in_place`, a
+/// plain file is mapped and each packet decoded where it lies, not copied into a buffer (the
+/// file's pages then count in the peak RSS: for `symbolize`, whose trace is small beside what
+/// the copies cost in page faults; not for `profile`'s big traces).
 pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
     input: &mut Input,
+    in_place: bool,
     d: &mut D,
     ahead: &mut AheadFn<'_, P, S>,
     recycle: &mut dyn FnMut(&mut D) -> Option<S>,
@@ -281,19 +340,22 @@ pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
     f: &mut BytesFn<'_, D, P>,
 ) -> Result<()> {
     let name = input.name.clone();
-    let mut reader = PacketReader::for_input(input, d.trace().max_packet_bytes);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<P>>(1);
+    let max_packet = d.trace().max_packet_bytes;
+    let map = if in_place { map_at_rest(input) } else { None };
+    let mut reader = match &map {
+        Some(m) => Packets::Mapped(PacketReader::new(&m[..], &name, Some(m.len() as u64), max_packet)),
+        None => Packets::Stream(PacketReader::for_input(input, max_packet)),
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<'_, P>>(1);
     let (back_tx, back_rx) = std::sync::mpsc::channel::<(Vec<u8>, Option<S>)>();
     std::thread::scope(|scope| {
         scope.spawn(move || {
             loop {
-                let (mut buf, spare) = back_rx.try_recv().unwrap_or_default();
-                let item = match reader.next_packet() {
-                    Ok(Some(p)) => {
-                        let (offset, number) = (p.offset, p.number);
-                        reader.swap_buffer(&mut buf);
-                        let pkt = ahead(&buf, spare);
-                        Ahead::Packet { bytes: buf, pkt, offset, number, end: reader.offset() }
+                let (buf, spare) = back_rx.try_recv().unwrap_or_default();
+                let item = match reader.next(buf) {
+                    Ok(Some((offset, number, bytes))) => {
+                        let pkt = ahead(&bytes, spare);
+                        Ahead::Packet { bytes, pkt, offset, number, end: reader.offset() }
                     }
                     Ok(None) => Ahead::End { end: reader.offset(), err: None },
                     Err(e) => Ahead::End { end: reader.offset(), err: Some(e) },
@@ -335,8 +397,12 @@ pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
                         })
                         .and_then(|pkt| packet(d, pkt, &bytes, offset, number, decode, f));
                     let spare = recycle(d);
+                    let buf = match bytes {
+                        Bytes::Read(v) => v,
+                        Bytes::Mapped(_) => Vec::new(),
+                    };
                     // The reading thread may have ended (it hangs up after the last packet).
-                    let _ = back_tx.send((bytes, spare));
+                    let _ = back_tx.send((buf, spare));
                     match r {
                         Ok(()) => {}
                         Err(e) if is_damage(&e) => {
