@@ -32,3 +32,14 @@ impl Phases {
         }
     }
 }
+
+/// With timings on, prints `heapconv: timing: STAGE/WHAT at MS ms`: the time since the first
+/// call of this function in the process (for the critical path of a stage whose phases run on
+/// several threads; the first call marks the start).
+pub fn at(stage: &str, what: &str) {
+    static START: OnceLock<Instant> = OnceLock::new();
+    if enabled() {
+        let start = *START.get_or_init(Instant::now);
+        eprintln!("heapconv: timing: {stage}/{what} at {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+    }
+}

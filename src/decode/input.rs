@@ -122,7 +122,7 @@ impl Input {
         let name = path.display().to_string();
         if name == "-" {
             let stdin = io::stdin();
-            return Self::from_reader(name, Box::new(stdin), None, max_expanded);
+            return Self::from_reader(name, Box::new(stdin), None, max_expanded, false);
         }
         let file = File::open(path).map_err(|e| Error::io(format!("opening {name}"), e))?;
         let meta = file.metadata().map_err(|e| Error::io(format!("reading {name}"), e))?;
@@ -132,8 +132,9 @@ impl Input {
         let size = meta.len();
         // Plain buffered reads: the page cache serves them without mapping the file into our
         // address space, so a large trace does not count against heapconv's resident memory.
-        let reader: Box<dyn Read + Send> = Box::new(io::BufReader::with_capacity(1 << 20, file));
-        let mut input = Self::from_reader(name, reader, Some(size), max_expanded)?;
+        // The file's first bytes are looked at unbuffered: a reader that never reads the
+        // stream (one that maps the file) then never fills, and writes, a buffer.
+        let mut input = Self::from_reader(name, Box::new(file), Some(size), max_expanded, true)?;
         input.path = Some(path.to_path_buf());
         Ok(input)
     }
@@ -155,7 +156,7 @@ impl Input {
     fn from_shared(name: &str, bytes: std::sync::Arc<[u8]>, max_expanded: u64) -> Result<Input> {
         let size = bytes.len() as u64;
         let reader = Box::new(io::Cursor::new(std::sync::Arc::clone(&bytes)));
-        let mut input = Self::from_reader(name.to_owned(), reader, Some(size), max_expanded)?;
+        let mut input = Self::from_reader(name.to_owned(), reader, Some(size), max_expanded, false)?;
         input.mem = Some(bytes);
         Ok(input)
     }
@@ -165,6 +166,7 @@ impl Input {
         reader: Box<dyn Read + Send>,
         file_size: Option<u64>,
         max_expanded: u64,
+        buffered: bool,
     ) -> Result<Input> {
         let mut peek = PeekReader::new(reader);
         let head = peek.peek(2).map_err(|e| Error::io(format!("reading {name}"), e))?;
@@ -179,6 +181,8 @@ impl Input {
         let reader: Box<dyn Read + Send> = if gzipped {
             let gz = flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 20, peek));
             Box::new(CappedReader::new(gz, max_expanded))
+        } else if buffered {
+            Box::new(io::BufReader::with_capacity(1 << 20, peek))
         } else {
             Box::new(peek)
         };

@@ -42,6 +42,7 @@ pub fn run_symbolize(
     // decoder would make cost more than the file's pages (a trace of megabytes).
     dopts.read_in_place = true;
     let mut clock = crate::timing::Phases::start("symbolize");
+    crate::timing::at("symbolize", "start");
     // The symbol directories are indexed here (in parallel, on rayon); then another thread
     // reads the trace a second time for its frames only (a pre-pass over mappings and frames;
     // callstacks and samples skipped by length) and starts their lookups: they overlap the
@@ -51,6 +52,7 @@ pub fn run_symbolize(
     // critical path, 15-25% slower.) That thread uses no rayon: this one may be a rayon worker
     // of a batch, blocked in `join` until the thread is done.
     let index = Symbolizer::new(opts.clone());
+    crate::timing::at("symbolize", "symbol directories indexed");
     // A trace at rest (a plain file, bytes in memory) is looked over for ModuleSymbols here, by
     // its packets' tags and lengths only (the decoder takes what is found instead of reading
     // the trace for it); one that holds none gets its frames' lookups started while the scan
@@ -80,6 +82,7 @@ pub fn run_symbolize(
                     Some(p) => p.frames,
                     None => pre_pass(&mut again, &d, wants).frames,
                 };
+                crate::timing::at("symbolize", "frame scan done");
                 if let Some(scan) = scan
                     && !scan.module_symbols
                 {
@@ -110,7 +113,11 @@ pub fn run_symbolize(
             }
         },
         // Each chain's end applies the answers, from the lookups' cache.
-        &mut |t, r| symbolizer_cell.borrow_mut().get().symbolize(t, r),
+        &mut |t, r| {
+            crate::timing::at("symbolize", "a chain ends: answers applied from");
+            symbolizer_cell.borrow_mut().get().symbolize(t, r);
+            crate::timing::at("symbolize", "answers applied");
+        },
         &mut |d| {
             last.insert((d.header.meta.pid.unwrap_or(0), d.header.meta.heap.clone()), d);
             Ok(())

@@ -587,6 +587,7 @@ impl Symbolizer {
                         o.lookup_all(&addrs);
                     }
                 }
+                crate::timing::at("symbolize", "background lookups done");
                 open
             });
             self.background.push(Background { path: path.clone(), more, job });
