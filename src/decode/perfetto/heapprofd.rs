@@ -1373,7 +1373,7 @@ fn intern(
     tables.withdraw_display_names();
     // Callstacks are interned as one batch (the bulk of a first dump's work).
     let mut iids = Vec::with_capacity(d.callstacks.len());
-    let mut frames = Vec::with_capacity(d.frame_ids.len());
+    let mut frames = Vec::with_capacity(d.frame_id_count());
     let mut bounds = Vec::with_capacity(d.callstacks.len() + 1);
     bounds.push(0);
     // The iids of this batch, as a set once they stop coming in increasing order (until then
@@ -1384,7 +1384,7 @@ fn intern(
         // The frames of the next callstack are fetched into the cache while this one's are
         // looked up (the frame table is larger than the cache, and frame ids come in no order).
         if let Some(next) = d.callstacks.get(k + 1) {
-            for &f in &d.frame_ids[next.frames.clone()] {
+            for f in d.frame_ids(next.frames.clone()) {
                 t.frames.prefetch(f);
             }
         }
@@ -1401,13 +1401,13 @@ fn intern(
             continue;
         }
         let start = frames.len();
-        let ids = &d.frame_ids[c.frames.clone()];
-        for &f in ids {
+        for f in d.frame_ids(c.frames.clone()) {
             match t.frames.get(f) {
                 Some(fid) => frames.push(fid),
                 None => {
                     frames.truncate(start);
-                    t.pending.callstacks.push(pb::Callstack { iid: c.iid, frame_ids: ids.to_vec() });
+                    let frame_ids = d.frame_ids(c.frames.clone()).collect();
+                    t.pending.callstacks.push(pb::Callstack { iid: c.iid, frame_ids });
                     continue 'callstacks;
                 }
             }

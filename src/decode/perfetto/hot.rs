@@ -179,8 +179,13 @@ pub(super) struct Hot {
     pub(super) demangled: Vec<Option<String>>,
     pub(super) frames: Vec<FrameRef>,
     pub(super) callstacks: Vec<CallRef>,
-    /// The frame ids of `callstacks`, one after the other.
-    pub(super) frame_ids: Vec<u64>,
+    /// The frame ids of `callstacks`, one after the other, as 32 bits ([`Hot::frame_ids`]
+    /// reads them): half the memory to write of 64 (a trace's frame references are most of
+    /// its interned data: 830k in `symbolize`'s benchmark trace, 8.6M in the issue-15 shape).
+    /// An id of `u32::MAX` or more is `u32::MAX` here and its value in `big_frame_ids`.
+    frame_ids: Vec<u32>,
+    /// The ids of `u32::MAX` or more of `frame_ids`: (position, id), positions increasing.
+    big_frame_ids: Vec<(usize, u64)>,
     pub(super) build_ids: Vec<Str>,
     pub(super) mapping_paths: Vec<Str>,
     pub(super) source_paths: Vec<Str>,
@@ -199,6 +204,40 @@ pub(super) struct Hot {
 }
 
 impl Hot {
+    /// The frame ids at `positions` of the callstacks' frame ids (a [`CallRef::frames`]).
+    #[inline]
+    pub(super) fn frame_ids(&self, positions: Range<usize>) -> impl Iterator<Item = u64> + '_ {
+        let start = positions.start;
+        self.frame_ids[positions].iter().enumerate().map(move |(i, &id)| {
+            if id != u32::MAX { u64::from(id) } else { self.big_frame_id(start + i) }
+        })
+    }
+
+    /// The number of frame ids of all callstacks.
+    pub(super) fn frame_id_count(&self) -> usize {
+        self.frame_ids.len()
+    }
+
+    #[cold]
+    fn big_frame_id(&self, at: usize) -> u64 {
+        match self.big_frame_ids.binary_search_by_key(&at, |e| e.0) {
+            Ok(i) => self.big_frame_ids[i].1,
+            Err(_) => u64::from(u32::MAX),
+        }
+    }
+
+    /// Appends a callstack's frame id.
+    #[inline(always)]
+    fn push_frame_id(&mut self, id: u64) {
+        match u32::try_from(id) {
+            Ok(small) if small != u32::MAX => self.frame_ids.push(small),
+            _ => {
+                self.big_frame_ids.push((self.frame_ids.len(), id));
+                self.frame_ids.push(u32::MAX);
+            }
+        }
+    }
+
     fn clear(&mut self) {
         self.interned = false;
         self.function_names.clear();
@@ -206,6 +245,7 @@ impl Hot {
         self.frames.clear();
         self.callstacks.clear();
         self.frame_ids.clear();
+        self.big_frame_ids.clear();
         self.build_ids.clear();
         self.mapping_paths.clear();
         self.source_paths.clear();
@@ -551,7 +591,7 @@ fn callstack(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
                 }
                 let limit = c.buf.len() - len as usize;
                 while c.buf.len() > limit {
-                    hot.frame_ids.push(fast_varint(&mut c.buf)?);
+                    hot.push_frame_id(fast_varint(&mut c.buf)?);
                 }
                 if c.buf.len() != limit {
                     return Err(BadWire("delimited length exceeded".into()));
@@ -559,12 +599,12 @@ fn callstack(c: &mut Cursor<'_>, hot: &mut Hot) -> R<()> {
             }
             2 => {
                 let v = c.varint(wt)?;
-                hot.frame_ids.push(v);
+                hot.push_frame_id(v);
                 // Unpacked ids come one after the other: each next `0x10` key (field 2, a
                 // varint) read here without the general key and field dispatch.
                 while let [0x10, ref rest @ ..] = *c.buf {
                     c.buf = rest;
-                    hot.frame_ids.push(fast_varint(&mut c.buf)?);
+                    hot.push_frame_id(fast_varint(&mut c.buf)?);
                 }
             }
             _ => c.skip(wt, tag, TOP - 2)?,
@@ -712,7 +752,7 @@ mod tests {
             callstacks: h
                 .callstacks
                 .iter()
-                .map(|c| pb::Callstack { iid: c.iid, frame_ids: h.frame_ids[c.frames.clone()].to_vec() })
+                .map(|c| pb::Callstack { iid: c.iid, frame_ids: h.frame_ids(c.frames.clone()).collect() })
                 .collect(),
             build_ids: h.build_ids.iter().map(string).collect(),
             mapping_paths: h.mapping_paths.iter().map(string).collect(),
@@ -812,6 +852,11 @@ mod tests {
                     pb::Callstack { iid: Some(1), frame_ids: vec![1, 2, 3] },
                     pb::Callstack { iid: Some(300), frame_ids: vec![] },
                     pb::Callstack { iid: None, frame_ids: vec![5, 4, 3, 2, 1, u64::MAX] },
+                    // Ids of 32 bits and past them (kept aside from the 32-bit ones).
+                    pb::Callstack {
+                        iid: Some(301),
+                        frame_ids: vec![u64::from(u32::MAX) - 1, u64::from(u32::MAX), 4, 1 << 32, 3, u64::from(u32::MAX)],
+                    },
                 ],
                 build_ids: vec![s(1, "\u{1}\u{2}")],
                 mapping_paths: vec![s(1, "system"), s(2, "lib64")],
