@@ -130,7 +130,9 @@ impl StackLists {
                 continue;
             }
             let id = u32::try_from(self.next.len()).expect("fewer than 2^32 stacks");
-            self.frames.copy_within(start..end, kept);
+            if kept != start {
+                self.frames.copy_within(start..end, kept);
+            }
             kept += end - start;
             self.starts.push(u32::try_from(kept).expect("fewer than 2^32 frame references"));
             self.next.push(u32::MAX);

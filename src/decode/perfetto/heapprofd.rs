@@ -1384,8 +1384,9 @@ fn intern(
         // The frames of the next callstack are fetched into the cache while this one's are
         // looked up (the frame table is larger than the cache, and frame ids come in no order).
         if let Some(next) = d.callstacks.get(k + 1) {
-            for f in d.frame_ids(next.frames.clone()) {
-                t.frames.prefetch(f);
+            // (An id stored as `u32::MAX` stands for a larger one: a wrong hint, no harm.)
+            for &f in d.frame_ids_stored(next.frames.clone()) {
+                t.frames.prefetch(u64::from(f));
             }
         }
         let Some(iid) = c.iid else { continue };
@@ -1400,17 +1401,16 @@ fn intern(
         if !increasing && batch.contains(&iid) {
             continue;
         }
-        let start = frames.len();
-        for f in d.frame_ids(c.frames.clone()) {
-            match t.frames.get(f) {
-                Some(fid) => frames.push(fid),
-                None => {
-                    frames.truncate(start);
-                    let frame_ids = d.frame_ids(c.frames.clone()).collect();
-                    t.pending.callstacks.push(pb::Callstack { iid: c.iid, frame_ids });
-                    continue 'callstacks;
-                }
-            }
+        // Ids of 32 bits, as every trace has them, in a loop of their own (no id to look aside for).
+        let found = if d.has_big_frame_ids() {
+            frames_of(d.frame_ids(c.frames.clone()), &t.frames, &mut frames)
+        } else {
+            frames_of(d.frame_ids_stored(c.frames.clone()).iter().map(|&f| u64::from(f)), &t.frames, &mut frames)
+        };
+        if !found {
+            let frame_ids = d.frame_ids(c.frames.clone()).collect();
+            t.pending.callstacks.push(pb::Callstack { iid: c.iid, frame_ids });
+            continue 'callstacks;
         }
         bounds.push(frames.len());
         iids.push(iid);
@@ -1483,6 +1483,23 @@ fn try_frame(
 /// Interns a frame; one with a source file or line of its own (Perfetto's `Frame.source_path_iid`
 /// and `line_number`, set by producers that symbolize online) gets them as its one line
 /// ([`Tables::intern_frame_with_line`]), as trace processor gives such a frame a symbol.
+/// Appends the frames of the frame ids `ids` to `out`; false (and `out` as it was) when one
+/// is not interned yet.
+#[inline(always)]
+fn frames_of(ids: impl Iterator<Item = u64>, frames: &IidMap<FrameId>, out: &mut Vec<FrameId>) -> bool {
+    let start = out.len();
+    for f in ids {
+        match frames.get(f) {
+            Some(fid) => out.push(fid),
+            None => {
+                out.truncate(start);
+                return false;
+            }
+        }
+    }
+    true
+}
+
 fn intern_frame_of(
     tables: &mut Tables,
     map: Option<MappingId>,
