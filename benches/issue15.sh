@@ -19,8 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=$1; NEW=$2; shift 2; PARTS=${*:-flame symbolize merge profile}; RUNS=${RUNS:-2}
 B=target/bench; mkdir -p "$B"
-# Where the flame part writes its outputs (BENCH_OUT; default target/bench).
-O=${BENCH_OUT:-$B}; mkdir -p "$O"
+# Where the flame and symbolize parts write their outputs (BENCH_OUT; default a new temporary
+# directory: target/bench holds the shared inputs, read-only for most users).
+O=${BENCH_OUT:-$(mktemp -d)}; mkdir -p "$O"; echo "outputs in $O"
 T="%e s wall, %U s user, %S s sys, %M KB peak"
 [ -f $B/big300k.pftrace ] || ./target/release/synth -o $B/big300k.pftrace --callstacks 300000 --depth 30 --dumps 4 --processes 2
 for part in $PARTS; do
@@ -53,14 +54,15 @@ for part in $PARTS; do
         --other-frames 45300 --callstacks 44000 --depth 30
       target/oracle-venv/bin/python ../shared/tools/perfetto_encode.py $B/mixed.textproto $B/mixed.pftrace
     fi
+    # The outputs go to $O (BENCH_OUT), never into the inputs' directory.
     for _ in $(seq "$RUNS"); do
-      /usr/bin/time -f "symbolize new: $T" "$NEW" symbolize $B/mixed.pftrace --symbol-dir $B -o $B/mixed.symbols.pb -q
-      /usr/bin/time -f "symbolize old: $T" "$OLD" symbolize $B/mixed.pftrace --symbol-dir $B -o $B/mixed.symbols-old.pb -q
+      /usr/bin/time -f "symbolize new: $T" "$NEW" symbolize $B/mixed.pftrace --symbol-dir $B -o $O/mixed.symbols.pb -q
+      /usr/bin/time -f "symbolize old: $T" "$OLD" symbolize $B/mixed.pftrace --symbol-dir $B -o $O/mixed.symbols-old.pb -q
       /usr/bin/time -f "llvm-symbolizer: $T" llvm-symbolizer --inlines --output-style=JSON --obj=$B/libsqlite3.so \
-        < $B/mixed.addrs > $B/mixed.llvm.jsonl
+        < $B/mixed.addrs > $O/mixed.llvm.jsonl
     done 2>&1
-    cmp $B/mixed.symbols.pb $B/mixed.symbols-old.pb && echo "symbolize identical to OLD"
-    target/oracle-venv/bin/python symbols/bench/check-module-symbols.py $B/mixed.symbols.pb $B/mixed.llvm.jsonl ;;
+    cmp $O/mixed.symbols.pb $O/mixed.symbols-old.pb && echo "symbolize identical to OLD"
+    target/oracle-venv/bin/python symbols/bench/check-module-symbols.py $O/mixed.symbols.pb $O/mixed.llvm.jsonl ;;
   merge)
     [ -d $B/fp-new ] || "$NEW" profile $B/big300k.pftrace -o $B/fp-new -q
     # shellcheck disable=SC2012
@@ -72,8 +74,8 @@ for part in $PARTS; do
       [ -f "${pair%% *}" ] || continue
       for _ in $(seq "$RUNS"); do
         # shellcheck disable=SC2086
-        /usr/bin/time -f "merge heapconv ($pair): $T" "$NEW" merge $pair -o $B/merge.pb.gz -q
-        /usr/bin/time -f "merge go ($pair): $T" sh -c "go tool pprof -proto $pair > $B/merge-go.pb.gz 2>/dev/null"
+        /usr/bin/time -f "merge heapconv ($pair): $T" "$NEW" merge $pair -o $O/merge.pb.gz -q
+        /usr/bin/time -f "merge go ($pair): $T" sh -c "go tool pprof -proto $pair > $O/merge-go.pb.gz 2>/dev/null"
       done 2>&1
     done ;;
   profile)
@@ -81,14 +83,14 @@ for part in $PARTS; do
     for _ in $(seq "$RUNS"); do
       for who in old new; do
         H=$OLD; [ $who = new ] && H=$NEW
-        rm -rf $B/p15-$who; /usr/bin/time -f "profile $who: $T" "$H" profile $B/issue15.pftrace -o $B/p15-$who -q
+        rm -rf $O/p15-$who; /usr/bin/time -f "profile $who: $T" "$H" profile $B/issue15.pftrace -o $O/p15-$who -q
       done
     done 2>&1
-    for f in $B/p15-old/*.pb.gz; do
-      g=$B/p15-new/$(basename "$f")
+    for f in $O/p15-old/*.pb.gz; do
+      g=$O/p15-new/$(basename "$f")
       [ "$(zcat "$f" | sha256sum)" = "$(zcat "$g" | sha256sum)" ] || echo "DIFFERENT (decompressed): $f"
       cmp -s "$f" "$g" || echo "compressed bytes differ: $f"
     done
-    echo "profile outputs compared: $(ls $B/p15-old | wc -l) files" ;;
+    echo "profile outputs compared: $(ls $O/p15-old | wc -l) files" ;;
   esac
 done
