@@ -998,59 +998,71 @@ fn llvm_file(file: String, rel_dirs: &[String]) -> String {
 }
 
 fn lookup(loader: &addr2line::Loader, symbols: &SymbolTable, rel_dirs: &[String], addr: u64) -> RawLines {
-    let mut out = RawLines::new();
+    // The lines as DWARF gives them (names and files borrowed), then owned strings made once
+    // each: the outermost line's names come from the symbol table when it names the address,
+    // and are then never read from DWARF (nor demangled) only to be replaced.
+    let mut frames = Vec::new();
     // DWARF ranges are half-open, so no range holds the last address; addr2line computes
     // `addr + 1` to probe, which overflows there (a panic in builds with overflow checks).
     // A trace can name any rel_pc, so that address is simply not looked up in DWARF.
-    let frames = if addr == u64::MAX { Err(()) } else { loader.find_frames(addr).map_err(|_| ()) };
-    if let Ok(mut frames) = frames {
-        while let Ok(Some(f)) = frames.next() {
-            let (system, function) = match &f.function {
-                Some(func) => {
-                    let raw = func.raw_name().map(|s| s.into_owned()).unwrap_or_default();
-                    // Our demangler, so that names read the same as llvm-symbolizer's.
-                    let dem = crate::model::frame::demangle(&raw).unwrap_or_else(|| raw.clone());
-                    (raw, dem)
-                }
-                None => (String::new(), String::new()),
-            };
-            let (file, line, column) = match &f.location {
-                Some(l) => {
-                    (llvm_file(l.file.unwrap_or("").to_owned(), rel_dirs), l.line.unwrap_or(0), l.column.unwrap_or(0))
-                }
-                None => (String::new(), 0, 0),
-            };
-            if function.is_empty() && file.is_empty() {
-                continue;
-            }
-            out.push(ResolvedLine { function, system_name: system, file, line, column });
+    let iter = if addr == u64::MAX { Err(()) } else { loader.find_frames(addr).map_err(|_| ()) };
+    if let Ok(mut iter) = iter {
+        while let Ok(Some(f)) = iter.next() {
+            frames.push(f);
         }
     }
+    let found: Vec<(Option<std::borrow::Cow<'_, str>>, &str, u32, u32)> = frames
+        .iter()
+        .filter_map(|f| {
+            let raw = f.function.as_ref().map(|func| func.raw_name().unwrap_or_default());
+            let (file, line, column) = match &f.location {
+                Some(l) => (l.file.unwrap_or(""), l.line.unwrap_or(0), l.column.unwrap_or(0)),
+                None => ("", 0, 0),
+            };
+            // A line with neither a function name nor a file is left out.
+            let empty = raw.as_deref().is_none_or(str::is_empty) && file.is_empty();
+            (!empty).then_some((raw, file, line, column))
+        })
+        .collect();
+    let named = |raw: &str| {
+        // Our demangler, so that names read the same as llvm-symbolizer's.
+        let function = crate::model::frame::demangle(raw).unwrap_or_else(|| raw.to_owned());
+        (function, raw.to_owned())
+    };
     // As llvm-symbolizer does with DWARF: the symbol table's name for the address, when there
     // is one, replaces the outermost frame's (clones such as `main.cold`, and functions whose
     // DWARF has no linkage name, read as the symbol table says).
     // The symbol's file (for a local symbol, from the STT_FILE before it) fills in a frame
     // DWARF gave no file.
-    if let Some(last) = out.last_mut() {
-        if let Some(sym) = symbols.find(addr) {
-            last.function = crate::model::frame::demangle(sym.name).unwrap_or_else(|| sym.name.to_owned());
-            last.system_name = sym.name.to_owned();
-            if last.file.is_empty() {
-                sym.file.clone_into(&mut last.file);
+    let symbol = symbols.find(addr);
+    if found.is_empty() {
+        return match symbol {
+            Some(sym) => {
+                let (function, system_name) = named(sym.name);
+                vec![ResolvedLine { function, system_name, file: sym.file.to_owned(), line: 0, column: 0 }]
             }
-        }
+            None => RawLines::new(),
+        };
     }
-    if out.is_empty() {
-        if let Some(sym) = symbols.find(addr) {
-            let dem = crate::model::frame::demangle(sym.name).unwrap_or_else(|| sym.name.to_owned());
-            out.push(ResolvedLine {
-                function: dem,
-                system_name: sym.name.to_owned(),
-                file: sym.file.to_owned(),
-                line: 0,
-                column: 0,
-            });
-        }
+    let last = found.len() - 1;
+    let mut out = RawLines::with_capacity(found.len());
+    for (i, (raw, file, line, column)) in found.into_iter().enumerate() {
+        let file = llvm_file(file.to_owned(), rel_dirs);
+        let (function, system_name, file) = match (&symbol, i == last) {
+            (Some(sym), true) => {
+                let (function, system_name) = named(sym.name);
+                let file = if file.is_empty() { sym.file.to_owned() } else { file };
+                (function, system_name, file)
+            }
+            _ => match raw {
+                Some(raw) => {
+                    let (function, system_name) = named(&raw);
+                    (function, system_name, file)
+                }
+                None => (String::new(), String::new(), file),
+            },
+        };
+        out.push(ResolvedLine { function, system_name, file, line, column });
     }
     out
 }

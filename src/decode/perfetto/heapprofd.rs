@@ -1744,6 +1744,50 @@ fn resolve_inline(
 mod tests {
     use super::*;
 
+    /// A plain file decoded where it lies in a map (`read_in_place`) gives what it gives read
+    /// through a buffer: the report, damage and errors, the dumps, the lists and the frames, on
+    /// every trace fixture and on cuts of one (a packet cut short, a length past the end).
+    #[test]
+    fn a_file_read_in_place_decodes_as_one_read_through_a_buffer() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+        let mut traces: Vec<Vec<u8>> = Vec::new();
+        for d in [dir.to_owned(), format!("{dir}/heapgraph")] {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.to_string_lossy().ends_with(".pftrace") {
+                    traces.push(std::fs::read(p).unwrap());
+                }
+            }
+        }
+        assert!(traces.len() > 10, "{}", traces.len());
+        let biggest = traces.iter().max_by_key(|t| t.len()).unwrap().clone();
+        for cut in (1..8).map(|k| biggest.len() * k / 8) {
+            traces.push(biggest[..cut].to_vec());
+        }
+        let path = std::env::temp_dir().join(format!("heapconv-in-place-{}.pftrace", std::process::id()));
+        let decode = |in_place: bool| {
+            let opts = DecodeOptions { read_in_place: in_place, ..DecodeOptions::default() };
+            let mut input = Input::open(&path, opts.max_gzip_bytes).unwrap();
+            let mut dumps = Vec::new();
+            let got = decode_heapprofd_frames(&mut input, &opts, &mut |_, _| {}, &mut |_, _| {}, &mut |d| {
+                dumps.push(format!("{d:?}"));
+                Ok(())
+            });
+            match got {
+                Ok((report, tables, lists)) => {
+                    let stacks: Vec<_> = (0..lists.len()).map(|i| lists.frames(StackId(i as u32)).to_vec()).collect();
+                    format!("{report:?} {dumps:?} {stacks:?} {:?}", tables.frames())
+                }
+                Err(e) => format!("error {e} after {dumps:?}"),
+            }
+        };
+        for (i, t) in traces.iter().enumerate() {
+            std::fs::write(&path, t).unwrap();
+            assert_eq!(decode(true), decode(false), "trace {i} ({} bytes)", t.len());
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
     #[test]
     fn packed_samples_read_back_as_written() {
         let samples = [

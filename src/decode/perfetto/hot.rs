@@ -208,9 +208,10 @@ impl Hot {
     #[inline]
     pub(super) fn frame_ids(&self, positions: Range<usize>) -> impl Iterator<Item = u64> + '_ {
         let start = positions.start;
-        self.frame_ids[positions].iter().enumerate().map(move |(i, &id)| {
-            if id != u32::MAX { u64::from(id) } else { self.big_frame_id(start + i) }
-        })
+        self.frame_ids[positions]
+            .iter()
+            .enumerate()
+            .map(move |(i, &id)| if id != u32::MAX { u64::from(id) } else { self.big_frame_id(start + i) })
     }
 
     /// The frame ids at `positions` as stored: 32 bits, `u32::MAX` standing for an id of
@@ -950,7 +951,14 @@ mod tests {
                     // Ids of 32 bits and past them (kept aside from the 32-bit ones).
                     pb::Callstack {
                         iid: Some(301),
-                        frame_ids: vec![u64::from(u32::MAX) - 1, u64::from(u32::MAX), 4, 1 << 32, 3, u64::from(u32::MAX)],
+                        frame_ids: vec![
+                            u64::from(u32::MAX) - 1,
+                            u64::from(u32::MAX),
+                            4,
+                            1 << 32,
+                            3,
+                            u64::from(u32::MAX),
+                        ],
                     },
                 ],
                 build_ids: vec![s(1, "\u{1}\u{2}")],

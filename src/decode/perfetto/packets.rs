@@ -305,14 +305,40 @@ impl<'m> Packets<'_, 'm> {
     }
 }
 
-/// A read-only map of `input` when it is a plain file that can be mapped, its pages read in
-/// ahead (`MAP_POPULATE`: one call instead of a fault every few pages).
+/// Files up to this size are mapped with their pages read in at once.
+const POPULATE_UP_TO: u64 = 64 << 20;
+
+/// The unit in which the pages of a mapped input are released behind the loop: a multiple of
+/// every page size (4, 16 or 64 KiB).
+const RELEASE_UNIT: usize = 64 << 10;
+
+/// A read-only map of `input` when it is a plain file that can be mapped; one of at most
+/// [`POPULATE_UP_TO`] bytes has its pages read in ahead (`MAP_POPULATE`: one call instead of a
+/// fault every few pages).
 fn map_at_rest(input: &Input) -> Option<memmap2::Mmap> {
     let crate::decode::input::AtRest::File(path) = input.at_rest()? else { return None };
     let file = std::fs::File::open(path).ok()?;
+    let mut options = memmap2::MmapOptions::new();
+    if file.metadata().ok()?.len() <= POPULATE_UP_TO {
+        options.populate();
+    }
     // SAFETY: a read-only map of the input, which heapconv never writes (an output written
     // over it replaces the file, not its bytes); it lives for this reading only.
-    unsafe { memmap2::MmapOptions::new().populate().map(&file) }.ok()
+    unsafe { options.map(&file) }.ok()
+}
+
+/// Takes the pages of `map` before byte `upto` (in whole [`RELEASE_UNIT`]s, from `*released`
+/// on) out of the process's resident memory: the loop is done with the packets there, so that
+/// a mapped trace counts in the peak RSS by the packets at work, not by its size.
+fn release_behind(map: &memmap2::Mmap, released: &mut usize, upto: u64) {
+    let upto = usize::try_from(upto).unwrap_or(usize::MAX).min(map.len()) / RELEASE_UNIT * RELEASE_UNIT;
+    if upto > *released {
+        // SAFETY: no byte of the range is borrowed any more (the packets there are done with;
+        // the reading thread holds only later ones), and pages of a read-only file map dropped
+        // this way read the same bytes from the file again if touched.
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, *released, upto - *released) };
+        *released = upto;
+    }
 }
 
 /// Decodes one packet's bytes on the reading thread of [`read_trace_ahead`], reusing the spare
@@ -346,6 +372,7 @@ pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
         Some(m) => Packets::Mapped(PacketReader::new(&m[..], &name, Some(m.len() as u64), max_packet)),
         None => Packets::Stream(PacketReader::for_input(input, max_packet)),
     };
+    let mut released = 0;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Ahead<'_, P>>(1);
     let (back_tx, back_rx) = std::sync::mpsc::channel::<(Vec<u8>, Option<S>)>();
     std::thread::scope(|scope| {
@@ -401,6 +428,9 @@ pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
                         Bytes::Read(v) => v,
                         Bytes::Mapped(_) => Vec::new(),
                     };
+                    if let Some(m) = &map {
+                        release_behind(m, &mut released, at);
+                    }
                     // The reading thread may have ended (it hangs up after the last packet).
                     let _ = back_tx.send((buf, spare));
                     match r {
