@@ -38,8 +38,8 @@ pub fn run_symbolize(
     let mut inp = Input::open(input, decode.max_gzip_bytes)?;
     let mut dopts = decode.clone();
     dopts.include_unchanged = false;
-    // The trace is read where it lies when it is a plain file (mapped): the packet copies the
-    // decoder would make cost more than the file's pages (a trace of megabytes).
+    // The trace is read where it lies when it is a plain file (mapped, its pages released
+    // behind the decoder): no packet is copied into fresh pages.
     dopts.read_in_place = true;
     let mut clock = crate::timing::Phases::start("symbolize");
     crate::timing::at("symbolize", "start");

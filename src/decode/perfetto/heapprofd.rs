@@ -71,9 +71,10 @@ pub struct DecodeOptions {
     /// ([`crate::model::Tables::settle_names`]). Default: false.
     pub deferred_names: bool,
     /// Decode a plain file's packets where they lie in a read-only map of it instead of
-    /// copying each into a buffer: fewer pages written, but the file's pages count in the
-    /// process's resident memory (`symbolize` sets it; not for big traces where memory
-    /// matters). Other inputs are read as ever. Default: false.
+    /// copying each into a buffer: fewer pages written. The packets at work count in the
+    /// process's resident memory (a file of up to 64 MiB whole at the start, its pages read in
+    /// at once; those behind the decoder are released). `symbolize` sets it; other inputs are
+    /// read as ever. Default: false.
     pub read_in_place: bool,
 }
 

@@ -317,9 +317,11 @@ const RELEASE_UNIT: usize = 64 << 10;
 /// fault every few pages).
 fn map_at_rest(input: &Input) -> Option<memmap2::Mmap> {
     let crate::decode::input::AtRest::File(path) = input.at_rest()? else { return None };
+    // (Not a pipe or a device: those are read as streams.)
+    let meta = std::fs::metadata(path).ok().filter(std::fs::Metadata::is_file)?;
     let file = std::fs::File::open(path).ok()?;
     let mut options = memmap2::MmapOptions::new();
-    if file.metadata().ok()?.len() <= POPULATE_UP_TO {
+    if meta.len() <= POPULATE_UP_TO {
         options.populate();
     }
     // SAFETY: a read-only map of the input, which heapconv never writes (an output written
@@ -353,9 +355,10 @@ pub(super) type AheadFn<'f, P, S> = dyn FnMut(&[u8], Option<S>) -> std::result::
 /// the reader's offset after the last thing the loop took. Packets inside bundles are decoded
 /// by `decode` in the loop. After `f`, `recycle` may give back the buffers of the packet it
 /// took, for the reading thread to reuse (with the packet's byte buffer). With `in_place`, a
-/// plain file is mapped and each packet decoded where it lies, not copied into a buffer (the
-/// file's pages then count in the peak RSS: for `symbolize`, whose trace is small beside what
-/// the copies cost in page faults; not for `profile`'s big traces).
+/// plain file is mapped and each packet decoded where it lies, not copied into a buffer; the
+/// pages behind the packets the loop is done with are released, so the file counts in the peak
+/// RSS by the packets at work (and, up to [`POPULATE_UP_TO`], by its whole size at the start,
+/// its pages read in at once).
 pub(super) fn read_trace_ahead<D: TraceDecoder, P: LoopPacket + Send, S: Send>(
     input: &mut Input,
     in_place: bool,
