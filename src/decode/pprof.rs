@@ -296,6 +296,8 @@ fn decode_parts<'a>(bytes: &'a [u8], name: &str, lean: bool) -> Result<Parts<'a>
     let (mut rest, mut samples, mut strings, mut invalid, locations, functions) = split_samples(bytes, name, true)?;
     let mut raw_locations = parse_locations(bytes, &locations);
     let mut raw_functions = parse_functions(bytes, &functions);
+    // (Freed now: what is made next takes their room rather than fresh pages.)
+    drop((locations, functions));
     if raw_locations.is_none() || raw_functions.is_none() {
         (rest, samples, strings, invalid, _, _) = split_samples(bytes, name, false)?;
         (raw_locations, raw_functions) = (None, None);
@@ -323,11 +325,11 @@ fn decode_parts<'a>(bytes: &'a [u8], name: &str, lean: bool) -> Result<Parts<'a>
         Some(f) => f,
         None => msg.function.iter().map(|f| (f.id, f.name, f.system_name, f.filename)).collect(),
     };
-    let mut converter = Converter::new(&msg, &functions, &strings, name)?;
+    let mut converter = Converter::new(&msg, functions, &strings, name, lean)?;
     if lean {
         converter.lean = Some(LeanParts::default());
     }
-    let r = converter.convert(bytes, &samples, raw_locations.as_ref());
+    let r = converter.convert(bytes, &samples, raw_locations);
     clock.done("convert");
     let (mut p, parts) = r?;
     if invalid > 0 {
@@ -569,8 +571,8 @@ fn parse_sample(body: &[u8], locs: &mut Vec<u64>, values: &mut Vec<i64>, labels:
 /// Turns a decoded message into the model, checking every reference.
 struct Converter<'a> {
     msg: &'a pp::Profile,
-    /// The functions (from the wire, or from `msg`).
-    funcs: &'a [RawFunction],
+    /// The functions (from the wire, or from `msg`); emptied once read.
+    funcs: Vec<RawFunction>,
     /// The string table (not in `msg`: read beside it).
     table: &'a [Cow<'a, str>],
     name: &'a str,
@@ -620,22 +622,30 @@ impl<T: Copy> IdMap<T> {
 }
 
 impl<'a> Converter<'a> {
-    fn new(msg: &'a pp::Profile, funcs: &'a [RawFunction], table: &'a [Cow<'a, str>], name: &'a str) -> Result<Self> {
+    fn new(
+        msg: &'a pp::Profile,
+        funcs: Vec<RawFunction>,
+        table: &'a [Cow<'a, str>],
+        name: &'a str,
+        lean: bool,
+    ) -> Result<Self> {
         if table.first().is_some_and(|s| !s.is_empty()) {
             return Err(Error::new(
                 ErrorKind::Malformed,
                 format!("{name}: string_table[0] must be the empty string, not {:?}", table[0]),
             ));
         }
+        let functions = IdMap::for_ids(funcs.iter().map(|f| f.0), funcs.len());
         Ok(Converter {
             msg,
             funcs,
             table,
             name,
             tables: Tables::default(),
-            strings: vec![None; table.len()],
+            // (Lean: only label keys use it, sized at the first.)
+            strings: if lean { Vec::new() } else { vec![None; table.len()] },
             mappings: IdMap::for_ids(msg.mapping.iter().map(|m| m.id), msg.mapping.len()),
-            functions: IdMap::for_ids(funcs.iter().map(|f| f.0), funcs.len()),
+            functions,
             // Numbered in `convert`, where the locations are read.
             locations: IdMap::Dense(Vec::new()),
             lean: None,
@@ -679,6 +689,9 @@ impl<'a> Converter<'a> {
         if self.lean.is_none() || id.is_empty() {
             return Ok(id);
         }
+        if self.strings.len() != self.table.len() {
+            self.strings = vec![None; self.table.len()];
+        }
         let slot = &mut self.strings[index as usize];
         if let Some(k) = *slot {
             return Ok(k);
@@ -693,7 +706,7 @@ impl<'a> Converter<'a> {
         mut self,
         bytes: &[u8],
         sample_ranges: &[(usize, usize)],
-        raw: Option<&RawLocations>,
+        raw: Option<RawLocations>,
     ) -> Result<(FlatProfile, Option<LeanParts>)> {
         let msg = self.msg;
         let name = self.name;
@@ -724,7 +737,8 @@ impl<'a> Converter<'a> {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: mapping id {} is defined twice", m.id)));
             }
         }
-        for (i, &(id, fname, system_name, filename)) in self.funcs.iter().enumerate() {
+        let funcs = std::mem::take(&mut self.funcs);
+        for (i, &(id, fname, system_name, filename)) in funcs.iter().enumerate() {
             let what = || format!("function {id} (#{i})");
             if id == 0 {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: function #{i} has id 0")));
@@ -734,8 +748,8 @@ impl<'a> Converter<'a> {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: function id {id} is defined twice")));
             }
         }
+        drop(funcs);
         // The locations as prost would give them, when prost did not read them.
-        let from_prost;
         let raw = match raw {
             Some(r) => r,
             None => {
@@ -745,11 +759,13 @@ impl<'a> Converter<'a> {
                     r.lines.extend(l.line.iter().map(|ln| (ln.function_id, ln.line, ln.column)));
                     r.locations.push((l.id, l.mapping_id, l.address, first, l.line.len()));
                 }
-                from_prost = r;
-                &from_prost
+                r
             }
         };
         self.locations = IdMap::for_ids(raw.locations.iter().map(|l| l.0), raw.locations.len());
+        if let Some(lean) = &mut self.lean {
+            lean.frames.reserve_exact(raw.locations.len());
+        }
         let mut line_buf: Vec<Line> = Vec::new();
         for (i, &(lid, mapping_id, address, first, nlines)) in raw.locations.iter().enumerate() {
             if lid == 0 {
@@ -810,6 +826,9 @@ impl<'a> Converter<'a> {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: location id {lid} is defined twice")));
             }
         }
+        // Read: their room goes to the samples.
+        drop(raw);
+        self.functions = IdMap::Dense(Vec::new());
         let mut sample_types = Vec::with_capacity(msg.sample_type.len());
         for (i, t) in msg.sample_type.iter().enumerate() {
             let what = || format!("sample type #{i}");
