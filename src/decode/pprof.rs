@@ -826,6 +826,18 @@ impl<'a> Converter<'a> {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: location id {lid} is defined twice")));
             }
         }
+        // Locations numbered 1, 2, … in the order written, each its own frame (as heapconv, Go
+        // and most producers write them): a sample's location id is then its frame id + 1, and
+        // its frames are found without the table.
+        let nlocs = raw.locations.len();
+        let identity = match &self.locations {
+            IdMap::Dense(t) => {
+                t.len() == nlocs + 1
+                    && t[0].is_none()
+                    && t[1..].iter().enumerate().all(|(i, f)| *f == Some(FrameId(i as u32)))
+            }
+            IdMap::Sparse(_) => false,
+        };
         // Read: their room goes to the samples.
         drop(raw);
         self.functions = IdMap::Dense(Vec::new());
@@ -905,7 +917,15 @@ impl<'a> Converter<'a> {
                     format!("{name}: sample {i} refers to location {lid}, which is not defined"),
                 )
             };
-            if let IdMap::Dense(table) = &self.locations {
+            if identity {
+                frames.resize(locs.len(), FrameId(0));
+                for (f, &lid) in frames.iter_mut().zip(&locs) {
+                    if lid.wrapping_sub(1) >= nlocs as u64 {
+                        return Err(unknown(lid));
+                    }
+                    *f = FrameId((lid - 1) as u32);
+                }
+            } else if let IdMap::Dense(table) = &self.locations {
                 frames.resize(locs.len(), FrameId(0));
                 for (f, &lid) in frames.iter_mut().zip(&locs) {
                     *f = usize::try_from(lid)

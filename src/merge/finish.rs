@@ -276,7 +276,26 @@ impl Merger {
             // added in that order.
             let mut clock2 = crate::timing::Phases::start("build frames");
             let live: Vec<u32> = frame_order.iter().copied().filter(|&f| used[f as usize]).collect();
-            for &fi in &live {
+            for (k, &fi) in live.iter().enumerate() {
+                // (In rank order, not storage order: the frame some way ahead fetched early,
+                // then the lines and string numbers of nearer ones.)
+                use crate::model::tables::prefetch;
+                if let Some(&ahead) = live.get(k + 8) {
+                    prefetch(&self.frames[ahead as usize]);
+                }
+                if let Some(&ahead) = live.get(k + 4) {
+                    let a = &self.frames[ahead as usize];
+                    if a.lines_len > 0 {
+                        prefetch(&self.lines[a.lines_at as usize]);
+                    }
+                }
+                if let Some(&ahead) = live.get(k + 2) {
+                    let a = &self.frames[ahead as usize];
+                    match self.frame_lines(a) {
+                        [] => out_str.prefetch(a.name),
+                        lines => lines.iter().for_each(|l| out_str.prefetch(l.function)),
+                    }
+                }
                 let f = &self.frames[fi as usize];
                 if let Some(m) = f.mapping {
                     let mm = &self.maps[m as usize];
@@ -335,9 +354,15 @@ impl Merger {
                 .collect();
             clock2.done("make frames");
             let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
-            for (&fi, frame) in live.iter().zip(frames) {
-                out_frames[fi as usize] =
-                    if distinct { out.push_distinct_frame(frame) } else { out.intern_frame_exact(frame) };
+            if distinct {
+                let first = out.push_distinct_frames(frames).0;
+                for (k, &fi) in live.iter().enumerate() {
+                    out_frames[fi as usize] = FrameId(first + k as u32);
+                }
+            } else {
+                for (&fi, frame) in live.iter().zip(frames) {
+                    out_frames[fi as usize] = out.intern_frame_exact(frame);
+                }
             }
             clock2.done("push frames");
             out_frames
@@ -489,6 +514,13 @@ impl OutStrings {
             *slot = u32::try_from(self.order.len()).expect("fewer than 2^32 strings");
         }
         StringId(*slot)
+    }
+
+    /// Fetches early what [`OutStrings::get`] of `id` reads.
+    fn prefetch(&self, id: StringId) {
+        if let Some(slot) = self.ids.get(id.0 as usize) {
+            crate::model::tables::prefetch(slot);
+        }
     }
 
     /// `id` in the output's strings, numbered already by [`OutStrings::get`].
