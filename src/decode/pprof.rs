@@ -594,6 +594,41 @@ enum IdMap<T> {
     Sparse(HashMap<u64, T>),
 }
 
+/// Frames of location ids that were numbered in ascending order (the frame of an id is the
+/// number of ids below it): per 64 ids, a bit per id present and the frame of the first.
+struct IdRanks {
+    blocks: Vec<(u64, u32)>,
+}
+
+impl IdRanks {
+    /// The ranks of `table` (frames by location id), if each frame is its id's rank.
+    fn of(table: &[Option<FrameId>]) -> Option<IdRanks> {
+        let mut blocks = vec![(0u64, 0u32); table.len().div_ceil(64)];
+        let mut rank = 0u32;
+        for (b, ids) in blocks.iter_mut().zip(table.chunks(64)) {
+            b.1 = rank;
+            for (k, f) in ids.iter().enumerate() {
+                if let Some(f) = f {
+                    if f.0 != rank {
+                        return None;
+                    }
+                    b.0 |= 1 << k;
+                    rank += 1;
+                }
+            }
+        }
+        Some(IdRanks { blocks })
+    }
+
+    /// The frame of location `id`, if it was defined.
+    #[inline]
+    fn get(&self, id: u64) -> Option<FrameId> {
+        let &(bits, first) = self.blocks.get(usize::try_from(id >> 6).ok()?)?;
+        let bit = 1u64 << (id & 63);
+        (bits & bit != 0).then(|| FrameId(first + (bits & (bit - 1)).count_ones()))
+    }
+}
+
 impl<T: Copy> IdMap<T> {
     fn for_ids(ids: impl Iterator<Item = u64>, count: usize) -> Self {
         let max = ids.max().unwrap_or(0);
@@ -826,17 +861,13 @@ impl<'a> Converter<'a> {
                 return Err(Error::new(ErrorKind::Malformed, format!("{name}: location id {lid} is defined twice")));
             }
         }
-        // Locations numbered 1, 2, … in the order written, each its own frame (as heapconv, Go
-        // and most producers write them): a sample's location id is then its frame id + 1, and
-        // its frames are found without the table.
-        let nlocs = raw.locations.len();
-        let identity = match &self.locations {
-            IdMap::Dense(t) => {
-                t.len() == nlocs + 1
-                    && t[0].is_none()
-                    && t[1..].iter().enumerate().all(|(i, f)| *f == Some(FrameId(i as u32)))
-            }
-            IdMap::Sparse(_) => false,
+        // Locations numbered in ascending order as written, each its own frame (as heapconv, Go
+        // and most producers write them, with gaps or without): a location's frame is then the
+        // number of ids below its own, found in a bitmap of the ids a hundredth of the table's
+        // size (which stays in cache, where the table does not).
+        let ranks = match &self.locations {
+            IdMap::Dense(t) => IdRanks::of(t),
+            IdMap::Sparse(_) => None,
         };
         // Read: their room goes to the samples.
         drop(raw);
@@ -917,13 +948,10 @@ impl<'a> Converter<'a> {
                     format!("{name}: sample {i} refers to location {lid}, which is not defined"),
                 )
             };
-            if identity {
+            if let Some(ranks) = &ranks {
                 frames.resize(locs.len(), FrameId(0));
                 for (f, &lid) in frames.iter_mut().zip(&locs) {
-                    if lid.wrapping_sub(1) >= nlocs as u64 {
-                        return Err(unknown(lid));
-                    }
-                    *f = FrameId((lid - 1) as u32);
+                    *f = ranks.get(lid).ok_or_else(|| unknown(lid))?;
                 }
             } else if let IdMap::Dense(table) = &self.locations {
                 frames.resize(locs.len(), FrameId(0));

@@ -796,6 +796,13 @@ pub fn encode_flat_parts_with(
                 let mut labels: Vec<WireLabel> = Vec::new();
                 let sid = |id: StringId| label_keys.get(&id).copied().unwrap_or(0);
                 for i in range {
+                    // (Location ids are read in sample order, not in frame order: those of the
+                    // sample after next fetched early.)
+                    if i + 2 < n {
+                        for f in profile.sample(i + 2).0 {
+                            crate::model::tables::prefetch(&loc_varint[f.0 as usize]);
+                        }
+                    }
                     let (frames, values) = profile.sample(i);
                     // Each location's varint is written as 8 bytes and the end moved by its length.
                     path.clear();
@@ -878,13 +885,11 @@ pub fn encode_flat_parts_with(
                     for (i, &f) in run.iter().enumerate() {
                         // (Frames are read in first-use order, not in storage order: the frame
                         // some way ahead, and the lines of a nearer one, fetched early.)
-                        if let Some(ahead) = run.get(i + 8) {
+                        if let Some(ahead) = run.get(i + 16) {
                             crate::model::tables::prefetch(&all[ahead.0 as usize]);
                         }
-                        if let Some(ahead) = run.get(i + 4) {
-                            if let Some(l) = all[ahead.0 as usize].lines.first() {
-                                crate::model::tables::prefetch(l);
-                            }
+                        if let Some(l) = run.get(i + 8).and_then(|ahead| all[ahead.0 as usize].lines.first()) {
+                            crate::model::tables::prefetch(l);
                         }
                         let k = j * RUN + i;
                         let frame = &all[f.0 as usize];
@@ -912,6 +917,9 @@ pub fn encode_flat_parts_with(
                     for (i, &t) in run.iter().enumerate() {
                         // (The text some way ahead fetched early: strings are numbered in first
                         // use order, not in the tables' order.)
+                        if let Some(&OutText::Model(id)) = run.get(i + 16) {
+                            b.tables.strings.prefetch(id);
+                        }
                         if let Some(first) = run.get(i + 8).and_then(|&ahead| b.text(ahead).as_bytes().first()) {
                             crate::model::tables::prefetch(first);
                         }

@@ -324,8 +324,26 @@ impl Merger {
             let (out_str, out_maps) = (&*out_str, &out_maps);
             let frames: Vec<Frame> = live
                 .par_iter()
+                .enumerate()
                 .with_min_len(1 << 12)
-                .map(|&fi| {
+                .map(|(k, &fi)| {
+                    // (As above: what frames ahead read fetched early.)
+                    use crate::model::tables::prefetch;
+                    if let Some(&ahead) = live.get(k + 16) {
+                        prefetch(&self.frames[ahead as usize]);
+                    }
+                    if let Some(&ahead) = live.get(k + 8) {
+                        let a = &self.frames[ahead as usize];
+                        if a.lines_len > 0 {
+                            prefetch(&self.lines[a.lines_at as usize]);
+                        }
+                        out_str.prefetch(a.name);
+                    }
+                    if let Some(&ahead) = live.get(k + 4) {
+                        self.frame_lines(&self.frames[ahead as usize])
+                            .iter()
+                            .for_each(|l| out_str.prefetch(l.function));
+                    }
                     let f = &self.frames[fi as usize];
                     let os = |id: StringId| out_str.known(id);
                     let (mapping, start) = match f.mapping {
