@@ -1050,6 +1050,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ascending_location_ids_map_to_frames_by_rank() {
+        // Ids 1, 2, 4, 70 and 130 (gaps inside and across 64-id blocks), frames 0 to 4.
+        let mut table = vec![None; 131];
+        for (f, id) in [1usize, 2, 4, 70, 130].into_iter().enumerate() {
+            table[id] = Some(FrameId(f as u32));
+        }
+        let ranks = IdRanks::of(&table).expect("ascending");
+        let got: Vec<Option<FrameId>> = [0u64, 1, 2, 3, 4, 5, 63, 64, 70, 129, 130, 131, 1 << 40, u64::MAX]
+            .iter()
+            .map(|&id| ranks.get(id))
+            .collect();
+        let f = |i: u32| Some(FrameId(i));
+        assert_eq!(got, [None, f(0), f(1), None, f(2), None, None, None, f(3), None, f(4), None, None, None]);
+        // Frames not in id order (or shared by two ids): no ranks, the table answers.
+        table.swap(4, 70);
+        assert!(IdRanks::of(&table).is_none());
+        table.swap(4, 70);
+        table[5] = Some(FrameId(2));
+        assert!(IdRanks::of(&table).is_none());
+    }
+
+    #[test]
     fn kinds_from_names() {
         assert_eq!(value_kind("alloc_objects", "count"), ValueKind::TotalCount);
         assert_eq!(value_kind("alloc_space", "bytes"), ValueKind::TotalSize);

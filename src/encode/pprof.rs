@@ -885,10 +885,10 @@ pub fn encode_flat_parts_with(
                     for (i, &f) in run.iter().enumerate() {
                         // (Frames are read in first-use order, not in storage order: the frame
                         // some way ahead, and the lines of a nearer one, fetched early.)
-                        if let Some(ahead) = run.get(i + 16) {
+                        if let Some(ahead) = run.get(i + 32) {
                             crate::model::tables::prefetch(&all[ahead.0 as usize]);
                         }
-                        if let Some(l) = run.get(i + 8).and_then(|ahead| all[ahead.0 as usize].lines.first()) {
+                        if let Some(l) = run.get(i + 16).and_then(|ahead| all[ahead.0 as usize].lines.first()) {
                             crate::model::tables::prefetch(l);
                         }
                         let k = j * RUN + i;
@@ -917,10 +917,10 @@ pub fn encode_flat_parts_with(
                     for (i, &t) in run.iter().enumerate() {
                         // (The text some way ahead fetched early: strings are numbered in first
                         // use order, not in the tables' order.)
-                        if let Some(&OutText::Model(id)) = run.get(i + 16) {
+                        if let Some(&OutText::Model(id)) = run.get(i + 32) {
                             b.tables.strings.prefetch(id);
                         }
-                        if let Some(first) = run.get(i + 8).and_then(|&ahead| b.text(ahead).as_bytes().first()) {
+                        if let Some(first) = run.get(i + 16).and_then(|&ahead| b.text(ahead).as_bytes().first()) {
                             crate::model::tables::prefetch(first);
                         }
                         let text = b.text(t);

@@ -18,11 +18,18 @@ impl Merger {
         let pieces: Vec<(String, Vec<usize>)> = order
             .par_chunks(1 << 15)
             .map(|ids| {
-                let texts = ids.iter().map(|&id| self.strings.get(StringId(id)));
-                let mut text = String::with_capacity(texts.clone().map(str::len).sum());
+                // One pass (the strings are read out of storage order): where the string some
+                // way ahead lies, then the text of a nearer one, fetched early.
+                let mut text = String::with_capacity(ids.len() * 32);
                 let mut ends = Vec::with_capacity(ids.len());
-                for t in texts {
-                    text.push_str(t);
+                for (k, &id) in ids.iter().enumerate() {
+                    if let Some(&ahead) = ids.get(k + 32) {
+                        self.strings.prefetch_offsets(StringId(ahead));
+                    }
+                    if let Some(&ahead) = ids.get(k + 16) {
+                        self.strings.prefetch_text(StringId(ahead));
+                    }
+                    text.push_str(self.strings.get(StringId(id)));
                     ends.push(text.len());
                 }
                 (text, ends)

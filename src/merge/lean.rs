@@ -144,6 +144,13 @@ impl Merger {
             seq.clear();
             batch.clear();
             for (i, _) in valued.iter().enumerate().take(last).skip(first).filter(|x| *x.1) {
+                // (Frames are looked up in sample order: those of the sample after next
+                // fetched early.)
+                if i + 2 < n {
+                    for f in p.sample(i + 2).0 {
+                        crate::model::tables::prefetch(&seen.frames[f.0 as usize]);
+                    }
+                }
                 let frames = p.sample(i).0;
                 let at = seq.len();
                 for &f in frames {
