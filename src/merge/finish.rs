@@ -18,9 +18,16 @@ impl Merger {
         let pieces: Vec<(String, Vec<usize>)> = order
             .par_chunks(1 << 15)
             .map(|ids| {
-                // One pass (the strings are read out of storage order): where the string some
-                // way ahead lies, then the text of a nearer one, fetched early.
-                let mut text = String::with_capacity(ids.len() * 32);
+                // (The strings are read out of storage order: where the string some way ahead
+                // lies, then the text of a nearer one, fetched early.)
+                let mut bytes = 0;
+                for (k, &id) in ids.iter().enumerate() {
+                    if let Some(&ahead) = ids.get(k + 32) {
+                        self.strings.prefetch_offsets(StringId(ahead));
+                    }
+                    bytes += self.strings.len_of(StringId(id));
+                }
+                let mut text = String::with_capacity(bytes);
                 let mut ends = Vec::with_capacity(ids.len());
                 for (k, &id) in ids.iter().enumerate() {
                     if let Some(&ahead) = ids.get(k + 32) {

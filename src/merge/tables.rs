@@ -312,6 +312,13 @@ impl MStrings {
         &self.text[self.offsets[i]..self.offsets[i + 1]]
     }
 
+    /// The length of string `id` in bytes (0 for an id this table did not give), its text not
+    /// read.
+    pub(super) fn len_of(&self, id: StringId) -> usize {
+        let i = id.0 as usize;
+        if i + 1 >= self.offsets.len() { 0 } else { self.offsets[i + 1] - self.offsets[i] }
+    }
+
     /// Fetches early (a hint) where string `id` lies, which [`MStrings::get`] reads first.
     pub(super) fn prefetch_offsets(&self, id: StringId) {
         if let Some(o) = self.offsets.get(id.0 as usize + 1) {
