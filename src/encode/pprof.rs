@@ -208,6 +208,19 @@ impl Builder {
         id
     }
 
+    /// Fetches early the string numbers that [`Builder::number_location`] reads for `frame`.
+    fn prefetch_location(&self, frame: &crate::model::Frame) {
+        let fetch = |id: StringId| {
+            if let Some(v) = self.by_id.get(id.0 as usize) {
+                crate::model::tables::prefetch(v);
+            }
+        };
+        match frame.lines.as_slice() {
+            [] => fetch(frame.name),
+            lines => lines.iter().for_each(|l| fetch(l.function)),
+        }
+    }
+
     /// Numbers what location `frame_id` uses at its first use, in the order its Location
     /// message names them: the mapping's file name and build id, then per line (or, for a frame
     /// without lines, of the frame) the name, system name and file, and the function. Appends
@@ -783,6 +796,13 @@ pub fn encode_flat_parts_with(
                 let mut labels: Vec<WireLabel> = Vec::new();
                 let sid = |id: StringId| label_keys.get(&id).copied().unwrap_or(0);
                 for i in range {
+                    // (Location ids are read in sample order, not in frame order: those of the
+                    // sample after next fetched early.)
+                    if i + 2 < n {
+                        for f in profile.sample(i + 2).0 {
+                            crate::model::tables::prefetch(&loc_varint[f.0 as usize]);
+                        }
+                    }
                     let (frames, values) = profile.sample(i);
                     // Each location's varint is written as 8 bytes and the end moved by its length.
                     path.clear();
@@ -821,6 +841,13 @@ pub fn encode_flat_parts_with(
             if let Some(ahead) = order.get(k + 8) {
                 crate::model::tables::prefetch(&all[ahead.0 as usize]);
             }
+            // (Then the lines of a nearer frame, and the string numbers of a nearer one still.)
+            if let Some(l) = order.get(k + 4).and_then(|ahead| all[ahead.0 as usize].lines.first()) {
+                crate::model::tables::prefetch(l);
+            }
+            if let Some(&ahead) = order.get(k + 2) {
+                b.prefetch_location(&all[ahead.0 as usize]);
+            }
             line_at.push(u32::try_from(fns.len()).expect("fewer than 2^32 lines"));
             mapping_of.push(b.number_location(f, &mut fns));
         }
@@ -856,6 +883,14 @@ pub fn encode_flat_parts_with(
                     bytes.reserve(run.len() * 24);
                     let mut lines: Vec<(u64, u32, u32)> = Vec::new();
                     for (i, &f) in run.iter().enumerate() {
+                        // (Frames are read in first-use order, not in storage order: the frame
+                        // some way ahead, and the lines of a nearer one, fetched early.)
+                        if let Some(ahead) = run.get(i + 32) {
+                            crate::model::tables::prefetch(&all[ahead.0 as usize]);
+                        }
+                        if let Some(l) = run.get(i + 16).and_then(|ahead| all[ahead.0 as usize].lines.first()) {
+                            crate::model::tables::prefetch(l);
+                        }
                         let k = j * RUN + i;
                         let frame = &all[f.0 as usize];
                         let ids = &fns[line_at[k] as usize..line_at[k + 1] as usize];
@@ -879,7 +914,15 @@ pub fn encode_flat_parts_with(
                     let c = j - nl - nf;
                     let run = &b.strings[c * RUN..((c + 1) * RUN).min(b.strings.len())];
                     bytes.reserve(run.iter().map(|&t| b.text(t).len() + 6).sum());
-                    for &t in run {
+                    for (i, &t) in run.iter().enumerate() {
+                        // (The text some way ahead fetched early: strings are numbered in first
+                        // use order, not in the tables' order.)
+                        if let Some(&OutText::Model(id)) = run.get(i + 32) {
+                            b.tables.strings.prefetch(id);
+                        }
+                        if let Some(first) = run.get(i + 16).and_then(|&ahead| b.text(ahead).as_bytes().first()) {
+                            crate::model::tables::prefetch(first);
+                        }
                         let text = b.text(t);
                         prost::encoding::encode_key(6, prost::encoding::WireType::LengthDelimited, &mut bytes);
                         prost::encoding::encode_varint(text.len() as u64, &mut bytes);

@@ -18,11 +18,25 @@ impl Merger {
         let pieces: Vec<(String, Vec<usize>)> = order
             .par_chunks(1 << 15)
             .map(|ids| {
-                let texts = ids.iter().map(|&id| self.strings.get(StringId(id)));
-                let mut text = String::with_capacity(texts.clone().map(str::len).sum());
+                // (The strings are read out of storage order: where the string some way ahead
+                // lies, then the text of a nearer one, fetched early.)
+                let mut bytes = 0;
+                for (k, &id) in ids.iter().enumerate() {
+                    if let Some(&ahead) = ids.get(k + 32) {
+                        self.strings.prefetch_offsets(StringId(ahead));
+                    }
+                    bytes += self.strings.len_of(StringId(id));
+                }
+                let mut text = String::with_capacity(bytes);
                 let mut ends = Vec::with_capacity(ids.len());
-                for t in texts {
-                    text.push_str(t);
+                for (k, &id) in ids.iter().enumerate() {
+                    if let Some(&ahead) = ids.get(k + 32) {
+                        self.strings.prefetch_offsets(StringId(ahead));
+                    }
+                    if let Some(&ahead) = ids.get(k + 16) {
+                        self.strings.prefetch_text(StringId(ahead));
+                    }
+                    text.push_str(self.strings.get(StringId(id)));
                     ends.push(text.len());
                 }
                 (text, ends)
@@ -276,7 +290,26 @@ impl Merger {
             // added in that order.
             let mut clock2 = crate::timing::Phases::start("build frames");
             let live: Vec<u32> = frame_order.iter().copied().filter(|&f| used[f as usize]).collect();
-            for &fi in &live {
+            for (k, &fi) in live.iter().enumerate() {
+                // (In rank order, not storage order: the frame some way ahead fetched early,
+                // then the lines and string numbers of nearer ones.)
+                use crate::model::tables::prefetch;
+                if let Some(&ahead) = live.get(k + 8) {
+                    prefetch(&self.frames[ahead as usize]);
+                }
+                if let Some(&ahead) = live.get(k + 4) {
+                    let a = &self.frames[ahead as usize];
+                    if a.lines_len > 0 {
+                        prefetch(&self.lines[a.lines_at as usize]);
+                    }
+                }
+                if let Some(&ahead) = live.get(k + 2) {
+                    let a = &self.frames[ahead as usize];
+                    match self.frame_lines(a) {
+                        [] => out_str.prefetch(a.name),
+                        lines => lines.iter().for_each(|l| out_str.prefetch(l.function)),
+                    }
+                }
                 let f = &self.frames[fi as usize];
                 if let Some(m) = f.mapping {
                     let mm = &self.maps[m as usize];
@@ -305,8 +338,26 @@ impl Merger {
             let (out_str, out_maps) = (&*out_str, &out_maps);
             let frames: Vec<Frame> = live
                 .par_iter()
+                .enumerate()
                 .with_min_len(1 << 12)
-                .map(|&fi| {
+                .map(|(k, &fi)| {
+                    // (As above: what frames ahead read fetched early.)
+                    use crate::model::tables::prefetch;
+                    if let Some(&ahead) = live.get(k + 16) {
+                        prefetch(&self.frames[ahead as usize]);
+                    }
+                    if let Some(&ahead) = live.get(k + 8) {
+                        let a = &self.frames[ahead as usize];
+                        if a.lines_len > 0 {
+                            prefetch(&self.lines[a.lines_at as usize]);
+                        }
+                        out_str.prefetch(a.name);
+                    }
+                    if let Some(&ahead) = live.get(k + 4) {
+                        self.frame_lines(&self.frames[ahead as usize])
+                            .iter()
+                            .for_each(|l| out_str.prefetch(l.function));
+                    }
                     let f = &self.frames[fi as usize];
                     let os = |id: StringId| out_str.known(id);
                     let (mapping, start) = match f.mapping {
@@ -335,9 +386,15 @@ impl Merger {
                 .collect();
             clock2.done("make frames");
             let mut out_frames = vec![FrameId(u32::MAX); self.frames.len()];
-            for (&fi, frame) in live.iter().zip(frames) {
-                out_frames[fi as usize] =
-                    if distinct { out.push_distinct_frame(frame) } else { out.intern_frame_exact(frame) };
+            if distinct {
+                let first = out.push_distinct_frames(frames).0;
+                for (k, &fi) in live.iter().enumerate() {
+                    out_frames[fi as usize] = FrameId(first + k as u32);
+                }
+            } else {
+                for (&fi, frame) in live.iter().zip(frames) {
+                    out_frames[fi as usize] = out.intern_frame_exact(frame);
+                }
             }
             clock2.done("push frames");
             out_frames
@@ -489,6 +546,13 @@ impl OutStrings {
             *slot = u32::try_from(self.order.len()).expect("fewer than 2^32 strings");
         }
         StringId(*slot)
+    }
+
+    /// Fetches early what [`OutStrings::get`] of `id` reads.
+    fn prefetch(&self, id: StringId) {
+        if let Some(slot) = self.ids.get(id.0 as usize) {
+            crate::model::tables::prefetch(slot);
+        }
     }
 
     /// `id` in the output's strings, numbered already by [`OutStrings::get`].

@@ -40,27 +40,71 @@ struct Seen {
     frames: Vec<u32>,
 }
 
+impl Seen {
+    /// String `id` of the input in the merger's strings (every one was interned by
+    /// `add_pprof_strings`).
+    fn string(&self, id: StringId) -> StringId {
+        if id.is_empty() { id } else { StringId(self.strings[id.0 as usize]) }
+    }
+}
+
+/// What the first step of adding a pprof input ([`Merger::add_pprof_strings`]) leaves for the
+/// second ([`Merger::add_pprof_rest`]): the input's strings in the merger's, its columns and
+/// their factors.
+#[derive(Debug)]
+pub struct PprofStrings {
+    side: usize,
+    cols: Vec<usize>,
+    scale: Vec<i64>,
+    strings: Vec<u32>,
+}
+
 impl Merger {
     /// Adds a pprof profile read without tables to side `side` (see [`Merger::new`]): the same
     /// as adding the profile `decode_pprof` makes of the same bytes (without its empty stacks)
     /// with [`Merger::add_any`], without annotations.
     pub fn add_pprof(&mut self, parts: &PprofParts<'_>, side: usize) -> Result<()> {
+        match self.add_pprof_strings(parts.profile, parts.strings, side)? {
+            Some(started) => self.add_pprof_rest(parts, started),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Merger::add_pprof`] in two steps, this the first: checks the side and the header and
+    /// interns every string of the input. `None` when the profile has no samples (nothing more
+    /// to add). The strings (and the bytes they borrow) are not read after this step, so a
+    /// caller can free them before the second, [`Merger::add_pprof_rest`].
+    pub fn add_pprof_strings(
+        &mut self,
+        p: &FlatProfile,
+        strings: &[Cow<'_, str>],
+        side: usize,
+    ) -> Result<Option<PprofStrings>> {
         if side >= self.sides {
             return Err(Error::new(ErrorKind::Usage, format!("side {side} of a merge with {} sides", self.sides)));
         }
-        let p = parts.profile;
         let (h, cols) = Header::of(&p.header, &self.opts)?;
         let scale = self.merge_header(h)?;
         if p.sample_count() == 0 {
-            return Ok(());
+            return Ok(None);
         }
+        // Every string at once (nearly all are used), in a pass that fetches slots early.
+        let mut ids = vec![UNSET; strings.len()];
+        self.strings.intern_all(strings, &mut ids);
+        Ok(Some(PprofStrings { side, cols, scale, strings: ids }))
+    }
+
+    /// The second step of [`Merger::add_pprof`] (after [`Merger::add_pprof_strings`] of the
+    /// same profile): mappings, frames and samples. `parts.strings` is not read (it may be
+    /// empty): every string was interned by the first step.
+    pub fn add_pprof_rest(&mut self, parts: &PprofParts<'_>, started: PprofStrings) -> Result<()> {
+        let p = parts.profile;
+        let PprofStrings { side, cols, scale, strings } = started;
         let mut seen = Seen {
-            strings: vec![UNSET; parts.strings.len()],
+            strings,
             mappings: vec![(UNSET, 0, 0); parts.mappings.len()],
             frames: vec![UNSET; parts.frames.len()],
         };
-        // Every string at once (nearly all are used), in a pass that fetches slots early.
-        self.strings.intern_all(parts.strings, &mut seen.strings);
         let ncols = cols.len();
         let width = self.width();
         let n = p.sample_count();
@@ -100,6 +144,13 @@ impl Merger {
             seq.clear();
             batch.clear();
             for (i, _) in valued.iter().enumerate().take(last).skip(first).filter(|x| *x.1) {
+                // (Frames are looked up in sample order: those of the sample after next
+                // fetched early.)
+                if i + 2 < n {
+                    for f in p.sample(i + 2).0 {
+                        crate::model::tables::prefetch(&seen.frames[f.0 as usize]);
+                    }
+                }
                 let frames = p.sample(i).0;
                 let at = seq.len();
                 for &f in frames {
@@ -118,14 +169,11 @@ impl Merger {
                 }
                 labels.clear();
                 for &(k, v) in p.sample_labels(i) {
-                    let unit = p.num_label_unit(k).map_or(StringId::EMPTY, |u| self.pprof_string(parts, &mut seen, u));
-                    labels.push(MLabel::Num(self.pprof_string(parts, &mut seen, k), v, unit));
+                    let unit = p.num_label_unit(k).map_or(StringId::EMPTY, |u| seen.string(u));
+                    labels.push(MLabel::Num(seen.string(k), v, unit));
                 }
                 for &(k, v) in p.sample_str_labels(i) {
-                    labels.push(MLabel::Str(
-                        self.pprof_string(parts, &mut seen, k),
-                        self.pprof_string(parts, &mut seen, v),
-                    ));
+                    labels.push(MLabel::Str(seen.string(k), seen.string(v)));
                 }
                 let ls = self.label_set(&mut labels);
                 let slot = self.slot(stack, ls, width);
@@ -139,24 +187,13 @@ impl Merger {
         Ok(())
     }
 
-    fn pprof_string(&mut self, parts: &PprofParts<'_>, seen: &mut Seen, id: StringId) -> StringId {
-        if id.is_empty() {
-            return id;
-        }
-        let slot = &mut seen.strings[id.0 as usize];
-        if *slot == UNSET {
-            *slot = self.strings.intern(&parts.strings[id.0 as usize]).0;
-        }
-        StringId(*slot)
-    }
-
     /// Mapping `i` of the input: (merged mapping, start, end), as [`Merger::mapping`] gives.
     fn pprof_mapping(&mut self, parts: &PprofParts<'_>, seen: &mut Seen, i: usize) -> (u32, u64, u64) {
         if seen.mappings[i].0 != UNSET {
             return seen.mappings[i];
         }
         let m = &parts.mappings[i];
-        let path = self.pprof_string(parts, seen, m.path);
+        let path = seen.string(m.path);
         seen.mappings[i] = self.intern_mapping_of(&m.build_id[..], path, m.start, m.end, m.exact_offset);
         seen.mappings[i]
     }
@@ -218,9 +255,9 @@ impl Merger {
         let base = lines.len();
         for l in &parts.lines[at as usize..at as usize + len as usize] {
             lines.push(Line {
-                function: self.pprof_string(parts, seen, l.function),
-                system_name: self.pprof_string(parts, seen, l.system_name),
-                file: self.pprof_string(parts, seen, l.file),
+                function: seen.string(l.function),
+                system_name: seen.string(l.system_name),
+                file: seen.string(l.file),
                 line: l.line,
                 column: l.column,
             });
@@ -230,7 +267,7 @@ impl Merger {
             let l = lines.pop().expect("one line");
             (l.function, l.system_name)
         } else if own.is_empty() {
-            (self.pprof_string(parts, seen, name), self.pprof_string(parts, seen, raw))
+            (seen.string(name), seen.string(raw))
         } else {
             (StringId::EMPTY, StringId::EMPTY)
         };

@@ -55,7 +55,7 @@ use crate::error::{Error, Result};
 use crate::model::{FlatProfile, Profile};
 
 pub use diff::{diff_factors, diff_pprof, scaled};
-pub use lean::{PprofFrame, PprofParts};
+pub use lean::{PprofFrame, PprofParts, PprofStrings};
 pub use merger::{AnyProfile, Merger};
 pub use sample_types::TypeSelector;
 

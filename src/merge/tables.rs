@@ -312,6 +312,31 @@ impl MStrings {
         &self.text[self.offsets[i]..self.offsets[i + 1]]
     }
 
+    /// The length of string `id` in bytes (0 for an id this table did not give), its text not
+    /// read.
+    pub(super) fn len_of(&self, id: StringId) -> usize {
+        let i = id.0 as usize;
+        if i + 1 >= self.offsets.len() { 0 } else { self.offsets[i + 1] - self.offsets[i] }
+    }
+
+    /// Fetches early (a hint) where string `id` lies, which [`MStrings::get`] reads first.
+    pub(super) fn prefetch_offsets(&self, id: StringId) {
+        if let Some(o) = self.offsets.get(id.0 as usize + 1) {
+            crate::model::tables::prefetch(o);
+        }
+    }
+
+    /// Fetches early (a hint) the text of string `id` (its offsets read, as
+    /// [`MStrings::prefetch_offsets`] fetches them).
+    pub(super) fn prefetch_text(&self, id: StringId) {
+        let i = id.0 as usize;
+        if let Some(&at) = self.offsets.get(i).filter(|_| i + 1 < self.offsets.len()) {
+            if let Some(b) = self.text.as_bytes().get(at) {
+                crate::model::tables::prefetch(b);
+            }
+        }
+    }
+
     /// Makes room for `strings` more strings of `bytes` bytes in all.
     pub(super) fn reserve(&mut self, strings: usize, bytes: usize) {
         self.text.reserve(bytes);

@@ -186,6 +186,13 @@ impl StringTable {
         if i < self.ends.len() { self.text_of(i) } else { "" }
     }
 
+    /// Fetches early (a hint) where string `id` ends, which [`StringTable::get`] reads first.
+    pub fn prefetch(&self, id: StringId) {
+        if let Some(end) = self.ends.get(id.0 as usize) {
+            crate::model::tables::prefetch(end);
+        }
+    }
+
     /// The id of `s` if it was interned.
     pub fn lookup(&self, s: &str) -> Option<StringId> {
         if self.indexed == self.len() {

@@ -268,6 +268,19 @@ impl Tables {
         id
     }
 
+    /// [`Tables::push_distinct_frame`] of each of `frames` in turn (taking the list itself
+    /// when the tables hold no frame yet); returns the id of the first.
+    pub fn push_distinct_frames(&mut self, frames: Vec<Frame>) -> FrameId {
+        let id = FrameId(to_u32(self.frames.len()));
+        if self.frames.is_empty() {
+            self.frames = frames;
+        } else {
+            self.frames.extend(frames);
+        }
+        to_u32(self.frames.len()); // (The count fits.)
+        id
+    }
+
     fn display_name(&mut self, raw: StringId) -> StringId {
         if raw.is_empty() {
             return raw;

@@ -19,7 +19,7 @@ use crate::decode::hprof::{
 };
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
-use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
+use crate::decode::pprof::{LeanPprof, PprofDecodeOptions, read_pprof};
 use crate::decode::{Input, InputKind, sniff};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::{AnyProfile, MergeOptions, Merger, PprofParts, TypeSelector, merge_tree};
@@ -867,19 +867,21 @@ pub fn merge_inputs(
                 clock.done(&format!("decode {i}"));
                 let taken = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
                 let mut m = taken.unwrap_or_else(|| Merger::new(merge.clone(), sides));
-                let parts = PprofParts {
-                    profile: &lean.profile,
-                    strings: &lean.strings,
-                    mappings: &lean.mappings,
-                    frames: &lean.frames,
-                    lines: &lean.lines,
-                };
-                let added = m.add_pprof(&parts, side_of(i));
+                // The strings first; then they and the bytes they borrow are freed, so that the
+                // accumulator grows into their room rather than into fresh pages.
+                let LeanPprof { profile, strings, mappings, frames, lines } = lean;
+                let started = m.add_pprof_strings(&profile, &strings, side_of(i));
+                drop(strings);
+                drop(bytes);
+                let parts =
+                    PprofParts { profile: &profile, strings: &[], mappings: &mappings, frames: &frames, lines: &lines };
+                let added = started.and_then(|s| s.map_or(Ok(()), |s| m.add_pprof_rest(&parts, s)));
+                drop((mappings, frames, lines));
                 pool.lock().unwrap_or_else(|e| e.into_inner()).push(m);
                 clock.done(&format!("add {i}"));
                 added?;
                 let info = InputInfo {
-                    warnings: pprof_warnings(&name, &lean.profile),
+                    warnings: pprof_warnings(&name, &profile),
                     name,
                     kind,
                     converted: None,
