@@ -341,7 +341,8 @@ fn build_lines(src: Stacks<'_>, tables: &Tables, opts: &FoldedOptions, escape: f
         ids = vec![0u32; counts.iter().map(|c| c.1).sum()];
         lines = vec![FoldedLine { start: 0, len: 0, value: 0 }; counts.iter().map(|c| c.2).sum()];
         let mut pieces = Vec::with_capacity(tasks);
-        let (mut rest_ids, mut rest_lines, mut base): (&mut [u32], &mut [FoldedLine], usize) = (&mut ids, &mut lines, 0);
+        let (mut rest_ids, mut rest_lines, mut base): (&mut [u32], &mut [FoldedLine], usize) =
+            (&mut ids, &mut lines, 0);
         for &(t, frames, n_lines) in &counts {
             let (a, b) = rest_ids.split_at_mut(frames);
             let (c, d) = rest_lines.split_at_mut(n_lines);
