@@ -189,24 +189,14 @@ fn pruned_lines(stacks: &FoldedStacks, order: &[usize], min_width: f64) -> Optio
     // Open frames by depth: (start time, first line).
     let mut open: Vec<(u64, usize)> = Vec::new();
     let mut time = 0u64;
-    // Dropped frames whose parent is still open, innermost last: (first line, end, depth).
-    // A frame's descendants are no wider: the outermost dropped frames over a line give its
-    // first dropped depth, each line's once (when the parent turns out drawn).
-    let mut pending: Vec<(usize, usize, u32)> = Vec::new();
     let mut close = |open: &mut Vec<(u64, usize)>, keep: usize, time: u64, end: usize| {
         while open.len() > keep {
             let depth = (open.len() - 1) as u32;
             let (start, first) = open.pop().expect("an open frame");
-            let dropped = ((time - start) as f64) < minwidth_time;
-            // The pending frames under this one (closed before it, within its lines).
-            let under = pending.iter().rposition(|p| p.0 < first).map_or(0, |k| k + 1);
-            if !dropped {
-                for (first, end, depth) in pending.drain(under..) {
-                    first_dropped[first..end].fill(depth);
+            if ((time - start) as f64) < minwidth_time {
+                for f in &mut first_dropped[first..end] {
+                    *f = (*f).min(depth);
                 }
-            } else {
-                pending.truncate(under);
-                pending.push((first, end, depth));
             }
         }
     };
@@ -221,9 +211,6 @@ fn pruned_lines(stacks: &FoldedStacks, order: &[usize], min_width: f64) -> Optio
         time += stacks.line_value(i) as u64;
     }
     close(&mut open, 0, time, n);
-    for (first, end, depth) in pending {
-        first_dropped[first..end].fill(depth);
-    }
 
     let mut lines = Vec::new();
     // The run under one dropped frame: (its first line, sum, the frame's depth).
