@@ -41,6 +41,9 @@ impl Default for SvgOptions {
 const SEMICOLON: char = '\u{E03B}';
 
 fn sanitize(label: &str) -> String {
+    if !label.bytes().any(|b| matches!(b, b';' | b'\n' | b'\r')) {
+        return label.to_owned();
+    }
     label.replace(';', &SEMICOLON.to_string()).replace(['\n', '\r'], " ")
 }
 

@@ -28,6 +28,9 @@ pub struct FoldedOptions {
 
 /// Escapes one frame label (see the module docs).
 pub fn escape_frame(label: &str) -> String {
+    if !label.bytes().any(|b| matches!(b, b'\\' | b';' | b'\n' | b'\r')) {
+        return label.to_owned();
+    }
     let mut s = String::with_capacity(label.len());
     for c in label.chars() {
         match c {
@@ -113,8 +116,11 @@ pub struct FoldedStacks {
     /// "", is a label only when `empty_used`).
     labels: StringTable,
     empty_used: bool,
-    /// Per label, its rank in the order of the labels' text followed by `;` (no label holds an
-    /// unescaped `;`, so two labels never tie).
+    /// Per label `id`, at `2 * id` the rank of its text alone (a line that ends with it) and at
+    /// `2 * id + 1` that of its text followed by `;` (a line that goes on after it), in one
+    /// order of all these texts. Two lines compare as the keys of their labels at the first
+    /// depth where they differ or one ends (when `ranked`; no label holds an unescaped `;`, so
+    /// two keys never tie).
     rank: Vec<u32>,
     /// The ranks decide (see [`FoldedStacks::of`]).
     ranked: bool,
@@ -128,195 +134,370 @@ impl FoldedStacks {
     /// Aggregates the samples of `profile` (value `opts.value_index`, zeros left out) by their
     /// labels, each label escaped by `escape`, sorted by text as [`folded_lines`] orders them.
     pub fn of(profile: &Profile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
-        let tables = &profile.tables;
-        let mut b = LineBuilder::new(tables, opts.annotations, escape, profile.samples().len(), 0);
-        let mut nodes = Vec::new();
-        for (stack, values) in profile.samples() {
-            let value = values[opts.value_index];
-            if value == 0 {
-                continue;
-            }
-            tables.stack_nodes_root_first(stack, &mut nodes);
-            b.add(nodes.iter().map(|&n| tables.stack_node(n).frame), value);
-        }
-        b.finish()
+        build_lines(Stacks::Tree(profile), &profile.tables, opts, escape)
     }
 
     /// [`FoldedStacks::of`] of a profile with frame lists ([`FlatProfile`]): the same lines as
     /// for [`FlatProfile::to_profile`], without building its stack tree. Samples without
     /// frames are left out (as `to_profile` leaves them out).
     pub fn of_flat(profile: &FlatProfile, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
-        let frames = profile.all_frames().len();
-        let mut b = LineBuilder::new(&profile.tables, opts.annotations, escape, profile.sample_count(), frames);
-        for i in 0..profile.sample_count() {
-            let (leaf_first, values) = profile.sample(i);
-            let value = values[opts.value_index];
-            if value == 0 || leaf_first.is_empty() {
-                continue;
-            }
-            b.add(leaf_first.iter().rev().copied(), value);
-        }
-        b.finish()
+        build_lines(Stacks::Flat(profile), &profile.tables, opts, escape)
     }
 }
 
-/// Gathers the lines of [`FoldedStacks`]: each frame's labels made (and interned) once per
-/// annotation, each stack's label ids appended.
-struct LineBuilder<'a> {
-    tables: &'a Tables,
-    annotations: bool,
-    escape: fn(&str) -> String,
-    classes: Vec<FrameClass>,
-    /// (frame, annotation) (with annotations off, frame) -> its labels, `u32::MAX` until made:
-    /// a frame of one label (most) has the label's id, a frame of several the index of their
-    /// range in `ranges` with [`SEVERAL`] set.
+/// The stacks [`build_lines`] reads.
+#[derive(Clone, Copy)]
+enum Stacks<'a> {
+    Tree(&'a Profile),
+    Flat(&'a FlatProfile),
+}
+
+impl Stacks<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Stacks::Tree(p) => p.samples().len(),
+            Stacks::Flat(p) => p.sample_count(),
+        }
+    }
+
+    /// Sample `i`'s value `value_index` and frames, leaf first (in `buf` or the profile's own);
+    /// value 0 for a sample left out (no value, or no frames in a frame list).
+    fn stack<'s>(&'s self, i: usize, value_index: usize, buf: &'s mut Vec<FrameId>) -> (i64, &'s [FrameId]) {
+        match *self {
+            Stacks::Tree(p) => {
+                let (stack, values) = p.sample(i);
+                let value = values[value_index];
+                if value == 0 {
+                    return (0, &[]);
+                }
+                p.tables.stack_frames_leaf_first(stack, buf);
+                (value, buf)
+            }
+            Stacks::Flat(p) => {
+                let (leaf_first, values) = p.sample(i);
+                let value = values[value_index];
+                if value == 0 || leaf_first.is_empty() {
+                    return (0, &[]);
+                }
+                (value, leaf_first)
+            }
+        }
+    }
+}
+
+/// Calls `f` with each frame of a stack (given leaf first), root first, its annotation and
+/// its key in [`build_lines`]'s slots.
+#[inline]
+fn each_key(classes: Option<&[FrameClass]>, leaf_first: &[FrameId], mut f: impl FnMut(FrameId, Annotation, usize)) {
+    let Some(classes) = classes else {
+        for &frame in leaf_first.iter().rev() {
+            f(frame, Annotation::None, frame.0 as usize);
+        }
+        return;
+    };
+    let mut state = AnnotationState::Initial;
+    for &frame in leaf_first.iter().rev() {
+        let (next, a) = annotate_with(state, classes[frame.0 as usize]);
+        state = next;
+        f(frame, a, frame.0 as usize * ANNOTATIONS + annotation_index(a));
+    }
+}
+
+/// A (frame, annotation)'s labels in [`build_lines`]: the label's id for a frame of one label
+/// (most), or the index of their range in `ranges` with [`SEVERAL`] set.
+struct Slots {
     slot: Vec<u32>,
-    /// Range of label ids in `seqs` of each (frame, annotation) made.
+    /// Range of label ids in `seqs` of each (frame, annotation) of several labels.
     ranges: Vec<(u32, u32)>,
     seqs: Vec<u32>,
-    labels: StringTable,
-    /// Whether "" (id 0 of `labels`) is a label.
-    empty_used: bool,
-    scratch: Vec<String>,
-    ids: Vec<u32>,
-    lines: Vec<FoldedLine>,
 }
 
-impl<'a> LineBuilder<'a> {
-    /// `samples` and `frames`: how many stacks and frame references to expect (0: unknown).
-    fn new(tables: &'a Tables, annotations: bool, escape: fn(&str) -> String, samples: usize, frames: usize) -> Self {
-        let per_frame = if annotations { ANNOTATIONS } else { 1 };
-        LineBuilder {
-            tables,
-            annotations,
-            escape,
-            classes: if annotations { classify_frames(tables) } else { Vec::new() },
-            slot: vec![u32::MAX; tables.frames().len() * per_frame],
-            ranges: Vec::new(),
-            seqs: Vec::new(),
-            labels: StringTable::default(),
-            empty_used: false,
-            scratch: Vec::new(),
-            ids: Vec::with_capacity(frames),
-            lines: Vec::with_capacity(samples),
+impl Slots {
+    #[inline]
+    fn put(&self, key: usize, mut out: impl FnMut(u32)) {
+        let s = self.slot[key];
+        if s & SEVERAL == 0 {
+            out(s);
+        } else {
+            let (first, len) = self.ranges[(s & !SEVERAL) as usize];
+            self.seqs[first as usize..(first + len) as usize].iter().for_each(|&id| out(id));
         }
     }
+}
 
-    /// Adds one stack (its frames root first) with its value.
-    fn add(&mut self, root_first: impl Iterator<Item = FrameId>, value: i64) {
-        let start = self.ids.len();
-        let mut state = AnnotationState::Initial;
-        for frame in root_first {
-            let (annotation, key) = if self.annotations {
-                let (next, a) = annotate_with(state, self.classes[frame.0 as usize]);
-                state = next;
-                (a, frame.0 as usize * ANNOTATIONS + annotation_index(a))
-            } else {
-                (Annotation::None, frame.0 as usize)
-            };
-            let slot = self.slot[key];
-            if slot != u32::MAX && slot & SEVERAL == 0 {
-                self.ids.push(slot);
-                continue;
-            }
-            if slot == u32::MAX {
-                self.scratch.clear();
-                frame_id_labels(self.tables, frame, annotation, &mut self.scratch);
-                let first = self.seqs.len() as u32;
-                for l in &self.scratch {
-                    let l = (self.escape)(l);
-                    let id = self.labels.intern(&l).0;
-                    assert!(id < SEVERAL, "fewer than 2^31 labels");
-                    self.empty_used |= id == 0;
-                    self.seqs.push(id);
-                }
-                let len = self.seqs.len() as u32 - first;
-                if len == 1 {
-                    self.slot[key] = self.seqs[first as usize];
-                    self.ids.push(self.seqs[first as usize]);
-                    continue;
-                }
-                self.slot[key] = self.ranges.len() as u32 | SEVERAL;
-                self.ranges.push((first, len));
-            }
-            let (first, len) = self.ranges[(self.slot[key] & !SEVERAL) as usize];
-            self.ids.extend_from_slice(&self.seqs[first as usize..(first + len) as usize]);
-        }
-        let len = u32::try_from(self.ids.len() - start).expect("fewer than 2^32 labels in a stack");
-        self.lines.push(FoldedLine { start, len, value });
-    }
+/// How many samples one task of [`build_lines`] turns into label ids.
+const STACKS_PER_TASK: usize = 4096;
 
-    /// Ranks the labels and sorts and merges the lines.
-    fn finish(self) -> FoldedStacks {
-        let mut clock = crate::timing::Phases::start("folded");
-        let LineBuilder { labels, empty_used, ids, lines, slot, seqs, ranges, .. } = self;
-        drop((slot, seqs, ranges));
-        let text = |id: u32| labels.get(StringId(id));
-        // Ranks of the labels in the order of their text followed by `;`: the order of two
-        // lines that go on after the first label where they differ.
-        // Sorted by the first 16 bytes of that text (zero-padded: a shorter text is a prefix of
-        // the one it ties with, and first in either order) beside the id, the whole texts read
-        // only on a tie.
-        use rayon::prelude::*;
-        let mut keyed: Vec<(u128, u32)> = (0..labels.len() as u32)
-            .into_par_iter()
-            .map(|id| {
-                let l = text(id);
-                let mut head = [0u8; 16];
-                let n = l.len().min(16);
-                head[..n].copy_from_slice(&l.as_bytes()[..n]);
-                if n < 16 {
-                    head[n] = b';';
+/// How many frames' labels one piece of [`build_lines`] makes before interning them (only one
+/// piece's label texts are held at a time).
+const FRAMES_PER_PIECE: usize = 16384;
+
+/// Gathers the lines of [`FoldedStacks`]: the (frame, annotation) pairs the stacks use are
+/// found in parallel pieces, their labels made once (in parallel) and interned in the order of
+/// the pairs (label ids are only names: nothing is ordered by them); then the stacks become
+/// label ids in parallel pieces (a pure lookup), their lines in sample order.
+fn build_lines(src: Stacks<'_>, tables: &Tables, opts: &FoldedOptions, escape: fn(&str) -> String) -> FoldedStacks {
+    use rayon::prelude::*;
+    let mut clock = crate::timing::Phases::start("folded");
+    let (n, vi) = (src.len(), opts.value_index);
+    let classes = opts.annotations.then(|| classify_frames(tables));
+    let classes = classes.as_deref();
+    let per_frame = if opts.annotations { ANNOTATIONS } else { 1 };
+    let keys = tables.frames().len() * per_frame;
+    let tasks = n.div_ceil(STACKS_PER_TASK);
+    // The (frame, annotation) pairs used (a bit per key), and each task's frames and lines.
+    let (used, mut counts) = (0..tasks)
+        .into_par_iter()
+        .fold(
+            || (vec![0u64; keys.div_ceil(64)], Vec::new(), Vec::new()),
+            |(mut used, mut counts, mut buf), t| {
+                let (mut frames, mut lines) = (0, 0);
+                for i in t * STACKS_PER_TASK..((t + 1) * STACKS_PER_TASK).min(n) {
+                    let (value, stack) = src.stack(i, vi, &mut buf);
+                    if value == 0 {
+                        continue;
+                    }
+                    frames += stack.len();
+                    lines += 1;
+                    each_key(classes, stack, |_, _, key| used[key / 64] |= 1 << (key % 64));
                 }
-                (u128::from_be_bytes(head), id)
+                counts.push((t, frames, lines));
+                (used, counts, buf)
+            },
+        )
+        .map(|(used, counts, _)| (used, counts))
+        .reduce(
+            || (vec![0u64; keys.div_ceil(64)], Vec::new()),
+            |(mut a, mut ac), (b, bc)| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                ac.extend(bc);
+                (a, ac)
+            },
+        );
+    counts.sort_unstable();
+    let todo: Vec<usize> = (0..keys).filter(|&k| used[k / 64] & (1 << (k % 64)) != 0).collect();
+    drop(used);
+    clock.done("frames used");
+    // The labels of each pair used, made in parallel and interned in the order of the keys.
+    let mut slots = Slots { slot: vec![u32::MAX; keys], ranges: Vec::new(), seqs: Vec::new() };
+    let mut labels = StringTable::default();
+    let mut empty_used = false;
+    for piece in todo.chunks(FRAMES_PER_PIECE) {
+        let made: Vec<Vec<String>> = piece
+            .par_iter()
+            .map_init(Vec::new, |scratch, &key| {
+                let (frame, annotation) = if opts.annotations {
+                    (FrameId((key / ANNOTATIONS) as u32), ANNOTATION_OF[key % ANNOTATIONS])
+                } else {
+                    (FrameId(key as u32), Annotation::None)
+                };
+                scratch.clear();
+                frame_id_labels(tables, frame, annotation, scratch);
+                scratch.iter().map(|l| escape(l)).collect()
             })
             .collect();
-        keyed.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_with_semicolon(text(a.1), text(b.1))));
-        let by_text: Vec<u32> = keyed.into_iter().map(|k| k.1).collect();
-        let mut rank = vec![0u32; labels.len()];
-        for (r, &id) in by_text.iter().enumerate() {
-            rank[id as usize] = r as u32;
-        }
-        // With an escape that leaves `;` in labels, one text with `;` could begin another: then
-        // the ranks are not used.
-        // (In text order, a label whose text with `;` begins another's comes right before it,
-        // or before labels that begin with it too.)
-        let used: Vec<u32> = by_text.into_iter().filter(|&id| id != 0 || empty_used).collect();
-        let ranked = used.windows(2).all(|w| {
-            let (a, b) = (text(w[0]).as_bytes(), text(w[1]).as_bytes());
-            !(b.starts_with(a) && b.get(a.len()) == Some(&b';'))
-        });
-        drop(used);
-        clock.done("label ranks");
-        let mut stacks = FoldedStacks { labels, empty_used, rank, ranked, ids, lines };
-        let mut lines = std::mem::take(&mut stacks.lines);
-        lines.par_sort_unstable_by(|a, b| stacks.cmp_text(a, b, false));
-        clock.done("line sort");
-        // Stacks whose labels are identical are one line.
-        lines.dedup_by(|b, a| {
-            if stacks.path(a) == stacks.path(b) {
-                a.value = a.value.saturating_add(b.value);
-                true
+        for (&key, made) in piece.iter().zip(made) {
+            let first = slots.seqs.len() as u32;
+            for l in &made {
+                let id = labels.intern(l).0;
+                assert!(id < SEVERAL, "fewer than 2^31 labels");
+                empty_used |= id == 0;
+                slots.seqs.push(id);
+            }
+            let len = slots.seqs.len() as u32 - first;
+            if len == 1 {
+                slots.slot[key] = slots.seqs.pop().expect("one label");
             } else {
-                false
+                slots.slot[key] = slots.ranges.len() as u32 | SEVERAL;
+                slots.ranges.push((first, len));
+            }
+        }
+    }
+    drop(todo);
+    clock.done("labels");
+    let slots = &slots;
+    // Task `t`'s label ids, and its lines (where they start among the task's ids, length, value).
+    let fill = |t: usize, buf: &mut Vec<FrameId>, ids: &mut dyn FnMut(u32), lines: &mut dyn FnMut(usize, u32, i64)| {
+        let mut at = 0;
+        for i in t * STACKS_PER_TASK..((t + 1) * STACKS_PER_TASK).min(n) {
+            let (value, stack) = src.stack(i, vi, buf);
+            if value == 0 {
+                continue;
+            }
+            let mut len = 0u32;
+            each_key(classes, stack, |_, _, key| {
+                slots.put(key, |id| {
+                    ids(id);
+                    len += 1;
+                })
+            });
+            lines(at, len, value);
+            at += len as usize;
+        }
+    };
+    let (mut ids, mut lines);
+    if slots.ranges.is_empty() {
+        // One label per frame: each task's ids are as many as its frames, written in place.
+        ids = vec![0u32; counts.iter().map(|c| c.1).sum()];
+        lines = vec![FoldedLine { start: 0, len: 0, value: 0 }; counts.iter().map(|c| c.2).sum()];
+        let mut pieces = Vec::with_capacity(tasks);
+        let (mut rest_ids, mut rest_lines, mut base): (&mut [u32], &mut [FoldedLine], usize) =
+            (&mut ids, &mut lines, 0);
+        for &(t, frames, n_lines) in &counts {
+            let (a, b) = rest_ids.split_at_mut(frames);
+            let (c, d) = rest_lines.split_at_mut(n_lines);
+            pieces.push((t, a, c, base));
+            (rest_ids, rest_lines, base) = (b, d, base + frames);
+        }
+        pieces.into_par_iter().for_each_init(Vec::new, |buf, (t, ids, lines, base)| {
+            let mut at = 0;
+            let mut line = 0;
+            for i in t * STACKS_PER_TASK..((t + 1) * STACKS_PER_TASK).min(n) {
+                let (value, stack) = src.stack(i, vi, buf);
+                if value == 0 {
+                    continue;
+                }
+                let start = at;
+                each_key(classes, stack, |_, _, key| {
+                    ids[at] = slots.slot[key];
+                    at += 1;
+                });
+                lines[line] = FoldedLine { start: base + start, len: (at - start) as u32, value };
+                line += 1;
             }
         });
-        stacks.lines = lines;
-        stacks
+    } else {
+        let made: Vec<(Vec<u32>, Vec<FoldedLine>)> = (0..tasks)
+            .into_par_iter()
+            .map_init(Vec::new, |buf, t| {
+                let (mut ids, mut lines) = (Vec::new(), Vec::new());
+                fill(t, buf, &mut |id| ids.push(id), &mut |start, len, value| {
+                    lines.push(FoldedLine { start, len, value })
+                });
+                (ids, lines)
+            })
+            .collect();
+        ids = Vec::with_capacity(made.iter().map(|t| t.0.len()).sum());
+        lines = Vec::with_capacity(made.iter().map(|t| t.1.len()).sum());
+        for (t_ids, t_lines) in made {
+            let base = ids.len();
+            ids.extend_from_slice(&t_ids);
+            lines.extend(t_lines.into_iter().map(|l| FoldedLine { start: l.start + base, ..l }));
+        }
     }
+    clock.done("stacks");
+    finish(labels, empty_used, ids, lines)
 }
 
-/// The order of `a;` and `b;` (a label's text followed by `;`), compared as bytes.
-fn cmp_with_semicolon(a: &str, b: &str) -> Ordering {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+/// Ranks the labels, sorts the lines by their text and merges those of identical labels.
+fn finish(labels: StringTable, empty_used: bool, ids: Vec<u32>, lines: Vec<FoldedLine>) -> FoldedStacks {
+    use rayon::prelude::*;
+    let mut clock = crate::timing::Phases::start("folded");
+    let texts: Vec<&[u8]> = (0..labels.len() as u32).map(|id| labels.get(StringId(id)).as_bytes()).collect();
+    let text = |id: u32| texts[id as usize];
+    // Ranks of each label's text alone (key `2 * id`: where a line ends with it; only for the
+    // labels that end a line) and followed by `;` (key `2 * id + 1`: where a line goes on after
+    // it), in one order: the order of two lines after the first label where they differ (see
+    // `FoldedStacks::rank`).
+    let mut ends = vec![false; labels.len()];
+    for l in lines.iter().filter(|l| l.len > 0) {
+        ends[ids[l.start + l.len as usize - 1] as usize] = true;
+    }
+    let keys: Vec<u32> = (0..2 * labels.len() as u32).filter(|&k| k % 2 == 1 || ends[k as usize / 2]).collect();
+    drop(ends);
+    // Sorted by the first 16 bytes of that text (zero-padded: a shorter text is a prefix of
+    // the one it ties with, and first in either order) beside the key, the whole texts read
+    // only on a tie.
+    let mut keyed: Vec<(u128, u32)> = keys
+        .into_par_iter()
+        .map(|key| {
+            let (l, goes_on) = (text(key / 2), key % 2 == 1);
+            let mut head = [0u8; 16];
+            let n = l.len().min(16);
+            head[..n].copy_from_slice(&l[..n]);
+            if n < 16 && goes_on {
+                head[n] = b';';
+            }
+            (u128::from_be_bytes(head), key)
+        })
+        .collect();
+    keyed.par_sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0).then_with(|| cmp_label_keys(text(a.1 / 2), a.1 % 2 == 1, text(b.1 / 2), b.1 % 2 == 1))
+    });
+    let by_text: Vec<u32> = keyed.into_iter().map(|k| k.1).collect();
+    // (Keys of labels that end no line are never read.)
+    let mut rank = vec![0u32; 2 * labels.len()];
+    for (r, &key) in by_text.iter().enumerate() {
+        rank[key as usize] = r as u32;
+    }
+    // With an escape that leaves `;` in labels, one text with `;` could begin another: then
+    // the ranks are not used.
+    // (In text order, a label whose text with `;` begins another's comes right before it,
+    // or before labels that begin with it too.)
+    let used: Vec<u32> =
+        by_text.into_iter().filter(|&key| key % 2 == 1 && (key / 2 != 0 || empty_used)).map(|k| k / 2).collect();
+    let ranked = used.windows(2).all(|w| {
+        let (a, b) = (text(w[0]), text(w[1]));
+        !(b.starts_with(a) && b.get(a.len()) == Some(&b';'))
+    });
+    drop((used, texts));
+    clock.done("label ranks");
+    let mut stacks = FoldedStacks { labels, empty_used, rank, ranked, ids, lines: Vec::new() };
+    let mut lines = if ranked {
+        let order = stacks.order_by_ranks(&lines);
+        order.into_iter().map(|i| lines[i as usize]).collect()
+    } else {
+        let mut lines = lines;
+        lines.par_sort_unstable_by(|a, b| stacks.cmp_text(a, b, false));
+        lines
+    };
+    clock.done("line sort");
+    // Stacks whose labels are identical are one line.
+    lines.dedup_by(|b, a| {
+        if stacks.path(a) == stacks.path(b) {
+            a.value = a.value.saturating_add(b.value);
+            true
+        } else {
+            false
+        }
+    });
+    stacks.lines = lines;
+    stacks
+}
+
+/// The order of two label keys of `FoldedStacks::rank`: the bytes of `a` (followed by `;` when
+/// `a_on`) against those of `b` (followed by `;` when `b_on`).
+fn cmp_label_keys(a: &[u8], a_on: bool, b: &[u8], b_on: bool) -> Ordering {
     let n = a.len().min(b.len());
     a[..n].cmp(&b[..n]).then_with(|| match a.len().cmp(&b.len()) {
-        Ordering::Equal => Ordering::Equal,
-        // `a;` against `b`'s next byte; when that is `;` too, `a;` is a prefix of `b;…`.
-        Ordering::Less => b';'.cmp(&b[n]).then(Ordering::Less),
-        Ordering::Greater => a[n].cmp(&b';').then(Ordering::Greater),
+        Ordering::Equal => a_on.cmp(&b_on),
+        // `a` ended: before `b` unless its `;` comes after `b`'s next byte (or `a;` is `b`).
+        Ordering::Less if a_on => match b';'.cmp(&b[n]) {
+            Ordering::Equal if b.len() == n + 1 && !b_on => Ordering::Equal,
+            Ordering::Equal => Ordering::Less,
+            o => o,
+        },
+        Ordering::Less => Ordering::Less,
+        Ordering::Greater if b_on => match a[n].cmp(&b';') {
+            Ordering::Equal if a.len() == n + 1 && !a_on => Ordering::Equal,
+            Ordering::Equal => Ordering::Greater,
+            o => o,
+        },
+        Ordering::Greater => Ordering::Greater,
     })
 }
+
+/// A run of [`FoldedStacks::order_by_ranks`]'s order, `lo..hi`, of lines that share their
+/// first `depth` labels and all go on after them.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    lo: usize,
+    hi: usize,
+    depth: usize,
+}
+
+/// Below this many lines, a segment is not split further before the parallel part.
+const SEGMENT_SPLIT: usize = 2048;
 
 /// How many labels two paths share at their start (compared eight at a time while they agree).
 fn common_prefix(a: &[u32], b: &[u32]) -> usize {
@@ -343,7 +524,7 @@ impl FoldedStacks {
         let i = common_prefix(pa, pb);
         if self.ranked && i + 1 < pa.len() && i + 1 < pb.len() {
             // Both go on after their labels at `i` with `;`.
-            return self.rank[pa[i] as usize].cmp(&self.rank[pb[i] as usize]);
+            return self.rank[2 * pa[i] as usize + 1].cmp(&self.rank[2 * pb[i] as usize + 1]);
         }
         if i == pa.len() && i == pb.len() && !with_value {
             return Ordering::Equal;
@@ -444,11 +625,113 @@ impl FoldedStacks {
     }
 }
 
-/// Set in a [`LineBuilder`] slot that indexes a range of labels rather than naming one.
+impl FoldedStacks {
+    /// The order of `lines` by their text, from the label ranks alone (`self.ranked`): a most
+    /// significant digit first sort, depth by depth, over the key of each line's label at the
+    /// first depth where the lines of a run differ (see `FoldedStacks::rank`). Lines of
+    /// identical labels end up next to each other, in any order.
+    fn order_by_ranks(&self, lines: &[FoldedLine]) -> Vec<u32> {
+        use rayon::prelude::*;
+        let mut order: Vec<u32> = (0..lines.len() as u32).collect();
+        // Lines without labels first ("" comes before any text).
+        order.sort_by_key(|&i| lines[i as usize].len != 0);
+        let lo = order.partition_point(|&i| lines[i as usize].len == 0);
+        // Split breadth first until there are pieces enough for the threads, then sort the
+        // pieces in parallel, each depth first.
+        let mut big = vec![Segment { lo, hi: order.len(), depth: 0 }];
+        let mut pieces = Vec::new();
+        let mut keys = Vec::new();
+        let want = rayon::current_num_threads() * 8;
+        while let Some(seg) = big.pop() {
+            if seg.hi - seg.lo <= SEGMENT_SPLIT.max(order.len() / want) {
+                pieces.push(seg);
+                continue;
+            }
+            self.split_segment(lines, &mut order, seg, &mut keys, &mut |s| big.push(s));
+        }
+        pieces.sort_by_key(|s| s.lo);
+        let mut slices = Vec::with_capacity(pieces.len());
+        let mut rest: &mut [u32] = &mut order;
+        let mut at = 0;
+        for s in &pieces {
+            let (_, tail) = rest.split_at_mut(s.lo - at);
+            let (piece, tail) = tail.split_at_mut(s.hi - s.lo);
+            slices.push((piece, s.depth));
+            rest = tail;
+            at = s.hi;
+        }
+        slices.into_par_iter().for_each_init(Vec::new, |keys, (piece, depth)| {
+            let mut todo = vec![Segment { lo: 0, hi: piece.len(), depth }];
+            while let Some(seg) = todo.pop() {
+                self.split_segment(lines, piece, seg, keys, &mut |s| todo.push(s));
+            }
+        });
+        order
+    }
+
+    /// Sorts `seg` of `order` by the lines' labels at the first depth where they differ (or
+    /// where one of them ends), and hands on each run of lines that go on after the same label.
+    fn split_segment(
+        &self,
+        lines: &[FoldedLine],
+        order: &mut [u32],
+        seg: Segment,
+        keys: &mut Vec<u64>,
+        more: &mut dyn FnMut(Segment),
+    ) {
+        if seg.hi - seg.lo < 2 {
+            return;
+        }
+        let run = &mut order[seg.lo..seg.hi];
+        let path = |i: u32| self.path(&lines[i as usize]);
+        let first = &path(run[0])[seg.depth..];
+        // How many more labels every line shares with the first and goes on after.
+        let mut same = first.len() - 1;
+        for &i in &run[1..] {
+            let p = &path(i)[seg.depth..];
+            same = same.min(p.len() - 1);
+            same = common_prefix(&first[..same], &p[..same]);
+            if same == 0 {
+                break;
+            }
+        }
+        let depth = seg.depth + same;
+        keys.clear();
+        keys.extend(run.iter().map(|&i| {
+            let p = path(i);
+            let key = 2 * p[depth] as usize + usize::from(p.len() > depth + 1);
+            (u64::from(self.rank[key]) << 32) | u64::from(i)
+        }));
+        keys.sort_unstable();
+        let mut start = 0;
+        for j in 0..keys.len() {
+            run[j] = keys[j] as u32;
+            let end = j + 1 == keys.len() || keys[j + 1] >> 32 != keys[j] >> 32;
+            if end {
+                if j > start && path(run[j]).len() > depth + 1 {
+                    more(Segment { lo: seg.lo + start, hi: seg.lo + j + 1, depth: depth + 1 });
+                }
+                start = j + 1;
+            }
+        }
+    }
+}
+
+/// Set in a [`build_lines`] slot that indexes a range of labels rather than naming one.
 const SEVERAL: u32 = 1 << 31;
 
 /// Number of [`Annotation`] values.
 const ANNOTATIONS: usize = 6;
+
+/// The [`Annotation`] of each [`annotation_index`].
+const ANNOTATION_OF: [Annotation; ANNOTATIONS] = [
+    Annotation::None,
+    Annotation::Interp,
+    Annotation::Jit,
+    Annotation::Aot,
+    Annotation::CommonFrame,
+    Annotation::CommonFrameInterp,
+];
 
 fn annotation_index(a: Annotation) -> usize {
     match a {
@@ -486,11 +769,15 @@ mod tests {
 
     #[test]
     fn labels_compare_as_their_text_with_a_semicolon_and_paths_by_their_shared_start() {
-        let texts = ["", "a", "a;", "a;b", "a!", "a:", "ab", "b", "a<", "a;;", "\u{e9}", "z;a"];
+        let texts = ["", "a", "a;", "a;b", "a!", "a:", "ab", "b", "a<", "a;;", "\u{e9}", "z;a", "a b", ";"];
         for x in texts {
             for y in texts {
-                let want = format!("{x};").into_bytes().cmp(&format!("{y};").into_bytes());
-                assert_eq!(cmp_with_semicolon(x, y), want, "{x:?} {y:?}");
+                for (x_on, y_on) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let key = |t: &str, on: bool| format!("{t}{}", if on { ";" } else { "" }).into_bytes();
+                    let want = key(x, x_on).cmp(&key(y, y_on));
+                    let got = cmp_label_keys(x.as_bytes(), x_on, y.as_bytes(), y_on);
+                    assert_eq!(got, want, "{x:?} {x_on} {y:?} {y_on}");
+                }
             }
         }
         let a: Vec<u32> = (0..20).collect();
@@ -599,6 +886,66 @@ mod tests {
                 let want = encode_folded(&tree, &opts);
                 assert!(want.contains("outer;inner"), "{want}");
                 assert_eq!(String::from_utf8(got).unwrap(), want);
+            }
+        }
+    }
+
+    #[test]
+    fn rank_order_is_the_text_order_and_the_comparators() {
+        // Labels that are prefixes of one another, with bytes before and after `;` (`!`, ` `,
+        // `:`, `<`), "" and non-ASCII; the second set has a `;` that makes ranks unusable.
+        let plain = ["a", "ab", "a!", "a b", "a:", "a<", "", "b", "\u{e9}", "a\\;x", "a\\\\"];
+        let unranked = ["a", "a;b", "a!", "b", "a;"];
+        for set in [&plain[..], &unranked[..]] {
+            let mut labels = StringTable::default();
+            let ids: Vec<u32> = set.iter().map(|l| labels.intern(l).0).collect();
+            let empty_used = set.contains(&"");
+            let mut x: u64 = 7;
+            let mut next = |m: u64| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 33) % m
+            };
+            let (mut path_ids, mut lines) = (Vec::new(), Vec::new());
+            for k in 0..3000 {
+                // Short paths over few labels: many shared starts, stacks that are prefixes of
+                // others, repeats; a few long ones.
+                let len = if k % 97 == 0 { 40 + next(30) } else { 1 + next(5) } as usize;
+                let start = path_ids.len();
+                for d in 0..len {
+                    let pick = if d < 2 { next(3) } else { next(set.len() as u64) };
+                    path_ids.push(ids[pick as usize]);
+                }
+                lines.push(FoldedLine { start, len: len as u32, value: 1 + next(9) as i64 });
+            }
+            let text = |l: &FoldedLine| {
+                path_ids[l.start..l.start + l.len as usize]
+                    .iter()
+                    .map(|&id| labels.get(StringId(id)))
+                    .collect::<Vec<_>>()
+                    .join(";")
+            };
+            let mut want: BTreeMap<String, i64> = BTreeMap::new();
+            for l in &lines {
+                *want.entry(text(l)).or_default() += l.value;
+            }
+            let stacks = finish(labels.clone(), empty_used, path_ids.clone(), lines.clone());
+            assert_eq!(stacks.ranked, set == &plain[..]);
+            let got: Vec<(String, i64)> = stacks.lines.iter().map(|l| (text(l), l.value)).collect();
+            // In text order; with ranks, each text once (the labels of a text are one path).
+            assert!(got.windows(2).all(|w| w[0].0 < w[1].0 || (!stacks.ranked && w[0].0 == w[1].0)));
+            let mut merged: BTreeMap<String, i64> = BTreeMap::new();
+            for (t, v) in &got {
+                *merged.entry(t.clone()).or_default() += v;
+            }
+            assert_eq!(merged, want);
+            assert_eq!(got.len() == merged.len(), stacks.ranked);
+            // The rank order against the comparator it replaces, line by line.
+            if stacks.ranked {
+                let order = stacks.order_by_ranks(&lines);
+                for w in order.windows(2) {
+                    let (a, b) = (&lines[w[0] as usize], &lines[w[1] as usize]);
+                    assert_ne!(stacks.cmp_text(a, b, false), Ordering::Greater, "{} {}", text(a), text(b));
+                }
             }
         }
     }

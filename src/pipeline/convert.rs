@@ -408,6 +408,7 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
     // decoding (deobfuscation reads names as interning gives them, so it keeps them eager).
     decode.deferred_names = !deob.is_some();
     let mut session = deob.session();
+    let mut clock = crate::timing::Phases::start("convert");
     let (report, mut tables, lists) = decode_heapprofd_frames(
         inp,
         &decode,
@@ -435,10 +436,12 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
             Ok(())
         },
     )?;
+    clock.done("decode");
     if decode.deferred_names {
         let used = kept.values().flatten().flat_map(|d| d.stacks.iter().flat_map(|&s| lists.frames(s).iter().copied()));
         std::sync::Arc::make_mut(&mut tables).settle_names(used);
     }
+    clock.done("names");
     let mut out = Vec::new();
     for key in order {
         for d in kept.remove(&key).unwrap_or_default() {
@@ -446,6 +449,7 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
         }
     }
     out.sort_by_key(|p| p.header.meta.timestamp.unwrap_or(i64::MIN));
+    clock.done("frame lists");
     Ok((out, report))
 }
 
