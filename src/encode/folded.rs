@@ -199,7 +199,7 @@ fn each_key(classes: Option<&[FrameClass]>, leaf_first: &[FrameId], mut f: impl 
     for &frame in leaf_first.iter().rev() {
         let (next, a) = annotate_with(state, classes[frame.0 as usize]);
         state = next;
-        f(frame, a, frame.0 as usize * ANNOTATIONS + annotation_index(a));
+        f(frame, a, frame.0 as usize * ANNOTATIONS + a.index());
     }
 }
 
@@ -287,7 +287,7 @@ fn build_lines(src: Stacks<'_>, tables: &Tables, opts: &FoldedOptions, escape: f
             .par_iter()
             .map_init(Vec::new, |scratch, &key| {
                 let (frame, annotation) = if opts.annotations {
-                    (FrameId((key / ANNOTATIONS) as u32), ANNOTATION_OF[key % ANNOTATIONS])
+                    (FrameId((key / ANNOTATIONS) as u32), Annotation::ALL[key % ANNOTATIONS])
                 } else {
                     (FrameId(key as u32), Annotation::None)
                 };
@@ -721,28 +721,7 @@ impl FoldedStacks {
 const SEVERAL: u32 = 1 << 31;
 
 /// Number of [`Annotation`] values.
-const ANNOTATIONS: usize = 6;
-
-/// The [`Annotation`] of each [`annotation_index`].
-const ANNOTATION_OF: [Annotation; ANNOTATIONS] = [
-    Annotation::None,
-    Annotation::Interp,
-    Annotation::Jit,
-    Annotation::Aot,
-    Annotation::CommonFrame,
-    Annotation::CommonFrameInterp,
-];
-
-fn annotation_index(a: Annotation) -> usize {
-    match a {
-        Annotation::None => 0,
-        Annotation::Interp => 1,
-        Annotation::Jit => 2,
-        Annotation::Aot => 3,
-        Annotation::CommonFrame => 4,
-        Annotation::CommonFrameInterp => 5,
-    }
-}
+const ANNOTATIONS: usize = Annotation::ALL.len();
 
 /// `v` in decimal, written at the end of `buf`.
 fn decimal(v: i64, buf: &mut [u8; 20]) -> &[u8] {

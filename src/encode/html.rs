@@ -158,7 +158,7 @@ impl LabelTree {
         let mut chain: Vec<StackId> = Vec::new();
         let mut labels: Vec<String> = Vec::new();
         // (frame, annotation) -> its labels' range in `label_ids` and its mapping, made once.
-        const ANNOTATIONS: usize = 6;
+        const ANNOTATIONS: usize = Annotation::ALL.len();
         let mut label_cache: Vec<(u32, u32, u32)> = vec![(UNSET, 0, 0); tables.frames().len() * ANNOTATIONS];
         let mut label_ids: Vec<u32> = Vec::new();
         let types = profile.header.sample_types.len();
@@ -195,7 +195,7 @@ impl LabelTree {
                 let a = if annotations { a } else { Annotation::None };
                 let fid = tables.stack_node(s).frame;
                 // A frame's labels (and mapping) are made once per annotation it shows with.
-                let key = fid.0 as usize * ANNOTATIONS + a as usize;
+                let key = fid.0 as usize * ANNOTATIONS + a.index();
                 let (start, end, map) = match label_cache[key] {
                     (start, end, map) if start != UNSET => (start as usize, end as usize, map),
                     _ => {

@@ -1516,7 +1516,7 @@ mod tests {
 
     #[test]
     fn node_annotations_pack_into_a_byte() {
-        for ann in NodeAnn::ANNOTATIONS {
+        for ann in Annotation::ALL {
             for state in NodeAnn::STATES {
                 let n = NodeAnn::new(ann, state);
                 assert_eq!((n.annotation(), n.state()), (ann, state));
@@ -1554,25 +1554,17 @@ mod tests {
 struct NodeAnn(u8);
 
 impl NodeAnn {
-    const ANNOTATIONS: [Annotation; 6] = [
-        Annotation::None,
-        Annotation::Interp,
-        Annotation::Jit,
-        Annotation::Aot,
-        Annotation::CommonFrame,
-        Annotation::CommonFrameInterp,
-    ];
     const STATES: [AnnotationState; 3] =
         [AnnotationState::Initial, AnnotationState::EraseLibart, AnnotationState::KeepNext];
 
     fn new(ann: Annotation, state: AnnotationState) -> Self {
-        let a = Self::ANNOTATIONS.iter().position(|&x| x == ann).expect("every annotation is listed");
+        let a = ann.index();
         let s = Self::STATES.iter().position(|&x| x == state).expect("every state is listed");
         NodeAnn(a as u8 | (s as u8) << 4)
     }
 
     fn annotation(self) -> Annotation {
-        Self::ANNOTATIONS[usize::from(self.0 & 15)]
+        Annotation::ALL[usize::from(self.0 & 15)]
     }
 
     fn state(self) -> AnnotationState {

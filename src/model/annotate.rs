@@ -24,6 +24,28 @@ pub enum Annotation {
 }
 
 impl Annotation {
+    /// Every annotation, each at its [`Annotation::index`].
+    pub const ALL: [Annotation; 6] = [
+        Annotation::None,
+        Annotation::Interp,
+        Annotation::Jit,
+        Annotation::Aot,
+        Annotation::CommonFrame,
+        Annotation::CommonFrameInterp,
+    ];
+
+    /// This annotation's place in [`Annotation::ALL`] (for tables indexed by annotation).
+    pub fn index(self) -> usize {
+        match self {
+            Annotation::None => 0,
+            Annotation::Interp => 1,
+            Annotation::Jit => 2,
+            Annotation::Aot => 3,
+            Annotation::CommonFrame => 4,
+            Annotation::CommonFrameInterp => 5,
+        }
+    }
+
     /// The label written in brackets after the function name; "" for none.
     pub fn label(self) -> &'static str {
         match self {
@@ -189,5 +211,19 @@ pub fn annotate_stack(tables: &Tables, nodes_root_first: &[StackId], out: &mut V
         let (s, a) = annotate_node(tables, state, node);
         state = s;
         out.push(a);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Annotation;
+
+    #[test]
+    fn every_annotation_is_at_its_index() {
+        for (i, a) in Annotation::ALL.into_iter().enumerate() {
+            assert_eq!(a.index(), i, "{a:?}");
+        }
+        let labels: std::collections::BTreeSet<&str> = Annotation::ALL.iter().map(|a| a.label()).collect();
+        assert_eq!(labels.len(), Annotation::ALL.len(), "each annotation once");
     }
 }
