@@ -7,7 +7,7 @@
 //! `main.Map[go.shape.int;go.shape.string]`) is passed to inferno, whose input has no escape
 //! for it, as a private-use character and put back in the SVG it draws.
 
-use super::folded::{FoldedOptions, FoldedStacks};
+use super::folded::{FoldedOptions, FoldedStacks, common_prefix};
 use super::labels::{human_bytes, human_value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::profile::saturating_sum;
@@ -181,7 +181,6 @@ fn pruned_lines(stacks: &FoldedStacks, order: &[usize], min_width: f64) -> Optio
     // As inferno computes it.
     let widthpertime_pct = 100.0 / timemax as f64;
     let minwidth_time = min_width / widthpertime_pct;
-    let common = |a: &[u32], b: &[u32]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
     // Per line: the depth of its first dropped frame (0 is inferno's "all" frame), and the
     // number of frames it shares with the line before.
     let mut first_dropped = vec![u32::MAX; n];
@@ -202,7 +201,7 @@ fn pruned_lines(stacks: &FoldedStacks, order: &[usize], min_width: f64) -> Optio
     };
     for (j, &i) in order.iter().enumerate() {
         let path = stacks.line_path(i);
-        let s = if j == 0 { 0 } else { 1 + common(stacks.line_path(order[j - 1]), path) };
+        let s = if j == 0 { 0 } else { 1 + common_prefix(stacks.line_path(order[j - 1]), path) };
         shared[j] = s;
         close(&mut open, s, time, j);
         while open.len() <= path.len() {

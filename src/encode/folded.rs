@@ -500,7 +500,7 @@ struct Segment {
 const SEGMENT_SPLIT: usize = 2048;
 
 /// How many labels two paths share at their start (compared eight at a time while they agree).
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+pub(crate) fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     let n = a.len().min(b.len());
     let mut i = 0;
     while i + 8 <= n && a[i..i + 8] == b[i..i + 8] {
