@@ -202,6 +202,14 @@ mod tests {
         assert!(files.len() > 20, "{files:?}");
         let opts = DecodeOptions::default();
         let all = PrePassWants { java: true, module_symbols: true, frames: true };
+        // Two frame scans found the same frames and mappings, and stopped alike.
+        let same_scan = |a: &super::super::symbol_scan::FrameScan,
+                         b: &super::super::symbol_scan::FrameScan,
+                         what: &str| {
+            assert_eq!(a.tables.frames(), b.tables.frames(), "{what}");
+            assert_eq!(a.tables.mappings(), b.tables.mappings(), "{what}");
+            assert_eq!((a.packets, a.module_symbols, &a.stopped), (b.packets, b.module_symbols, &b.stopped), "{what}");
+        };
         let check = |bytes: &[u8], what: &str| {
             let pre = pre_pass(&mut open(bytes), &opts, all);
             let java = scan_trace_java(&mut open(bytes), opts.max_packet_bytes, 256 << 20);
@@ -211,13 +219,7 @@ mod tests {
             let s = pre.module_symbols.as_ref().unwrap();
             assert_eq!((s.packets, s.is_empty()), (syms.packets, syms.is_empty()), "{what}");
             let f = pre.frames.as_ref().unwrap();
-            assert_eq!(f.tables.frames(), frames.tables.frames(), "{what}");
-            assert_eq!(f.tables.mappings(), frames.tables.mappings(), "{what}");
-            assert_eq!(
-                (f.packets, f.module_symbols, &f.stopped),
-                (frames.packets, frames.module_symbols, &frames.stopped),
-                "{what}"
-            );
+            same_scan(f, &frames, what);
             // The same reading of the bytes where they lie (for a trace that is not gzipped),
             // and the frames it hands on as it goes: every frame of the scan, in order, once.
             if !open(bytes).gzipped {
@@ -230,13 +232,7 @@ mod tests {
                 assert_eq!(in_place.java.as_ref(), Some(&java), "{what}");
                 assert_eq!(in_place.module_symbols.as_ref(), Some(s), "{what}");
                 let g = in_place.frames.as_ref().unwrap();
-                assert_eq!(g.tables.frames(), f.tables.frames(), "{what}");
-                assert_eq!(g.tables.mappings(), f.tables.mappings(), "{what}");
-                assert_eq!(
-                    (g.packets, g.module_symbols, &g.stopped),
-                    (f.packets, f.module_symbols, &f.stopped),
-                    "{what}"
-                );
+                same_scan(g, f, what);
                 let all_frames: Vec<_> = f.tables.frames().iter().map(|f| (f.mapping, f.rel_pc)).collect();
                 assert_eq!(handed, all_frames, "{what}");
             }
