@@ -58,8 +58,13 @@ pub(crate) struct GenerateArgs {
 }
 
 /// The command tree the pages and scripts describe (clap_mangen leaves this hidden command out).
-fn command() -> clap::Command {
+/// The man pages leave out clap's `help` command too, which would get a page of its own and one
+/// more per command (`heapconv-help-convert.1`, …) repeating the others.
+fn command(what: Artifact) -> clap::Command {
     let mut cmd = Cli::command();
+    if what == Artifact::Man {
+        cmd = cmd.disable_help_subcommand(true);
+    }
     cmd.build();
     cmd
 }
@@ -92,7 +97,7 @@ fn describe(what: Artifact, dir: Option<&Path>) -> String {
 
 /// The man page of `heapconv` itself, or one shell's completion script.
 fn render(what: Artifact) -> std::io::Result<Vec<u8>> {
-    let mut cmd = command();
+    let mut cmd = command(what);
     let mut bytes = Vec::new();
     match what.shell() {
         None => clap_mangen::Man::new(cmd).render(&mut bytes)?,
@@ -103,7 +108,7 @@ fn render(what: Artifact) -> std::io::Result<Vec<u8>> {
 
 /// Writes the man pages (the program's and each command's) or a completion script into `dir`.
 fn write_to(what: Artifact, dir: &Path) -> std::io::Result<()> {
-    let mut cmd = command();
+    let mut cmd = command(what);
     match what.shell() {
         None => clap_mangen::generate_to(cmd, dir),
         Some(shell) => clap_complete::generate_to(shell, &mut cmd, "heapconv", dir).map(|_| ()),
@@ -116,7 +121,7 @@ mod tests {
 
     /// The visible commands, as `heapconv --help` lists them.
     fn commands() -> Vec<String> {
-        let names: Vec<String> = command()
+        let names: Vec<String> = command(Artifact::Man)
             .get_subcommands()
             .filter(|c| !c.is_hide_set() && c.get_name() != "help")
             .map(|c| c.get_name().to_string())
@@ -149,6 +154,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         write_to(Artifact::Man, &dir).unwrap();
         assert!(dir.join("heapconv.1").is_file());
+        assert!(!dir.join("heapconv-help.1").exists(), "a page for clap's help command");
         for name in commands() {
             let page = dir.join(format!("heapconv-{name}.1"));
             assert!(page.is_file(), "no {}", page.display());
