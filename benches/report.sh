@@ -19,7 +19,9 @@
 #   OUT=BENCHMARKS.md  the file written; BENCH_DIR=target/bench/report the inputs (made once)
 # Needs what .ci/install-oracles.sh installs (go, llvm-symbolizer, hprof-conv, Java with
 # ProGuard, the Python venv with Perfetto's schema) and gcc (the SQLite library symbolized).
-# Inputs are made once and reused; a full run takes about 10-15 minutes on 2 idle cores.
+# Inputs are made once and reused. A full run should take 10-15 minutes on 2 idle cores (an
+# estimate from the figures of its commands; only QUICK=1 has been timed: 2-4 minutes loaded,
+# plus building SQLite and the hprof bench the first time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec </dev/null
@@ -258,7 +260,7 @@ out.append('''## Method
 * Run it with `bash benches/report.sh [BASE [ALT]]` from the repository (see the script's header
   for its settings); it builds the release binaries, makes the inputs once, runs every tool of
   every row once per round (interleaved) and rewrites this file. `QUICK=1` is a smoke run on
-  small inputs. A full run takes 10-15 minutes on 2 idle cores.
+  small inputs. A full run should take 10-15 minutes on 2 idle cores.
 * "Idle" means nothing else ran on the machine: load average below 1 before the start, and only
   the script's own load during it. Figures measured otherwise are marked provisional; compare
   ratios and CPU times there, not wall times.
