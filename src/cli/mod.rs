@@ -18,6 +18,7 @@ mod batch;
 mod convert;
 mod deobfuscate;
 mod diff;
+mod generate;
 mod hprof;
 mod inspect;
 mod merge;
@@ -108,6 +109,9 @@ pub(crate) enum Command {
     /// Symbolize addresses (hex, one per line on standard input) in one ELF file, printing one
     /// JSON line per address in llvm-symbolizer's `--output-style=JSON` shape.
     Addr2line(symbolize::Addr2lineArgs),
+    /// Write the man pages or a shell's completion script, made from these definitions.
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
 }
 
 impl Command {
@@ -122,7 +126,11 @@ impl Command {
             Command::Merge(a) => a.list.jobs,
             Command::Timeline(a) => a.batch.list.jobs,
             Command::Top(a) => a.list.jobs,
-            Command::Inspect(_) | Command::Diff(_) | Command::Addr2line(_) | Command::Deobfuscate(_) => None,
+            Command::Inspect(_)
+            | Command::Diff(_)
+            | Command::Addr2line(_)
+            | Command::Deobfuscate(_)
+            | Command::Generate(_) => None,
         }
     }
 }
@@ -143,6 +151,7 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Command::Diff(a) => diff::run(&ui, a),
         Command::Top(a) => top::run(&ui, a),
         Command::Timeline(a) => timeline::run(&ui, a),
+        Command::Generate(a) => generate::run(a),
     }
 }
 
