@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Installs what building heapconv needs beyond Rust and a C compiler: nasm, autoconf, automake,
-# libtool and make. They build ISA-L's igzip, the gzip compressor of `profile` and `merge`
-# (the `isal` feature, on by default): the `isal-sys` crate runs ISA-L's autotools build on the
-# source it ships and assembles its x86 code with nasm. Without them the build stops in
-# `isal-sys` ("autoreconf: not found", or configure's "No modern nasm or yasm found");
-# `cargo build --release --no-default-features` then builds with a C compiler alone and
-# compresses with libdeflate (the same decompressed bytes, 2.4x the gzip CPU).
+# Installs what the opt-in `isal` feature needs beyond Rust and a C compiler: nasm, autoconf,
+# automake, libtool and make. They build ISA-L's igzip, which `cargo build --features isal` uses
+# for the gzip members of `profile` and `merge` instead of libdeflate (the default): the
+# `isal-sys` crate runs ISA-L's autotools build on the source it ships and assembles its x86
+# code with nasm. Without them that build stops in `isal-sys` ("autoreconf: not found", or
+# configure's "No modern nasm or yasm found"). The default build needs none of them; `.ci/run`
+# installs them to keep the `isal` feature building.
 # Idempotent and quiet: does nothing when every tool is there. Debian/Ubuntu (apt-get), as root
 # or through sudo.
 set -euo pipefail

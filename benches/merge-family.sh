@@ -61,7 +61,7 @@ for name in $PAIRS; do
     /usr/bin/time -f "$name old: $T" "$OLD" merge $pair -o $B/m-old.pb.gz -q
     /usr/bin/time -f "$name go: $T" sh -c "go tool pprof -proto $pair > $B/m-go.pb.gz 2>/dev/null"
   done 2>&1
-  # Decompressed: the gzip members are igzip's since session 11 (the old build's were zlib-rs's).
+  # Decompressed: the gzip members depend on the build's compressor (libdeflate, or igzip with --features isal).
   cmp -s <(gzip -dc $B/m-new.pb.gz) <(gzip -dc $B/m-old.pb.gz) && echo "$name: new output identical to old (decompressed)" || echo "$name: new output DIFFERS from old (decompressed)"
   "$NEW" convert $B/m-new.pb.gz --to folded -o $B/m-new.folded -q
   "$NEW" convert $B/m-go.pb.gz --to folded -o $B/m-go.folded -q

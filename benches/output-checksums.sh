@@ -4,8 +4,8 @@
 # symbol store, DDM captures, heap graphs, the hprof files it writes, merges, diffs, batches)
 # and records the sha256 of every output file, stdout, stderr and exit code in OUTDIR/SUMS.
 # Run it with two builds and diff the two SUMS files: a refactor must keep every line.
-# GUNZIP=1 sums gzip files decompressed (`profile`'s members are libdeflate's since session 10, and
-# igzip's, with large `merge` outputs', since session 11).
+# GUNZIP=1 sums gzip files decompressed (`profile`'s and large `merge` outputs' members are
+# libdeflate's by default and igzip's with `--features isal`: the compressed bytes differ).
 # BIG="a.pftrace b.pftrace" adds large traces (profile, convert, merge only; pid 1000, as the
 # testdata crate's `synth` writes).
 set -u

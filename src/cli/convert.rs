@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use heapconv::model::ValueKind;
 use heapconv::pipeline::batch::Wanted;
-use heapconv::pipeline::convert::{ConvertOptions, HeapTree, convert_one, run_convert_inputs};
+use heapconv::pipeline::convert::{
+    ConvertOptions, ConvertRun, HeapTree, convert_one, run_convert_formats, run_convert_inputs,
+};
 use heapconv::pipeline::load::{SymbolSources, decode_options, is_ddm_capture, refuse_pprof};
 use heapconv::pipeline::views::{DumpView, ViewOptions, check_view, run_view, view_one};
 use heapconv::pipeline::{Destination, Format};
@@ -69,9 +71,10 @@ pub(crate) struct ConvertArgs {
     /// `-o DIR/`: a batch, each input converted on its own.
     #[arg(required_unless_present = "inputs_from", value_name = "INPUT")]
     inputs: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "pprof")]
-    to: FormatArg,
+    /// Output format, or a comma-separated list of them (`pprof,folded,svg`): every format from
+    /// one decode, into the directory -o names, each named as --to with that format alone names it.
+    #[arg(long, value_enum, default_value = "pprof", value_delimiter = ',')]
+    to: Vec<FormatArg>,
     /// `--to html`: frames below this percentage of the total (in every sample type) are merged
     /// into one `[other]` frame per parent; 0 keeps every frame.
     #[arg(long, value_name = "PCT", default_value_t = 0.01)]
@@ -210,7 +213,7 @@ impl ConvertArgs {
         let (value, across) = self.value_and_view()?;
         let dump = parse_dump(&self.dump)?;
         let sources = self.symbols.sources(ui);
-        let format = self.to.0;
+        let format = self.formats()[0];
         let pids: Vec<u64> = self.pid.into_iter().collect();
         let decode = decode_options(self.decode.max_bundle_bytes());
         let filter = self.filter.options()?;
@@ -254,6 +257,20 @@ impl ConvertArgs {
         Ok((asked, sources))
     }
 
+    /// The formats --to names, in order, each once (at least one: clap gives the default).
+    fn formats(&self) -> Vec<Format> {
+        let mut formats: Vec<Format> = Vec::with_capacity(self.to.len());
+        for f in &self.to {
+            if !formats.contains(&f.0) {
+                formats.push(f.0);
+            }
+        }
+        if formats.is_empty() {
+            formats.push(Format::Pprof);
+        }
+        formats
+    }
+
     /// `convert` runs as a batch when asked, or when several inputs that are not all DDM
     /// captures go to an output directory (several DDM captures are merged into one profile,
     /// as `convert` always did).
@@ -266,7 +283,11 @@ impl ConvertArgs {
 
 pub(crate) fn run(ui: &Ui, a: ConvertArgs) -> Result<u8, Error> {
     let (asked, sources) = a.options(ui)?;
-    let format = a.to.0;
+    let formats = a.formats();
+    if formats.len() > 1 {
+        return run_formats(ui, &a, asked, &sources, &formats);
+    }
+    let format = formats[0];
     if a.is_batch() {
         return run_batch(ui, &a, asked, &sources);
     }
@@ -284,6 +305,46 @@ pub(crate) fn run(ui: &Ui, a: ConvertArgs) -> Result<u8, Error> {
         Asked::Convert(opts) => opts,
     };
     let run = run_convert_inputs(&a.inputs, &dest, &opts)?;
+    finish_convert(ui, &a, &run, &sources)
+}
+
+/// `convert --to A,B,...`: the inputs decoded once and written in every format, one file per
+/// format (and dump) in the directory -o names. A batch, a view across dumps, and an output that
+/// is not a directory are usage errors.
+fn run_formats(
+    ui: &Ui,
+    a: &ConvertArgs,
+    asked: Asked,
+    sources: &SymbolSources,
+    formats: &[Format],
+) -> Result<u8, Error> {
+    let list: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+    let list = list.join(",");
+    let usage = |m: String| Error::new(ErrorKind::Usage, m);
+    let opts = match asked {
+        Asked::View(_, view) => {
+            return Err(usage(format!("--to {list}: --view {} writes one format; give --to one", view.name())));
+        }
+        Asked::Convert(opts) => opts,
+    };
+    if a.is_batch() {
+        return Err(usage(format!("--to {list}: a batch writes one format; give --to one")));
+    }
+    let dir = match &a.output {
+        Some(p) if p.as_os_str() != "-" && is_dir_arg(p) => p.clone(),
+        _ => {
+            return Err(usage(format!(
+                "--to {list} writes a file per format: give -o an existing directory (or a path ending in /)"
+            )));
+        }
+    };
+    let run = run_convert_formats(&a.inputs, &dir, formats, &opts)?;
+    finish_convert(ui, a, &run, sources)
+}
+
+/// What every `convert` run ends with: the outputs and warnings printed, the report's problems,
+/// the symbolization gate and --strict judged; the exit code.
+fn finish_convert(ui: &Ui, a: &ConvertArgs, run: &ConvertRun, sources: &SymbolSources) -> Result<u8, Error> {
     ui::write_outputs(ui, &run.outputs)?;
     for w in &run.warnings {
         ui.warn(w);
@@ -292,7 +353,7 @@ pub(crate) fn run(ui: &Ui, a: ConvertArgs) -> Result<u8, Error> {
     let keep = |d: &heapconv::model::DumpReport| run.converted.keeps(d);
     let damaged = ui.problems_of(&run.report, &keep);
     ui.deobfuscation(&sources.proguard);
-    let gate_ok = run.symbols.as_ref().is_none_or(|r| ui.symbols(r, &sources));
+    let gate_ok = run.symbols.as_ref().is_none_or(|r| ui.symbols(r, sources));
     Ok(a.strict.exit(findings(gate_ok, damaged), &run.report.data_loss_of(&keep)))
 }
 
@@ -330,7 +391,7 @@ fn run_view_of(
 /// traces (directories give their traces only).
 fn run_batch(ui: &Ui, a: &ConvertArgs, asked: Asked, sources: &SymbolSources) -> Result<u8, Error> {
     let out = out_dir(a.output.as_deref(), "convert")?;
-    let format: Format = a.to.0;
+    let format: Format = a.formats()[0];
     let plan = Plan {
         command: "convert",
         positional: &a.inputs,
@@ -403,8 +464,13 @@ mod tests {
         assert_eq!(got.max_bytes, want.max_bytes);
         let a = parse(&["heapconv", "convert", "a.alloc", "b.alloc", "--to", "folded"]);
         assert_eq!(a.inputs, [PathBuf::from("a.alloc"), PathBuf::from("b.alloc")]);
-        assert_eq!(a.to.0, Format::Folded);
+        assert_eq!(a.formats(), [Format::Folded]);
         assert!(Cli::try_parse_from(["heapconv", "convert"]).is_err());
+        // --to takes a list, comma-separated or repeated, each format once in the order given.
+        let a = parse(&["heapconv", "convert", "t", "--to", "svg,pprof,svg", "--to", "html"]);
+        assert_eq!(a.formats(), [Format::Svg, Format::Pprof, Format::Html]);
+        assert_eq!(parse(&["heapconv", "convert", "t"]).formats(), [Format::Pprof]);
+        assert!(Cli::try_parse_from(["heapconv", "convert", "t", "--to", "pprof,nope"]).is_err());
     }
 
     #[test]

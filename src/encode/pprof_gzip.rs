@@ -84,7 +84,7 @@ pub const GZIP_PIECE: usize = 1 << 20;
 
 /// A gzip writer that compresses on every core: the bytes written to it are cut into pieces of
 /// [`GZIP_PIECE`] bytes at fixed offsets, each compressed as its own gzip member by
-/// [`gzip_member_into`] (igzip or libdeflate at level 1, no name, zero mtime) by a task of the
+/// [`gzip_member_into`] (libdeflate, or igzip with the `isal` feature, at level 1, no name, zero mtime) by a task of the
 /// rayon pool, and the members are written to `out` in order. Every gzip reader (Go's,
 /// Python's, zlib's, heapconv's) reads the members as one stream. The pieces are cut at fixed
 /// places and a member depends only on its piece, so the bytes do not depend on the number of
@@ -121,16 +121,18 @@ const MEMBER_ROOM: usize = GZIP_PIECE + GZIP_PIECE / 256 + 256;
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255];
 
 /// Appends one gzip member holding `bytes` (less than 4 GiB) to `out`: the one compressor of
-/// `profile`'s and `merge`'s gzip members. Built with the `isal` feature (the default), ISA-L's
-/// igzip at level 1; without it, libdeflate at level 1 (`libdeflate_member_into`). The header
-/// is `GZIP_HEADER` (that of [`gzip_writer`]) either way.
+/// `profile`'s and `merge`'s gzip members. By default libdeflate at level 1
+/// (`libdeflate_member_into`); built with the opt-in `isal` feature, ISA-L's igzip at level 1.
+/// The header is `GZIP_HEADER` (that of [`gzip_writer`]) either way, and the decompressed bytes
+/// are the same.
 ///
-/// On the issue-15 shape igzip takes 2.4x less CPU than libdeflate for 4% more bytes
-/// (BENCHMARKS.md, issue 15, session 11). Its output depends only on the input, the level and
-/// the code ISA-L picks for the CPU: at level 1 every x86-64 variant from SSE4.2 on (SSE4.2,
-/// AVX, AVX2, AVX-512) writes the same bytes, checked by forcing each variant on this shape;
-/// only x86-64 CPUs without SSE4.2 (before 2008) and other architectures would write other
-/// (equally valid) deflate data. libdeflate's output depends on the input and level alone.
+/// libdeflate was chosen over zlib-rs by measurement on `profile`'s and `merge`'s outputs: the
+/// same CPU per megabyte, 18-21% fewer bytes (`benches/gzip-backends/README.md`). Its output
+/// depends on the input and the level alone. igzip takes 2.0-2.4x less CPU than libdeflate for
+/// 4% more bytes, but its build needs nasm and autotools; its output depends on the input,
+/// the level and the code ISA-L picks for the CPU: at level 1 every x86-64 variant from SSE4.2
+/// on (SSE4.2, AVX, AVX2, AVX-512) writes the same bytes, while x86-64 CPUs without SSE4.2
+/// (before 2008) and other architectures write other (equally valid) deflate data.
 pub fn gzip_member_into(bytes: &[u8], out: &mut Vec<u8>) {
     #[cfg(feature = "isal")]
     isal_member_into(bytes, out);
@@ -139,7 +141,7 @@ pub fn gzip_member_into(bytes: &[u8], out: &mut Vec<u8>) {
 }
 
 /// [`gzip_member_into`] by libdeflate at level 1 (its fastest that still looks for matches),
-/// with a compressor kept per thread.
+/// with a compressor kept per thread. Also the reference the `isal` build's test compares with.
 #[cfg_attr(feature = "isal", allow(dead_code))]
 fn libdeflate_member_into(bytes: &[u8], out: &mut Vec<u8>) {
     use libdeflater::{CompressionLvl, Compressor};

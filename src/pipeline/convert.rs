@@ -14,7 +14,7 @@ use super::select::{
     no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
 };
 use crate::analysis::filter::{FilterOptions, filter_flat, filter_profile};
-use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
+use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
 use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
 use crate::decode::{Input, InputKind};
@@ -99,6 +99,11 @@ impl ConvertOptions {
             title: None,
             prune_below: self.prune_below,
         }
+    }
+
+    /// These options with `format` as the output format (one of a list of formats).
+    fn in_format(&self, format: Format) -> ConvertOptions {
+        ConvertOptions { format, ..self.clone() }
     }
 
     /// The dumps of a trace these options convert.
@@ -190,6 +195,25 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
     convert_inputs_to(inputs, &|_| dest.clone(), opts)
 }
 
+/// Runs `convert` once into the directory `dir` for every format of `formats` (`--to
+/// pprof,folded,svg`): the inputs are read and decoded once, and each format's files are
+/// those a run of [`run_convert_inputs`] with that format alone writes into `dir`, with the
+/// same names and bytes. `opts.format` is not used. DDM captures are read once and their
+/// records decoded once per frame-label style (file and line per frame for pprof and JSON,
+/// none for the text outputs).
+pub fn run_convert_formats(
+    inputs: &[PathBuf],
+    dir: &Path,
+    formats: &[Format],
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
+    let [first, ..] = formats else {
+        return Err(Error::new(ErrorKind::Usage, "no output format given"));
+    };
+    let dest = Destination::Dir(dir.to_path_buf());
+    convert_inputs_each(inputs, &|_| dest.clone(), formats, &opts.in_format(*first))
+}
+
 /// [`run_convert_inputs`] with the destination chosen once the kind of input is known:
 /// `dest_for(true)` when the input's outputs are one file per dump (a Perfetto trace in a
 /// profile format, an HPROF heap dump with `--dump all`), `dest_for(false)` when they are one
@@ -197,6 +221,17 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
 pub(crate) fn convert_inputs_to(
     inputs: &[PathBuf],
     dest_for: &dyn Fn(bool) -> Destination,
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
+    convert_inputs_each(inputs, dest_for, std::slice::from_ref(&opts.format), opts)
+}
+
+/// [`convert_inputs_to`] in each format of `formats` from one decode (`opts.format` is the
+/// first of them; it chooses the destination).
+fn convert_inputs_each(
+    inputs: &[PathBuf],
+    dest_for: &dyn Fn(bool) -> Destination,
+    formats: &[Format],
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
     if inputs.is_empty() {
@@ -208,15 +243,15 @@ pub(crate) fn convert_inputs_to(
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
             Opened::Trace(inp, kind) if kind.is_pprof() => {
-                return convert_pprof(inp, &inputs[0], &dest_for(false), opts);
+                return convert_pprof(inp, &inputs[0], &dest_for(false), formats, opts);
             }
             Opened::Trace(inp, _) | Opened::Hprof(inp) if names_a_type(opts) => {
                 return Err(type_name_not_for(&inp.name));
             }
             Opened::Trace(inp, kind) => {
-                return convert_trace(inp, kind, &inputs[0], &dest_for(!opts.format.is_report()), opts);
+                return convert_trace(inp, kind, &inputs[0], &dest_for(!opts.format.is_report()), formats, opts);
             }
-            Opened::Hprof(inp) if opts.format.is_report() && !opts.filter.is_empty() => {
+            Opened::Hprof(inp) if formats.iter().any(|f| f.is_report()) && !opts.filter.is_empty() => {
                 return Err(filters_not_for_heap_report(&inp.name));
             }
             Opened::Hprof(inp) => {
@@ -226,14 +261,14 @@ pub(crate) fn convert_inputs_to(
                         format!("{}: `convert` takes one HPROF heap dump at a time", inp.name),
                     ));
                 }
-                return convert_hprof(inp, &inputs[0], &dest_for(opts.dump == DumpSelect::All), opts);
+                return convert_hprof(inp, &inputs[0], &dest_for(opts.dump == DumpSelect::All), formats, opts);
             }
         }
     }
     if names_a_type(opts) {
         return Err(type_name_not_for(&inputs[0].display().to_string()));
     }
-    convert_ddm(&ddm, inputs, &dest_for(false), opts)
+    convert_ddm(&ddm, inputs, &dest_for(false), formats, opts)
 }
 
 /// True when `opts.sample_type` names a type (rather than a meaning such as `total-size`).
@@ -253,13 +288,13 @@ fn convert_trace(
     kind: InputKind,
     input: &Path,
     dest: &Destination,
+    formats: &[Format],
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
-    use rayon::prelude::*;
     if opts.java_heap {
-        return convert_heap_graphs(inp, input, dest, opts);
+        return convert_heap_graphs(inp, input, dest, formats, opts);
     }
-    if let Some(run) = convert_trace_flat(&inp, input, dest, opts) {
+    if let Some(run) = convert_trace_flat(&inp, input, dest, formats, opts) {
         return run;
     }
     // A trace without heapprofd dumps may hold Java heap graphs: those are converted then.
@@ -268,7 +303,7 @@ fn convert_trace(
     let (profiles, report, symbols) = select_heapprofd(inp, &opts.selection())?;
     if report.dumps.is_empty() && report.damage.is_none() {
         if let (Some(again), true) = (again, report.packet_kinds.get("heap_graph").is_some_and(|&n| n > 0)) {
-            return convert_heap_graphs(again?, input, dest, opts);
+            return convert_heap_graphs(again?, input, dest, formats, opts);
         }
         return Err(no_heapprofd(&name));
     }
@@ -297,9 +332,29 @@ fn convert_trace(
     } else {
         profiles.into_iter().map(|p| filter_profile(p, &opts.filter)).collect()
     };
-    let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format.is_report() {
-        let mut doc = convert_json(&report, &profiles, &summary_options(opts)).into_bytes();
-        if let Some(sym) = &symbols {
+    let mut outputs = Vec::new();
+    for &format in formats {
+        outputs.extend(trace_outputs(&profiles, &report, symbols.as_ref(), input, dest, &opts.in_format(format))?);
+    }
+    let profiles = profiles.iter().map(ProfileTotals::of).collect();
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
+}
+
+/// The profiles of a trace written in `opts.format` to `dest` (or, for folded stacks, written
+/// as they are encoded): the outputs, in order.
+fn trace_outputs(
+    profiles: &[Profile],
+    report: &TraceReport,
+    symbols: Option<&SymbolizeReport>,
+    input: &Path,
+    dest: &Destination,
+    opts: &ConvertOptions,
+) -> Result<Outputs> {
+    use rayon::prelude::*;
+    let outputs: Outputs = if opts.format.is_report() {
+        let mut doc = convert_json(report, profiles, &summary_options(opts)).into_bytes();
+        if let Some(sym) = symbols {
             // The symbolization report joins the document (the encoder does not know the stage).
             let mut v: serde_json::Value = serde_json::from_slice(&doc).expect("our own JSON");
             v["symbolization"] = serde_json::to_value(sym).expect("report serializes");
@@ -312,12 +367,10 @@ fn convert_trace(
             Destination::Dir(d) => vec![(Some(d.join(format!("{}.json", stem(input)))), doc)],
         }
     } else {
-        if let Some(outs) = html_timelines(dest, &profiles, opts) {
+        if let Some(outs) = html_timelines(dest, profiles, opts) {
             let outs = outs?;
             write_outputs(input, dest, &outs)?;
-            let profiles = profiles.iter().map(ProfileTotals::of).collect();
-            let converted = opts.dump_filter(&report);
-            return Ok(ConvertRun { outputs: outs, report, symbols, profiles, converted, warnings: Vec::new() });
+            return Ok(outs);
         }
         if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
             let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
@@ -337,10 +390,7 @@ fn convert_trace(
         };
         if opts.format == Format::Folded {
             // Written as they are made: the text of a big profile is never held whole.
-            let outs = stream_outputs(input, dest, &profiles, opts, &path_of)?;
-            let profiles = profiles.iter().map(ProfileTotals::of).collect();
-            let converted = opts.dump_filter(&report);
-            return Ok(ConvertRun { outputs: outs, report, symbols, profiles, converted, warnings: Vec::new() });
+            return stream_outputs(input, dest, profiles, opts, &path_of);
         }
         let encoded: Vec<Result<Vec<u8>>> = profiles.par_iter().map(|p| encode_one(p, opts)).collect();
         let mut outs = Vec::new();
@@ -350,9 +400,7 @@ fn convert_trace(
         outs
     };
     write_outputs(input, dest, &outputs)?;
-    let profiles = profiles.iter().map(ProfileTotals::of).collect();
-    let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
+    Ok(outputs)
 }
 
 /// Outputs of a run: each path (`None`: standard output) and its bytes.
@@ -372,9 +420,10 @@ fn convert_trace_flat(
     inp: &Input,
     input: &Path,
     dest: &Destination,
+    formats: &[Format],
     opts: &ConvertOptions,
 ) -> Option<Result<ConvertRun>> {
-    if !matches!(opts.format, Format::Folded | Format::Svg)
+    if !formats.iter().all(|f| matches!(f, Format::Folded | Format::Svg))
         || !opts.filter.is_empty()
         || opts.symbols.options().is_some()
     {
@@ -391,7 +440,7 @@ fn convert_trace_flat(
     if profiles.is_empty() {
         return None;
     }
-    Some(write_flat(profiles, report, input, dest, opts))
+    Some(write_flat(profiles, report, input, dest, formats, opts))
 }
 
 /// Decodes a trace with frame lists and keeps the dumps `opts` selects (as
@@ -471,15 +520,16 @@ fn flat_of(d: ListDump, tables: &std::sync::Arc<crate::model::Tables>, lists: &S
     p
 }
 
-/// Writes the flat profiles of [`convert_trace_flat`] as `convert_trace` writes profiles.
+/// Writes the flat profiles of [`convert_trace_flat`] in each of `formats` as `convert_trace`
+/// writes profiles.
 fn write_flat(
     profiles: Vec<FlatProfile>,
     report: TraceReport,
     input: &Path,
     dest: &Destination,
+    formats: &[Format],
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
-    use rayon::prelude::*;
     if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
         let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
         return Err(Error::new(
@@ -491,10 +541,22 @@ fn write_flat(
             ),
         ));
     }
-    let inputs = [input.to_path_buf()];
     if let Destination::Dir(d) = dest {
         ensure_dir(d)?;
     }
+    let mut outputs = Vec::new();
+    for &format in formats {
+        outputs.extend(write_flat_in(&profiles, input, dest, &opts.in_format(format))?);
+    }
+    let profiles = profiles.iter().map(ProfileTotals::of_flat).collect();
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
+}
+
+/// [`write_flat`] in `opts.format`: the outputs, in order.
+fn write_flat_in(profiles: &[FlatProfile], input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<Outputs> {
+    use rayon::prelude::*;
+    let inputs = [input.to_path_buf()];
     let eopts = opts.encode_options();
     let ext = opts.format.extension();
     let written: Vec<Result<(Option<PathBuf>, Vec<u8>)>> = profiles
@@ -528,9 +590,7 @@ fn write_flat(
     if opts.format != Format::Folded {
         write_outputs(input, dest, &outputs)?;
     }
-    let profiles = profiles.iter().map(ProfileTotals::of_flat).collect();
-    let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
+    Ok(outputs)
 }
 
 /// `--to html` of several dumps of one process and heap: one report per (pid, heap) with a
@@ -621,7 +681,13 @@ fn stream_outputs(
 /// complete and says so in the report. `opts.dump` picks the file's heap dump (the last by
 /// default); `All` writes one output per dump, which needs a directory when the file holds
 /// several, where they are named `STEM.N.EXT` (N the dump's 1-based number).
-fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+fn convert_hprof(
+    inp: Input,
+    input: &Path,
+    dest: &Destination,
+    formats: &[Format],
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
     let name = inp.name.clone();
     let gzipped = inp.gzipped;
     let all = opts.dump == DumpSelect::All;
@@ -640,15 +706,23 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
                 let text = dump.incomplete.join("; ");
                 incomplete.push(if stats.dumps.len() > 1 { format!("heap dump {n}: {text}") } else { text });
             }
-            let (bytes, totals) = heap_output(&dump, input, opts)?;
-            profiles.extend(totals);
-            let path = match dest {
-                Destination::Stdout => None,
-                Destination::File(f) => Some(f.clone()),
-                Destination::Dir(d) if all => Some(d.join(format!("{}.{n}.{}", stem(input), opts.format.extension()))),
-                Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(input), opts.format.extension()))),
-            };
-            outputs.push((path, bytes));
+            let mut kept = None;
+            for &format in formats {
+                let opts = &opts.in_format(format);
+                let (bytes, totals) = heap_output(&dump, input, opts)?;
+                if kept.is_none() {
+                    kept = totals;
+                }
+                let ext = format.extension();
+                let path = match dest {
+                    Destination::Stdout => None,
+                    Destination::File(f) => Some(f.clone()),
+                    Destination::Dir(d) if all => Some(d.join(format!("{}.{n}.{ext}", stem(input)))),
+                    Destination::Dir(d) => Some(d.join(format!("{}.{ext}", stem(input)))),
+                };
+                outputs.push((path, bytes));
+            }
+            profiles.extend(kept);
             Ok(())
         })?;
     if several {
@@ -729,7 +803,13 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
 /// as JSON. Several dumps need a directory, where they are named `java_heap_dump.N.PID.EXT`
 /// (N counting the files written from 1, in the order the dumps end in the trace). An
 /// incomplete dump converts what it has and the run is partial.
-fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+fn convert_heap_graphs(
+    mut inp: Input,
+    input: &Path,
+    dest: &Destination,
+    formats: &[Format],
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
     use crate::analysis::heap::JAVA_HEAP_NAME;
     if let Some(h) = opts.heap.as_deref().filter(|h| *h != JAVA_HEAP_NAME) {
         return Err(Error::new(
@@ -753,19 +833,25 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
             if !dump.incomplete.is_empty() {
                 incomplete.push(format!("{describe}: {}", dump.incomplete.join("; ")));
             }
-            let (bytes, totals) = heap_output(&dump, input, opts)?;
-            profiles.extend(totals);
-            let path = match dest {
-                Destination::Stdout => None,
-                Destination::File(f) => Some(f.clone()),
-                Destination::Dir(d) => Some(d.join(format!(
-                    "java_heap_dump.{}.{}.{}",
-                    described.len(),
-                    dump.pid.unwrap_or(0),
-                    opts.format.extension()
-                ))),
-            };
-            outputs.push((path, bytes));
+            let mut kept = None;
+            for &format in formats {
+                let (bytes, totals) = heap_output(&dump, input, &opts.in_format(format))?;
+                if kept.is_none() {
+                    kept = totals;
+                }
+                let path = match dest {
+                    Destination::Stdout => None,
+                    Destination::File(f) => Some(f.clone()),
+                    Destination::Dir(d) => Some(d.join(format!(
+                        "java_heap_dump.{}.{}.{}",
+                        described.len(),
+                        dump.pid.unwrap_or(0),
+                        format.extension()
+                    ))),
+                };
+                outputs.push((path, bytes));
+            }
+            profiles.extend(kept);
             Ok(())
         })?;
     if described.is_empty() {
@@ -782,11 +868,13 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
     Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
-/// Converts DDM captures, merged into one profile.
+/// Converts DDM captures, merged into one profile, in each of `formats`. The captures are
+/// decoded once; the profile is made once per frame-label style the formats need.
 fn convert_ddm(
     inputs: &[(String, Vec<u8>)],
     paths: &[PathBuf],
     dest: &Destination,
+    formats: &[Format],
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
     if !opts.pids.is_empty() || opts.heap.is_some() || opts.dump != DumpSelect::Last {
@@ -795,33 +883,74 @@ fn convert_ddm(
             "--pid, --heap and --dump select heapprofd dumps; a DDM allocation-record capture has one profile",
         ));
     }
-    // pprof gets one sample per allocation with file and line per frame; the text outputs
-    // label frames `class.method(File.java:12)` and need only one sample per stack.
-    let mut ddm = opts.ddm.clone();
-    ddm.lines = opts.format.keeps_lines();
-    ddm.per_allocation = opts.format.keeps_lines();
     let mut captures =
-        inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
+        inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &opts.ddm)).collect::<Result<Vec<_>>>()?;
     let deob = opts.symbols.proguard.open()?;
     for c in &mut captures {
         super::load::deobfuscate_capture(deob.as_deref(), &mut c.records);
     }
-    let profile = filter_profile(alloc_records_profile(&captures, &ddm), &opts.filter);
-    let mut report = TraceReport {
-        source: profile.header.meta.source.clone(),
-        bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
-        ..Default::default()
+    // pprof gets one sample per allocation with file and line per frame; the text outputs
+    // label frames `class.method(File.java:12)` and need only one sample per stack.
+    let style = |format: Format| {
+        let mut ddm = opts.ddm.clone();
+        ddm.lines = format.keeps_lines();
+        ddm.per_allocation = format.keeps_lines();
+        ddm
     };
-    for c in &captures {
-        for p in &c.problems {
-            report.problem(None, None, format!("{}: {p}", c.source));
+    let mut made: [Option<Profile>; 2] = [None, None];
+    let mut outputs = Vec::new();
+    let mut first: Option<(TraceReport, ProfileTotals)> = None;
+    for &format in formats {
+        let opts = &opts.in_format(format);
+        let ddm = style(format);
+        let profile = made[usize::from(format.keeps_lines())]
+            .get_or_insert_with(|| filter_profile(alloc_records_profile(&captures, &ddm), &opts.filter));
+        let mut report = TraceReport {
+            source: profile.header.meta.source.clone(),
+            bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
+            ..Default::default()
+        };
+        for c in &captures {
+            for p in &c.problems {
+                report.problem(None, None, format!("{}: {p}", c.source));
+            }
         }
+        let bytes = ddm_output(&captures, profile, &report, &ddm, opts)?;
+        let path = match dest {
+            Destination::Stdout => None,
+            Destination::File(f) => Some(f.clone()),
+            Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(&paths[0]), format.extension()))),
+        };
+        if let Destination::Dir(d) = dest {
+            ensure_dir(d)?;
+        }
+        match &path {
+            Some(p) => write_atomic(p, &bytes, paths)?,
+            None => check_not_input(Path::new("-"), paths)?,
+        }
+        outputs.push((path, bytes));
+        first.get_or_insert_with(|| (report, ProfileTotals::of(profile)));
     }
-    let bytes = match opts.format {
+    let (report, totals) = first.ok_or_else(|| Error::new(ErrorKind::Usage, "no output format given"))?;
+    let converted = opts.dump_filter(&report);
+    Ok(ConvertRun { outputs, report, symbols: None, profiles: vec![totals], converted, warnings: Vec::new() })
+}
+
+/// The bytes of the profile of DDM captures in `opts.format` (`ddm` the options it was made
+/// with): the JSON summary with each capture's report, a flame graph with a title, or the
+/// format's encoding.
+fn ddm_output(
+    captures: &[AllocCapture],
+    profile: &Profile,
+    report: &TraceReport,
+    ddm: &DdmOptions,
+    opts: &ConvertOptions,
+) -> Result<Vec<u8>> {
+    Ok(match opts.format {
         Format::Json => {
-            let doc = convert_json(&report, std::slice::from_ref(&profile), &summary_options(opts));
+            let doc = convert_json(report, std::slice::from_ref(profile), &summary_options(opts));
             let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
-            let ddm_reports: Vec<DdmInspect> = captures.iter().map(|c| ddm_inspect(c, &ddm)).collect();
+            let ddm_reports: Vec<DdmInspect> = captures.iter().map(|c| ddm_inspect(c, ddm)).collect();
             v["ddm"] = serde_json::to_value(ddm_reports).expect("report serializes");
             let mut doc = serde_json::to_vec_pretty(&v).expect("serializes");
             doc.push(b'\n');
@@ -842,56 +971,51 @@ fn convert_ddm(
                 title: Some(title),
                 ..Default::default()
             };
-            encode(&profile, Format::Svg, &eopts)?
+            encode(profile, Format::Svg, &eopts)?
         }
-        _ => encode_one(&profile, opts)?,
-    };
-    let path = match dest {
-        Destination::Stdout => None,
-        Destination::File(f) => Some(f.clone()),
-        Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(&paths[0]), opts.format.extension()))),
-    };
-    if let Destination::Dir(d) = dest {
-        ensure_dir(d)?;
-    }
-    match &path {
-        Some(p) => write_atomic(p, &bytes, paths)?,
-        None => check_not_input(Path::new("-"), paths)?,
-    }
-    let profiles = vec![ProfileTotals::of(&profile)];
-    let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols: None, profiles, converted, warnings: Vec::new() })
+        _ => encode_one(profile, opts)?,
+    })
 }
 
-/// Converts one pprof input (`convert` on a pprof file): decoded, then encoded in the
-/// requested format with the names it has (annotations are not added again).
-fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
+/// Converts one pprof input (`convert` on a pprof file): decoded once, then encoded in each of
+/// `formats` with the names it has (annotations are not added again).
+fn convert_pprof(
+    mut inp: Input,
+    input: &Path,
+    dest: &Destination,
+    formats: &[Format],
+    opts: &ConvertOptions,
+) -> Result<ConvertRun> {
     let flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
     let warnings = super::load::pprof_warnings(&input.display().to_string(), &flat);
     let flat = filter_flat(flat, &opts.filter);
     // The pprof convention (`default_sample_type`, else the last type), or the type asked for.
     let index = pick_sample_type(&flat.header, opts.sample_type.as_deref())?;
-    // Names are written as the input has them (annotations are not added again).
-    let eopts = EncodeOptions { annotations: false, shown: Shown::Index(index), ..opts.encode_options() };
-    let bytes = encode_flat(&flat, opts.format, &eopts)?;
-    let path = match dest {
-        Destination::Stdout => None,
-        Destination::File(f) => Some(f.clone()),
-        Destination::Dir(d) => {
-            crate::output::ensure_dir(d)?;
-            Some(d.join(format!("{}.{}", stem(input), opts.format.extension())))
-        }
-    };
     let inputs = [input.to_path_buf()];
-    match &path {
-        Some(p) => crate::output::write_atomic(p, &bytes, &inputs)?,
-        None => crate::output::check_not_input(Path::new("-"), &inputs)?,
+    let mut outputs = Vec::new();
+    for &format in formats {
+        // Names are written as the input has them (annotations are not added again).
+        let eopts = EncodeOptions { annotations: false, shown: Shown::Index(index), ..opts.encode_options() };
+        let bytes = encode_flat(&flat, format, &eopts)?;
+        let path = match dest {
+            Destination::Stdout => None,
+            Destination::File(f) => Some(f.clone()),
+            Destination::Dir(d) => {
+                crate::output::ensure_dir(d)?;
+                Some(d.join(format!("{}.{}", stem(input), format.extension())))
+            }
+        };
+        match &path {
+            Some(p) => crate::output::write_atomic(p, &bytes, &inputs)?,
+            None => crate::output::check_not_input(Path::new("-"), &inputs)?,
+        }
+        outputs.push((path, bytes));
     }
     let report = TraceReport { source: input.display().to_string(), ..Default::default() };
     let profiles = vec![ProfileTotals::of_flat(&flat)];
     let symbols = opts.symbols.options().map(|_| pprof_coverage(&flat));
     let converted = opts.dump_filter(&report);
-    Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles, converted, warnings })
+    Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings })
 }
 
 /// `convert` of one input: a Perfetto trace to `OUT/<key>/heap_dump.N.PID.HEAP.<ext>` (one

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::common::{data, decode_pprof, heapconv, heapconv_ok};
+use crate::common::{data, decode_pprof, heapconv, heapconv_ok, s, stderr_of};
 use serde_json::Value;
 
 /// Writes a small synthetic trace (one process, two dumps) to `path`.
@@ -91,14 +91,6 @@ fn comparable(mut v: Value) -> Value {
     v
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 #[test]
 fn a_directory_converts_every_input_under_names_from_its_relative_path() {
     let tmp = tempfile::tempdir().unwrap();
@@ -108,11 +100,11 @@ fn a_directory_converts_every_input_under_names_from_its_relative_path() {
     let sum = tmp.path().join("summary.json");
     let o = heapconv_ok(&["convert", s(&inp), "-o", s(&out), "--summary-json", s(&sum)], 0);
     // Not a terminal, no -v, every input ok: silence.
-    assert_eq!(stderr(&o), "");
+    assert_eq!(stderr_of(&o), "");
     // -v: a line per input and the counts.
     let o = heapconv_ok(&["convert", s(&inp), "-o", s(&out), "-v"], 0);
-    assert!(stderr(&o).contains("14 input(s): 14 ok, 0 partial, 0 failed"), "{}", stderr(&o));
-    assert_eq!(stderr(&o).lines().filter(|l| l.starts_with("ok ")).count(), 14, "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("14 input(s): 14 ok, 0 partial, 0 failed"), "{}", stderr_of(&o));
+    assert_eq!(stderr_of(&o).lines().filter(|l| l.starts_with("ok ")).count(), 14, "{}", stderr_of(&o));
     let got = contents(&out);
     let names: BTreeSet<&str> = got.keys().map(|k| k.rsplit_once('/').map_or(k.as_str(), |x| x.0)).collect();
     // Traces: a directory per trace; the DDM capture: one file; the gzipped trace keeps its
@@ -309,7 +301,10 @@ fn shards_partition_the_inputs_and_their_outputs_make_the_whole() {
         &["convert", s(&inp.join("c0/trace_00.pftrace")), "-o", s(&tmp.path().join("e")), "--shard", "2/50", "-v"],
         0,
     );
-    assert!(stderr(&o).contains("0 input(s) (shard 2/50 of 1)") || stderr(&o).contains("1 input(s) (shard 2/50 of 1)"));
+    assert!(
+        stderr_of(&o).contains("0 input(s) (shard 2/50 of 1)")
+            || stderr_of(&o).contains("1 input(s) (shard 2/50 of 1)")
+    );
     for bad in ["0/3", "4/3", "1/0", "x"] {
         let o = heapconv(&["convert", s(&inp), "-o", s(&tmp.path().join("bad")), "--shard", bad]);
         assert_eq!(o.status.code(), Some(2), "{bad}");
@@ -332,7 +327,7 @@ fn a_bad_input_does_not_stop_the_batch() {
     let sum = tmp.path().join("s.json");
     let o = heapconv(&["convert", s(&inp), "-o", s(&out), "--to", "svg", "--summary-json", s(&sum), "-j", "2"]);
     assert_eq!(o.status.code(), Some(1), "a failed input: exit code 1");
-    let err = stderr(&o);
+    let err = stderr_of(&o);
     assert!(err.contains("heapconv: error: no profile data:") && err.contains("c.pftrace"), "{err}");
     assert!(err.contains("the input is damaged"), "{err}");
     assert!(err.contains("c2.pftrace: partial result: 1 dump(s) never finished"), "{err}");
@@ -401,7 +396,7 @@ fn lists_patterns_and_directories() {
     };
     // Patterns: `*` does not cross directories, `**` does, classes work.
     let (o, got) = run(&[&format!("{}/run1/*.pftrace", s(&inp))], "p1");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr_of(&o));
     assert_eq!(got, ["t01.json", "t04.json", "t07.json", "t10.json"].map(String::from).into());
     let (_, got) = run(&[&format!("{}/**/t0[0-4]*", s(&inp))], "p2");
     assert_eq!(
@@ -411,7 +406,7 @@ fn lists_patterns_and_directories() {
     // A pattern that matches nothing is a usage error, before anything is written.
     let (o, got) = run(&[&format!("{}/*.nothing", s(&inp))], "p3");
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("matches no input") && got.is_empty());
+    assert!(stderr_of(&o).contains("matches no input") && got.is_empty());
     // A list: comments, blank lines, a directory and a file; `-` reads it from standard input.
     let list = format!("# nightly\n\n{}\r\n{}\n", inp.join("run2").display(), inp.join("t00.pftrace").display());
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heapconv"))
@@ -422,7 +417,7 @@ fn lists_patterns_and_directories() {
         .unwrap();
     std::io::Write::write_all(child.stdin.as_mut().unwrap(), list.as_bytes()).unwrap();
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr_of(&o));
     let got: BTreeSet<String> = contents(&tmp.path().join("l1")).into_keys().collect();
     assert_eq!(
         got,
@@ -434,14 +429,14 @@ fn lists_patterns_and_directories() {
     std::fs::create_dir_all(tmp.path().join("empty")).unwrap();
     let (o, _) = run(&[s(&tmp.path().join("empty"))], "e1");
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no input found in this directory"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("no input found in this directory"), "{}", stderr_of(&o));
     let (o, _) = run(&["-", s(&inp)], "e2");
     assert_eq!(o.status.code(), Some(2));
     // -v names the files of directories that were not taken.
     let (o, _) = run(&["-v", s(&inp.join("run1"))], "v1");
-    assert!(!stderr(&o).contains("README"), "README.md is not in run1");
+    assert!(!stderr_of(&o).contains("README"), "README.md is not in run1");
     let (o, _) = run(&["-v", s(&inp)], "v2");
-    let err = stderr(&o);
+    let err = stderr_of(&o);
     assert!(err.contains(&format!("skipped {}", inp.join("README.md").display())), "{err}");
     assert!(!err.contains(".hidden"), "hidden files are not even looked at: {err}");
     assert!(err.lines().filter(|l| l.starts_with("ok ")).count() == 14, "{err}");
@@ -463,7 +458,7 @@ fn outputs_never_overwrite_inputs_and_the_output_directory_is_not_scanned() {
     }
     let o = heapconv(&["convert", s(&out), "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("output directory"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("output directory"), "{}", stderr_of(&o));
     // hprof-conv into the directory of its inputs: `x.hprof` would be written over itself.
     let hp = tmp.path().join("hp");
     heapconv_ok(&["hprof", s(&data("heapgraph/two_pids.pftrace")), "--android", "-o", &format!("{}/", s(&hp))], 0);
@@ -472,7 +467,7 @@ fn outputs_never_overwrite_inputs_and_the_output_directory_is_not_scanned() {
     let first = hp.join("java_heap_dump.1.50.hprof");
     let o = heapconv(&["hprof-conv", s(&first), s(&hp.join("java_heap_dump.2.60.hprof")), "-o", s(&hp)]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("could overwrite the input"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("could overwrite the input"), "{}", stderr_of(&o));
     assert_eq!(contents(&hp), before, "inputs untouched");
     // Into another directory it works, and names follow the inputs.
     let conv = tmp.path().join("conv");
@@ -579,7 +574,7 @@ fn symbolize_batches_gate_on_coverage_per_input() {
             std::fs::read(out.join(r["outputs"][0]["path"].as_str().unwrap())).unwrap()
         );
     }
-    let err = stderr(&o);
+    let err = stderr_of(&o);
     assert_eq!(err.matches("is below --min-symbolized 80%").count(), below.len(), "{err}");
 }
 
@@ -643,7 +638,7 @@ fn on_a_terminal(args: &[&str]) -> Option<String> {
         .stdin(std::process::Stdio::null())
         .output()
         .ok()?;
-    assert!(o.status.success(), "script: {}", stderr(&o));
+    assert!(o.status.success(), "script: {}", stderr_of(&o));
     Some(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
@@ -665,7 +660,7 @@ fn a_progress_bar_on_a_terminal_silence_in_ci() {
     assert_eq!(tty, "");
     // Not a terminal: silence; the same outputs.
     let o = heapconv_ok(&["convert", s(&inp), "-o", s(&tmp.path().join("out3"))], 0);
-    assert_eq!(stderr(&o), "");
+    assert_eq!(stderr_of(&o), "");
     assert_eq!(contents(&out), contents(&tmp.path().join("out3")));
 }
 

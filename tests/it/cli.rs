@@ -4,23 +4,12 @@
 use crate::common::*;
 use serde_json::Value;
 
-fn files(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    v.sort();
-    v
-}
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 #[test]
 fn pid_and_timestamp_filters_select_dumps() {
     let input = data("heaps_and_procs.pftrace");
     let out = tempfile::tempdir().unwrap();
     heapconv_ok(&["profile", input.to_str().unwrap(), "-q", "--pid", "20", "-o", out.path().to_str().unwrap()], 0);
-    assert_eq!(files(out.path()), ["heap_dump.1.20.libc.malloc.pb.gz"]);
+    assert_eq!(file_names(out.path()), ["heap_dump.1.20.libc.malloc.pb.gz"]);
 
     // Timestamps are trace-clock values: in clock_offsets the dumps at raw 8.5 s and 20 s are
     // 9.5 s and 25 s after conversion through the clock snapshots.
@@ -39,7 +28,7 @@ fn pid_and_timestamp_filters_select_dumps() {
         ],
         0,
     );
-    assert_eq!(files(out.path()), ["heap_dump.1.10.libc.malloc.pb", "heap_dump.2.10.libc.malloc.pb"]);
+    assert_eq!(file_names(out.path()), ["heap_dump.1.10.libc.malloc.pb", "heap_dump.2.10.libc.malloc.pb"]);
     let p = read_pprof(&out.path().join("heap_dump.2.10.libc.malloc.pb"));
     let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
     assert!(comments[0].contains("at 25000000000 ns"), "{comments:?}");
@@ -51,7 +40,7 @@ fn nothing_matching_writes_nothing_and_creates_no_directory() {
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("never");
     let o = heapconv_ok(&["profile", input.to_str().unwrap(), "--pid", "999", "-o", target.to_str().unwrap()], 0);
-    assert!(stderr(&o).contains("No profile matched"));
+    assert!(stderr_of(&o).contains("No profile matched"));
     assert!(!target.exists());
 }
 
@@ -68,7 +57,7 @@ fn a_single_output_in_a_missing_folder_creates_the_folder() {
     assert_eq!(text.as_bytes(), &want.stdout[..]);
     assert!(!text.is_empty());
     // Only the output is there: no temporary file left beside it.
-    assert_eq!(files(&out.path().join("new/deeper")), vec!["trace.folded".to_owned()]);
+    assert_eq!(file_names(&out.path().join("new/deeper")), vec!["trace.folded".to_owned()]);
 }
 
 #[test]
@@ -109,8 +98,8 @@ fn truncated_traces_give_partial_results_with_file_offset_and_packet() {
         let input = data(name);
         let out = tempfile::tempdir().unwrap();
         let o = heapconv(&["profile", input.to_str().unwrap(), "-o", out.path().to_str().unwrap()]);
-        assert_eq!(o.status.code(), Some(3), "{name}: {}", stderr(&o));
-        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{name}: {}", stderr_of(&o));
+        let err = stderr_of(&o);
         if name.contains("midchain") {
             assert!(err.contains("never finished"), "{name}: {err}");
         } else {
@@ -121,8 +110,8 @@ fn truncated_traces_give_partial_results_with_file_offset_and_packet() {
             serde_json::from_slice(&heapconv(&["inspect", "--json", input.to_str().unwrap()]).stdout).unwrap();
         let changed = report["dumps"].as_array().unwrap().iter().filter(|d| d["changed"] == true).count();
         assert_eq!(changed, complete_dumps, "{name}");
-        assert_eq!(files(out.path()).len(), complete_dumps, "{name}");
-        assert!(files(out.path()).iter().all(|f| !f.ends_with(".tmp")));
+        assert_eq!(file_names(out.path()).len(), complete_dumps, "{name}");
+        assert!(file_names(out.path()).iter().all(|f| !f.ends_with(".tmp")));
     }
 }
 
@@ -134,21 +123,21 @@ fn bad_inputs_are_clear_errors() {
     // inspect: no format heapconv reads is an error (exit 1), not a trace report.
     let o = heapconv(&["inspect", text.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("not a format heapconv reads (20 bytes; not a Perfetto trace"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("not a format heapconv reads (20 bytes; not a Perfetto trace"), "{}", stderr_of(&o));
     let o = heapconv(&["profile", text.to_str().unwrap(), "-o", dir.path().join("o").to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr_of(&o));
     assert!(!dir.path().join("o").exists());
 
     let empty = dir.path().join("empty.pftrace");
     std::fs::write(&empty, b"").unwrap();
     let o = heapconv(&["profile", empty.to_str().unwrap(), "-o", dir.path().join("o").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("no heapprofd profile"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("no heapprofd profile"), "{}", stderr_of(&o));
 
     let missing = dir.path().join("missing.pftrace");
     let o = heapconv(&["convert", missing.to_str().unwrap(), "--to", "folded"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("missing.pftrace"));
+    assert!(stderr_of(&o).contains("missing.pftrace"));
 
     // A length prefix near 4 GiB is refused before anything is allocated.
     let huge = dir.path().join("huge.pftrace");
@@ -175,7 +164,7 @@ fn never_overwrites_an_input() {
     let o =
         heapconv(&["convert", input.to_str().unwrap(), "--pid", "20", "--to", "folded", "-o", input.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("it is an input"));
+    assert!(stderr_of(&o).contains("it is an input"));
     assert_eq!(std::fs::read(&input).unwrap(), before);
 }
 
@@ -192,11 +181,11 @@ fn several_matches_need_a_choice_or_a_directory() {
         dir.path().join("x.svg").to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("profiles match"));
+    assert!(stderr_of(&o).contains("profiles match"));
     let outdir = format!("{}/all/", dir.path().display());
     heapconv_ok(&["convert", input.to_str().unwrap(), "--to", "svg", "--dump", "all", "-o", &outdir], 0);
     // `convert --dump all` writes every dump, unchanged ones too (8), unlike `profile` (5).
-    assert_eq!(files(&dir.path().join("all")).len(), 8);
+    assert_eq!(file_names(&dir.path().join("all")).len(), 8);
 }
 
 #[test]
@@ -204,7 +193,7 @@ fn data_loss_reaches_every_output() {
     let input = data("data_loss.pftrace");
     let out = tempfile::tempdir().unwrap();
     let o = heapconv_ok(&["profile", input.to_str().unwrap(), "-o", out.path().to_str().unwrap()], 0);
-    assert!(stderr(&o).contains("buffer_overran"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("buffer_overran"), "{}", stderr_of(&o));
     let p = read_pprof(&out.path().join("heap_dump.2.12.libc.malloc.pb.gz"));
     let comments: Vec<&str> = p.comment.iter().map(|&i| p.string_table[i as usize].as_str()).collect();
     // This dump's chain also has an index gap (a ProfilePacket was lost).
@@ -260,7 +249,7 @@ fn special_files_are_written_in_place_not_replaced() {
     assert!(!expected.is_empty());
     assert_eq!(through_pipe, expected);
     // Nothing was left behind next to the pipe.
-    assert_eq!(files(dir.path()), ["pipe", "plain.folded"]);
+    assert_eq!(file_names(dir.path()), ["pipe", "plain.folded"]);
 }
 
 #[test]
@@ -328,7 +317,7 @@ fn profile_from_standard_input_equals_the_file_run() {
         child.stdin.take().unwrap().write_all(&std::fs::read(data(name)).unwrap()).unwrap();
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(code), "{name}");
-        let (a, b) = (files(from_file.path()), files(from_stdin.path()));
+        let (a, b) = (file_names(from_file.path()), file_names(from_stdin.path()));
         assert_eq!(a, b, "{name}");
         assert_eq!(a.is_empty(), code != 0, "{name}");
         for n in &a {
@@ -341,4 +330,108 @@ fn profile_from_standard_input_equals_the_file_run() {
             assert!(String::from_utf8_lossy(&f.stderr).contains("the compressed stream is damaged"), "{name}");
         }
     }
+}
+
+/// Every file under `dir` (one level of subdirectories too), by path relative to it, with its
+/// bytes.
+fn tree_bytes(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut all = std::collections::BTreeMap::new();
+    for name in file_names(dir) {
+        let path = dir.join(&name);
+        if path.is_dir() {
+            for (inner, bytes) in tree_bytes(&path) {
+                all.insert(format!("{name}/{inner}"), bytes);
+            }
+        } else {
+            all.insert(name, std::fs::read(&path).unwrap());
+        }
+    }
+    all
+}
+
+/// `convert --to A,B,... -o DIR/` writes, from one decode, the files that one run per format
+/// writes into DIR: the same names and bytes, for every kind of input (a trace's dumps on the
+/// stack-tree path and on the frame-list path of folded stacks and flame graphs, several dumps
+/// and one, a trace's Java heap graphs, DDM captures merged, a pprof profile).
+#[test]
+fn a_list_of_formats_writes_what_one_run_per_format_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pprof = tmp.path().join("pprof");
+    let sample = root().join("examples/sample.pftrace");
+    heapconv_ok(&["profile", sample.to_str().unwrap(), "-q", "-o", pprof.to_str().unwrap()], 0);
+    let pprof_input = pprof.join(&file_names(&pprof)[0]);
+    let ddm = [data("ddm/ddmlib_basic1.alloc"), data("ddm/ddmlib_basic2.alloc")];
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![sample.display().to_string(), "--pid".into(), "4242".into()], "pprof,folded,svg,html"),
+        (vec![data("heaps_and_procs.pftrace").display().to_string()], "folded,svg"),
+        (
+            vec![data("heaps_and_procs.pftrace").display().to_string(), "--dump".into(), "all".into()],
+            "svg,json,pprof,folded,html,speedscope",
+        ),
+        (vec![data("heapgraph/references.pftrace").display().to_string()], "pprof,json,folded"),
+        (ddm.iter().map(|p| p.display().to_string()).collect(), "pprof,folded,svg,json"),
+        (vec![pprof_input.display().to_string()], "folded,pprof,svg,json"),
+    ];
+    for (n, (args, list)) in cases.iter().enumerate() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let together = tmp.path().join(format!("{n}-list/"));
+        let mut cmd = vec!["convert", "-q"];
+        cmd.extend(&args);
+        cmd.extend(["--to", list, "-o", together.to_str().unwrap()]);
+        heapconv_ok(&cmd, 0);
+        let mut separate = std::collections::BTreeMap::new();
+        for format in list.split(',') {
+            let one = tmp.path().join(format!("{n}-{format}/"));
+            let mut cmd = vec!["convert", "-q"];
+            cmd.extend(&args);
+            cmd.extend(["--to", format, "-o", one.to_str().unwrap()]);
+            heapconv_ok(&cmd, 0);
+            let got = tree_bytes(&one);
+            assert!(!got.is_empty(), "{args:?} --to {format} wrote nothing");
+            separate.extend(got);
+        }
+        let together = tree_bytes(&together);
+        let names = |m: &std::collections::BTreeMap<String, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(names(&together), names(&separate), "{args:?} --to {list}: the same files");
+        for (name, bytes) in &separate {
+            assert!(together[name] == *bytes, "{args:?} --to {list}: {name} has other bytes");
+        }
+    }
+}
+
+/// A list of formats writes a file per format, so it needs a directory: standard output, a
+/// file, a view across dumps and a batch are usage errors (exit 2) that write nothing.
+#[test]
+fn a_list_of_formats_needs_an_output_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = root().join("examples/sample.pftrace");
+    let sample = sample.to_str().unwrap();
+    let file = tmp.path().join("out.pb");
+    let dir = tmp.path().join("dir/");
+    let batch_dir = tmp.path().join("batch/");
+    for (args, says) in [
+        (vec!["convert", sample, "--to", "pprof,svg"], "give -o an existing directory"),
+        (vec!["convert", sample, "--to", "pprof,svg", "-o", "-"], "give -o an existing directory"),
+        (vec!["convert", sample, "--to", "folded,svg", "-o", file.to_str().unwrap()], "give -o an existing directory"),
+        (
+            vec!["convert", sample, "--to", "pprof", "--to", "svg", "-o", file.to_str().unwrap()],
+            "--to pprof,svg writes a file per format",
+        ),
+        (
+            vec!["convert", sample, "--to", "pprof,svg", "--view", "peak", "-o", dir.to_str().unwrap()],
+            "--view peak writes one format",
+        ),
+        (
+            vec!["convert", sample, "--to", "pprof,svg", "--batch", "-o", batch_dir.to_str().unwrap()],
+            "a batch writes one format",
+        ),
+    ] {
+        let o = heapconv_ok(&args, 2);
+        assert!(stderr_of(&o).contains(says), "{args:?}: {}", stderr_of(&o));
+        assert!(o.stdout.is_empty(), "{args:?} wrote to standard output");
+    }
+    assert!(!file.exists() && !dir.exists() && !batch_dir.exists(), "nothing written");
+    // The same format twice is written once.
+    heapconv_ok(&["convert", sample, "-q", "--pid", "4242", "--to", "svg,svg", "-o", dir.to_str().unwrap()], 0);
+    assert_eq!(file_names(&dir).len(), 1);
 }

@@ -79,10 +79,6 @@ fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(heapconv_ok(args, 0).stdout).unwrap()
 }
 
-fn stderr_of(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Framings and fixtures
 

@@ -9,16 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{RawSamples, data, have_go, heapconv_ok, parse_raw, pprof_raw};
+use crate::common::{RawSamples, data, have_go, heapconv_ok, parse_raw, pprof_raw, raw_sums, s, tmp};
 use crate::merge::go_heap;
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temp dir")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// `go tool pprof -proto ARGS INPUTS` written to `out`.
 fn go_proto(args: &[String], inputs: &[&Path], out: &Path) {
@@ -36,11 +28,6 @@ fn go_proto(args: &[String], inputs: &[&Path], out: &Path) {
 
 fn raw(path: &Path) -> RawSamples {
     parse_raw(&pprof_raw(path))
-}
-
-fn totals(r: &RawSamples) -> Vec<i64> {
-    let n = r.1.first().map_or(0, |s| s.0.len());
-    (0..n).map(|i| r.1.iter().map(|s| s.0[i]).sum()).collect()
 }
 
 /// The filters tried on each fixture: (heapconv flag, go flag, value).
@@ -91,7 +78,7 @@ fn every_filter_on_a_pprof_input_gives_what_go_tool_pprof_proto_gives() {
             let (got, want) = (raw(&h), raw(&g));
             let what = format!("{} {ours} {value:?}", input.display());
             assert_eq!(got.1.len(), want.1.len(), "{what}: sample count");
-            assert_eq!(totals(&got), totals(&want), "{what}: totals");
+            assert_eq!(raw_sums(&got), raw_sums(&want), "{what}: totals");
             assert_eq!(got.1, want.1, "{what}: samples");
             if got.1 != all.1 && !got.1.is_empty() {
                 matched_something += 1;
@@ -143,14 +130,14 @@ fn merge_diff_and_top_filter_as_go_tool_pprof_does() {
     heapconv_ok(&["merge", s(a), s(b), "-o", s(&h), "--focus", "allocSmall", "--hide", r"runtime\."], 0);
     let g = dir.path().join("gm.pb.gz");
     go_proto(&["-focus=allocSmall".into(), r"-hide=runtime\.".into()], &[a, b], &g);
-    assert_eq!(totals(&raw(&h)), totals(&raw(&g)));
+    assert_eq!(raw_sums(&raw(&h)), raw_sums(&raw(&g)));
     assert_eq!(raw(&h).1, raw(&g).1);
     // top: the total is the filtered profile's.
     let out = heapconv_ok(&["top", "--json", "-n", "0", s(a), "--ignore", "allocLarge"], 0);
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let g = dir.path().join("gt.pb.gz");
     go_proto(&["-ignore=allocLarge".into()], &[a], &g);
-    let t = totals(&raw(&g));
+    let t = raw_sums(&raw(&g));
     assert_eq!(j["total"].as_i64(), Some(t[3]), "inuse_space");
     let names: Vec<&str> = j["rows"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"main.allocSmall") && !names.contains(&"main.allocLarge"), "{names:?}");
@@ -159,7 +146,7 @@ fn merge_diff_and_top_filter_as_go_tool_pprof_does() {
     heapconv_ok(&["diff", s(a), s(b), "-o", s(&h), "--focus", "allocSmall"], 0);
     let g = dir.path().join("gd.pb.gz");
     go_proto(&["-focus=allocSmall".into(), format!("-diff_base={}", s(a))], &[b], &g);
-    assert_eq!(totals(&raw(&h)), totals(&raw(&g)));
+    assert_eq!(raw_sums(&raw(&h)), raw_sums(&raw(&g)));
 }
 
 #[test]

@@ -207,13 +207,8 @@ fn mutated_seeds_never_panic_the_drivers() {
     let secs: u64 = std::env::var("HEAPCONV_MUTATE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
     let wanted =
         std::env::var("HEAPCONV_MUTATE").unwrap_or_else(|_| "hprof_reader,pprof_reader,perfetto_heapprofd".to_owned());
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut rand = move |n: usize| -> usize {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % (n.max(1) as u64)) as usize
-    };
+    let mut rng = heapconv_testdata::rng::Rng::seeded(1);
+    let mut rand = move |n: usize| rng.index(n);
     std::panic::set_hook(Box::new(|_| {}));
     let mut failures = Vec::new();
     for (name, driver, seeds) in targets().into_iter().filter(|t| wanted.split(',').any(|w| w == t.0)) {

@@ -166,30 +166,6 @@ fn top_report_text_and_json() {
     assert_eq!(via, [".cache", ".items"]);
 }
 
-/// Compiles and runs tests/data/hprof/HeapFixture.java (a 1,000-node list in a static field,
-/// a `WeakReference` to its second node, arrays and strings), which dumps its heap with
-/// OpenJDK; returns the dump.
-fn jvm_dump(dir: &std::path::Path) -> Vec<u8> {
-    let classes = dir.join("classes");
-    let st = std::process::Command::new("javac")
-        .arg("-d")
-        .arg(&classes)
-        .arg(data("hprof/HeapFixture.java"))
-        .status()
-        .expect("javac runs");
-    assert!(st.success(), "javac failed");
-    let dump = dir.join("jvm.hprof");
-    let out = std::process::Command::new("java")
-        .args(["-XX:+UseSerialGC", "-Xmx64m", "-Xshare:off", "-cp"])
-        .arg(&classes)
-        .arg("HeapFixture")
-        .arg(&dump)
-        .output()
-        .expect("java runs");
-    assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
-    std::fs::read(&dump).unwrap()
-}
-
 #[test]
 fn analyses_of_a_real_openjdk_dump() {
     use heapconv::analysis::heap::VIRTUAL_ROOT;

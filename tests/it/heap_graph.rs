@@ -2,6 +2,7 @@
 //! encoded by `../shared/tools/perfetto_encode.py` with Google's schema) and the real-traceconv
 //! reference case, and the hprof writer read back record by record.
 
+use crate::common::obj;
 use heapconv::decode::Input;
 use heapconv::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs_all};
 use heapconv::model::TraceReport;
@@ -20,10 +21,6 @@ fn decode(path: &std::path::Path) -> (Vec<HeapDump>, TraceReport) {
 
 fn fixture(name: &str) -> (Vec<HeapDump>, TraceReport) {
     decode(&crate::common::data(&format!("heapgraph/{name}.pftrace")))
-}
-
-fn obj(d: &HeapDump, id: u64) -> ObjIdx {
-    d.obj_id.iter().position(|&i| i == id).unwrap_or_else(|| panic!("no object {id:#x}")) as ObjIdx
 }
 
 /// Object `id`'s references as (field name, target id or "null"/"dangling").
@@ -1011,10 +1008,10 @@ fn cli_hprof_selects_one_dump_or_writes_a_directory() {
     let r = crate::common::heapconv_ok(&["hprof", t, "-o", &s, "--json"], 0);
     let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(doc.as_array().unwrap().len(), 3);
-    let mut names: Vec<String> =
-        std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    names.sort();
-    assert_eq!(names, ["java_heap_dump.1.50.hprof", "java_heap_dump.2.60.hprof", "java_heap_dump.3.50.hprof"]);
+    assert_eq!(
+        crate::common::file_names(&sub),
+        ["java_heap_dump.1.50.hprof", "java_heap_dump.2.60.hprof", "java_heap_dump.3.50.hprof"]
+    );
     // Standard output.
     let r = crate::common::heapconv_ok(&["hprof", t, "--pid", "60", "-o", "-"], 0);
     assert_eq!(walk(&r.stdout).subs().filter(|s| matches!(s, Sub::Instance { .. })).count(), 2);

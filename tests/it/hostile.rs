@@ -725,18 +725,6 @@ fn bombs_and_huge_lengths_under_a_memory_limit() {
     assert!(!dir.path().join("huge.out.hprof").exists(), "a failed run leaves no output");
 }
 
-fn stderr_of(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Files in `dir`, sorted (temporary files included: none may be left behind).
-fn names_in(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    v.sort();
-    v
-}
-
 /// `--strict` and the data-loss warnings judge the dumps a command converts: pid 42 is clean
 /// in both chains, pid 43 lost data in its first dump only.
 #[test]
@@ -856,7 +844,7 @@ fn strict_fails_runs_whose_input_lost_data() {
     let cut = data("continuous_recycle.trunc-midchain.pftrace");
     let o = heapconv_ok(&["profile", cut.to_str().unwrap(), "-o", &p("prof"), "--strict"], 6);
     assert!(stderr_of(&o).contains("--strict: data lost: 1 dump(s) never finished"));
-    assert_eq!(names_in(&dir.path().join("prof")).len(), 3);
+    assert_eq!(file_names(&dir.path().join("prof")).len(), 3);
 
     // An incomplete heap graph: hprof exits 3, and 6 with --strict.
     let graph = data("heapgraph/incomplete.pftrace");
@@ -944,7 +932,7 @@ fn every_command_refuses_to_overwrite_an_input() {
     let sym = root().join("symbols").to_str().unwrap().to_owned();
     let before: Vec<Vec<u8>> =
         ["t.pftrace", "v.pftrace", "g.pftrace", "a.hprof"].iter().map(|n| std::fs::read(p(n)).unwrap()).collect();
-    let listing = names_in(dir.path());
+    let listing = file_names(dir.path());
     let cases: Vec<(Vec<String>, String)> = vec![
         (
             vec![
@@ -1030,7 +1018,7 @@ fn every_command_refuses_to_overwrite_an_input() {
     let after: Vec<Vec<u8>> =
         ["t.pftrace", "v.pftrace", "g.pftrace", "a.hprof"].iter().map(|n| std::fs::read(p(n)).unwrap()).collect();
     assert!(before == after, "an input changed");
-    let mut now = names_in(dir.path());
+    let mut now = file_names(dir.path());
     now.retain(|n| n != "out");
     assert_eq!(now, listing, "no temporary or partial file is left");
     // A batch whose output directory holds an input under an output's name.
@@ -1055,7 +1043,7 @@ fn failed_runs_leave_no_output() {
     assert_eq!(std::fs::read(p("old.pb.gz")).unwrap(), b"previous");
     let o = heapconv(&["convert", &p("bad.pb"), "--to", "svg", "-o", &p("new.svg")]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(names_in(dir.path()), ["bad.pb", "old.pb.gz"]);
+    assert_eq!(file_names(dir.path()), ["bad.pb", "old.pb.gz"]);
 }
 
 /// `heapconv symbolize sym_basic` with `dirs` as symbol directories, run as `uid` when given:

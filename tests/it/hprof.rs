@@ -22,10 +22,6 @@ fn read(bytes: &[u8]) -> (HeapDump, HprofStats) {
     (d, st)
 }
 
-fn obj(d: &HeapDump, id: u64) -> ObjIdx {
-    d.obj_id.iter().position(|&x| x == id).unwrap_or_else(|| panic!("no object {id:#x}")) as ObjIdx
-}
-
 fn class<'a>(d: &'a HeapDump, name: &str) -> &'a Class {
     d.classes.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no class {name}"))
 }
@@ -562,24 +558,6 @@ fn synthetic_heaps_read_back_with_their_counts_and_a_synthetic_java_lang_class()
 
 // ---------------------------------------------------------------------------------------------
 // Real JVM dumps.
-
-/// Compiles and runs tests/data/hprof/HeapFixture.java, which dumps its heap; returns the dump.
-fn jvm_dump(dir: &Path) -> Vec<u8> {
-    let src = data("hprof/HeapFixture.java");
-    let classes = dir.join("classes");
-    let st = Command::new("javac").arg("-d").arg(&classes).arg(&src).status().expect("javac runs");
-    assert!(st.success(), "javac failed");
-    let dump = dir.join("jvm.hprof");
-    let out = Command::new("java")
-        .args(["-XX:+UseSerialGC", "-Xmx64m", "-Xshare:off", "-cp"])
-        .arg(&classes)
-        .arg("HeapFixture")
-        .arg(&dump)
-        .output()
-        .expect("java runs");
-    assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
-    std::fs::read(&dump).unwrap()
-}
 
 /// The first static reference named `field` of class `class`.
 fn static_ref(d: &HeapDump, class_name: &str, field: &str) -> ObjIdx {

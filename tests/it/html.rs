@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::common::{data, heapconv_ok, root};
+use crate::common::{data, file_names, heapconv_ok, root};
 
 /// Node, playwright-core and chromium, or `None` (a panic when oracles are required).
 pub(crate) fn browser() -> Option<(PathBuf, PathBuf)> {
@@ -350,9 +350,7 @@ fn timeline_of_all_dumps_switches_the_dump_shown() {
         &["convert", "--to", "html", "--dump", "all", input.to_str().unwrap(), "-o", &format!("{}/", dir.display())],
         0,
     );
-    let names: Vec<String> =
-        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert_eq!(names, ["heap_dump.timeline.1000.libc.malloc.html"]);
+    assert_eq!(file_names(&dir), ["heap_dump.timeline.1000.libc.malloc.html"]);
 }
 
 #[test]

@@ -15,32 +15,11 @@ use heapconv::pipeline::load::{LoadOptions, load_input};
 use heapconv::pipeline::merge::encode_merged;
 use prost::Message;
 
-/// Runs heapconv in `dir` (so that names in outputs are relative) and asserts exit code `code`.
-fn heapconv_in(dir: &Path, args: &[&str], code: i32) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_heapconv")).args(args).current_dir(dir).output().expect("heapconv runs");
-    assert_eq!(out.status.code(), Some(code), "heapconv {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temp dir")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
 /// Sums of each value column of a `go tool pprof -raw` text, with the sample type line.
 fn raw_totals(text: &str) -> (String, Vec<i64>) {
-    let (types, samples) = parse_raw(text);
-    let mut totals = Vec::new();
-    for (v, _) in &samples {
-        totals.resize(v.len(), 0);
-        for (t, x) in totals.iter_mut().zip(v) {
-            *t += x;
-        }
-    }
-    (types, totals)
+    let raw = parse_raw(text);
+    let sums = raw_sums(&raw);
+    (raw.0, sums)
 }
 
 fn go_pprof(args: &[&str]) -> Vec<u8> {

@@ -5,14 +5,6 @@
 
 use crate::common::*;
 
-/// Files written into `dir`, sorted.
-fn written(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    v.sort();
-    v
-}
-
 /// Sum of each sample value over all samples.
 fn totals(p: &pp::Profile) -> Vec<i64> {
     let mut t = vec![0; p.sample_type.len()];
@@ -37,7 +29,7 @@ fn several_dumps_in_one_profile_packet_are_several_files() {
     // gives every sample its own dump's timestamp, so traceconv writes one file per dump, each
     // cumulative to it.
     let out = profile_raw("dumps_in_one_packet.pftrace");
-    let files = written(out.path());
+    let files = file_names(out.path());
     assert_eq!(
         files,
         ["heap_dump.1.10.libc.malloc.pb", "heap_dump.2.10.libc.malloc.pb", "heap_dump.3.10.libc.malloc.pb"]
@@ -56,7 +48,7 @@ fn untimed_chains_are_one_dump_keyed_by_callsite() {
     // Two Android Q chains without timestamps, each re-defining callstack iid 1 as another
     // callsite: one dump (timestamp 0, converted to 500), with both chains' callsites.
     let out = profile_raw("untimed_chains.pftrace");
-    assert_eq!(written(out.path()), ["heap_dump.1.20.unknown.pb"]);
+    assert_eq!(file_names(out.path()), ["heap_dump.1.20.unknown.pb"]);
     let p = read_pprof(&out.path().join("heap_dump.1.20.unknown.pb"));
     assert_eq!(totals(&p), [11, 470, 10, 460]);
     let (_, samples) = normalize(&p);
@@ -77,40 +69,6 @@ fn untimed_chains_are_one_dump_keyed_by_callsite() {
     assert_eq!(dumps[0]["timestamp"].as_i64(), Some(500));
     assert_eq!(dumps[0]["raw_timestamp"].as_u64(), Some(0));
     assert_eq!(dumps[0]["samples"].as_u64(), Some(4));
-}
-
-/// A one-sample pprof: one function `name` (leaf) called from `main`, value 7, with the given
-/// sample types.
-fn small_pprof(types: &[(&str, &str)], name: &str) -> Vec<u8> {
-    use prost::Message;
-    let mut strings = vec![String::new(), "main".to_owned(), name.to_owned()];
-    let mut index = |s: &str| -> i64 {
-        if let Some(i) = strings.iter().position(|x| x == s) {
-            return i as i64;
-        }
-        strings.push(s.to_owned());
-        strings.len() as i64 - 1
-    };
-    let sample_type: Vec<pp::ValueType> =
-        types.iter().map(|(t, u)| pp::ValueType { r#type: index(t), unit: index(u) }).collect();
-    let function = vec![
-        pp::Function { id: 1, name: 1, system_name: 1, ..Default::default() },
-        pp::Function { id: 2, name: 2, system_name: 2, ..Default::default() },
-    ];
-    let line = |f: u64| vec![pp::Line { function_id: f, ..Default::default() }];
-    let location = vec![
-        pp::Location { id: 1, line: line(1), ..Default::default() },
-        pp::Location { id: 2, line: line(2), ..Default::default() },
-    ];
-    let p = pp::Profile {
-        sample_type,
-        sample: vec![pp::Sample { location_id: vec![2, 1], value: vec![7; types.len()], ..Default::default() }],
-        location,
-        function,
-        string_table: strings,
-        ..Default::default()
-    };
-    p.encode_to_vec()
 }
 
 #[test]
@@ -171,7 +129,7 @@ fn interleaved_heap_graphs_are_read_as_trace_processor_sorts_them() {
         out.path().to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    let files = written(out.path());
+    let files = file_names(out.path());
     assert_eq!(
         files,
         ["java_heap_dump.1.2.pb", "java_heap_dump.2.3.pb", "java_heap_dump.3.4.pb", "java_heap_dump.4.5.pb"]
@@ -202,7 +160,7 @@ fn a_heap_graph_without_roots_gets_an_empty_file_and_a_warning() {
     let out = tempfile::tempdir().unwrap();
     let o = heapconv(&["profile", input.to_str().unwrap(), "--java-heap", "--raw", "-o", out.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(written(out.path()), ["java_heap_dump.1.6.pb"]);
+    assert_eq!(file_names(out.path()), ["java_heap_dump.1.6.pb"]);
     let p = read_pprof(&out.path().join("java_heap_dump.1.6.pb"));
     let (types, samples) = normalize(&p);
     assert_eq!(

@@ -7,10 +7,6 @@ use std::path::Path;
 use crate::common::*;
 use heapconv_testdata::heapprofd::{SynthOptions, write_synthetic_trace};
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 /// A trace of issue #15's frame family (many distinct frames, short shared prefixes).
 fn family_trace(path: &Path, callstacks: usize, dumps: usize) {
     let opts = SynthOptions {

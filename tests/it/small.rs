@@ -26,37 +26,6 @@ fn a_heap_dump_without_process_name_is_called_by_its_file_name() {
     assert!(v["process_name"].is_null(), "{}", v["process_name"]);
 }
 
-/// A one-sample pprof (written here with the generated protobuf types): `name` (leaf) called
-/// from `main`, value 7 for each of the given sample types.
-fn small_pprof(types: &[(&str, &str)], name: &str) -> Vec<u8> {
-    use prost::Message;
-    let mut strings = vec![String::new(), "main".to_owned(), name.to_owned()];
-    for (t, u) in types {
-        strings.push((*t).to_owned());
-        strings.push((*u).to_owned());
-    }
-    let sample_type: Vec<pp::ValueType> =
-        (0..types.len()).map(|i| pp::ValueType { r#type: 3 + 2 * i as i64, unit: 4 + 2 * i as i64 }).collect();
-    let function = vec![
-        pp::Function { id: 1, name: 1, system_name: 1, ..Default::default() },
-        pp::Function { id: 2, name: 2, system_name: 2, ..Default::default() },
-    ];
-    let line = |f: u64| vec![pp::Line { function_id: f, ..Default::default() }];
-    let location = vec![
-        pp::Location { id: 1, line: line(1), ..Default::default() },
-        pp::Location { id: 2, line: line(2), ..Default::default() },
-    ];
-    pp::Profile {
-        sample_type,
-        sample: vec![pp::Sample { location_id: vec![2, 1], value: vec![7; types.len()], ..Default::default() }],
-        location,
-        function,
-        string_table: strings,
-        ..Default::default()
-    }
-    .encode_to_vec()
-}
-
 #[test]
 fn semicolons_in_function_names_stay_semicolons_in_the_flame_graph() {
     let dir = tempfile::tempdir().unwrap();

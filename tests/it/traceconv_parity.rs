@@ -49,20 +49,13 @@ fn convert_case(case: &str) -> tempfile::TempDir {
     out
 }
 
-fn written(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn same_files_and_samples_as_traceconv() {
     for case in CASES {
         let out = convert_case(case);
         let want = expected_files(case);
         assert!(!want.is_empty(), "{case}: no expected files");
-        assert_eq!(written(out.path()), want, "{case}: file names");
+        assert_eq!(file_names(out.path()), want, "{case}: file names");
         for f in &want {
             let theirs = read_pprof(&data("traceconv/expected").join(case).join(f));
             let ours = read_pprof(&out.path().join(f));
@@ -107,7 +100,7 @@ fn same_pprof_raw_text_as_traceconv() {
 fn no_clock_snapshot_still_converts_with_raw_timestamp() {
     // traceconv writes nothing for this trace; heapconv converts it and says the clock is raw.
     let out = convert_case("no_clock_snapshot");
-    assert_eq!(written(out.path()), ["heap_dump.1.42.libc.malloc.pb"]);
+    assert_eq!(file_names(out.path()), ["heap_dump.1.42.libc.malloc.pb"]);
     let p = read_pprof(&out.path().join("heap_dump.1.42.libc.malloc.pb"));
     let (_, samples) = normalize(&p);
     assert_eq!(samples.len(), 1);

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{data, heapconv_ok, root};
+use crate::common::{data, heapconv_ok, root, tmp};
 use crate::merge::go_heap;
 use heapconv::encode::labels::labelled_samples;
 use heapconv::model::{Profile, ValueKind};
@@ -19,10 +19,6 @@ use heapconv::pipeline::load::{LoadOptions, load_input};
 
 /// Per stack (labels root first, joined by `;`), its value.
 type Stacks = BTreeMap<String, i64>;
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("a temp dir")
-}
 
 /// The input as the library reads it (no annotations): one profile.
 fn input_profile(path: &Path) -> Profile {

@@ -20,47 +20,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::common::*;
 
 const TRACE: &str = "tests/data/views/views.pftrace";
 
 /// Runs heapconv from the repository root (so input names in outputs are relative).
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_heapconv")).args(args).current_dir(root()).output().expect("heapconv runs")
-}
-
 fn run_ok(args: &[&str], code: i32) -> Output {
-    let out = run(args);
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "heapconv {args:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn tmpdir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// Files of a directory, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    v.sort();
-    v
+    heapconv_in(&root(), args, code)
 }
 
 /// Per leaf function (the frame under `malloc`, or the leaf), the values of a pprof file as
@@ -129,7 +97,7 @@ fn timeline_csv_and_json_match_golden_files() {
     assert_eq!(series[2]["points"][0]["seconds"], 0.5);
 
     // Filters, and a file output.
-    let dir = tmpdir();
+    let dir = tmp();
     let out = dir.path().join("t.csv");
     run_ok(&["timeline", TRACE, "--pid", "20", "-o", s(&out)], 0);
     let filtered = std::fs::read_to_string(&out).unwrap();
@@ -138,7 +106,7 @@ fn timeline_csv_and_json_match_golden_files() {
     let art = run_ok(&["timeline", TRACE, "--heap", "com.android.art"], 0);
     assert_eq!(String::from_utf8(art.stdout).unwrap().lines().count(), 6);
     let none = run_ok(&["timeline", TRACE, "--pid", "99"], 1);
-    assert!(stderr(&none).contains("no dump matches"), "{}", stderr(&none));
+    assert!(stderr_of(&none).contains("no dump matches"), "{}", stderr_of(&none));
 }
 
 /// A parsed XML element.
@@ -297,11 +265,11 @@ fn timeline_svg_is_a_line_chart() {
 
 #[test]
 fn timeline_refuses_other_inputs_and_reports_damage() {
-    let dir = tmpdir();
+    let dir = tmp();
     let pb = dir.path().join("x.pb.gz");
     run_ok(&["convert", TRACE, "--pid", "20", "-o", s(&pb)], 0);
     let o = run_ok(&["timeline", s(&pb)], 1);
-    assert!(stderr(&o).contains("is a pprof profile"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("is a pprof profile"), "{}", stderr_of(&o));
     // A trace cut inside its last dump chain: the complete dumps, exit code 3.
     let o = run_ok(&["timeline", "tests/data/continuous_recycle.trunc-midchain.pftrace"], 3);
     let text = String::from_utf8(o.stdout).unwrap();
@@ -310,13 +278,13 @@ fn timeline_refuses_other_inputs_and_reports_damage() {
 
 #[test]
 fn peak_names_its_dump() {
-    let dir = tmpdir();
+    let dir = tmp();
     let out = run_ok(&["convert", TRACE, "--view", "peak", "-o", &format!("{}/", s(dir.path()))], 0);
     assert_eq!(
-        listing(dir.path()),
+        file_names(dir.path()),
         ["heap_peak.10.com.android.art.pb.gz", "heap_peak.10.libc.malloc.pb.gz", "heap_peak.20.libc.malloc.pb.gz"]
     );
-    let err = stderr(&out);
+    let err = stderr_of(&out);
     assert!(err.contains("peak: com.example.leaky (pid 10), heap libc.malloc: dump 3 of 5 at 3250000000 ns"), "{err}");
     let malloc = dir.path().join("heap_peak.10.libc.malloc.pb.gz");
     let c = comments(&malloc);
@@ -360,7 +328,7 @@ fn peak_names_its_dump() {
         ],
         0,
     );
-    assert!(stderr(&o).contains("dump 5 of 5"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("dump 5 of 5"), "{}", stderr_of(&o));
     assert_eq!(default_type(&total), "Total malloc count");
 
     // The flame graph's title names the dump; JSON carries the attribution.
@@ -391,7 +359,7 @@ fn peak_names_its_dump() {
 
 #[test]
 fn delta_between_consecutive_dumps() {
-    let dir = tmpdir();
+    let dir = tmp();
     let out = run_ok(&["convert", TRACE, "--view", "delta", "-o", &format!("{}/", s(dir.path()))], 0);
     let mut want: Vec<String> = Vec::new();
     for heap in ["com.android.art", "libc.malloc"] {
@@ -401,8 +369,8 @@ fn delta_between_consecutive_dumps() {
     }
     // pid 20: nothing changed from dump 1 to 2, so only 2-3 has an output.
     want.push("heap_delta.20.libc.malloc.2-3.pb.gz".to_owned());
-    assert_eq!(listing(dir.path()), want);
-    let err = stderr(&out);
+    assert_eq!(file_names(dir.path()), want);
+    let err = stderr_of(&out);
     assert!(err.contains("com.example.steady (pid 20), heap libc.malloc: dump 1 at 1750000000 ns -> dump 2 at 2750000000 ns: nothing changed; no output"), "{err}");
 
     let f = |name: &str| dir.path().join(name);
@@ -442,17 +410,17 @@ fn delta_between_consecutive_dumps() {
 #[test]
 fn delta_between_chosen_dumps() {
     let pair = ["--pid", "10", "--heap", "libc.malloc", "--from", "1250000000", "--until", "3250000000"];
-    let dir = tmpdir();
+    let dir = tmp();
     let pb = dir.path().join("d.pb.gz");
     let mut args = vec!["convert", TRACE, "--view", "delta", "-o", s(&pb)];
     args.extend_from_slice(&pair);
     let o = run_ok(&args, 0);
     assert!(
-        stderr(&o).contains(
+        stderr_of(&o).contains(
             "dump 1 at 1250000000 ns -> dump 3 at 3250000000 ns: Unreleased malloc size +1.82 MiB (+1908736 bytes)"
         ),
         "{}",
-        stderr(&o)
+        stderr_of(&o)
     );
     if let Some((_, d)) = raw_by_function(&pb) {
         assert_eq!(d["Leaky::grow()"][US], 8192);
@@ -466,7 +434,7 @@ fn delta_between_chosen_dumps() {
     let out = dir.path().join("all");
     run_ok(&["convert", TRACE, "--view", "delta", "--from", "3300000000", "-o", &format!("{}/", s(&out))], 0);
     assert_eq!(
-        listing(&out),
+        file_names(&out),
         [
             "heap_delta.10.com.android.art.3-5.pb.gz",
             "heap_delta.10.libc.malloc.3-5.pb.gz",
@@ -477,13 +445,14 @@ fn delta_between_chosen_dumps() {
         &["convert", TRACE, "--view", "delta", "--from", "3250000000", "--until", "3300000000", "--pid", "20"],
         1,
     );
-    assert!(stderr(&o).contains("--from and --until both select dump 2 at 2750000000 ns"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("--from and --until both select dump 2 at 2750000000 ns"), "{}", stderr_of(&o));
     // Without --from, the older end is the first dump.
     let o = run_ok(&["convert", TRACE, "--view", "delta", "--until", "3250000000", "--pid", "20", "--to", "folded"], 0);
     assert!(
-        stderr(&o).contains("dump 1 at 1750000000 ns -> dump 2 at 2750000000 ns: Unreleased malloc size 0 B (0 bytes)"),
+        stderr_of(&o)
+            .contains("dump 1 at 1750000000 ns -> dump 2 at 2750000000 ns: Unreleased malloc size 0 B (0 bytes)"),
         "{}",
-        stderr(&o)
+        stderr_of(&o)
     );
     assert_eq!(
         String::from_utf8(o.stdout).unwrap(),
@@ -495,10 +464,10 @@ fn delta_between_chosen_dumps() {
     let series = v["view"]["series"].as_array().unwrap();
     assert_eq!(series.len(), 2, "pid 20 has no dump at or before 1.3 s");
     assert!(
-        stderr(&o)
+        stderr_of(&o)
             .contains("com.example.steady (pid 20), heap libc.malloc: no dump at or before 1300000000 ns; left out"),
         "{}",
-        stderr(&o)
+        stderr_of(&o)
     );
     let malloc = &series[1];
     assert_eq!((malloc["from"]["dump"].as_u64(), malloc["to"]["dump"].as_u64()), (Some(1), Some(5)));
@@ -541,17 +510,17 @@ fn delta_between_chosen_dumps() {
 
 #[test]
 fn leaks_grew_at_each_of_the_last_dumps() {
-    let dir = tmpdir();
+    let dir = tmp();
     let pb = dir.path().join("l.pb.gz");
     let sel = ["--pid", "10", "--heap", "libc.malloc"];
     let mut args = vec!["convert", TRACE, "--view", "leaks", "-o", s(&pb)];
     args.extend_from_slice(&sel);
     let o = run_ok(&args, 0);
     assert!(
-        stderr(&o)
+        stderr_of(&o)
             .contains("2 stack(s) grew at each of dumps 3, 4, 5: 276 KiB (282624 bytes) at dump 5 at 5250000000 ns"),
         "{}",
-        stderr(&o)
+        stderr_of(&o)
     );
     let c = comments(&pb);
     assert!(
@@ -596,12 +565,12 @@ fn leaks_grew_at_each_of_the_last_dumps() {
     // pid 20 has no suspect: an empty profile, and a note.
     let empty = dir.path().join("e.pb.gz");
     let o = run_ok(&["convert", TRACE, "--view", "leaks", "--pid", "20", "-o", s(&empty)], 0);
-    assert!(stderr(&o).contains("0 stack(s) grew"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("0 stack(s) grew"), "{}", stderr_of(&o));
     assert_eq!(read_pprof(&empty).sample.len(), 0);
 
     // Too few dumps, or K below 2.
     let o = run_ok(&["convert", TRACE, "--view", "leaks", "--leak-dumps", "4", "--pid", "20"], 1);
-    assert!(stderr(&o).contains("only 3 dump(s), 4 needed"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("only 3 dump(s), 4 needed"), "{}", stderr_of(&o));
     run_ok(&["convert", TRACE, "--view", "leaks", "--leak-dumps", "1"], 2);
 }
 
@@ -609,17 +578,17 @@ fn leaks_grew_at_each_of_the_last_dumps() {
 fn views_need_one_trace_with_dumps() {
     // Several outputs need a directory.
     let o = run_ok(&["convert", TRACE, "--view", "peak", "--to", "folded"], 2);
-    assert!(stderr(&o).contains("--view peak makes 3 outputs"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("--view peak makes 3 outputs"), "{}", stderr_of(&o));
     // --dump picks one dump; the views pick their own.
     run_ok(&["convert", TRACE, "--view", "peak", "--dump", "2", "--pid", "20"], 2);
     // One input only.
     run_ok(&["convert", TRACE, TRACE, "--view", "peak"], 2);
     // A single-dump trace has no delta.
     let o = run_ok(&["convert", "tests/data/interned_chain_spill.pftrace", "--view", "delta", "--to", "folded"], 1);
-    assert!(stderr(&o).contains("needs two dumps"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("needs two dumps"), "{}", stderr_of(&o));
     // Not a trace.
     let o = run_ok(&["convert", "tests/data/ddm/art.alloc", "--view", "peak"], 1);
-    assert!(stderr(&o).contains("reads the dumps of a heapprofd trace"), "{}", stderr(&o));
+    assert!(stderr_of(&o).contains("reads the dumps of a heapprofd trace"), "{}", stderr_of(&o));
 }
 
 #[test]
@@ -644,13 +613,13 @@ fn value_keeps_the_old_view_names() {
 #[test]
 fn views_are_deterministic() {
     for view in ["peak", "delta", "leaks"] {
-        let d1 = tmpdir();
-        let d2 = tmpdir();
+        let d1 = tmp();
+        let d2 = tmp();
         for d in [&d1, &d2] {
             run_ok(&["convert", TRACE, "--view", view, "-o", &format!("{}/", s(d.path()))], 0);
         }
-        let names = listing(d1.path());
-        assert_eq!(names, listing(d2.path()));
+        let names = file_names(d1.path());
+        assert_eq!(names, file_names(d2.path()));
         for n in names {
             let (a, b): (PathBuf, PathBuf) = (d1.path().join(&n), d2.path().join(&n));
             assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap(), "{view}: {n}");
@@ -673,7 +642,7 @@ fn views_golden_outputs() {
     let peak = text(&["--view", "peak", "--to", "folded"]);
     assert!(peak.contains("Burst::spike();malloc 2097152"), "{peak}");
     check_golden("views.peak.folded", &peak);
-    let dir = tmpdir();
+    let dir = tmp();
     let pb = dir.path().join("peak.pb.gz");
     run_ok(&["convert", TRACE, "--view", "peak", "-o", s(&pb), "--pid", "10", "--heap", "libc.malloc"], 0);
     check_golden("views.peak.pprof.txt", &pprof_text(&read_pprof(&pb)));
@@ -687,7 +656,7 @@ fn views_golden_outputs() {
     assert_eq!(alias, json, "--from-time/--to-time are --from/--until");
     // `--to T2` is refused with a hint.
     let o = run_ok(&["convert", TRACE, "--view", "delta", "--from", "1250000000", "--to", "3250000000"], 2);
-    assert!(stderr(&o).contains("hint: --to names the output format; the newer dump of --view delta is --until T"));
+    assert!(stderr_of(&o).contains("hint: --to names the output format; the newer dump of --view delta is --until T"));
     // leaks over the last 3 dumps (3, 4, 5): Leaky::grow and Cache::fill grew at each step;
     // Burst::spike was freed.
     let leaks = text(&["--view", "leaks", "--to", "folded"]);
@@ -701,7 +670,7 @@ fn views_golden_outputs() {
 /// named as one run names them, under `-o DIR/<key>/`.
 #[test]
 fn views_run_as_batches() {
-    let tmp = tmpdir();
+    let tmp = tmp();
     let inp = tmp.path().join("in");
     std::fs::create_dir_all(&inp).unwrap();
     for name in ["a.pftrace", "b.pftrace"] {
@@ -712,16 +681,16 @@ fn views_run_as_batches() {
     let sum = tmp.path().join("s.json");
     let o =
         run_ok(&["convert", s(&inp), "--view", "peak", "--to", "folded", "-o", s(&out), "--summary-json", s(&sum)], 0);
-    assert_eq!(stderr(&o), "", "silence in CI");
+    assert_eq!(stderr_of(&o), "", "silence in CI");
     let files =
         ["heap_peak.10.com.android.art.folded", "heap_peak.10.libc.malloc.folded", "heap_peak.20.libc.malloc.folded"];
-    assert_eq!(listing(&out), ["a", "b"], "the DDM capture is not a trace: left out of the directory");
+    assert_eq!(file_names(&out), ["a", "b"], "the DDM capture is not a trace: left out of the directory");
     // The same files as one run of the view writes.
     let single = tmp.path().join("single");
     run_ok(&["convert", TRACE, "--view", "peak", "--to", "folded", "-o", &format!("{}/", s(&single))], 0);
-    assert_eq!(listing(&single), files);
+    assert_eq!(file_names(&single), files);
     for key in ["a", "b"] {
-        assert_eq!(listing(&out.join(key)), files);
+        assert_eq!(file_names(&out.join(key)), files);
         for f in files {
             assert_eq!(
                 std::fs::read(out.join(key).join(f)).unwrap(),
@@ -738,14 +707,14 @@ fn views_run_as_batches() {
     // JSON: one document per trace.
     let out2 = tmp.path().join("out2");
     run_ok(&["convert", s(&inp), "--view", "leaks", "--to", "json", "-o", s(&out2)], 0);
-    assert_eq!(listing(&out2), ["a.json", "b.json"]);
+    assert_eq!(file_names(&out2), ["a.json", "b.json"]);
     // Usage errors stop the batch before anything is read; a pprof input named by path fails.
     let o = run_ok(&["convert", s(&inp), "--view", "leaks", "--leak-dumps", "1", "-o", s(&tmp.path().join("o3"))], 2);
-    assert!(stderr(&o).contains("--leak-dumps must be at least 2"));
+    assert!(stderr_of(&o).contains("--leak-dumps must be at least 2"));
     let pb = tmp.path().join("x.pb.gz");
     run_ok(&["convert", TRACE, "--pid", "20", "-o", s(&pb)], 0);
     let o = run_ok(&["convert", TRACE, s(&pb), "--view", "delta", "--batch", "-o", s(&tmp.path().join("o4"))], 1);
-    let err = stderr(&o);
+    let err = stderr_of(&o);
     assert!(err.contains("x.pb.gz is a pprof profile; `heapconv convert --view` reads Perfetto traces"), "{err}");
     assert!(err.contains("2 input(s): 1 ok, 0 partial, 1 failed"), "{err}");
 }
@@ -754,7 +723,7 @@ fn views_run_as_batches() {
 /// one run writes.
 #[test]
 fn timelines_run_as_batches() {
-    let tmp = tmpdir();
+    let tmp = tmp();
     let inp = tmp.path().join("in");
     std::fs::create_dir_all(inp.join("sub")).unwrap();
     std::fs::copy(root().join(TRACE), inp.join("a.pftrace")).unwrap();
@@ -763,8 +732,8 @@ fn timelines_run_as_batches() {
     let out = tmp.path().join("out");
     let sum = tmp.path().join("s.json");
     let o = run_ok(&["timeline", s(&inp), "-o", s(&out), "--summary-json", s(&sum)], 0);
-    assert_eq!(stderr(&o), "");
-    assert_eq!(listing(&out), ["a.csv", "sub"]);
+    assert_eq!(stderr_of(&o), "");
+    assert_eq!(file_names(&out), ["a.csv", "sub"]);
     let single = run_ok(&["timeline", TRACE], 0).stdout;
     assert_eq!(std::fs::read(out.join("a.csv")).unwrap(), single);
     assert_eq!(std::fs::read(out.join("sub/b.csv")).unwrap(), single);
@@ -774,7 +743,7 @@ fn timelines_run_as_batches() {
     // SVG: one chart per trace; two traces given as paths are a batch too.
     let out2 = tmp.path().join("out2");
     run_ok(&["timeline", s(&inp.join("a.pftrace")), s(&inp.join("sub/b.pftrace")), "--to", "svg", "-o", s(&out2)], 0);
-    assert_eq!(listing(&out2), ["a.svg", "b.svg"]);
+    assert_eq!(file_names(&out2), ["a.svg", "b.svg"]);
     let svg = std::fs::read(out2.join("b.svg")).unwrap();
     parse_svg(&svg);
 }

@@ -30,7 +30,19 @@ pub fn heapconv(args: &[&str]) -> Output {
 
 /// Runs heapconv and asserts exit code `code`.
 pub fn heapconv_ok(args: &[&str], code: i32) -> Output {
-    let out = heapconv(args);
+    exited(heapconv(args), args, code)
+}
+
+/// Runs heapconv in `dir` (input names in its outputs are then relative to it) and asserts
+/// exit code `code`.
+pub fn heapconv_in(dir: &Path, args: &[&str], code: i32) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_heapconv")).args(args).current_dir(dir).output().expect("heapconv runs");
+    exited(out, args, code)
+}
+
+/// Asserts that the run of heapconv with `args` that gave `out` exited with `code` (showing
+/// its output if not); gives `out` back.
+fn exited(out: Output, args: &[&str], code: i32) -> Output {
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -39,6 +51,65 @@ pub fn heapconv_ok(args: &[&str], code: i32) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// A fresh temporary directory, removed when dropped.
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temp dir")
+}
+
+/// A path as an argument (test paths are UTF-8).
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A run's standard error, as text.
+pub fn stderr_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The names of the entries of `dir`, sorted (temporary files included: a test can check that
+/// none is left behind).
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+/// A one-sample pprof (written with the generated protobuf types): one function `name` (leaf)
+/// called from `main`, value 7, with the given sample types; each string is in the string table
+/// once (a type `""` is string 0, as Go writes it).
+pub fn small_pprof(types: &[(&str, &str)], name: &str) -> Vec<u8> {
+    use prost::Message;
+    let mut strings = vec![String::new(), "main".to_owned(), name.to_owned()];
+    let mut index = |s: &str| -> i64 {
+        if let Some(i) = strings.iter().position(|x| x == s) {
+            return i as i64;
+        }
+        strings.push(s.to_owned());
+        strings.len() as i64 - 1
+    };
+    let sample_type: Vec<pp::ValueType> =
+        types.iter().map(|(t, u)| pp::ValueType { r#type: index(t), unit: index(u) }).collect();
+    let function = vec![
+        pp::Function { id: 1, name: 1, system_name: 1, ..Default::default() },
+        pp::Function { id: 2, name: 2, system_name: 2, ..Default::default() },
+    ];
+    let line = |f: u64| vec![pp::Line { function_id: f, ..Default::default() }];
+    let location = vec![
+        pp::Location { id: 1, line: line(1), ..Default::default() },
+        pp::Location { id: 2, line: line(2), ..Default::default() },
+    ];
+    let p = pp::Profile {
+        sample_type,
+        sample: vec![pp::Sample { location_id: vec![2, 1], value: vec![7; types.len()], ..Default::default() }],
+        location,
+        function,
+        string_table: strings,
+        ..Default::default()
+    };
+    p.encode_to_vec()
 }
 
 /// Reads a pprof file, gzip or not.
@@ -122,6 +193,18 @@ pub type RawSample = (Vec<i64>, Vec<(String, String)>);
 
 /// All samples of a raw text, with the sample type line.
 pub type RawSamples = (String, Vec<RawSample>);
+
+/// The sum of each value column of parsed `go tool pprof -raw` samples.
+pub fn raw_sums(r: &RawSamples) -> Vec<i64> {
+    let mut totals = Vec::new();
+    for (v, _) in &r.1 {
+        totals.resize(v.len(), 0);
+        for (t, x) in totals.iter_mut().zip(v) {
+            *t += x;
+        }
+    }
+    totals
+}
 
 /// Parses `go tool pprof -raw` output into a comparable form (location ids and order removed).
 pub fn parse_raw(text: &str) -> RawSamples {
@@ -405,4 +488,29 @@ pub(crate) fn peak_rss_kib(args: &[&str]) -> u64 {
         .expect("python3 runs");
     assert!(out.status.success(), "heapconv {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().parse().expect("a number of KiB")
+}
+
+/// Compiles and runs tests/data/hprof/HeapFixture.java (a 1,000-node list in a static field,
+/// a `WeakReference` to its second node, arrays and strings), which dumps its heap with
+/// OpenJDK into `dir`; returns the dump. Needs a JDK ([`have_jdk`]).
+pub fn jvm_dump(dir: &Path) -> Vec<u8> {
+    let classes = dir.join("classes");
+    let st =
+        Command::new("javac").arg("-d").arg(&classes).arg(data("hprof/HeapFixture.java")).status().expect("javac runs");
+    assert!(st.success(), "javac failed");
+    let dump = dir.join("jvm.hprof");
+    let out = Command::new("java")
+        .args(["-XX:+UseSerialGC", "-Xmx64m", "-Xshare:off", "-cp"])
+        .arg(&classes)
+        .arg("HeapFixture")
+        .arg(&dump)
+        .output()
+        .expect("java runs");
+    assert!(out.status.success(), "java failed: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read(&dump).unwrap()
+}
+
+/// The index of the object with id `id` in a heap dump.
+pub fn obj(d: &heapconv::model::HeapDump, id: u64) -> heapconv::model::ObjIdx {
+    d.obj_id.iter().position(|&i| i == id).unwrap_or_else(|| panic!("no object {id:#x}")) as heapconv::model::ObjIdx
 }
