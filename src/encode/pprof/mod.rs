@@ -60,6 +60,7 @@ use crate::model::{
     FlatProfile, FrameId, MappingId, Profile, ProfileMeta, StackId, StringId, StringTable, Tables, ValueType,
 };
 use crate::proto::pprof as pp;
+use crate::wire::{put_varint, put_varint_at};
 
 /// Options of the pprof encoder.
 #[derive(Debug, Clone)]

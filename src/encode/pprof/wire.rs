@@ -157,20 +157,20 @@ pub(super) fn write_plain_sample(buf: &mut Vec<u8>, locs: &[u8], values: &[i64])
     let mut vals = [0u8; 3 + 80 + 32];
     let mut v = 3;
     for &x in values {
-        v = varint_at(&mut vals, v, x as u64);
+        v = put_varint_at(&mut vals, v, x as u64);
     }
     let vals_len = v - 3;
     // The values' key and length, right before them (the length takes 1 or 2 bytes).
     let start = if vals_len < 0x80 { 1 } else { 0 };
     vals[start] = 0x12;
-    varint_at(&mut vals, start + 1, vals_len as u64);
+    put_varint_at(&mut vals, start + 1, vals_len as u64);
     let tail = v - start;
     let inner = 1 + encoded_len_varint(locs.len() as u64) + locs.len() + tail;
     let mut head = [0u8; 16];
     head[0] = 0x12;
-    let mut h = varint_at(&mut head, 1, inner as u64);
+    let mut h = put_varint_at(&mut head, 1, inner as u64);
     head[h] = 0x0a;
-    h = varint_at(&mut head, h + 1, locs.len() as u64);
+    h = put_varint_at(&mut head, h + 1, locs.len() as u64);
     buf.reserve(16 + locs.len() + tail.max(32));
     let at = buf.len();
     buf.extend_from_slice(&head);
@@ -204,29 +204,6 @@ pub(super) fn mark_used(arena: &[u8], from: usize, to: usize, used: &mut [u8]) {
         }
         used[id] = 1;
     }
-}
-
-/// Writes `v` as a varint into `out` at `at`; returns the index after it.
-#[inline]
-pub(super) fn varint_at(out: &mut [u8], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        out[at] = v as u8 | 0x80;
-        v >>= 7;
-        at += 1;
-    }
-    out[at] = v as u8;
-    at + 1
-}
-
-/// Appends `v` as a varint (what `prost::encoding::encode_varint` writes), a push per byte
-/// (prost puts each byte as a one-byte slice; a copy of a few bytes would be a call).
-#[inline]
-pub(super) fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
 }
 
 /// Length of a Line message: function id, line and column, each written when not 0.
