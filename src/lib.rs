@@ -48,6 +48,7 @@ pub mod output;
 pub mod pipeline;
 pub mod symbolize;
 pub mod timing;
+pub mod wire;
 
 pub use error::{Error, ErrorKind, Hint, Result};
 

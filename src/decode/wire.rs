@@ -10,7 +10,11 @@
 //!
 //! [`Wire`] reads a message in memory: every read is bounds-checked and returns `None` when
 //! the bytes run out or do not make sense; [`Wire::pos`] gives the offset for the caller's
-//! error. [`StreamVarint`] decodes a varint a byte at a time, for readers of a stream.
+//! error. [`StreamVarint`] decodes a varint a byte at a time, for readers of a stream; it and
+//! [`varint`] live in the crate's `wire` module, shared with the encoders, and are re-exported
+//! here.
+
+pub use crate::wire::{StreamVarint, VarintOverflow, varint};
 
 /// A reader of one protobuf message (or any run of fields) in memory.
 #[derive(Debug, Clone)]
@@ -106,55 +110,6 @@ impl<'a> Wire<'a> {
             5 => self.take(4).map(|_| ()),
             _ => None,
         }
-    }
-}
-
-/// A varint at the start of `b`: (value, bytes read), `None` when `b` ends inside it or it is
-/// longer than 10 bytes. Bits past the 64th are dropped.
-#[inline]
-pub fn varint(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v = 0u64;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
-
-/// A varint decoded a byte at a time, for readers of a stream: [`StreamVarint::push`] each
-/// byte until it gives the value.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StreamVarint {
-    value: u64,
-    bytes: u32,
-}
-
-/// A varint whose tenth byte carries more than the 64th bit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VarintOverflow;
-
-impl StreamVarint {
-    /// Number of bytes pushed so far.
-    pub fn len(&self) -> u32 {
-        self.bytes
-    }
-
-    /// True before the first byte.
-    pub fn is_empty(&self) -> bool {
-        self.bytes == 0
-    }
-
-    /// Adds the next byte: `Ok(Some(value))` when it was the last, `Ok(None)` when more
-    /// follow, an error when the value does not fit 64 bits.
-    pub fn push(&mut self, b: u8) -> Result<Option<u64>, VarintOverflow> {
-        if self.bytes == 9 && b > 1 {
-            return Err(VarintOverflow);
-        }
-        self.value |= u64::from(b & 0x7f) << (7 * self.bytes);
-        self.bytes += 1;
-        Ok(if b & 0x80 == 0 { Some(self.value) } else { None })
     }
 }
 

@@ -26,6 +26,7 @@
 //! Perfetto's importer accepts (traceconv cannot write such a module at all).
 
 use crate::model::{Frame, MappingId, Tables};
+use crate::wire::put_varint_at;
 
 /// protozero's heap buffer slice size (`HeapBuffered`'s default, initial and maximum).
 const SLICE: usize = 4096;
@@ -129,15 +130,15 @@ impl ZeroWriter {
 
     fn varint(&mut self, field: u32, v: u64) {
         let mut b = [0u8; 20];
-        let n = put_varint(&mut b, 0, u64::from(field) << 3);
-        let n = put_varint(&mut b, n, v);
+        let n = put_varint_at(&mut b, 0, u64::from(field) << 3);
+        let n = put_varint_at(&mut b, n, v);
         self.write(&b[..n]);
     }
 
     fn bytes(&mut self, field: u32, v: &[u8]) {
         let mut b = [0u8; 20];
-        let n = put_varint(&mut b, 0, (u64::from(field) << 3) | 2);
-        let n = put_varint(&mut b, n, v.len() as u64);
+        let n = put_varint_at(&mut b, 0, (u64::from(field) << 3) | 2);
+        let n = put_varint_at(&mut b, n, v.len() as u64);
         self.write(&b[..n]);
         self.write(v);
     }
@@ -173,18 +174,6 @@ impl ZeroWriter {
             ]);
         }
     }
-}
-
-/// Writes `v` as a varint at `out[at..]` (room for two varints in 20 bytes); returns where it
-/// ends.
-fn put_varint(out: &mut [u8; 20], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        out[at] = v as u8 | 0x80;
-        at += 1;
-        v >>= 7;
-    }
-    out[at] = v as u8;
-    at + 1
 }
 
 #[cfg(test)]

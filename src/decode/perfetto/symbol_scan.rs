@@ -446,13 +446,8 @@ fn frame(tables: &mut Tables, seq: &Seq, b: &[u8]) -> Option<()> {
 mod tests {
     use super::*;
 
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
+    use crate::wire::put_varint as varint;
+
     fn field_varint(out: &mut Vec<u8>, field: u64, v: u64) {
         varint(out, field << 3);
         varint(out, v);
