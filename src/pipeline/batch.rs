@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use super::outcome::{Findings, RunOutcome};
 use super::select::stem;
-use crate::decode::{InputKind, sniff_file};
+use crate::decode::sniff_file;
 use crate::error::{Error, ErrorKind, Hint, Result};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind, ValueType};
 use crate::output::ensure_dir;
@@ -43,33 +43,7 @@ use crate::symbolize::SymbolizeReport;
 // ------------------------------------------------------------------------------------------
 // Which files
 
-/// Which kinds of input a command takes from a directory. Files named explicitly (as paths,
-/// by a pattern or in an `--inputs-from` list) are always taken, whatever they hold, so that
-/// a wrong file fails loudly instead of being skipped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wanted {
-    /// `convert`: Perfetto traces, DDM allocation-record captures, HPROF heap dumps, pprof.
-    Convertible,
-    /// `profile`, `symbolize`, `hprof`: Perfetto traces.
-    Traces,
-    /// `hprof-conv`: HPROF heap dumps.
-    HeapDumps,
-    /// `merge`, `top`: Perfetto traces, DDM captures, pprof.
-    Mergeable,
-}
-
-impl Wanted {
-    /// True when a directory scan takes a file of this kind.
-    pub fn accepts(self, kind: InputKind) -> bool {
-        let trace = kind == InputKind::PerfettoTrace;
-        match self {
-            Wanted::Convertible => trace || kind.is_ddm() || kind == InputKind::Hprof || kind.is_pprof(),
-            Wanted::Traces => trace,
-            Wanted::HeapDumps => kind == InputKind::Hprof,
-            Wanted::Mergeable => trace || kind.is_ddm() || kind.is_pprof(),
-        }
-    }
-}
+pub use super::load::Wanted;
 
 // ------------------------------------------------------------------------------------------
 // Listing
@@ -913,7 +887,7 @@ fn result_of(
     elapsed: Duration,
     opts: &RunOptions,
 ) -> InputResult {
-    let kind = sniff_file(&input.path).ok().map(InputKind::name);
+    let kind = sniff_file(&input.path).ok().map(|k| k.name());
     let mut r = InputResult {
         input: input.path.display().to_string(),
         rel: input.rel.clone(),

@@ -18,11 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::batch::{BatchInput, Done, file_for};
-use super::load::{Opened, SymbolSources, not_a_trace, open_input, symbolize_hook};
+use super::load::{SymbolSources, open_input, symbolize_hook};
 use super::select::{Destination, DumpSelect, stem};
 use crate::analysis::dumps::{delta_profile, keep_stacks, leak_suspects, view_value_index};
 use crate::analysis::filter::{FilterOptions, filter_profile, filter_stacks};
-use crate::decode::InputKind;
 use crate::decode::ddm_alloc_records::DdmOptions;
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
 use crate::encode::diff::{DiffOptions, diff_report};
@@ -479,14 +478,8 @@ pub fn check_view(opts: &ViewOptions, view: DumpView) -> Result<()> {
 /// Runs a view (see [`DumpView`]) over one trace, writing to `dest`: a file, standard output,
 /// or a directory (one file per output, named as the README says).
 fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: DumpView) -> Result<ViewRun> {
-    let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, DdmOptions::default().max_bytes, false)? {
-        Opened::Trace(inp, kind) if !kind.is_pprof() => (inp, kind),
-        Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", &format!("--view {}", view.name()))),
-        Opened::Ddm { .. } => {
-            return Err(not_a_trace(input, "a DDM allocation-record capture", &format!("--view {}", view.name())));
-        }
-        Opened::Hprof(_) => return Err(not_a_trace(input, "an HPROF heap dump", &format!("--view {}", view.name()))),
-    };
+    let opened = open_input(input, opts.decode.max_gzip_bytes, DdmOptions::default().max_bytes, false)?;
+    let (mut inp, recognised) = opened.into_heapprofd_trace(input, &format!("--view {}", view.name()))?;
     let kind_value = opts.value;
     let mut decode = opts.decode.clone();
     decode.pids = opts.pids.clone();
@@ -604,7 +597,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
         ));
     }
     if series.is_empty() {
-        if kind == InputKind::Unknown {
+        if !recognised {
             return Err(Error::new(
                 ErrorKind::Malformed,
                 format!(

@@ -25,8 +25,8 @@ pub use crate::decode::hprof::ObjectSize;
 pub(crate) use ddm::deobfuscate_capture;
 pub use ddm::{DdmChoices, EntryOrder};
 pub(crate) use heap::{for_selected_heap_graphs, for_selected_hprof_dumps};
-pub(crate) use open::{Opened, is_alloc_file, not_a_trace, open_input};
-pub use open::{is_ddm_capture, refuse_pprof};
+pub use open::{Command, InputType, Wanted, is_ddm_capture, refuse_pprof};
+pub(crate) use open::{HeapSource, Opened, heap_source, is_alloc_file, open_input};
 pub use profiles::{
     InputInfo, LoadOptions, LoadedInput, load_input, merge_inputs, merge_options, pick_sample_type, pprof_warnings,
 };

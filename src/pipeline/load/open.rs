@@ -1,9 +1,215 @@
-//! Opening an input and telling what it is by its first bytes ([`open_input`]), and the errors
-//! for an input a command does not read.
+//! What an input is and which commands read it: the table of input types ([`InputType`], each
+//! with the kinds sniffing tells apart, [`InputKind`]) and of commands ([`Command`], each with
+//! the types it reads); opening an input into a typed value ([`open_input`], [`Opened`]); and the
+//! errors for an input a command does not read, worded from the table.
+//!
+//! A new input kind is its decoder, its sniffing rule (a row of [`InputKind::ALL`]), a row here
+//! ([`InputType`], [`Command::reads`]) and where it is loaded ([`Opened`]).
 
 use crate::decode::{Input, InputKind, sniff};
 use crate::error::{Error, ErrorKind, Result};
 use std::path::Path;
+
+/// What heapconv reads an input as: the rows of the input table (the `--help` matrix lists
+/// them with the commands that read each, [`InputType::commands`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputType {
+    /// The heapprofd dumps (native allocations) of a Perfetto trace.
+    Heapprofd,
+    /// The Java heap graphs of a Perfetto trace.
+    HeapGraphs,
+    /// DDM allocation records (a `.alloc` blob, a `REAL` chunk or JDWP packets).
+    Ddm,
+    /// An HPROF heap dump.
+    Hprof,
+    /// A pprof profile.
+    Pprof,
+    /// A legacy text heap profile (gperftools, old Go), read as the pprof profile `go tool
+    /// pprof` makes of it.
+    LegacyHeap,
+}
+
+impl InputType {
+    /// Every input type, in the order help texts list them.
+    pub const ALL: [InputType; 6] = [
+        InputType::Heapprofd,
+        InputType::HeapGraphs,
+        InputType::Ddm,
+        InputType::Hprof,
+        InputType::Pprof,
+        InputType::LegacyHeap,
+    ];
+
+    /// The row's name in the help's input matrix.
+    pub fn label(self) -> &'static str {
+        match self {
+            InputType::Heapprofd => "Perfetto trace, heapprofd dumps",
+            InputType::HeapGraphs => "Perfetto trace, Java heap graphs",
+            InputType::Ddm => "DDM allocation records (.alloc)",
+            InputType::Hprof => "HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3)",
+            InputType::Pprof => "pprof (gzip'd or not)",
+            InputType::LegacyHeap => "legacy text heap profile (gperftools, old Go: `heap profile: …`)",
+        }
+    }
+
+    /// What an input of this type is, as errors say it (`x is a pprof profile`).
+    pub fn what(self) -> &'static str {
+        match self {
+            InputType::Heapprofd | InputType::HeapGraphs => "a Perfetto trace",
+            InputType::Ddm => "a DDM allocation-record capture",
+            InputType::Hprof => "an HPROF heap dump",
+            InputType::Pprof | InputType::LegacyHeap => "a pprof profile",
+        }
+    }
+
+    /// The kinds, as sniffing tells them ([`crate::decode::sniff`]), that are of this type.
+    pub fn kinds(self) -> &'static [InputKind] {
+        match self {
+            InputType::Heapprofd | InputType::HeapGraphs => &[InputKind::PerfettoTrace],
+            InputType::Ddm => &[InputKind::DdmAllocBlob, InputKind::DdmChunk, InputKind::Jdwp],
+            InputType::Hprof => &[InputKind::Hprof],
+            InputType::Pprof => &[InputKind::Pprof],
+            InputType::LegacyHeap => &[InputKind::LegacyHeap],
+        }
+    }
+
+    /// The commands that read an input of this type, in the order of [`Command::ALL`].
+    pub fn commands(self) -> Vec<Command> {
+        Command::ALL.into_iter().filter(|c| c.reads().contains(&self)).collect()
+    }
+}
+
+/// The commands that read profiles and heap dumps, with what each reads (`deobfuscate` and
+/// `addr2line` read mapping files and ELF files, no input of the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// `profile`.
+    Profile,
+    /// `convert`.
+    Convert,
+    /// `merge`.
+    Merge,
+    /// `diff`.
+    Diff,
+    /// `top`.
+    Top,
+    /// `timeline`.
+    Timeline,
+    /// `inspect`.
+    Inspect,
+    /// `symbolize`.
+    Symbolize,
+    /// `hprof`.
+    Hprof,
+    /// `hprof-conv`.
+    HprofConv,
+}
+
+impl Command {
+    /// Every command of the table, in the order help texts list them.
+    pub const ALL: [Command; 10] = [
+        Command::Profile,
+        Command::Convert,
+        Command::Merge,
+        Command::Diff,
+        Command::Top,
+        Command::Timeline,
+        Command::Inspect,
+        Command::Symbolize,
+        Command::Hprof,
+        Command::HprofConv,
+    ];
+
+    /// The command's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Profile => "profile",
+            Command::Convert => "convert",
+            Command::Merge => "merge",
+            Command::Diff => "diff",
+            Command::Top => "top",
+            Command::Timeline => "timeline",
+            Command::Inspect => "inspect",
+            Command::Symbolize => "symbolize",
+            Command::Hprof => "hprof",
+            Command::HprofConv => "hprof-conv",
+        }
+    }
+
+    /// The input types the command reads.
+    pub fn reads(self) -> &'static [InputType] {
+        use InputType::*;
+        match self {
+            Command::Profile | Command::Timeline | Command::Symbolize => &[Heapprofd],
+            Command::Convert | Command::Top | Command::Inspect => &InputType::ALL,
+            Command::Merge | Command::Diff => &[Heapprofd, Ddm, Pprof, LegacyHeap],
+            Command::Hprof => &[HeapGraphs],
+            Command::HprofConv => &[Hprof],
+        }
+    }
+}
+
+/// Which kinds of input a command takes from a directory. Files named explicitly (as paths,
+/// by a pattern or in an `--inputs-from` list) are always taken, whatever they hold, so that
+/// a wrong file fails loudly instead of being skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// `convert`: Perfetto traces, DDM allocation-record captures, HPROF heap dumps, pprof.
+    Convertible,
+    /// `profile`, `symbolize`, `hprof`: Perfetto traces.
+    Traces,
+    /// `hprof-conv`: HPROF heap dumps.
+    HeapDumps,
+    /// `merge`, `top`: Perfetto traces, DDM captures, pprof.
+    Mergeable,
+}
+
+impl Wanted {
+    /// The input types a directory scan takes.
+    pub fn types(self) -> &'static [InputType] {
+        match self {
+            Wanted::Convertible => Command::Convert.reads(),
+            Wanted::Traces => &[InputType::Heapprofd, InputType::HeapGraphs],
+            Wanted::HeapDumps => Command::HprofConv.reads(),
+            Wanted::Mergeable => Command::Merge.reads(),
+        }
+    }
+
+    /// True when a directory scan takes a file of this kind.
+    pub fn accepts(self, kind: InputKind) -> bool {
+        self.types().iter().any(|t| t.kinds().contains(&kind))
+    }
+}
+
+/// `items` as a sentence's list: `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// What a command that reads one Java heap makes of an input, by its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeapSource {
+    /// An HPROF heap dump.
+    Hprof,
+    /// A Perfetto trace, or an input sniffing did not recognise: the trace decoder looks for
+    /// heap graphs in it.
+    Trace,
+    /// Any other kind.
+    Other,
+}
+
+/// [`HeapSource`] of an input that starts with `head`.
+pub(crate) fn heap_source(head: &[u8]) -> HeapSource {
+    match sniff(head) {
+        InputKind::Hprof => HeapSource::Hprof,
+        InputKind::PerfettoTrace | InputKind::Unknown => HeapSource::Trace,
+        _ => HeapSource::Other,
+    }
+}
 
 /// True for a path named `*.alloc` (or `*.alloc.gz`): it must be a DDM capture.
 pub(crate) fn is_alloc_file(path: &Path) -> bool {
@@ -11,15 +217,57 @@ pub(crate) fn is_alloc_file(path: &Path) -> bool {
     name.ends_with(".alloc") || name.ends_with(".alloc.gz")
 }
 
-/// An input opened and recognized.
+/// An input opened and recognized, by the loader its kind calls for.
 pub(crate) enum Opened {
-    /// A Perfetto trace, or something that is neither a trace nor a DDM capture (the trace
-    /// decoder then says what is wrong, as it always has).
+    /// A Perfetto trace (its heapprofd dumps or heap graphs), or an input that is empty or
+    /// compressed inside its gzip, from its start (the trace decoder says what is wrong).
     Trace(Input, InputKind),
+    /// An input sniffing did not recognise, from its start: the trace decoder tries it, and
+    /// commands word their errors for an input that may be no trace at all.
+    Unknown(Input),
     /// A DDM capture, read whole (gzip undone).
     Ddm { name: String, bytes: Vec<u8> },
-    /// An HPROF heap dump, opened from its start.
+    /// An HPROF heap dump, from its start.
     Hprof(Input),
+    /// A pprof profile or a legacy text heap profile, from its start.
+    Pprof(Input, InputKind),
+}
+
+impl Opened {
+    /// The opened value a kind calls for, for an input that is neither a DDM capture nor (where
+    /// one is read as such) an HPROF heap dump.
+    fn of_kind(input: Input, kind: InputKind) -> Opened {
+        match kind {
+            InputKind::Unknown => Opened::Unknown(input),
+            k if k.is_pprof() => Opened::Pprof(input, k),
+            k => Opened::Trace(input, k),
+        }
+    }
+
+    /// The input type, for errors that say what an input is (`None` for a trace or an input
+    /// not recognised).
+    fn refused_type(&self) -> Option<InputType> {
+        match self {
+            Opened::Trace(..) | Opened::Unknown(_) => None,
+            Opened::Ddm { .. } => Some(InputType::Ddm),
+            Opened::Hprof(_) => Some(InputType::Hprof),
+            Opened::Pprof(..) => Some(InputType::Pprof),
+        }
+    }
+
+    /// The input as a trace to read heapprofd dumps from, and whether sniffing recognised it
+    /// (`false`: it may be no trace at all); for an input of another type, the error
+    /// [`not_a_trace`] makes for `command`.
+    pub(crate) fn into_heapprofd_trace(self, input: &Path, command: &str) -> Result<(Input, bool)> {
+        if let Some(t) = self.refused_type() {
+            return Err(not_a_trace(input, t.what(), command));
+        }
+        match self {
+            Opened::Trace(inp, _) => Ok((inp, true)),
+            Opened::Unknown(inp) => Ok((inp, false)),
+            Opened::Ddm { .. } | Opened::Hprof(_) | Opened::Pprof(..) => unreachable!("refused above"),
+        }
+    }
 }
 
 /// Opens `path` (`-` for stdin) and tells a DDM capture from anything else by its first
@@ -68,7 +316,7 @@ pub(crate) fn open_input(path: &Path, max_gzip: u64, ddm_max: u64, want_ddm: boo
             return Ok(Opened::Hprof(Input::from_bytes(&name, raw, max_gzip)?));
         }
         not_ddm(&name, kind, &head, want_ddm)?;
-        return Ok(Opened::Trace(Input::from_bytes(&name, raw, max_gzip)?, kind));
+        return Ok(Opened::of_kind(Input::from_bytes(&name, raw, max_gzip)?, kind));
     }
     let mut input = Input::open(path, max_gzip)?;
     let mut head = Vec::new();
@@ -92,7 +340,7 @@ pub(crate) fn open_input(path: &Path, max_gzip: u64, ddm_max: u64, want_ddm: boo
         not_ddm(&name, kind, &head, want_ddm)?;
     }
     let again = input.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))??;
-    Ok(if hprof { Opened::Hprof(again) } else { Opened::Trace(again, kind) })
+    Ok(if hprof { Opened::Hprof(again) } else { Opened::of_kind(again, kind) })
 }
 
 /// The error for an input that is not a DDM capture, when one is required or when it is a
@@ -108,8 +356,8 @@ pub(crate) fn not_ddm(name: &str, kind: InputKind, head: &[u8], want_ddm: bool) 
         return Ok(());
     }
     let what = match kind {
-        InputKind::PerfettoTrace => "a Perfetto trace".to_owned(),
-        InputKind::Pprof | InputKind::LegacyHeap => "a pprof profile (`heapconv merge` combines several)".to_owned(),
+        InputKind::PerfettoTrace => InputType::Heapprofd.what().to_owned(),
+        k if k.is_pprof() => format!("{} (`heapconv merge` combines several)", InputType::Pprof.what()),
         InputKind::Empty => "empty".to_owned(),
         InputKind::Zstd => "zstd-compressed".to_owned(),
         _ => format!(
@@ -137,11 +385,14 @@ pub fn refuse_pprof(path: &Path, command: &str) -> Result<()> {
     let mut head = Vec::new();
     let _ = input.reader().take(64).read_to_end(&mut head);
     if crate::decode::sniff(&head).is_pprof() {
+        let takers: Vec<&str> = InputType::Pprof.commands().into_iter().map(Command::name).collect();
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
-                "{} is a pprof profile; `heapconv {command}` reads Perfetto traces (convert, merge, diff, top and inspect take pprof)",
-                path.display()
+                "{} is {}; `heapconv {command}` reads Perfetto traces ({} take pprof)",
+                path.display(),
+                InputType::Pprof.what(),
+                and_list(&takers)
             ),
         ));
     }

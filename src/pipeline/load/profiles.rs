@@ -176,7 +176,7 @@ fn load_for_merge(path: &Path, opts: &LoadOptions) -> Result<ForMerge> {
     let opened = open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, false)?;
     let lean = opts.filter.is_empty() && opts.symbols.options().is_none() && opts.drop_empty_stacks;
     match opened {
-        Opened::Trace(mut inp, kind) if lean && kind.is_pprof() => {
+        Opened::Pprof(mut inp, kind) if lean => {
             let name = path.display().to_string();
             let bytes = crate::decode::pprof::read_pprof_bytes(&mut inp, &opts.pprof)?;
             if !crate::decode::legacy_heap::looks_like_legacy_heap(&bytes) {
@@ -222,7 +222,7 @@ fn load_opened(path: &Path, opened: Opened, opts: &LoadOptions) -> Result<Loaded
                 symbols: None,
             })
         }
-        Opened::Trace(mut inp, kind) if kind.is_pprof() => {
+        Opened::Pprof(mut inp, kind) => {
             let mut profile = read_pprof(&mut inp, &opts.pprof)?;
             if opts.drop_empty_stacks {
                 profile = without_empty_stacks(profile);
@@ -239,6 +239,7 @@ fn load_opened(path: &Path, opened: Opened, opts: &LoadOptions) -> Result<Loaded
             })
         }
         Opened::Trace(inp, kind) => load_trace(inp, kind, &name, opts),
+        Opened::Unknown(inp) => load_trace(inp, InputKind::Unknown, &name, opts),
         Opened::Hprof(_) => Err(Error::new(
             ErrorKind::Unsupported,
             format!(
