@@ -152,7 +152,8 @@ mod tests {
             InputKind::Gzip => file("heaps_and_procs.pftrace.gz"),
             // No zstd fixture: the frame magic and a frame header.
             InputKind::Zstd => vec![0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x00, 0x01, 0x00],
-            InputKind::Hprof => heapconv_testdata::hprof::HprofWriter::new("JAVA PROFILE 1.0.2", 4, 0).finish(),
+            // The HPROF fixtures are written by tests; a header: format, id size, timestamp.
+            InputKind::Hprof => [&b"JAVA PROFILE 1.0.2\0"[..], &[0, 0, 0, 4], &[0; 8]].concat(),
             InputKind::LegacyHeap => file("legacy-heap/gperftools.heap"),
             InputKind::Pprof => gunzip(file("pprof-odd/string-labels.pb.gz")),
             InputKind::PerfettoTrace => file("heaps_and_procs.pftrace"),
