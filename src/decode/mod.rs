@@ -1,4 +1,8 @@
 //! The decode stage: bytes in, model out.
+//!
+//! [`InputKind`] is the one list of what an input can be, each kind with its sniffing rule
+//! ([`InputKind::sniffs`], tried in the order of [`InputKind::ALL`] by [`sniff`]); a decoder per
+//! format turns its bytes into the model.
 
 pub mod ddm_alloc_records;
 pub mod hprof;
