@@ -412,3 +412,87 @@ pub(crate) fn not_a_trace(input: &Path, what: &str, command: &str) -> Error {
 pub fn is_ddm_capture(path: &Path) -> bool {
     path.as_os_str() == "-" || crate::decode::sniff_file(path).is_ok_and(|k| k.is_ddm())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sets of kinds a directory scan took before the table (hand-written per `Wanted`).
+    fn scanned_before(wanted: Wanted, kind: InputKind) -> bool {
+        let trace = kind == InputKind::PerfettoTrace;
+        match wanted {
+            Wanted::Convertible => trace || kind.is_ddm() || kind == InputKind::Hprof || kind.is_pprof(),
+            Wanted::Traces => trace,
+            Wanted::HeapDumps => kind == InputKind::Hprof,
+            Wanted::Mergeable => trace || kind.is_ddm() || kind.is_pprof(),
+        }
+    }
+
+    #[test]
+    fn directory_scans_take_the_kinds_they_took() {
+        for wanted in [Wanted::Convertible, Wanted::Traces, Wanted::HeapDumps, Wanted::Mergeable] {
+            for kind in InputKind::ALL {
+                assert_eq!(wanted.accepts(kind), scanned_before(wanted, kind), "{wanted:?} {kind:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_kind_a_command_reads_is_in_one_row_at_most() {
+        for kind in InputKind::ALL {
+            let rows: Vec<InputType> = InputType::ALL.into_iter().filter(|t| t.kinds().contains(&kind)).collect();
+            match kind {
+                // A trace holds heapprofd dumps, heap graphs or both.
+                InputKind::PerfettoTrace => assert_eq!(rows, [InputType::Heapprofd, InputType::HeapGraphs]),
+                InputKind::Empty | InputKind::Gzip | InputKind::Zstd | InputKind::Unknown => assert!(rows.is_empty()),
+                _ => assert_eq!(rows.len(), 1, "{kind:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_commands_of_the_table() {
+        let takers: Vec<&str> = InputType::Pprof.commands().into_iter().map(Command::name).collect();
+        assert_eq!(and_list(&takers), "convert, merge, diff, top and inspect");
+        assert_eq!(and_list(&["a"]), "a");
+        assert_eq!(and_list(&["a", "b"]), "a and b");
+        assert_eq!(InputType::Hprof.commands(), [Command::Convert, Command::Top, Command::Inspect, Command::HprofConv]);
+    }
+
+    #[test]
+    fn heap_commands_tell_hprof_from_traces() {
+        assert_eq!(heap_source(b"JAVA PROFILE 1.0.2\0"), HeapSource::Hprof);
+        assert_eq!(heap_source(&[0x0a, 0x10, 0x08]), HeapSource::Trace);
+        assert_eq!(heap_source(b"this is not a trace\n"), HeapSource::Trace, "not recognised: the trace decoder tries");
+        assert_eq!(heap_source(b""), HeapSource::Other);
+        assert_eq!(heap_source(b"REAL\0\0\0\0"), HeapSource::Other);
+    }
+
+    #[test]
+    fn inputs_open_as_the_value_their_kind_calls_for() {
+        let open = |bytes: &[u8]| {
+            let dir = std::env::temp_dir().join(format!("heapconv-open-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(format!("{}.bin", bytes.len()));
+            std::fs::write(&path, bytes).unwrap();
+            let opened = open_input(&path, 1 << 20, 1 << 20, false);
+            let _ = std::fs::remove_file(&path);
+            opened
+        };
+        assert!(matches!(open(&[0x0a, 0x10, 0x08]), Ok(Opened::Trace(_, InputKind::PerfettoTrace))));
+        assert!(matches!(open(b"JAVA PROFILE 1.0.2\0\0\0\0\x04"), Ok(Opened::Hprof(_))));
+        assert!(matches!(open(b"REAL\0\0\0\0"), Ok(Opened::Ddm { .. })));
+        assert!(matches!(
+            open(&[0x5a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x60, 0x01]),
+            Ok(Opened::Pprof(_, InputKind::Pprof))
+        ));
+        assert!(matches!(open(b"this is not a trace\n"), Ok(Opened::Unknown(_))));
+        let refused = open(b"REAL\0\0\0\0").unwrap().into_heapprofd_trace(Path::new("x.alloc"), "`heapconv timeline`");
+        assert_eq!(
+            refused.err().map(|e| e.context().to_owned()).as_deref(),
+            Some(
+                "x.alloc is a DDM allocation-record capture; `heapconv timeline` reads the dumps of a heapprofd trace (a Perfetto trace)"
+            )
+        );
+    }
+}
