@@ -7,7 +7,7 @@
 //!
 //! | file | what it does |
 //! |---|---|
-//! | `open` | opens an input and tells what it is: the table of input kinds and the commands that read them, the typed [`Opened`] value, the errors for an input a command does not read |
+//! | `open` | opens an input and tells what it is: the table of input kinds and the commands that read them, the typed `Opened` value, the errors for an input a command does not read |
 //! | `trace` | reads the heapprofd dumps of a Perfetto trace that a selection keeps, after a pre-pass for its maps and symbols |
 //! | `heap` | reads the Java heap dumps of a trace (heap graphs) or of an HPROF file that a selection keeps |
 //! | `ddm` | how DDM allocation records become a profile, and their deobfuscation |

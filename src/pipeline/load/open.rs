@@ -1,10 +1,10 @@
 //! What an input is and which commands read it: the table of input types ([`InputType`], each
 //! with the kinds sniffing tells apart, [`InputKind`]) and of commands ([`Command`], each with
-//! the types it reads); opening an input into a typed value ([`open_input`], [`Opened`]); and the
+//! the types it reads); opening an input into a typed value (`open_input`, `Opened`); and the
 //! errors for an input a command does not read, worded from the table.
 //!
 //! A new input kind is its decoder, its sniffing rule (a row of [`InputKind::ALL`]), a row here
-//! ([`InputType`], [`Command::reads`]) and where it is loaded ([`Opened`]).
+//! ([`InputType`], [`Command::reads`]) and where it is loaded (`Opened`).
 
 use crate::decode::{Input, InputKind, sniff};
 use crate::error::{Error, ErrorKind, Result};
@@ -257,7 +257,7 @@ impl Opened {
 
     /// The input as a trace to read heapprofd dumps from, and whether sniffing recognised it
     /// (`false`: it may be no trace at all); for an input of another type, the error
-    /// [`not_a_trace`] makes for `command`.
+    /// `not_a_trace` makes for `command`.
     pub(crate) fn into_heapprofd_trace(self, input: &Path, command: &str) -> Result<(Input, bool)> {
         if let Some(t) = self.refused_type() {
             return Err(not_a_trace(input, t.what(), command));
