@@ -41,14 +41,7 @@ const EXIT_USAGE: u8 = 2;
     version,
     about = "Convert memory profiles (Perfetto traces with heapprofd dumps or Java heap graphs, Android DDM allocation records, HPROF heap dumps 1.0.1/1.0.2/1.0.3, pprof) to pprof, folded stacks, flame graphs, an HTML report, speedscope/DHAT/Chrome heap profiles and JSON",
     long_about = None,
-    after_help = "Inputs (gzip is detected):\n  \
-        Perfetto trace, heapprofd dumps: profile, convert, merge, diff, top, timeline, inspect, symbolize\n  \
-        Perfetto trace, Java heap graphs: convert and top (the dominator or shortest-path tree), hprof, inspect\n  \
-        DDM allocation records (.alloc): convert, merge, diff, top, inspect\n  \
-        HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert and top (the dominator or shortest-path tree), \
-        inspect; hprof-conv (1.0.3 only; any version with --proguard-map)\n  \
-        pprof (gzip'd or not): convert, merge, diff, top, inspect\n  \
-        legacy text heap profile (gperftools, old Go: `heap profile: …`): convert, merge, diff, top, inspect"
+    after_help = input_matrix()
 )]
 pub(crate) struct Cli {
     /// Print more (-v) or nothing but errors (-q).
@@ -153,6 +146,23 @@ fn run(cli: Cli) -> Result<u8, Error> {
         Command::Timeline(a) => timeline::run(&ui, a),
         Command::Generate(a) => generate::run(a),
     }
+}
+
+/// The input x command matrix of `--help`, from the library's table: each input type with the
+/// commands that read it ([`heapconv::pipeline::load::InputType::commands`]), then what some
+/// commands make of a type.
+fn input_matrix() -> String {
+    use heapconv::pipeline::load::{Command as Reader, InputType};
+    let mut s = String::from("Inputs (gzip is detected) and the commands that read them:\n");
+    for t in InputType::ALL {
+        let names: Vec<&str> = t.commands().into_iter().map(Reader::name).collect();
+        s.push_str(&format!("  {}: {}\n", t.label(), names.join(", ")));
+    }
+    s.push_str(
+        "convert and top read a Java heap (heap graph or HPROF dump) as a dominator or shortest-path tree;\n\
+         hprof-conv reads HPROF 1.0.3 only (any version with --proguard-map).",
+    );
+    s
 }
 
 /// A hint for `--from T1 --to T2`: `--to` names the output format, and the end of a delta
@@ -267,6 +277,41 @@ pub(crate) fn main() -> ExitCode {
                 src = s.source();
             }
             ExitCode::from(if e.kind() == ErrorKind::Usage { EXIT_USAGE } else { EXIT_INPUT })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use heapconv::pipeline::load::{Command as Reader, InputType};
+
+    use super::Cli;
+
+    #[test]
+    fn help_matrix_and_input_table_agree() {
+        let help = Cli::command().get_after_help().expect("an input matrix").to_string();
+        let rows: Vec<&str> = help.lines().filter(|l| l.starts_with("  ")).collect();
+        assert_eq!(rows.len(), InputType::ALL.len(), "one row per input type:\n{help}");
+        for (row, t) in rows.iter().zip(InputType::ALL) {
+            let (label, commands) = row.trim_start().rsplit_once(": ").expect("label: commands");
+            assert_eq!(label, t.label());
+            let listed: Vec<&str> = commands.split(", ").collect();
+            let readers: Vec<&str> =
+                Reader::ALL.into_iter().filter(|c| c.reads().contains(&t)).map(Reader::name).collect();
+            assert_eq!(listed, readers, "{label}");
+        }
+    }
+
+    #[test]
+    fn every_command_of_the_input_table_is_a_subcommand() {
+        let cli = Cli::command();
+        for c in Reader::ALL {
+            assert!(cli.find_subcommand(c.name()).is_some(), "{}", c.name());
+            assert!(!c.reads().is_empty(), "{} reads nothing", c.name());
+        }
+        for t in InputType::ALL {
+            assert!(!t.commands().is_empty(), "no command reads {t:?}");
         }
     }
 }

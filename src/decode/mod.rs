@@ -1,4 +1,8 @@
 //! The decode stage: bytes in, model out.
+//!
+//! [`InputKind`] is the one list of what an input can be, each kind with its sniffing rule
+//! ([`InputKind::sniffs`], tried in the order of [`InputKind::ALL`] by [`sniff`]); a decoder per
+//! format turns its bytes into the model.
 
 pub mod ddm_alloc_records;
 pub mod hprof;
@@ -39,6 +43,22 @@ pub enum InputKind {
 }
 
 impl InputKind {
+    /// Every kind, in the order [`sniff`] tries their rules: the first whose rule matches the
+    /// head is the input's kind (`Unknown`, last, matches anything).
+    pub const ALL: [InputKind; 11] = [
+        InputKind::Empty,
+        InputKind::Gzip,
+        InputKind::Zstd,
+        InputKind::Hprof,
+        InputKind::LegacyHeap,
+        InputKind::Pprof,
+        InputKind::PerfettoTrace,
+        InputKind::DdmAllocBlob,
+        InputKind::DdmChunk,
+        InputKind::Jdwp,
+        InputKind::Unknown,
+    ];
+
     /// A short name for an input kind, as summaries write it.
     pub fn name(self) -> &'static str {
         match self {
@@ -52,7 +72,33 @@ impl InputKind {
             InputKind::Gzip => "gzip",
             InputKind::Zstd => "zstd",
             InputKind::Empty => "empty",
-            _ => "unknown",
+            InputKind::Unknown => "unknown",
+        }
+    }
+
+    /// The kind's sniffing rule: true when `head`, an input's first bytes (16 or more), may be
+    /// of this kind. Rules are tried in the order of [`InputKind::ALL`], so a rule may take for
+    /// granted that the rules before it did not match.
+    pub fn sniffs(self, head: &[u8]) -> bool {
+        use ddm_alloc_records::{DdmKind, sniff_ddm};
+        match self {
+            InputKind::Empty => head.is_empty(),
+            InputKind::Gzip => head.starts_with(&[0x1f, 0x8b]),
+            InputKind::Zstd => head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]),
+            InputKind::Hprof => head.starts_with(b"JAVA PROFILE 1.0"),
+            InputKind::LegacyHeap => legacy_heap::looks_like_legacy_heap(head),
+            // A pprof profile's fields are numbered 1 to 15; a trace holds only field 1. So: a
+            // valid run of Profile fields with one other than 1 is a profile, whatever its first
+            // field holds; a short head of field 1s only is a profile when the first is shaped
+            // like a ValueType.
+            InputKind::Pprof => pprof::looks_like_pprof(head),
+            // A trace is a sequence of `packet = 1` fields, length-delimited: tag byte 0x0a. No
+            // DDM framing starts with it (a blob's header is at least 15 bytes long).
+            InputKind::PerfettoTrace => head.first() == Some(&0x0a),
+            InputKind::DdmAllocBlob => sniff_ddm(head) == Some(DdmKind::Blob),
+            InputKind::DdmChunk => sniff_ddm(head) == Some(DdmKind::Chunk),
+            InputKind::Jdwp => sniff_ddm(head) == Some(DdmKind::Jdwp),
+            InputKind::Unknown => true,
         }
     }
 
@@ -67,41 +113,10 @@ impl InputKind {
     }
 }
 
-/// Tells the input kinds heapconv knows apart by their first bytes (give it 16 or more).
+/// Tells the input kinds heapconv knows apart by their first bytes (give it 16 or more): the
+/// first of [`InputKind::ALL`] whose rule ([`InputKind::sniffs`]) matches.
 pub fn sniff(head: &[u8]) -> InputKind {
-    use ddm_alloc_records::{DdmKind, sniff_ddm};
-    if head.is_empty() {
-        return InputKind::Empty;
-    }
-    if head.starts_with(&[0x1f, 0x8b]) {
-        return InputKind::Gzip;
-    }
-    if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        return InputKind::Zstd;
-    }
-    if head.starts_with(b"JAVA PROFILE 1.0") {
-        return InputKind::Hprof;
-    }
-    if legacy_heap::looks_like_legacy_heap(head) {
-        return InputKind::LegacyHeap;
-    }
-    // A pprof profile's fields are numbered 1 to 15; a trace holds only field 1. So: a valid
-    // run of Profile fields with one other than 1 is a profile, whatever its first field holds;
-    // a short head of field 1s only is a profile when the first is shaped like a ValueType.
-    if pprof::looks_like_pprof(head) {
-        return InputKind::Pprof;
-    }
-    // A trace is a sequence of `packet = 1` fields, length-delimited: tag byte 0x0a. No DDM
-    // framing starts with it (a blob's header is at least 15 bytes long).
-    if head[0] == 0x0a {
-        return InputKind::PerfettoTrace;
-    }
-    match sniff_ddm(head) {
-        Some(DdmKind::Blob) => InputKind::DdmAllocBlob,
-        Some(DdmKind::Chunk) => InputKind::DdmChunk,
-        Some(DdmKind::Jdwp) => InputKind::Jdwp,
-        None => InputKind::Unknown,
-    }
+    InputKind::ALL.into_iter().find(|k| k.sniffs(head)).unwrap_or(InputKind::Unknown)
 }
 
 #[cfg(test)]
@@ -124,5 +139,51 @@ mod tests {
         assert_eq!(sniff(&[0x0a, 0x00, 0x12, 0x06, 0x0a, 0x01, 0x01, 0x12, 0x01, 0x01, 0x32, 0x00]), InputKind::Pprof);
         assert_eq!(sniff(&[0x0a, 0x00, 0x0a, 0x03, 0x40, 0x01, 0x50]), InputKind::PerfettoTrace);
         assert!(InputKind::Jdwp.is_ddm() && !InputKind::Hprof.is_ddm());
+    }
+
+    /// An example of each kind: a fixture of `tests/data` where one exists, else made here.
+    fn example(kind: InputKind) -> Vec<u8> {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let file = |rel: &str| std::fs::read(data.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let gunzip = |bytes: Vec<u8>| {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes.as_slice()), &mut out)
+                .expect("a gzip fixture");
+            out
+        };
+        match kind {
+            InputKind::Empty => Vec::new(),
+            InputKind::Gzip => file("heaps_and_procs.pftrace.gz"),
+            // No zstd fixture: the frame magic and a frame header.
+            InputKind::Zstd => vec![0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x00, 0x01, 0x00],
+            // The HPROF fixtures are written by tests; a header: format, id size, timestamp.
+            InputKind::Hprof => [&b"JAVA PROFILE 1.0.2\0"[..], &[0, 0, 0, 4], &[0; 8]].concat(),
+            InputKind::LegacyHeap => file("legacy-heap/gperftools.heap"),
+            InputKind::Pprof => gunzip(file("pprof-odd/string-labels.pb.gz")),
+            InputKind::PerfettoTrace => file("heaps_and_procs.pftrace"),
+            InputKind::DdmAllocBlob => file("ddm/art.alloc"),
+            InputKind::DdmChunk => file("ddm/art.real"),
+            InputKind::Jdwp => file("ddm/art.jdwp"),
+            InputKind::Unknown => file("README.md"),
+        }
+    }
+
+    #[test]
+    fn each_rule_recognises_an_example_of_its_kind() {
+        for kind in InputKind::ALL {
+            let bytes = example(kind);
+            let head = &bytes[..bytes.len().min(64)];
+            assert!(kind.sniffs(head), "{kind:?}: its rule does not match its example");
+            assert_eq!(sniff(head), kind, "{kind:?}: an earlier rule takes its example");
+        }
+    }
+
+    #[test]
+    fn every_kind_is_in_the_table_once_with_a_name_of_its_own() {
+        let mut names: Vec<&str> = InputKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), InputKind::ALL.len());
+        assert_eq!(InputKind::ALL.last(), Some(&InputKind::Unknown), "Unknown matches anything: it goes last");
     }
 }

@@ -14,10 +14,10 @@ use super::select::{
     no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
 };
 use crate::analysis::filter::{FilterOptions, filter_flat, filter_profile};
+use crate::decode::Input;
 use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
 use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
-use crate::decode::{Input, InputKind};
 use crate::encode::summary::{DdmInspect, SummaryOptions, convert_json};
 use crate::encode::{
     EncodeOptions, Format, Shown, encode, encode_flat, encode_flat_to, encode_heap_html, encode_html_timeline,
@@ -242,14 +242,17 @@ fn convert_inputs_each(
     for path in inputs {
         match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
-            Opened::Trace(inp, kind) if kind.is_pprof() => {
+            Opened::Pprof(inp, _) => {
                 return convert_pprof(inp, &inputs[0], &dest_for(false), formats, opts);
             }
-            Opened::Trace(inp, _) | Opened::Hprof(inp) if names_a_type(opts) => {
+            Opened::Trace(inp, _) | Opened::Unknown(inp) | Opened::Hprof(inp) if names_a_type(opts) => {
                 return Err(type_name_not_for(&inp.name));
             }
-            Opened::Trace(inp, kind) => {
-                return convert_trace(inp, kind, &inputs[0], &dest_for(!opts.format.is_report()), formats, opts);
+            Opened::Trace(inp, _) => {
+                return convert_trace(inp, true, &inputs[0], &dest_for(!opts.format.is_report()), formats, opts);
+            }
+            Opened::Unknown(inp) => {
+                return convert_trace(inp, false, &inputs[0], &dest_for(!opts.format.is_report()), formats, opts);
             }
             Opened::Hprof(inp) if formats.iter().any(|f| f.is_report()) && !opts.filter.is_empty() => {
                 return Err(filters_not_for_heap_report(&inp.name));
@@ -283,9 +286,10 @@ fn type_name_not_for(input: &str) -> Error {
     )
 }
 
+/// `convert` of a trace (`recognised`: sniffing knew it as one; else it may be no trace at all).
 fn convert_trace(
     inp: Input,
-    kind: InputKind,
+    recognised: bool,
     input: &Path,
     dest: &Destination,
     formats: &[Format],
@@ -308,7 +312,7 @@ fn convert_trace(
         return Err(no_heapprofd(&name));
     }
     if profiles.is_empty() {
-        if kind == InputKind::Unknown {
+        if !recognised {
             return Err(Error::new(
                 ErrorKind::Malformed,
                 format!(

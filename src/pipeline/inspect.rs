@@ -4,12 +4,12 @@ use std::path::Path;
 
 use super::load::{Opened, is_alloc_file, open_input};
 use super::reports::{ddm_inspect, hprof_inspect};
+use crate::decode::Input;
 use crate::decode::ddm_alloc_records::{DdmOptions, decode_alloc_records};
 use crate::decode::hprof::{HprofReadOptions, read_hprof_with_stats};
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd};
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
-use crate::decode::{Input, InputKind};
 use crate::encode::labels::human_bytes;
 use crate::encode::summary::{DdmInspect, HprofInspect, SummaryOptions, convert_json};
 use crate::encode::top::{TopOptions, top_table, top_text};
@@ -64,8 +64,8 @@ pub enum Inspection {
 /// (told apart by their first bytes).
 pub fn run_inspect_input(input: &Path, decode: &DecodeOptions, ddm: &DdmOptions) -> Result<Inspection> {
     match open_input(input, decode.max_gzip_bytes, ddm.max_bytes, is_alloc_file(input))? {
-        Opened::Trace(inp, kind) if kind.is_pprof() => Ok(Inspection::Pprof(Box::new(inspect_pprof(inp)?))),
-        Opened::Trace(inp, InputKind::Unknown) => {
+        Opened::Pprof(inp, _) => Ok(Inspection::Pprof(Box::new(inspect_pprof(inp)?))),
+        Opened::Unknown(inp) => {
             // Sniffing did not know it: the trace decoder tries. If it reads not one packet,
             // the input is no format heapconv reads, which is said with the file's real size.
             let (name, gzipped, file_size) = (inp.name.clone(), inp.gzipped, inp.file_size);

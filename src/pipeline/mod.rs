@@ -12,8 +12,8 @@
 //! | `inspect`, `symbolize` | [`inspect`], [`symbolize`] |
 //!
 //! The command files do not import each other. They share a small layer: [`select`] (which
-//! dumps, which destination, how outputs are named), [`load`] (opening an input, telling what
-//! it is and decoding it into the model), [`reports`] (reports made of decoded inputs),
+//! dumps, which destination, how outputs are named), [`load`] (the table of input types and the
+//! commands that read them, opening an input into a typed value and decoding it into the model), [`reports`] (reports made of decoded inputs),
 //! [`outcome`] (how a run ends: one precedence of exit codes for single runs and batches) and
 //! [`batch`] (one command over many inputs: listing, naming, sharding, running, the summary;
 //! the per-input work is given to it by the caller, each command file offering its own).

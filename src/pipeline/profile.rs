@@ -74,6 +74,34 @@ pub struct ProfileRun {
     pub converted: DumpFilter,
 }
 
+/// A dump's pprof file of `profile`, staged: (order, job number, timestamp, key, file).
+type Staged = (usize, usize, Option<i64>, String, Result<PathBuf>);
+
+/// A finished dump, as the decoder hands it to the encoder thread: what its tables added since
+/// the last hand-over, and the profile's parts.
+struct Job {
+    order: usize,
+    number: usize,
+    delta: crate::model::TablesDelta,
+    meta: crate::model::ProfileMeta,
+    sample_types: Vec<crate::model::ValueType>,
+    default_sample_type: usize,
+    stacks: Vec<crate::model::StackId>,
+    values: Vec<i64>,
+}
+
+/// What the decoder hands the encoder thread. While the decoder works through a chain that
+/// defines callstacks (heapprofd puts every callstack of a dump in the dump's chain), the
+/// encoder, idle until the dump is complete, is handed the new callstacks to give them location
+/// ids and location lists early. Only when it is waiting (a rendezvous `try_send`), so this
+/// never holds up the decoder.
+enum Work {
+    /// New callstacks, with what the tables added since the last hand-over.
+    Grow(crate::model::TablesDelta, Vec<crate::model::StackId>),
+    /// A finished dump.
+    Dump(Box<Job>),
+}
+
 /// Converts every heapprofd dump of `input` into one pprof file per (pid, dump, heap), as
 /// `traceconv profile --alloc` does: dumps where nothing changed get no file. `progress` is
 /// called with the number of profiles encoded so far.
@@ -82,7 +110,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     let mut decode = opts.decode.clone();
     decode.pids = opts.pids.clone();
     decode.include_unchanged = false;
-    let mut encoder = PprofEncoder::new(PprofOptions { annotations: opts.annotations, extras: true });
+    let encoder = PprofEncoder::new(PprofOptions { annotations: opts.annotations, extras: true });
     let mut symbolizer = opts.symbols.options().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
     // Without symbol directories frames are only counted, never changed, so the encoder may
@@ -98,30 +126,10 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     // The decoder hands each dump over as soon as its chain ends; in the rare trace where a
     // later chain adds to it, it comes again, and that later file (the higher job number)
     // replaces the earlier one.
-    // (order, job number, timestamp, key, file)
-    type Staged = (usize, usize, Option<i64>, String, Result<PathBuf>);
-    struct Job {
-        order: usize,
-        number: usize,
-        delta: crate::model::TablesDelta,
-        meta: crate::model::ProfileMeta,
-        sample_types: Vec<crate::model::ValueType>,
-        default_sample_type: usize,
-        stacks: Vec<crate::model::StackId>,
-        values: Vec<i64>,
-    }
     let (tx, rx) = mpsc::channel::<Staged>();
     // The decoder hands over one dump at a time: memory stays bounded however many dumps the
     // trace has.
     let (job_tx, job_rx) = mpsc::sync_channel::<Work>(0);
-    // While the decoder works through a chain that defines callstacks (heapprofd puts every
-    // callstack of a dump in the dump's chain), the encoder, idle until the dump is complete,
-    // is handed the new callstacks to give them location ids and location lists early. Only
-    // when it is waiting (a rendezvous `try_send`), so this never holds up the decoder.
-    enum Work {
-        Grow(crate::model::TablesDelta, Vec<crate::model::StackId>),
-        Dump(Box<Job>),
-    }
     let mut count = 0usize;
     let mut jobs = 0usize;
     // The order each dump was given, by (pid, heap, dump index), for a dump that comes again.
@@ -139,75 +147,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         // The encoder writes each profile straight into its staged file, compressed in 1 MiB
         // members by the rayon pool (every core) while it encodes the next megabyte; the
         // compression buffers serve one file after the other.
-        let encoder_thread = threads.spawn(move || {
-            let mut replica = Arc::new(Tables::default());
-            let mut buffers = GzBuffers::default();
-            let mut syncs = Vec::new();
-            loop {
-                idle.store(true, std::sync::atomic::Ordering::Relaxed);
-                let mut clock = crate::timing::Phases::start("profile");
-                let Ok(work) = job_rx.recv() else { break };
-                clock.done("encoder waits for the decoder");
-                idle.store(false, std::sync::atomic::Ordering::Relaxed);
-                let job = match work {
-                    Work::Grow(delta, stacks) => {
-                        Arc::make_mut(&mut replica).apply_delta(delta);
-                        encoder.prepare(&replica, &stacks);
-                        clock.done("encoder prepares early callstacks");
-                        continue;
-                    }
-                    Work::Dump(job) => *job,
-                };
-                Arc::make_mut(&mut replica).apply_delta(job.delta);
-                let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
-                let ts = job.meta.timestamp;
-                let order = job.order;
-                let number = job.number;
-                let p = Profile::from_parts(
-                    Arc::clone(&replica),
-                    job.meta,
-                    job.sample_types,
-                    job.default_sample_type,
-                    job.stacks,
-                    job.values,
-                );
-                let staged = stage_file(&dir, order).and_then(|(tmp, file)| {
-                    let written = if raw {
-                        let mut file = file;
-                        encoder.encode_streaming_to(&p, &mut file).map(|_| file)
-                    } else {
-                        let mut w = ParallelGzWriter::with_buffers(file, std::mem::take(&mut buffers));
-                        let encoded = encoder.encode_streaming_to(&p, &mut w);
-                        encoded.and_then(|_| w.finish_keeping()).map(|(file, kept)| {
-                            buffers = kept;
-                            file
-                        })
-                    };
-                    written.map(|file| (tmp.clone(), file)).map_err(|e| {
-                        discard_staged([tmp.clone()]);
-                        Error::io(format!("writing {}", tmp.display()), e)
-                    })
-                });
-                drop(p);
-                clock.done("encode and compress a dump");
-                // Flushing to disk takes wall time but no CPU: done beside the work.
-                let tx = tx.clone();
-                syncs.push(std::thread::spawn(move || {
-                    let staged = staged.and_then(|(tmp, f)| match crate::output::sync_file(&f) {
-                        Ok(()) => Ok(tmp),
-                        Err(e) => {
-                            discard_staged([tmp.clone()]);
-                            Err(Error::io(format!("writing {}", tmp.display()), e))
-                        }
-                    });
-                    let _ = tx.send((order, number, ts, key, staged));
-                }));
-            }
-            drop(tx);
-            for s in syncs {
-                let _ = s.join();
-            }
-        });
+        let encoder_thread = threads.spawn(move || encode_dumps(job_rx, tx, encoder, &dir, raw, idle));
         let job_tx_early = job_tx.clone();
         let mut stack_hook = |t: &Tables, stacks: &[crate::model::StackId]| {
             early.extend_from_slice(stacks);
@@ -279,7 +219,111 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         drop(job_tx_early);
         let _ = encoder_thread.join();
     });
-    let mut outs: Vec<Staged> = rx.into_iter().collect();
+    let outs: Vec<Staged> = rx.into_iter().collect();
+    let (written, report, tables) = name_staged_files(outs, result, input, &inp.name, opts)?;
+    let symbols = symbolizer.map(|s| {
+        let mut r = s.report(&tables);
+        for a in attributions.values() {
+            r.attribute(a);
+        }
+        r
+    });
+    let converted = opts.dump_filter(&report);
+    Ok(ProfileRun { written, report, symbols, converted })
+}
+
+/// The encoder thread of `profile`: turns each dump the decoder hands over into pprof, reading
+/// a replica of the tables that each hand-over extends, written straight into its staged file
+/// in `dir` (gzip-compressed in 1 MiB members by the rayon pool while it encodes the next
+/// megabyte, unless `raw`); each file is flushed to disk beside the work and sent on `tx`.
+/// `idle` says when it waits for work.
+fn encode_dumps(
+    job_rx: mpsc::Receiver<Work>,
+    tx: mpsc::Sender<Staged>,
+    mut encoder: PprofEncoder,
+    dir: &Path,
+    raw: bool,
+    idle: &std::sync::atomic::AtomicBool,
+) {
+    let mut replica = Arc::new(Tables::default());
+    let mut buffers = GzBuffers::default();
+    let mut syncs = Vec::new();
+    loop {
+        idle.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut clock = crate::timing::Phases::start("profile");
+        let Ok(work) = job_rx.recv() else { break };
+        clock.done("encoder waits for the decoder");
+        idle.store(false, std::sync::atomic::Ordering::Relaxed);
+        let job = match work {
+            Work::Grow(delta, stacks) => {
+                Arc::make_mut(&mut replica).apply_delta(delta);
+                encoder.prepare(&replica, &stacks);
+                clock.done("encoder prepares early callstacks");
+                continue;
+            }
+            Work::Dump(job) => *job,
+        };
+        Arc::make_mut(&mut replica).apply_delta(job.delta);
+        let key = format!("{}.{}", job.meta.pid.unwrap_or(0), job.meta.heap);
+        let ts = job.meta.timestamp;
+        let order = job.order;
+        let number = job.number;
+        let p = Profile::from_parts(
+            Arc::clone(&replica),
+            job.meta,
+            job.sample_types,
+            job.default_sample_type,
+            job.stacks,
+            job.values,
+        );
+        let staged = stage_file(dir, order).and_then(|(tmp, file)| {
+            let written = if raw {
+                let mut file = file;
+                encoder.encode_streaming_to(&p, &mut file).map(|_| file)
+            } else {
+                let mut w = ParallelGzWriter::with_buffers(file, std::mem::take(&mut buffers));
+                let encoded = encoder.encode_streaming_to(&p, &mut w);
+                encoded.and_then(|_| w.finish_keeping()).map(|(file, kept)| {
+                    buffers = kept;
+                    file
+                })
+            };
+            written.map(|file| (tmp.clone(), file)).map_err(|e| {
+                discard_staged([tmp.clone()]);
+                Error::io(format!("writing {}", tmp.display()), e)
+            })
+        });
+        drop(p);
+        clock.done("encode and compress a dump");
+        // Flushing to disk takes wall time but no CPU: done beside the work.
+        let tx = tx.clone();
+        syncs.push(std::thread::spawn(move || {
+            let staged = staged.and_then(|(tmp, f)| match crate::output::sync_file(&f) {
+                Ok(()) => Ok(tmp),
+                Err(e) => {
+                    discard_staged([tmp.clone()]);
+                    Err(Error::io(format!("writing {}", tmp.display()), e))
+                }
+            });
+            let _ = tx.send((order, number, ts, key, staged));
+        }));
+    }
+    drop(tx);
+    for s in syncs {
+        let _ = s.join();
+    }
+}
+
+/// The staged files of `profile` given their names, in trace-time order (a dump handed over
+/// again keeps its last file), once the decoding `result` is known; on an error, every staged
+/// file is removed.
+fn name_staged_files(
+    mut outs: Vec<Staged>,
+    result: Result<(TraceReport, Arc<Tables>)>,
+    input: &Path,
+    name: &str,
+    opts: &ProfileOptions,
+) -> Result<(Vec<PathBuf>, TraceReport, Arc<Tables>)> {
     let staged_paths = |outs: &mut Vec<Staged>| -> Vec<PathBuf> { outs.drain(..).filter_map(|o| o.4.ok()).collect() };
     let (report, tables) = match result {
         Ok(r) => r,
@@ -306,7 +350,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
     }
     discard_staged(staged_paths(&mut replaced));
     if report.dumps.is_empty() && report.damage.is_none() {
-        return Err(Error::new(ErrorKind::NoData, format!("{}: no heapprofd profile found in the trace", inp.name)));
+        return Err(Error::new(ErrorKind::NoData, format!("{name}: no heapprofd profile found in the trace")));
     }
     // Files are numbered in trace-time order (stable for dumps at the same time).
     outs.sort_by_key(|o| (o.2.unwrap_or(i64::MIN), o.0));
@@ -323,15 +367,7 @@ pub fn run_profile(input: &Path, opts: &ProfileOptions, progress: &(dyn Fn(usize
         }
         written.push(path);
     }
-    let symbols = symbolizer.map(|s| {
-        let mut r = s.report(&tables);
-        for a in attributions.values() {
-            r.attribute(a);
-        }
-        r
-    });
-    let converted = opts.dump_filter(&report);
-    Ok(ProfileRun { written, report, symbols, converted })
+    Ok((written, report, tables))
 }
 
 /// Runs `heapconv profile --java-heap`, as `traceconv profile --java-heap` does: one pprof per

@@ -3,8 +3,7 @@
 use std::path::Path;
 
 use super::batch::{BatchInput, Done, file_for};
-use super::load::{Opened, not_a_trace, open_input};
-use crate::decode::InputKind;
+use super::load::open_input;
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd};
 use crate::encode::timeline::{ChartOptions, Timeline, timeline, timeline_csv, timeline_json, timeline_svg};
 use crate::error::{Error, ErrorKind, Result};
@@ -74,26 +73,18 @@ pub struct TimelineRun {
 /// the totals of every dump of the selected (pid, heap)s. Writing is left to the caller.
 pub fn run_timeline(input: &Path, opts: &TimelineOptions) -> Result<TimelineRun> {
     let default_ddm = crate::decode::ddm_alloc_records::DdmOptions::default();
-    let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, default_ddm.max_bytes, false)? {
-        Opened::Trace(inp, kind) if !kind.is_pprof() => (inp, kind),
-        Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", "`heapconv timeline`")),
-        Opened::Ddm { .. } => return Err(not_a_trace(input, "a DDM allocation-record capture", "`heapconv timeline`")),
-        Opened::Hprof(_) => return Err(not_a_trace(input, "an HPROF heap dump", "`heapconv timeline`")),
-    };
+    let opened = open_input(input, opts.decode.max_gzip_bytes, default_ddm.max_bytes, false)?;
+    let (mut inp, recognised) = opened.into_heapprofd_trace(input, "`heapconv timeline`")?;
     let mut decode = opts.decode.clone();
     decode.include_unchanged = false;
     let (report, _) = decode_heapprofd(&mut inp, &decode, &mut |_| Ok(()))?;
     if report.dumps.is_empty() {
-        let what = match (&report.damage, kind) {
+        let what = match (&report.damage, recognised) {
             (Some(d), _) => format!("no dump could be read: {d}"),
-            (None, InputKind::Unknown) => "not a Perfetto trace".to_owned(),
-            (None, _) => "no heapprofd profile found in the trace".to_owned(),
+            (None, false) => "not a Perfetto trace".to_owned(),
+            (None, true) => "no heapprofd profile found in the trace".to_owned(),
         };
-        let kind = if report.damage.is_some() || kind == InputKind::Unknown {
-            ErrorKind::Malformed
-        } else {
-            ErrorKind::NoData
-        };
+        let kind = if report.damage.is_some() || !recognised { ErrorKind::Malformed } else { ErrorKind::NoData };
         return Err(Error::new(kind, format!("{}: {what}", input.display())));
     }
     let t = timeline(&report, &opts.pids, opts.heap.as_deref());

@@ -4,11 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use super::load::{
-    InputInfo, LoadOptions, ObjectSize, for_selected_heap_graphs, for_selected_hprof_dumps, merge_inputs,
+    HeapSource, InputInfo, LoadOptions, ObjectSize, for_selected_heap_graphs, for_selected_hprof_dumps, heap_source,
+    merge_inputs,
 };
 use super::select::{DumpSelect, describe_heap_dump, describe_hprof_dump, no_heap_graph_match};
+use crate::decode::Input;
 use crate::decode::perfetto::DecodeOptions;
-use crate::decode::{Input, InputKind, sniff};
 use crate::encode::top::{TopOptions, TopTable, top_table};
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::MergeOptions;
@@ -104,10 +105,9 @@ fn heap_top_input(
     let mut inp = Input::open(input, opts.decode.max_gzip_bytes)?;
     let mut head = Vec::new();
     inp.reader().take(64).read_to_end(&mut head).map_err(|e| Error::io(format!("reading {name}"), e))?;
-    let kind = sniff(&head);
     let again = || inp.reopen().ok_or_else(|| Error::new(ErrorKind::Io, format!("{name}: cannot be read twice")))?;
-    match kind {
-        InputKind::Hprof => {
+    match heap_source(&head) {
+        HeapSource::Hprof => {
             use crate::analysis::heap::RootedHeap;
             let inp = again()?;
             let gzipped = inp.gzipped;
@@ -139,7 +139,7 @@ fn heap_top_input(
             }
             Ok(shown)
         }
-        InputKind::PerfettoTrace | InputKind::Unknown if opts.java_heap => {
+        HeapSource::Trace if opts.java_heap => {
             let inp = again()?;
             heap_graph_top(inp, input, opts)?
                 .map(Some)

@@ -18,11 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::batch::{BatchInput, Done, file_for};
-use super::load::{Opened, SymbolSources, not_a_trace, open_input, symbolize_hook};
+use super::load::{SymbolSources, open_input, symbolize_hook};
 use super::select::{Destination, DumpSelect, stem};
 use crate::analysis::dumps::{delta_profile, keep_stacks, leak_suspects, view_value_index};
 use crate::analysis::filter::{FilterOptions, filter_profile, filter_stacks};
-use crate::decode::InputKind;
 use crate::decode::ddm_alloc_records::DdmOptions;
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
 use crate::encode::diff::{DiffOptions, diff_report};
@@ -449,7 +448,7 @@ fn delta_pair(
 /// several outputs; JSON is always one document).
 pub fn run_view(input: &Path, dest: &Destination, opts: &ViewOptions, view: DumpView) -> Result<ViewRun> {
     check_view(opts, view)?;
-    run_view_checked(input, dest, opts, view)
+    write_view_of_trace(input, dest, opts, view)
 }
 
 /// Checks the options of a view before any input is read: usage errors (`--dump` with a view,
@@ -477,31 +476,28 @@ pub fn check_view(opts: &ViewOptions, view: DumpView) -> Result<()> {
 }
 
 /// Runs a view (see [`DumpView`]) over one trace, writing to `dest`: a file, standard output,
-/// or a directory (one file per output, named as the README says).
-fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: DumpView) -> Result<ViewRun> {
-    let (mut inp, kind) = match open_input(input, opts.decode.max_gzip_bytes, DdmOptions::default().max_bytes, false)? {
-        Opened::Trace(inp, kind) if !kind.is_pprof() => (inp, kind),
-        Opened::Trace(..) => return Err(not_a_trace(input, "a pprof profile", &format!("--view {}", view.name()))),
-        Opened::Ddm { .. } => {
-            return Err(not_a_trace(input, "a DDM allocation-record capture", &format!("--view {}", view.name())));
-        }
-        Opened::Hprof(_) => return Err(not_a_trace(input, "an HPROF heap dump", &format!("--view {}", view.name()))),
-    };
+/// or a directory (one file per output, named as the README says). One pass over the trace
+/// keeps what the view needs of each dump ([`keep_dump`]); then the view writes its outputs.
+fn write_view_of_trace(input: &Path, dest: &Destination, opts: &ViewOptions, view: DumpView) -> Result<ViewRun> {
+    let opened = open_input(input, opts.decode.max_gzip_bytes, DdmOptions::default().max_bytes, false)?;
+    let (mut inp, recognised) = opened.into_heapprofd_trace(input, &format!("--view {}", view.name()))?;
     let kind_value = opts.value;
     let mut decode = opts.decode.clone();
     decode.pids = opts.pids.clone();
     decode.include_unchanged = true;
     let empty = Arc::new(Tables::default());
     let mut series: BTreeMap<(u64, String), Series> = BTreeMap::new();
-    let mut outs = Outputs::new(dest, input);
-    let mut json_entries: Vec<serde_json::Value> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
+    let mut w = ViewWriter {
+        outs: Outputs::new(dest, input),
+        notes: Vec::new(),
+        json_entries: Vec::new(),
+        json_profiles: Vec::new(),
+    };
     let mut symbolizer = opts.symbols.options().map(Symbolizer::new);
     let symbolizing = symbolizer.is_some();
     let deob = super::load::prepare_trace(&mut inp, &decode, &opts.symbols.proguard, &mut symbolizer)?;
     let mut session = deob.session();
     let mut attributions: BTreeMap<(u64, String), Attribution> = BTreeMap::new();
-    let ext = opts.format.extension();
     let (report, tables) = decode_heapprofd_with(
         &mut inp,
         &decode,
@@ -541,60 +537,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
                 timestamp_converted: p.header.meta.timestamp_converted,
                 total,
             });
-            match view {
-                DumpView::Peak => {
-                    if s.best.as_ref().is_none_or(|(b, _)| total > s.dumps[*b].total) {
-                        s.best = Some((pos, strip(p, &empty)));
-                    }
-                }
-                DumpView::Delta { from: None, until: None } => {
-                    if let Some(mut old) = s.prev.take() {
-                        restore(&mut old, &p.tables);
-                        let (a, b) = (&s.dumps[pos - 1], &s.dumps[pos]);
-                        let PairOut { bytes: out, json, change, changed } =
-                            delta_pair(s, &old, &p, (a, b), opts, outs.keeps_next(), true)?;
-                        let what = format!("delta: {}: {} -> {}", s.who(), a.describe(), b.describe());
-                        let name = format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump);
-                        if let Some(j) = json {
-                            json_entries.push(j);
-                        }
-                        if !opts.format.is_report() && !changed {
-                            notes.push(format!("{what}: nothing changed; no output"));
-                        } else {
-                            notes.push(format!("{what}: {} {}", s.value_name, s.signed(change)));
-                            match out {
-                                Some(bytes) => outs.push(name, bytes)?,
-                                None if !opts.format.is_report() => outs.name_only(name),
-                                None => {}
-                            }
-                        }
-                    }
-                    s.prev = Some(strip(p, &empty));
-                }
-                DumpView::Delta { from, until } => {
-                    let at_or_before = |bound: Option<i64>| match bound {
-                        Some(b) => p.header.meta.timestamp.is_some_and(|t| t <= b),
-                        None => true,
-                    };
-                    let take_older = at_or_before(from) && (from.is_some() || s.older.is_none());
-                    let take_newer = at_or_before(until);
-                    if take_older && take_newer {
-                        s.older = Some((pos, strip(p.clone(), &empty)));
-                        s.newer = Some((pos, strip(p, &empty)));
-                    } else if take_older {
-                        s.older = Some((pos, strip(p, &empty)));
-                    } else if take_newer {
-                        s.newer = Some((pos, strip(p, &empty)));
-                    }
-                }
-                DumpView::Leaks { dumps } => {
-                    s.window.push_back((pos, strip(p, &empty)));
-                    while s.window.len() > dumps {
-                        s.window.pop_front();
-                    }
-                }
-            }
-            Ok(())
+            keep_dump(view, s, pos, p, &empty, opts, &mut w)
         },
     )?;
     if report.dumps.is_empty() && report.damage.is_none() {
@@ -604,7 +547,7 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
         ));
     }
     if series.is_empty() {
-        if kind == InputKind::Unknown {
+        if !recognised {
             return Err(Error::new(
                 ErrorKind::Malformed,
                 format!(
@@ -620,244 +563,16 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
         ));
     }
 
-    let summary = SummaryOptions { view: kind_value, annotations: opts.annotations, ..Default::default() };
-    let mut json_profiles: Vec<Profile> = Vec::new();
     match view {
-        DumpView::Peak => {
-            for s in series.values_mut() {
-                let Some((pos, mut p)) = s.best.take() else { continue };
-                restore(&mut p, &tables);
-                let peak = &s.dumps[pos];
-                let last = &s.dumps[s.dumps.len() - 1];
-                let of = format!(
-                    "dump {} of {}{}",
-                    peak.dump,
-                    s.dumps.len(),
-                    peak.timestamp.map(|t| format!(" at {t} ns")).unwrap_or_default()
-                );
-                let attribution = format!(
-                    "view peak: {of} has the highest {}{}: {}; last {}: {}",
-                    s.value_name,
-                    s.fallback_note(),
-                    s.amount(peak.total),
-                    last.describe(),
-                    s.amount(last.total)
-                );
-                notes.push(format!("peak: {}: {of}: {} {}", s.who(), s.value_name, s.amount(peak.total)));
-                p.header.meta.comments.push(attribution);
-                if opts.format.is_report() {
-                    let mut v = s.json_head();
-                    v["dumps"] = serde_json::json!(s.dumps.len());
-                    v["peak"] = serde_json::to_value(peak).expect("serializes");
-                    v["last"] = serde_json::to_value(last).expect("serializes");
-                    json_entries.push(v);
-                    json_profiles.push(filter_profile(p, &opts.filter));
-                    continue;
-                }
-                let title = format!(
-                    "Peak {}: {}, dump {} of {}{}",
-                    s.value_name,
-                    s.who(),
-                    peak.dump,
-                    s.dumps.len(),
-                    peak.timestamp.map(|t| format!(" at {t} ns")).unwrap_or_default()
-                );
-                let name = format!("heap_peak.{}.{ext}", file_key(s));
-                if outs.keeps_next() {
-                    outs.push(name, encode_view_profile(&p, s.value_index, title, opts)?)?;
-                } else {
-                    outs.name_only(name);
-                }
-            }
-        }
-        DumpView::Delta { from: None, until: None } => {
-            if series.values().all(|s| s.dumps.len() < 2) {
-                return Err(Error::new(
-                    ErrorKind::NoData,
-                    format!(
-                        "{}: --view delta needs two dumps of a process and heap; every (pid, heap) selected has one (see `heapconv inspect`)",
-                        input.display()
-                    ),
-                ));
-            }
-            for s in series.values().filter(|s| s.dumps.len() < 2) {
-                notes.push(format!("delta: {}: only one dump; left out", s.who()));
-            }
-        }
+        DumpView::Peak => write_peaks(&mut series, &tables, opts, &mut w)?,
+        DumpView::Delta { from: None, until: None } => check_consecutive_deltas(&series, input, &mut w)?,
         DumpView::Delta { from, until } => {
-            let mut pairs = 0;
-            for s in series.values_mut() {
-                let missing_older = s.older.is_none();
-                let (Some((ia, mut old)), Some((ib, mut new))) = (s.older.take(), s.newer.take()) else {
-                    let times: Vec<String> =
-                        s.dumps.iter().map(|d| d.timestamp.map_or("?".to_owned(), |t| t.to_string())).collect();
-                    let bound = if missing_older { from } else { until };
-                    notes.push(format!(
-                        "delta: {}: no dump at or before {} ns; left out (its dumps are at {} ns)",
-                        s.who(),
-                        bound.map_or("?".to_owned(), |b| b.to_string()),
-                        times.join(", ")
-                    ));
-                    continue;
-                };
-                if ia >= ib {
-                    notes.push(format!(
-                        "delta: {}: --from and --until both select {}; left out",
-                        s.who(),
-                        s.dumps[ib].describe()
-                    ));
-                    continue;
-                }
-                restore(&mut old, &tables);
-                restore(&mut new, &tables);
-                let (a, b) = (&s.dumps[ia], &s.dumps[ib]);
-                let PairOut { bytes: out, json, change, .. } =
-                    delta_pair(s, &old, &new, (a, b), opts, outs.keeps_next(), false)?;
-                pairs += 1;
-                notes.push(format!(
-                    "delta: {}: {} -> {}: {} {}",
-                    s.who(),
-                    a.describe(),
-                    b.describe(),
-                    s.value_name,
-                    s.signed(change)
-                ));
-                if let Some(j) = json {
-                    json_entries.push(j);
-                }
-                let name = format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump);
-                match out {
-                    Some(bytes) => outs.push(name, bytes)?,
-                    None if !opts.format.is_report() => outs.name_only(name),
-                    None => {}
-                }
-            }
-            if pairs == 0 {
-                return Err(Error::new(
-                    ErrorKind::NoData,
-                    format!(
-                        "{}: no (pid, heap) has two dumps in the --from/--until range:\n  {}",
-                        input.display(),
-                        notes.join("\n  ")
-                    ),
-                ));
-            }
+            write_delta_between(&mut series, &tables, (from, until), input, opts, &mut w)?
         }
-        DumpView::Leaks { dumps: k } => {
-            let mut compared = 0;
-            for s in series.values_mut() {
-                if s.window.len() < k {
-                    notes.push(format!("leaks: {}: only {} dump(s), {k} needed; left out", s.who(), s.dumps.len()));
-                    continue;
-                }
-                compared += 1;
-                for (_, p) in s.window.iter_mut() {
-                    restore(p, &tables);
-                }
-                let refs: Vec<&Profile> = s.window.iter().map(|(_, p)| p).collect();
-                let suspects = leak_suspects(&refs, s.value_index);
-                let (last_pos, last) = s.window.back().expect("k >= 2 dumps");
-                let first_pos = s.window.front().expect("k >= 2 dumps").0;
-                let stacks: Vec<_> = suspects.iter().map(|x| x.stack).collect();
-                let mut p = keep_stacks(last, &stacks);
-                let window_refs: Vec<&DumpRef> = (first_pos..=*last_pos).map(|i| &s.dumps[i]).collect();
-                let numbers: Vec<String> = window_refs.iter().map(|d| d.dump.to_string()).collect();
-                let last_ref = &s.dumps[*last_pos];
-                let total = p.total(s.value_index);
-                let attribution = format!(
-                    "view leaks: {} stack(s) whose {}{} grew at each of the last {k} dumps ({}); values are those of {}: {}",
-                    suspects.len(),
-                    s.value_name,
-                    s.fallback_note(),
-                    numbers.join(", "),
-                    last_ref.describe(),
-                    s.amount(total)
-                );
-                notes.push(format!(
-                    "leaks: {}: {} stack(s) grew at each of dumps {}: {} at {}",
-                    s.who(),
-                    suspects.len(),
-                    numbers.join(", "),
-                    s.amount(total),
-                    last_ref.describe()
-                ));
-                p.header.meta.comments.push(attribution);
-                if opts.format.is_report() {
-                    // The suspects are chosen before filtering; the filters decide which of
-                    // them are listed, with what frames, and the total.
-                    let (ftables, fstacks) = filter_stacks(&p.tables, &stacks, &opts.filter);
-                    let p = filter_profile(p, &opts.filter);
-                    let total = p.total(s.value_index);
-                    let mut nodes = Vec::new();
-                    let list: Vec<serde_json::Value> = suspects
-                        .iter()
-                        .zip(fstacks)
-                        .filter_map(|(x, stack)| Some((x, stack?)))
-                        .map(|(x, stack)| {
-                            let mut frames = stack_labels(&ftables, stack, opts.annotations, &mut nodes);
-                            frames.reverse();
-                            serde_json::json!({
-                                "frames": frames,
-                                "values": x.values,
-                                "growth": x.values[x.values.len() - 1] - x.values[0],
-                            })
-                        })
-                        .collect();
-                    let mut v = s.json_head();
-                    v["dumps"] = serde_json::to_value(&window_refs).expect("serializes");
-                    v["total"] = serde_json::json!(total);
-                    v["suspects"] = serde_json::Value::Array(list);
-                    json_entries.push(v);
-                    json_profiles.push(p);
-                    continue;
-                }
-                let title = format!(
-                    "Leak suspects: {} grew at each of dumps {} — {}, values at {}",
-                    s.value_name,
-                    numbers.join(", "),
-                    s.who(),
-                    last_ref.describe()
-                );
-                let name = format!("heap_leaks.{}.{ext}", file_key(s));
-                if outs.keeps_next() {
-                    outs.push(name, encode_view_profile(&p, s.value_index, title, opts)?)?;
-                } else {
-                    outs.name_only(name);
-                }
-            }
-            if compared == 0 {
-                return Err(Error::new(
-                    ErrorKind::NoData,
-                    format!(
-                        "{}: --view leaks compares the last {k} dumps of a process and heap; none selected has that many (--leak-dumps sets K):\n  {}",
-                        input.display(),
-                        notes.join("\n  ")
-                    ),
-                ));
-            }
-        }
+        DumpView::Leaks { dumps } => write_leak_suspects(&mut series, &tables, dumps, input, opts, &mut w)?,
     }
-
     if opts.format.is_report() {
-        let doc = convert_json(&report, &json_profiles, &summary);
-        let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
-        v["view"] = serde_json::json!({
-            "kind": view.name(),
-            "value": kind_value,
-            "leak_dumps": match view { DumpView::Leaks { dumps } => Some(dumps), _ => None },
-            "from": match view { DumpView::Delta { from, .. } => from, _ => None },
-            "until": match view { DumpView::Delta { until, .. } => until, _ => None },
-            "series": json_entries,
-        });
-        if matches!(view, DumpView::Delta { .. }) {
-            // The deltas are the document; no single profile is.
-            if let Some(o) = v.as_object_mut() {
-                o.remove("profiles");
-            }
-        }
-        let mut bytes = serde_json::to_vec_pretty(&v).expect("serializes");
-        bytes.push(b'\n');
-        outs.push(format!("{}.{}.json", stem(input), view.name()), bytes)?;
+        write_view_report(view, &report, input, opts, &mut w)?;
     }
     let symbols = symbolizer.map(|s| {
         let mut r = s.report(&tables);
@@ -866,8 +581,372 @@ fn run_view_checked(input: &Path, dest: &Destination, opts: &ViewOptions, view: 
         }
         r
     });
-    let outputs = outs.finish(view)?;
-    Ok(ViewRun { outputs, report, symbols, notes })
+    let outputs = w.outs.finish(view)?;
+    Ok(ViewRun { outputs, report, symbols, notes: w.notes })
+}
+
+/// What a view writes, gathered as it runs: its outputs and notes, and for a JSON report its
+/// entries and profiles.
+struct ViewWriter<'a> {
+    outs: Outputs<'a>,
+    notes: Vec<String>,
+    json_entries: Vec<serde_json::Value>,
+    json_profiles: Vec<Profile>,
+}
+
+/// Keeps what `view` needs of dump `pos` of a series (`p`, its tables stripped to `empty`): the
+/// peak so far, the dumps a delta compares (writing the delta of two consecutive dumps at
+/// once), or the last dumps a leak search looks at.
+fn keep_dump(
+    view: DumpView,
+    s: &mut Series,
+    pos: usize,
+    p: Profile,
+    empty: &Arc<Tables>,
+    opts: &ViewOptions,
+    w: &mut ViewWriter<'_>,
+) -> Result<()> {
+    let ext = opts.format.extension();
+    let total = s.dumps[pos].total;
+    match view {
+        DumpView::Peak => {
+            if s.best.as_ref().is_none_or(|(b, _)| total > s.dumps[*b].total) {
+                s.best = Some((pos, strip(p, empty)));
+            }
+        }
+        DumpView::Delta { from: None, until: None } => {
+            if let Some(mut old) = s.prev.take() {
+                restore(&mut old, &p.tables);
+                let (a, b) = (&s.dumps[pos - 1], &s.dumps[pos]);
+                let PairOut { bytes: out, json, change, changed } =
+                    delta_pair(s, &old, &p, (a, b), opts, w.outs.keeps_next(), true)?;
+                let what = format!("delta: {}: {} -> {}", s.who(), a.describe(), b.describe());
+                let name = format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump);
+                if let Some(j) = json {
+                    w.json_entries.push(j);
+                }
+                if !opts.format.is_report() && !changed {
+                    w.notes.push(format!("{what}: nothing changed; no output"));
+                } else {
+                    w.notes.push(format!("{what}: {} {}", s.value_name, s.signed(change)));
+                    match out {
+                        Some(bytes) => w.outs.push(name, bytes)?,
+                        None if !opts.format.is_report() => w.outs.name_only(name),
+                        None => {}
+                    }
+                }
+            }
+            s.prev = Some(strip(p, empty));
+        }
+        DumpView::Delta { from, until } => {
+            let at_or_before = |bound: Option<i64>| match bound {
+                Some(b) => p.header.meta.timestamp.is_some_and(|t| t <= b),
+                None => true,
+            };
+            let take_older = at_or_before(from) && (from.is_some() || s.older.is_none());
+            let take_newer = at_or_before(until);
+            if take_older && take_newer {
+                s.older = Some((pos, strip(p.clone(), empty)));
+                s.newer = Some((pos, strip(p, empty)));
+            } else if take_older {
+                s.older = Some((pos, strip(p, empty)));
+            } else if take_newer {
+                s.newer = Some((pos, strip(p, empty)));
+            }
+        }
+        DumpView::Leaks { dumps } => {
+            s.window.push_back((pos, strip(p, empty)));
+            while s.window.len() > dumps {
+                s.window.pop_front();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--view peak`: each series' largest dump, with a comment saying which and why.
+fn write_peaks(
+    series: &mut BTreeMap<(u64, String), Series>,
+    tables: &Arc<Tables>,
+    opts: &ViewOptions,
+    w: &mut ViewWriter<'_>,
+) -> Result<()> {
+    let ext = opts.format.extension();
+    for s in series.values_mut() {
+        let Some((pos, mut p)) = s.best.take() else { continue };
+        restore(&mut p, tables);
+        let peak = &s.dumps[pos];
+        let last = &s.dumps[s.dumps.len() - 1];
+        let of = format!(
+            "dump {} of {}{}",
+            peak.dump,
+            s.dumps.len(),
+            peak.timestamp.map(|t| format!(" at {t} ns")).unwrap_or_default()
+        );
+        let attribution = format!(
+            "view peak: {of} has the highest {}{}: {}; last {}: {}",
+            s.value_name,
+            s.fallback_note(),
+            s.amount(peak.total),
+            last.describe(),
+            s.amount(last.total)
+        );
+        w.notes.push(format!("peak: {}: {of}: {} {}", s.who(), s.value_name, s.amount(peak.total)));
+        p.header.meta.comments.push(attribution);
+        if opts.format.is_report() {
+            let mut v = s.json_head();
+            v["dumps"] = serde_json::json!(s.dumps.len());
+            v["peak"] = serde_json::to_value(peak).expect("serializes");
+            v["last"] = serde_json::to_value(last).expect("serializes");
+            w.json_entries.push(v);
+            w.json_profiles.push(filter_profile(p, &opts.filter));
+            continue;
+        }
+        let title = format!(
+            "Peak {}: {}, dump {} of {}{}",
+            s.value_name,
+            s.who(),
+            peak.dump,
+            s.dumps.len(),
+            peak.timestamp.map(|t| format!(" at {t} ns")).unwrap_or_default()
+        );
+        let name = format!("heap_peak.{}.{ext}", file_key(s));
+        if w.outs.keeps_next() {
+            w.outs.push(name, encode_view_profile(&p, s.value_index, title, opts)?)?;
+        } else {
+            w.outs.name_only(name);
+        }
+    }
+    Ok(())
+}
+
+/// `--view delta` of consecutive dumps (written as the trace was read): an error when no series
+/// has two dumps, a note for each that has one.
+fn check_consecutive_deltas(
+    series: &BTreeMap<(u64, String), Series>,
+    input: &Path,
+    w: &mut ViewWriter<'_>,
+) -> Result<()> {
+    if series.values().all(|s| s.dumps.len() < 2) {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!(
+                "{}: --view delta needs two dumps of a process and heap; every (pid, heap) selected has one (see `heapconv inspect`)",
+                input.display()
+            ),
+        ));
+    }
+    for s in series.values().filter(|s| s.dumps.len() < 2) {
+        w.notes.push(format!("delta: {}: only one dump; left out", s.who()));
+    }
+    Ok(())
+}
+
+/// `--view delta --from/--until`: each series' delta between the last dumps at or before the
+/// two times; an error when no series has such a pair.
+fn write_delta_between(
+    series: &mut BTreeMap<(u64, String), Series>,
+    tables: &Arc<Tables>,
+    (from, until): (Option<i64>, Option<i64>),
+    input: &Path,
+    opts: &ViewOptions,
+    w: &mut ViewWriter<'_>,
+) -> Result<()> {
+    let ext = opts.format.extension();
+    let mut pairs = 0;
+    for s in series.values_mut() {
+        let missing_older = s.older.is_none();
+        let (Some((ia, mut old)), Some((ib, mut new))) = (s.older.take(), s.newer.take()) else {
+            let times: Vec<String> =
+                s.dumps.iter().map(|d| d.timestamp.map_or("?".to_owned(), |t| t.to_string())).collect();
+            let bound = if missing_older { from } else { until };
+            w.notes.push(format!(
+                "delta: {}: no dump at or before {} ns; left out (its dumps are at {} ns)",
+                s.who(),
+                bound.map_or("?".to_owned(), |b| b.to_string()),
+                times.join(", ")
+            ));
+            continue;
+        };
+        if ia >= ib {
+            w.notes.push(format!(
+                "delta: {}: --from and --until both select {}; left out",
+                s.who(),
+                s.dumps[ib].describe()
+            ));
+            continue;
+        }
+        restore(&mut old, tables);
+        restore(&mut new, tables);
+        let (a, b) = (&s.dumps[ia], &s.dumps[ib]);
+        let PairOut { bytes: out, json, change, .. } =
+            delta_pair(s, &old, &new, (a, b), opts, w.outs.keeps_next(), false)?;
+        pairs += 1;
+        w.notes.push(format!(
+            "delta: {}: {} -> {}: {} {}",
+            s.who(),
+            a.describe(),
+            b.describe(),
+            s.value_name,
+            s.signed(change)
+        ));
+        if let Some(j) = json {
+            w.json_entries.push(j);
+        }
+        let name = format!("heap_delta.{}.{}-{}.{ext}", file_key(s), a.dump, b.dump);
+        match out {
+            Some(bytes) => w.outs.push(name, bytes)?,
+            None if !opts.format.is_report() => w.outs.name_only(name),
+            None => {}
+        }
+    }
+    if pairs == 0 {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!(
+                "{}: no (pid, heap) has two dumps in the --from/--until range:\n  {}",
+                input.display(),
+                w.notes.join("\n  ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `--view leaks`: the stacks of each series that grew at each of its last `k` dumps; an error
+/// when no series has that many dumps.
+fn write_leak_suspects(
+    series: &mut BTreeMap<(u64, String), Series>,
+    tables: &Arc<Tables>,
+    k: usize,
+    input: &Path,
+    opts: &ViewOptions,
+    w: &mut ViewWriter<'_>,
+) -> Result<()> {
+    let ext = opts.format.extension();
+    let mut compared = 0;
+    for s in series.values_mut() {
+        if s.window.len() < k {
+            w.notes.push(format!("leaks: {}: only {} dump(s), {k} needed; left out", s.who(), s.dumps.len()));
+            continue;
+        }
+        compared += 1;
+        for (_, p) in s.window.iter_mut() {
+            restore(p, tables);
+        }
+        let refs: Vec<&Profile> = s.window.iter().map(|(_, p)| p).collect();
+        let suspects = leak_suspects(&refs, s.value_index);
+        let (last_pos, last) = s.window.back().expect("k >= 2 dumps");
+        let first_pos = s.window.front().expect("k >= 2 dumps").0;
+        let stacks: Vec<_> = suspects.iter().map(|x| x.stack).collect();
+        let mut p = keep_stacks(last, &stacks);
+        let window_refs: Vec<&DumpRef> = (first_pos..=*last_pos).map(|i| &s.dumps[i]).collect();
+        let numbers: Vec<String> = window_refs.iter().map(|d| d.dump.to_string()).collect();
+        let last_ref = &s.dumps[*last_pos];
+        let total = p.total(s.value_index);
+        let attribution = format!(
+            "view leaks: {} stack(s) whose {}{} grew at each of the last {k} dumps ({}); values are those of {}: {}",
+            suspects.len(),
+            s.value_name,
+            s.fallback_note(),
+            numbers.join(", "),
+            last_ref.describe(),
+            s.amount(total)
+        );
+        w.notes.push(format!(
+            "leaks: {}: {} stack(s) grew at each of dumps {}: {} at {}",
+            s.who(),
+            suspects.len(),
+            numbers.join(", "),
+            s.amount(total),
+            last_ref.describe()
+        ));
+        p.header.meta.comments.push(attribution);
+        if opts.format.is_report() {
+            // The suspects are chosen before filtering; the filters decide which of
+            // them are listed, with what frames, and the total.
+            let (ftables, fstacks) = filter_stacks(&p.tables, &stacks, &opts.filter);
+            let p = filter_profile(p, &opts.filter);
+            let total = p.total(s.value_index);
+            let mut nodes = Vec::new();
+            let list: Vec<serde_json::Value> = suspects
+                .iter()
+                .zip(fstacks)
+                .filter_map(|(x, stack)| Some((x, stack?)))
+                .map(|(x, stack)| {
+                    let mut frames = stack_labels(&ftables, stack, opts.annotations, &mut nodes);
+                    frames.reverse();
+                    serde_json::json!({
+                        "frames": frames,
+                        "values": x.values,
+                        "growth": x.values[x.values.len() - 1] - x.values[0],
+                    })
+                })
+                .collect();
+            let mut v = s.json_head();
+            v["dumps"] = serde_json::to_value(&window_refs).expect("serializes");
+            v["total"] = serde_json::json!(total);
+            v["suspects"] = serde_json::Value::Array(list);
+            w.json_entries.push(v);
+            w.json_profiles.push(p);
+            continue;
+        }
+        let title = format!(
+            "Leak suspects: {} grew at each of dumps {} — {}, values at {}",
+            s.value_name,
+            numbers.join(", "),
+            s.who(),
+            last_ref.describe()
+        );
+        let name = format!("heap_leaks.{}.{ext}", file_key(s));
+        if w.outs.keeps_next() {
+            w.outs.push(name, encode_view_profile(&p, s.value_index, title, opts)?)?;
+        } else {
+            w.outs.name_only(name);
+        }
+    }
+    if compared == 0 {
+        return Err(Error::new(
+            ErrorKind::NoData,
+            format!(
+                "{}: --view leaks compares the last {k} dumps of a process and heap; none selected has that many (--leak-dumps sets K):\n  {}",
+                input.display(),
+                w.notes.join("\n  ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The one JSON document of a view (`--to json`): the trace's summary with the view's series.
+fn write_view_report(
+    view: DumpView,
+    report: &TraceReport,
+    input: &Path,
+    opts: &ViewOptions,
+    w: &mut ViewWriter<'_>,
+) -> Result<()> {
+    let summary = SummaryOptions { view: opts.value, annotations: opts.annotations, ..Default::default() };
+    let doc = convert_json(report, &w.json_profiles, &summary);
+    let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
+    v["view"] = serde_json::json!({
+        "kind": view.name(),
+        "value": opts.value,
+        "leak_dumps": match view { DumpView::Leaks { dumps } => Some(dumps), _ => None },
+        "from": match view { DumpView::Delta { from, .. } => from, _ => None },
+        "until": match view { DumpView::Delta { until, .. } => until, _ => None },
+        "series": std::mem::take(&mut w.json_entries),
+    });
+    if matches!(view, DumpView::Delta { .. }) {
+        // The deltas are the document; no single profile is.
+        if let Some(o) = v.as_object_mut() {
+            o.remove("profiles");
+        }
+    }
+    let mut bytes = serde_json::to_vec_pretty(&v).expect("serializes");
+    bytes.push(b'\n');
+    w.outs.push(format!("{}.{}.json", stem(input), view.name()), bytes)?;
+    Ok(())
 }
 
 /// `convert --view peak|delta|leaks` of one trace: the view's files in `OUT/<key>/`, named as

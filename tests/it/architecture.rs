@@ -108,7 +108,8 @@ fn the_cli_uses_only_the_pipeline_the_model_and_errors() {
 }
 
 /// The command files of the pipeline do not import each other; they share the layer of
-/// `select`, `load`, `reports`, `outcome` and `batch`, which imports no command file.
+/// `select`, `load`, `reports`, `outcome` and `batch` (a file or a folder each), which imports
+/// no command file.
 #[test]
 fn pipeline_command_files_do_not_import_each_other() {
     let shared = ["select", "load", "reports", "outcome", "batch", "mod"];
@@ -127,31 +128,104 @@ fn pipeline_command_files_do_not_import_each_other() {
         "deobfuscate",
     ];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/pipeline");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
     let mut seen = 0;
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let path = e.unwrap().path();
-        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+    for path in files {
+        // A room is a file of src/pipeline, or a folder there (its files are the room's).
+        let rel = path.strip_prefix(&dir).unwrap();
+        let first = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+        let room = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
-            shared.contains(&stem.as_str()) || commands.contains(&stem.as_str()),
-            "{stem}.rs: a new file in src/pipeline is either a command or part of the shared layer (add it here)"
+            shared.contains(&room.as_str()) || commands.contains(&room.as_str()),
+            "{}: a new room in src/pipeline is either a command or part of the shared layer (add it here)",
+            rel.display()
         );
-        if stem == "mod" {
+        if rel == Path::new("mod.rs") {
             continue;
         }
         seen += 1;
-        for c in commands.iter().filter(|c| **c != stem) {
+        for c in commands.iter().filter(|c| **c != room) {
             for needle in [
                 format!("super::{c}::"),
                 format!("pipeline::{c}::"),
                 format!("super::{c}}}"),
                 format!("use super::{c};"),
             ] {
-                assert!(!text.contains(&needle), "src/pipeline/{stem}.rs imports the command file {c}.rs ({needle})");
+                assert!(
+                    !text.contains(&needle),
+                    "src/pipeline/{} imports the command file {c}.rs ({needle})",
+                    rel.display()
+                );
             }
         }
     }
     assert!(seen >= commands.len(), "the pipeline's files were found");
+}
+
+/// Input kinds are one table (`decode::InputKind`, with `pipeline::load`'s table of what each
+/// command reads): the commands take typed inputs from `load` and do not match kinds again, so
+/// at most two files of the pipeline name `InputKind`.
+#[test]
+fn input_kinds_are_named_in_at_most_two_pipeline_files() {
+    let mut files = Vec::new();
+    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/pipeline"), &mut files);
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).unwrap().contains("InputKind"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(naming.len() <= 2, "InputKind is named in {} pipeline files: {naming:?}", naming.len());
+}
+
+/// Functions of `(path, name, lines)` over `most` lines in the Rust files under `dir` (a
+/// function runs from its `fn` line to the first line that closes it at its indentation).
+fn long_functions(dir: &Path, most: usize) -> Vec<(String, String, usize)> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    let mut long = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.trim_start();
+            let indent = &line[..line.len() - code.len()];
+            let code = ["pub(crate) ", "pub(super) ", "pub "].iter().find_map(|p| code.strip_prefix(p)).unwrap_or(code);
+            let Some(rest) = code.strip_prefix("fn ") else { continue };
+            if line.trim_end().ends_with(';') || line.trim_end().ends_with('}') {
+                continue;
+            }
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let close = format!("{indent}}}");
+            let end = lines[i..].iter().position(|l| *l == close).map_or(lines.len(), |n| i + n);
+            if end + 1 - i > most {
+                long.push((f.display().to_string(), name, end + 1 - i));
+            }
+        }
+    }
+    long
+}
+
+/// The pipeline reads as steps: no function in `src/pipeline/` is over 150 lines.
+#[test]
+fn no_pipeline_function_is_over_150_lines() {
+    let long = long_functions(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/pipeline"), 150);
+    assert!(long.is_empty(), "split by step: {long:?}");
+}
+
+/// Files by concern: no file in `src/` is over 1,000 lines.
+#[test]
+#[ignore = "until the splits of decode/, encode/, symbolize/, model/ and merge/ (issue 27, item 4) are merged"]
+fn no_source_file_is_over_1000_lines() {
+    let mut files = Vec::new();
+    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    let long: Vec<(String, usize)> = files
+        .iter()
+        .map(|f| (f.display().to_string(), std::fs::read_to_string(f).unwrap().lines().count()))
+        .filter(|(_, n)| *n > 1000)
+        .collect();
+    assert!(long.is_empty(), "split by concern: {long:?}");
 }
 
 /// One list of output formats: `encode::Format`, defined once, and no other `enum Format`

@@ -94,11 +94,12 @@ fn help_lists_every_input_heapconv_reads() {
         assert!(about.contains(want), "{want:?} missing in {about}");
     }
     for want in [
-        "HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert and top",
+        "HPROF heap dump (JAVA PROFILE 1.0.1, 1.0.2, 1.0.3): convert, top, inspect, hprof-conv",
         "pprof (gzip'd or not): convert, merge, diff, top, inspect",
         "legacy text heap profile (gperftools, old Go: `heap profile: …`): convert, merge, diff, top, inspect",
         "DDM allocation records (.alloc): convert, merge, diff, top, inspect",
-        "Perfetto trace, Java heap graphs: convert and top",
+        "Perfetto trace, Java heap graphs: convert, top, inspect, hprof",
+        "convert and top read a Java heap (heap graph or HPROF dump) as a dominator or shortest-path tree",
     ] {
         assert!(text.contains(want), "{want:?} missing in\n{text}");
     }
