@@ -5,17 +5,17 @@ use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done, ProfileTotals, file_for};
 use super::load::{
-    HeapprofdSelection, ObjectSize, Opened, SymbolSources, for_selected_heap_graphs, for_selected_hprof_dumps,
-    is_alloc_file, open_input, pick_sample_type, select_heapprofd, select_heapprofd_dumps, symbolize_hook,
+    HeapprofdSelection, ObjectSize, Opened, for_selected_heap_graphs, for_selected_hprof_dumps, is_alloc_file,
+    open_input, pick_sample_type, select_heapprofd, select_heapprofd_dumps, symbolize_hook,
 };
 use super::reports::{ddm_inspect, pprof_coverage};
 use super::select::{
-    Destination, DumpFilter, DumpSelect, describe_heap_dump, describe_hprof_dump, heap_dump_name, heap_dump_name_of,
-    no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
+    ConvertCommon, Destination, DumpFilter, DumpSelect, describe_heap_dump, describe_hprof_dump, heap_dump_name,
+    heap_dump_name_of, no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
 };
-use crate::analysis::filter::{FilterOptions, filter_flat, filter_profile};
+use crate::analysis::filter::{filter_flat, filter_profile};
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
-use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
+use crate::decode::perfetto::{ListDump, decode_heapprofd_frames};
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
 use crate::decode::{Input, InputKind};
 use crate::encode::summary::{DdmInspect, SummaryOptions, convert_json};
@@ -32,25 +32,10 @@ use crate::symbolize::SymbolizeReport;
 /// Options of `heapconv convert`.
 #[derive(Debug, Clone)]
 pub struct ConvertOptions {
-    /// Output format. Default: pprof.
-    pub format: Format,
-    /// Keep only these pids (empty: all). Default: empty.
-    pub pids: Vec<u64>,
-    /// Keep only this heap. Default: all heaps.
-    pub heap: Option<String>,
-    /// Which dumps. Default: the last of each (pid, heap).
-    pub dump: DumpSelect,
-    /// The value folded stacks and flame graphs show and pprof viewers open with.
-    /// Default: unreleased size.
-    pub value: ValueKind,
-    /// ART frame annotations in frame names (pprof always has them unless this is false).
-    /// Default: true.
-    pub annotations: bool,
-    /// Decoder options. Default: [`DecodeOptions::default`].
-    pub decode: DecodeOptions,
-    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
-    /// symbolization; symbols already in the input are still used).
-    pub symbols: SymbolSources,
+    /// What a conversion shares with the views across dumps (`convert --view`): the format,
+    /// the selection, the value shown, annotations, decoding, symbols, filters and pruning.
+    /// Default: [`ConvertCommon::default`].
+    pub common: ConvertCommon,
     /// How DDM allocation records become a profile. Default: [`DdmOptions::default`]
     /// (`lines` and `per_allocation` are chosen per format: on for pprof, off for the text
     /// outputs, whose frame labels are then `class.method(File.java:12)`).
@@ -65,45 +50,41 @@ pub struct ConvertOptions {
     /// summary) and opened in (pprof's `default_sample_type`): a type name or a meaning such as
     /// `total-size`, which the profile must have. Default: `None`, the input's default type
     /// (its `default_sample_type`, else its last type, as `go tool pprof` picks). Other inputs
-    /// show [`ConvertOptions::value`]; a type *name* given for them is a usage error.
+    /// show [`ConvertCommon::value`]; a type *name* given for them is a usage error.
     pub sample_type: Option<String>,
     /// How an HPROF heap dump's shallow sizes are counted. Default: [`ObjectSize::Fields`]
     /// (the bytes the dump holds).
     pub object_size: ObjectSize,
-    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
-    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
-    pub prune_below: f64,
-    /// pprof-style filters applied to every profile converted (not to a Java heap's JSON
-    /// report). Default: none.
-    pub filter: FilterOptions,
 }
 
 impl ConvertOptions {
     /// The heapprofd dumps these options select.
     pub(crate) fn selection(&self) -> HeapprofdSelection<'_> {
+        let c = &self.common;
         HeapprofdSelection {
-            decode: &self.decode,
-            pids: &self.pids,
-            heap: self.heap.as_deref(),
-            dump: self.dump,
-            symbolize: self.symbols.options(),
-            proguard: &self.symbols.proguard,
+            decode: &c.decode,
+            pids: &c.select.pids,
+            heap: c.select.heap.as_deref(),
+            dump: c.select.dump,
+            symbolize: c.symbols.options(),
+            proguard: &c.symbols.proguard,
         }
     }
 
     /// How a profile is encoded.
     pub fn encode_options(&self) -> EncodeOptions {
+        let c = &self.common;
         EncodeOptions {
-            shown: Shown::Kind(self.value),
-            annotations: self.annotations,
+            shown: Shown::Kind(c.value),
+            annotations: c.annotations,
             title: None,
-            prune_below: self.prune_below,
+            prune_below: c.prune_below,
         }
     }
 
     /// The dumps of a trace these options convert.
     pub fn dump_filter(&self, report: &TraceReport) -> DumpFilter {
-        DumpFilter::new(&self.pids, self.heap.as_deref(), self.dump, &[], report)
+        self.common.select.dump_filter(report)
     }
 }
 
@@ -120,21 +101,12 @@ pub enum HeapTree {
 impl Default for ConvertOptions {
     fn default() -> Self {
         ConvertOptions {
-            format: Format::Pprof,
-            pids: Vec::new(),
-            heap: None,
-            dump: DumpSelect::Last,
-            value: ValueKind::UnreleasedSize,
-            annotations: true,
-            decode: DecodeOptions::default(),
-            symbols: SymbolSources::default(),
+            common: ConvertCommon::default(),
             ddm: DdmOptions::default(),
             heap_tree: HeapTree::default(),
             java_heap: false,
             sample_type: None,
             object_size: ObjectSize::Fields,
-            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
-            filter: FilterOptions::default(),
         }
     }
 }
@@ -144,16 +116,16 @@ pub fn select_profiles(
     input: &Path,
     opts: &ConvertOptions,
 ) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
-    select_heapprofd_dumps(Input::open(input, opts.decode.max_gzip_bytes)?, &opts.selection())
+    select_heapprofd_dumps(Input::open(input, opts.common.decode.max_gzip_bytes)?, &opts.selection())
 }
 
-/// Encodes one profile as `convert` writes it: in `opts.format`, showing `opts.value`.
+/// Encodes one profile as `convert` writes it: in `opts.common.format`, showing `opts.common.value`.
 pub fn encode_one(profile: &Profile, opts: &ConvertOptions) -> Result<Vec<u8>> {
-    encode(profile, opts.format, &opts.encode_options())
+    encode(profile, opts.common.format, &opts.encode_options())
 }
 
 fn summary_options(opts: &ConvertOptions) -> SummaryOptions {
-    SummaryOptions { view: opts.value, annotations: opts.annotations, ..Default::default() }
+    SummaryOptions { view: opts.common.value, annotations: opts.common.annotations, ..Default::default() }
 }
 
 /// Output of `convert`: what to write where.
@@ -205,7 +177,7 @@ pub(crate) fn convert_inputs_to(
     let want_ddm = inputs.len() > 1 || is_alloc_file(&inputs[0]);
     let mut ddm = Vec::new();
     for path in inputs {
-        match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
+        match open_input(path, opts.common.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
             Opened::Trace(inp, kind) if kind.is_pprof() => {
                 return convert_pprof(inp, &inputs[0], &dest_for(false), opts);
@@ -214,9 +186,9 @@ pub(crate) fn convert_inputs_to(
                 return Err(type_name_not_for(&inp.name));
             }
             Opened::Trace(inp, kind) => {
-                return convert_trace(inp, kind, &inputs[0], &dest_for(!opts.format.is_report()), opts);
+                return convert_trace(inp, kind, &inputs[0], &dest_for(!opts.common.format.is_report()), opts);
             }
-            Opened::Hprof(inp) if opts.format.is_report() && !opts.filter.is_empty() => {
+            Opened::Hprof(inp) if opts.common.format.is_report() && !opts.common.filter.is_empty() => {
                 return Err(filters_not_for_heap_report(&inp.name));
             }
             Opened::Hprof(inp) => {
@@ -226,7 +198,7 @@ pub(crate) fn convert_inputs_to(
                         format!("{}: `convert` takes one HPROF heap dump at a time", inp.name),
                     ));
                 }
-                return convert_hprof(inp, &inputs[0], &dest_for(opts.dump == DumpSelect::All), opts);
+                return convert_hprof(inp, &inputs[0], &dest_for(opts.common.select.dump == DumpSelect::All), opts);
             }
         }
     }
@@ -292,12 +264,12 @@ fn convert_trace(
             ),
         ));
     }
-    let profiles: Vec<Profile> = if opts.filter.is_empty() {
+    let profiles: Vec<Profile> = if opts.common.filter.is_empty() {
         profiles
     } else {
-        profiles.into_iter().map(|p| filter_profile(p, &opts.filter)).collect()
+        profiles.into_iter().map(|p| filter_profile(p, &opts.common.filter)).collect()
     };
-    let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.format.is_report() {
+    let outputs: Vec<(Option<PathBuf>, Vec<u8>)> = if opts.common.format.is_report() {
         let mut doc = convert_json(&report, &profiles, &summary_options(opts)).into_bytes();
         if let Some(sym) = &symbols {
             // The symbolization report joins the document (the encoder does not know the stage).
@@ -333,9 +305,9 @@ fn convert_trace(
         let path_of = |n: usize, p: &Profile| match dest {
             Destination::Stdout => None,
             Destination::File(f) => Some(f.clone()),
-            Destination::Dir(d) => Some(d.join(heap_dump_name(n + 1, p, opts.format.extension()))),
+            Destination::Dir(d) => Some(d.join(heap_dump_name(n + 1, p, opts.common.format.extension()))),
         };
-        if opts.format == Format::Folded {
+        if opts.common.format == Format::Folded {
             // Written as they are made: the text of a big profile is never held whole.
             let outs = stream_outputs(input, dest, &profiles, opts, &path_of)?;
             let profiles = profiles.iter().map(ProfileTotals::of).collect();
@@ -374,9 +346,9 @@ fn convert_trace_flat(
     dest: &Destination,
     opts: &ConvertOptions,
 ) -> Option<Result<ConvertRun>> {
-    if !matches!(opts.format, Format::Folded | Format::Svg)
-        || !opts.filter.is_empty()
-        || opts.symbols.options().is_some()
+    if !matches!(opts.common.format, Format::Folded | Format::Svg)
+        || !opts.common.filter.is_empty()
+        || opts.common.symbols.options().is_some()
     {
         return None;
     }
@@ -398,12 +370,12 @@ fn convert_trace_flat(
 /// [`select_heapprofd`] keeps them), in time order.
 fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfile>, TraceReport)> {
     use std::collections::BTreeMap;
-    let mut decode = opts.decode.clone();
-    decode.pids = opts.pids.clone();
+    let mut decode = opts.common.decode.clone();
+    decode.pids = opts.common.select.pids.clone();
     decode.include_unchanged = true;
     let mut kept: BTreeMap<(u64, String), Vec<ListDump>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
-    let deob = opts.symbols.proguard.open_for_trace(inp, decode.max_packet_bytes)?;
+    let deob = opts.common.symbols.proguard.open_for_trace(inp, decode.max_packet_bytes)?;
     // Only the names of the frames of the dumps kept are shown: those alone are demangled, after
     // decoding (deobfuscation reads names as interning gives them, so it keeps them eager).
     decode.deferred_names = !deob.is_some();
@@ -416,10 +388,10 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
         &mut |t, r| symbolize_hook(&mut None, &mut session, t, r),
         &mut |d: ListDump| {
             let meta = &d.header.meta;
-            if opts.heap.as_deref().is_some_and(|h| h != meta.heap) {
+            if opts.common.select.heap.as_deref().is_some_and(|h| h != meta.heap) {
                 return Ok(());
             }
-            if let DumpSelect::Nth(n) = opts.dump
+            if let DumpSelect::Nth(n) = opts.common.select.dump
                 && meta.dump_index + 1 != n
             {
                 return Ok(());
@@ -429,7 +401,7 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
             if slot.is_empty() {
                 order.push(key);
             }
-            if opts.dump == DumpSelect::Last {
+            if opts.common.select.dump == DumpSelect::Last {
                 slot.clear();
             }
             slot.push(d);
@@ -496,7 +468,7 @@ fn write_flat(
         ensure_dir(d)?;
     }
     let eopts = opts.encode_options();
-    let ext = opts.format.extension();
+    let ext = opts.common.format.extension();
     let written: Vec<Result<(Option<PathBuf>, Vec<u8>)>> = profiles
         .par_iter()
         .enumerate()
@@ -506,26 +478,26 @@ fn write_flat(
                 Destination::File(f) => Some(f.clone()),
                 Destination::Dir(d) => Some(d.join(heap_dump_name_of(n + 1, &p.header.meta, ext))),
             };
-            if opts.format != Format::Folded {
-                return Ok((path, encode_flat(p, opts.format, &eopts)?));
+            if opts.common.format != Format::Folded {
+                return Ok((path, encode_flat(p, opts.common.format, &eopts)?));
             }
             // Folded stacks are written as they are made: the text is never held whole.
             match &path {
                 Some(path) => {
                     let mut f = AtomicFile::create(path, &inputs)?;
-                    encode_flat_to(p, opts.format, &eopts, &mut f, &path.display().to_string())?;
+                    encode_flat_to(p, opts.common.format, &eopts, &mut f, &path.display().to_string())?;
                     f.commit()?;
                 }
                 None => {
                     check_not_input(Path::new("-"), &inputs)?;
-                    encode_flat_to(p, opts.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
+                    encode_flat_to(p, opts.common.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
                 }
             }
             Ok((path, Vec::new()))
         })
         .collect();
     let outputs: Outputs = written.into_iter().collect::<Result<_>>()?;
-    if opts.format != Format::Folded {
+    if opts.common.format != Format::Folded {
         write_outputs(input, dest, &outputs)?;
     }
     let profiles = profiles.iter().map(ProfileTotals::of_flat).collect();
@@ -539,7 +511,7 @@ fn write_flat(
 /// directory (the caller then says so).
 fn html_timelines(dest: &Destination, profiles: &[Profile], opts: &ConvertOptions) -> Option<Result<Outputs>> {
     use rayon::prelude::*;
-    if opts.format != Format::Html {
+    if opts.common.format != Format::Html {
         return None;
     }
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -601,13 +573,13 @@ fn stream_outputs(
         .map(|(n, p)| match path_of(n, p) {
             Some(path) => {
                 let mut f = AtomicFile::create(&path, &inputs)?;
-                encode_to(p, opts.format, &eopts, &mut f, &path.display().to_string())?;
+                encode_to(p, opts.common.format, &eopts, &mut f, &path.display().to_string())?;
                 f.commit()?;
                 Ok(Some(path))
             }
             None => {
                 check_not_input(Path::new("-"), &inputs)?;
-                encode_to(p, opts.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
+                encode_to(p, opts.common.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
                 Ok(None)
             }
         })
@@ -618,20 +590,24 @@ fn stream_outputs(
 /// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
 /// folded stacks or a flame graph, or the `top` report (classes by retained size, the largest
 /// retainers and their paths from GC roots) as JSON. A damaged dump converts what was
-/// complete and says so in the report. `opts.dump` picks the file's heap dump (the last by
+/// complete and says so in the report. `opts.common.select.dump` picks the file's heap dump (the last by
 /// default); `All` writes one output per dump, which needs a directory when the file holds
 /// several, where they are named `STEM.N.EXT` (N the dump's 1-based number).
 fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
     let name = inp.name.clone();
     let gzipped = inp.gzipped;
-    let all = opts.dump == DumpSelect::All;
+    let all = opts.common.select.dump == DumpSelect::All;
     let multi_ok = matches!(dest, Destination::Dir(_));
     let mut outputs = Vec::new();
     let mut profiles = Vec::new();
     let mut incomplete: Vec<String> = Vec::new();
     let mut several = false;
-    let dumps =
-        for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &opts.symbols.proguard, &mut |n, dump, stats| {
+    let dumps = for_selected_hprof_dumps(
+        inp,
+        opts.common.select.dump,
+        opts.object_size,
+        &opts.common.symbols.proguard,
+        &mut |n, dump, stats| {
             if all && stats.dumps.len() > 1 && !multi_ok {
                 several = true;
                 return Ok(());
@@ -645,12 +621,15 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
             let path = match dest {
                 Destination::Stdout => None,
                 Destination::File(f) => Some(f.clone()),
-                Destination::Dir(d) if all => Some(d.join(format!("{}.{n}.{}", stem(input), opts.format.extension()))),
-                Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(input), opts.format.extension()))),
+                Destination::Dir(d) if all => {
+                    Some(d.join(format!("{}.{n}.{}", stem(input), opts.common.format.extension())))
+                }
+                Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(input), opts.common.format.extension()))),
             };
             outputs.push((path, bytes));
             Ok(())
-        })?;
+        },
+    )?;
     if several {
         let list: Vec<String> = dumps.iter().map(|d| format!("  {}", describe_hprof_dump(d))).collect();
         return Err(Error::new(
@@ -683,13 +662,13 @@ fn filters_not_for_heap_report(name: &str) -> Error {
 }
 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
-/// `opts.format` (with its totals), or, for JSON, the top report.
+/// `opts.common.format` (with its totals), or, for JSON, the top report.
 fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<ProfileTotals>)> {
     use crate::analysis::heap::{HeapTopOptions, RootedHeap};
     use crate::encode::heap_top::heap_top_json;
     let heap = RootedHeap::new(dump);
-    if opts.format.is_report() {
-        if !opts.filter.is_empty() {
+    if opts.common.format.is_report() {
+        if !opts.common.filter.is_empty() {
             return Err(filters_not_for_heap_report(&stem(input)));
         }
         let spt = heap.shortest_path_tree();
@@ -698,7 +677,7 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
     }
     // The HTML report carries the top report too (classes, largest retainers, paths from
     // roots), which needs both trees.
-    let html = opts.format == Format::Html;
+    let html = opts.common.format == Format::Html;
     let (spt, dom) = match opts.heap_tree {
         HeapTree::Dominator => (html.then(|| heap.shortest_path_tree()), Some(heap.dominators())),
         HeapTree::ShortestPath => (Some(heap.shortest_path_tree()), html.then(|| heap.dominators())),
@@ -713,11 +692,11 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
     if meta.process_name.is_none() && meta.pid.is_none() {
         meta.process_name = Some(stem(input));
     }
-    let profile = filter_profile(profile, &opts.filter);
+    let profile = filter_profile(profile, &opts.common.filter);
     // With stack filters the report shows the filtered tree only: its class and retainer
     // tables (the top report) are of the whole heap, which filters do not apply to (as for
     // `--to json`).
-    if let (true, true, Some(spt), Some(dom)) = (html, opts.filter.is_empty(), &spt, &dom) {
+    if let (true, true, Some(spt), Some(dom)) = (html, opts.common.filter.is_empty(), &spt, &dom) {
         let top = heap.heap_top(spt, dom, &HeapTopOptions { classes: 200, retainers: 50, ..Default::default() });
         return Ok((encode_heap_html(&profile, &top, &opts.encode_options())?, Some(ProfileTotals::of(&profile))));
     }
@@ -731,7 +710,7 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
 /// incomplete dump converts what it has and the run is partial.
 fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
     use crate::analysis::heap::JAVA_HEAP_NAME;
-    if let Some(h) = opts.heap.as_deref().filter(|h| *h != JAVA_HEAP_NAME) {
+    if let Some(h) = opts.common.select.heap.as_deref().filter(|h| *h != JAVA_HEAP_NAME) {
         return Err(Error::new(
             ErrorKind::NoData,
             format!("{}: no heap `{h}` in the Java heap graphs (their heap is `{JAVA_HEAP_NAME}`)", input.display()),
@@ -742,8 +721,13 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
     let mut incomplete: Vec<String> = Vec::new();
     let mut profiles = Vec::new();
     let multi_ok = matches!(dest, Destination::Dir(_));
-    let mut report =
-        for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &opts.symbols.proguard, &mut |dump| {
+    let mut report = for_selected_heap_graphs(
+        &mut inp,
+        &opts.common.decode,
+        &opts.common.select.pids,
+        opts.common.select.dump,
+        &opts.common.symbols.proguard,
+        &mut |dump| {
             let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
             described.push(describe.clone());
             if !multi_ok && described.len() > 1 {
@@ -762,12 +746,13 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
                     "java_heap_dump.{}.{}.{}",
                     described.len(),
                     dump.pid.unwrap_or(0),
-                    opts.format.extension()
+                    opts.common.format.extension()
                 ))),
             };
             outputs.push((path, bytes));
             Ok(())
-        })?;
+        },
+    )?;
     if described.is_empty() {
         return Err(no_heap_graph_match(input, &report));
     }
@@ -789,7 +774,10 @@ fn convert_ddm(
     dest: &Destination,
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
-    if !opts.pids.is_empty() || opts.heap.is_some() || opts.dump != DumpSelect::Last {
+    if !opts.common.select.pids.is_empty()
+        || opts.common.select.heap.is_some()
+        || opts.common.select.dump != DumpSelect::Last
+    {
         return Err(Error::new(
             ErrorKind::Usage,
             "--pid, --heap and --dump select heapprofd dumps; a DDM allocation-record capture has one profile",
@@ -798,15 +786,15 @@ fn convert_ddm(
     // pprof gets one sample per allocation with file and line per frame; the text outputs
     // label frames `class.method(File.java:12)` and need only one sample per stack.
     let mut ddm = opts.ddm.clone();
-    ddm.lines = opts.format.keeps_lines();
-    ddm.per_allocation = opts.format.keeps_lines();
+    ddm.lines = opts.common.format.keeps_lines();
+    ddm.per_allocation = opts.common.format.keeps_lines();
     let mut captures =
         inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &ddm)).collect::<Result<Vec<_>>>()?;
-    let deob = opts.symbols.proguard.open()?;
+    let deob = opts.common.symbols.proguard.open()?;
     for c in &mut captures {
         super::load::deobfuscate_capture(deob.as_deref(), &mut c.records);
     }
-    let profile = filter_profile(alloc_records_profile(&captures, &ddm), &opts.filter);
+    let profile = filter_profile(alloc_records_profile(&captures, &ddm), &opts.common.filter);
     let mut report = TraceReport {
         source: profile.header.meta.source.clone(),
         bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
@@ -817,7 +805,7 @@ fn convert_ddm(
             report.problem(None, None, format!("{}: {p}", c.source));
         }
     }
-    let bytes = match opts.format {
+    let bytes = match opts.common.format {
         Format::Json => {
             let doc = convert_json(&report, std::slice::from_ref(&profile), &summary_options(opts));
             let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
@@ -828,8 +816,10 @@ fn convert_ddm(
             doc
         }
         Format::Svg => {
-            let index =
-                profile.value_index(opts.value).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
+            let index = profile
+                .value_index(opts.common.value)
+                .or_else(|| profile.value_index(ValueKind::TotalSize))
+                .unwrap_or(0);
             let title = format!(
                 "{}: Java allocations (DDM allocation records), {}",
                 profile.header.meta.process_name.as_deref().unwrap_or(""),
@@ -849,7 +839,7 @@ fn convert_ddm(
     let path = match dest {
         Destination::Stdout => None,
         Destination::File(f) => Some(f.clone()),
-        Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(&paths[0]), opts.format.extension()))),
+        Destination::Dir(d) => Some(d.join(format!("{}.{}", stem(&paths[0]), opts.common.format.extension()))),
     };
     if let Destination::Dir(d) = dest {
         ensure_dir(d)?;
@@ -868,18 +858,18 @@ fn convert_ddm(
 fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<ConvertRun> {
     let flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
     let warnings = super::load::pprof_warnings(&input.display().to_string(), &flat);
-    let flat = filter_flat(flat, &opts.filter);
+    let flat = filter_flat(flat, &opts.common.filter);
     // The pprof convention (`default_sample_type`, else the last type), or the type asked for.
     let index = pick_sample_type(&flat.header, opts.sample_type.as_deref())?;
     // Names are written as the input has them (annotations are not added again).
     let eopts = EncodeOptions { annotations: false, shown: Shown::Index(index), ..opts.encode_options() };
-    let bytes = encode_flat(&flat, opts.format, &eopts)?;
+    let bytes = encode_flat(&flat, opts.common.format, &eopts)?;
     let path = match dest {
         Destination::Stdout => None,
         Destination::File(f) => Some(f.clone()),
         Destination::Dir(d) => {
             crate::output::ensure_dir(d)?;
-            Some(d.join(format!("{}.{}", stem(input), opts.format.extension())))
+            Some(d.join(format!("{}.{}", stem(input), opts.common.format.extension())))
         }
     };
     let inputs = [input.to_path_buf()];
@@ -889,7 +879,7 @@ fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
     }
     let report = TraceReport { source: input.display().to_string(), ..Default::default() };
     let profiles = vec![ProfileTotals::of_flat(&flat)];
-    let symbols = opts.symbols.options().map(|_| pprof_coverage(&flat));
+    let symbols = opts.common.symbols.options().map(|_| pprof_coverage(&flat));
     let converted = opts.dump_filter(&report);
     Ok(ConvertRun { outputs: vec![(path, bytes)], report, symbols, profiles, converted, warnings })
 }
@@ -899,7 +889,7 @@ fn convert_pprof(mut inp: Input, input: &Path, dest: &Destination, opts: &Conver
 /// `--to json`; a DDM capture, an HPROF heap dump or a pprof profile to `OUT/<key>.<ext>`
 /// (an HPROF heap dump with `--dump all`: `OUT/<key>/<stem>.N.<ext>`, one per dump).
 pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) -> Result<Done> {
-    let format = opts.format;
+    let format = opts.common.format;
     let file = file_for(out_dir, &input.key, format.extension())?;
     let dir = out_dir.join(&input.key);
     let dest_for =

@@ -1,11 +1,16 @@
-//! Shared by the commands: which dumps a command converts ([`DumpSelect`], [`DumpFilter`]),
-//! where its outputs go ([`Destination`]) and how they are named.
+//! Shared by the commands: which dumps a command converts ([`Selection`], [`DumpSelect`],
+//! [`DumpFilter`]), what `convert` and its views share ([`ConvertCommon`]), where outputs go
+//! ([`Destination`]) and how they are named.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::load::SymbolSources;
+use crate::analysis::filter::FilterOptions;
+use crate::decode::perfetto::DecodeOptions;
+use crate::encode::Format;
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Profile, ProfileMeta, TraceReport};
+use crate::model::{Profile, ProfileMeta, TraceReport, ValueKind};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
 
 /// Which dumps of each (pid, heap) to convert.
@@ -17,6 +22,77 @@ pub enum DumpSelect {
     All,
     /// The N-th dump, 1-based.
     Nth(usize),
+}
+
+/// Which heapprofd dumps of a trace a command takes: processes, heap, dumps. Embedded by the
+/// options of every command that selects dumps so (`convert`, its views, `merge`, `diff`,
+/// `top`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only this heap. Default: all heaps.
+    pub heap: Option<String>,
+    /// Which dumps of each (pid, heap). Default: the last.
+    pub dump: DumpSelect,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection { pids: Vec::new(), heap: None, dump: DumpSelect::Last }
+    }
+}
+
+impl Selection {
+    /// The dumps of a trace this selection takes.
+    pub fn dump_filter(&self, report: &TraceReport) -> DumpFilter {
+        DumpFilter::new(&self.pids, self.heap.as_deref(), self.dump, &[], report)
+    }
+}
+
+/// What `convert` and its views across dumps (`convert --view`, whose options are exactly
+/// these) share: which processes and heaps, the value shown (or ranked and compared), how
+/// inputs are read and filtered, and how outputs are written.
+#[derive(Debug, Clone)]
+pub struct ConvertCommon {
+    /// Output format. Default: pprof.
+    pub format: Format,
+    /// Which processes and heaps. A view chooses its dumps itself, so a `dump` other than the
+    /// default (the last dump) is a usage error. Default: [`Selection::default`] (all).
+    pub select: Selection,
+    /// The sample value folded stacks and flame graphs show, pprof viewers open with, and a
+    /// view ranks and compares. Default: unreleased size.
+    pub value: ValueKind,
+    /// ART frame annotations in frame names (pprof always has them unless this is false).
+    /// Default: true.
+    pub annotations: bool,
+    /// Decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
+    /// pprof-style filters applied to every profile written (of a view: the peak dump, the
+    /// leak suspects, both sides of each delta; not the choice of dumps or suspects), not to a
+    /// Java heap's JSON report. Default: none.
+    pub filter: FilterOptions,
+    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
+    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
+    pub prune_below: f64,
+}
+
+impl Default for ConvertCommon {
+    fn default() -> Self {
+        ConvertCommon {
+            format: Format::Pprof,
+            select: Selection::default(),
+            value: ValueKind::UnreleasedSize,
+            annotations: true,
+            decode: DecodeOptions::default(),
+            symbols: SymbolSources::default(),
+            filter: FilterOptions::default(),
+            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
+        }
+    }
 }
 
 /// Which heapprofd dumps of a trace a command converts, told from its selection options and

@@ -189,7 +189,7 @@ fn heap_graph_top(
 }
 
 /// Options of `heapconv top`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TopRunOptions {
     /// How inputs are read. Default: [`LoadOptions::default`].
     pub load: LoadOptions,
@@ -197,11 +197,23 @@ pub struct TopRunOptions {
     pub merge: MergeOptions,
     /// What the rows are. Default: functions.
     pub by: TopGroup,
-    /// Rows to keep (0: all). Default: 0.
+    /// Rows to keep (0: all). Default: 20, like the class table of a Java heap.
     pub count: usize,
     /// The sample type shown: a type name or a meaning (`unreleased-size`, …); `None`: the
     /// default type. Default: `None`.
     pub sample_type: Option<String>,
+}
+
+impl Default for TopRunOptions {
+    fn default() -> Self {
+        TopRunOptions {
+            load: LoadOptions::default(),
+            merge: MergeOptions::default(),
+            by: TopGroup::default(),
+            count: 20,
+            sample_type: None,
+        }
+    }
 }
 
 /// What the rows of a profile's top table are.
