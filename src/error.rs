@@ -41,9 +41,10 @@ impl fmt::Display for ErrorKind {
 }
 
 /// A setting the caller can change to get past an error, named by what it means rather than
-/// by how a front end spells it: the command line adds its flag to the message.
+/// by how a front end spells it: the command line writes it out after the message, in its
+/// flags' words (so the message reads on with it: a hint's text starts where the context ends).
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hint {
     /// The input is larger than the pprof size limit
     /// ([`PprofDecodeOptions::max_bytes`](crate::decode::pprof::PprofDecodeOptions::max_bytes));
@@ -54,6 +55,38 @@ pub enum Hint {
     /// meanings: `total-count`, `total-size`, `unreleased-count`, `unreleased-size`) merges
     /// them.
     SampleTypes,
+    /// Several outputs match where one output was asked for: choosing with the settings `by`
+    /// keeps one; when `or_directory`, writing into a directory writes them all. `matched`
+    /// names what matched, one line each (the message ends with it).
+    ChooseOne {
+        /// The settings that choose.
+        by: &'static [Selector],
+        /// Whether a directory as the destination writes every output.
+        or_directory: bool,
+        /// What matched, one line each.
+        matched: String,
+    },
+    /// No dump of the input matches the settings `by` (what the input holds can be listed:
+    /// `pipeline::inspect`).
+    NoMatch {
+        /// The settings that chose.
+        by: &'static [Selector],
+    },
+}
+
+/// A setting that chooses what a command takes from an input (the fields of
+/// `pipeline::Selection`, and the dump timestamps of `profile` and `hprof`).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selector {
+    /// The processes.
+    Pid,
+    /// The heap.
+    Heap,
+    /// Which dump of each (pid, heap), or of a file holding several heap dumps.
+    Dump,
+    /// The dumps' timestamps.
+    Timestamps,
 }
 
 /// The library's error: a kind, a human-readable context, an optional source and an optional
@@ -87,8 +120,18 @@ impl Error {
     }
 
     /// The setting that would get past this error, if there is one.
-    pub fn hint(&self) -> Option<Hint> {
-        self.hint
+    pub fn hint(&self) -> Option<&Hint> {
+        self.hint.as_ref()
+    }
+
+    /// This error with its hint written out at the end of its context in `words` (a front
+    /// end's words for the setting: its flags), and no hint left: for messages that are
+    /// passed on as text.
+    pub fn with_hint_written(mut self, words: impl FnOnce(&Hint) -> String) -> Self {
+        if let Some(h) = self.hint.take() {
+            self.context.push_str(&words(&h));
+        }
+        self
     }
 
     /// An I/O error while doing `what` (for example "reading trace.pftrace").

@@ -49,7 +49,7 @@ pub mod pipeline;
 pub mod symbolize;
 pub mod timing;
 
-pub use error::{Error, ErrorKind, Hint, Result};
+pub use error::{Error, ErrorKind, Hint, Result, Selector};
 
 /// Types generated from `protos/` (Perfetto's trace schema, trimmed, and pprof's profile.proto).
 /// Only the decode and encode stages use them.

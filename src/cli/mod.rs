@@ -1,6 +1,7 @@
 //! The command line: clap's types, one file per command (arguments -> pipeline options -> one
-//! pipeline call -> exit code), the argument groups commands share ([`args`]), messages and
-//! progress ([`ui`]), and batches ([`batch`]).
+//! pipeline call -> exit code), the argument groups commands share, each flag declared once
+//! ([`args`]), the flags of the library's hints ([`hints`]), messages and progress ([`ui`]),
+//! and batches ([`batch`]).
 //!
 //! Exit codes: 0 success; 1 bad input, no data or I/O error; 2 usage error; 3 partial result
 //! (the input is damaged or a dump never finished: what was complete was converted and written);
@@ -18,6 +19,7 @@ mod batch;
 mod convert;
 mod deobfuscate;
 mod diff;
+mod hints;
 mod hprof;
 mod inspect;
 mod merge;
@@ -251,7 +253,7 @@ pub(crate) fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("heapconv: error: {e}{}", e.hint().map_or("", heapconv::pipeline::batch::flag_hint));
+            eprintln!("heapconv: error: {e}{}", e.hint().map_or_else(String::new, hints::hint_text));
             let mut src = std::error::Error::source(&e);
             while let Some(s) = src {
                 eprintln!("  caused by: {s}");

@@ -35,7 +35,7 @@ use serde::Serialize;
 use super::outcome::{Findings, RunOutcome};
 use super::select::stem;
 use crate::decode::{InputKind, sniff_file};
-use crate::error::{Error, ErrorKind, Hint, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::{FlatProfile, Profile, TraceReport, ValueKind, ValueType};
 use crate::output::ensure_dir;
 use crate::symbolize::SymbolizeReport;
@@ -754,21 +754,9 @@ fn error_kind_name(k: ErrorKind) -> &'static str {
     }
 }
 
-/// What the command line adds to an error with a [`Hint`]: the flag that changes the setting.
-pub fn flag_hint(h: Hint) -> &'static str {
-    match h {
-        Hint::PprofSizeLimit => " (--max-pprof-mib raises it)",
-        Hint::SampleTypes => {
-            "; choose types every input has with --sample-types (names, or meanings: total-count, total-size, \
-             unreleased-count, unreleased-size)"
-        }
-    }
-}
-
 /// An error with its chain of causes, on one line.
 pub fn error_text(e: &Error) -> String {
     let mut s = e.to_string();
-    s.push_str(e.hint().map_or("", flag_hint));
     let mut src = std::error::Error::source(e);
     while let Some(c) = src {
         s.push_str(&format!(": {c}"));

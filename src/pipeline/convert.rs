@@ -10,8 +10,8 @@ use super::load::{
 };
 use super::reports::{ddm_inspect, pprof_coverage};
 use super::select::{
-    ConvertCommon, Destination, DumpFilter, DumpSelect, describe_heap_dump, describe_hprof_dump, heap_dump_name,
-    heap_dump_name_of, no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
+    ConvertCommon, Destination, DumpFilter, DumpSelect, choose_one, describe_heap_dump, describe_hprof_dump,
+    heap_dump_name, heap_dump_name_of, no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
 };
 use crate::analysis::filter::{filter_flat, filter_profile};
 use crate::decode::ddm_alloc_records::{DdmOptions, alloc_records_profile, decode_alloc_records};
@@ -23,7 +23,7 @@ use crate::encode::{
     EncodeOptions, Format, Shown, encode, encode_flat, encode_flat_to, encode_heap_html, encode_html_timeline,
     encode_to,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, Selector};
 use crate::merge::TypeSelector;
 use crate::model::{FlatProfile, HeapDump, Profile, StackLists, TraceReport, ValueKind};
 use crate::output::{AtomicFile, check_not_input, ensure_dir, write_atomic};
@@ -292,15 +292,8 @@ fn convert_trace(
             return Ok(ConvertRun { outputs: outs, report, symbols, profiles, converted, warnings: Vec::new() });
         }
         if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
-            let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
-            return Err(Error::new(
-                ErrorKind::Usage,
-                format!(
-                    "{} profiles match; choose one with --pid/--heap/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-                    profiles.len(),
-                    list.join("\n")
-                ),
-            ));
+            let matched: Vec<String> = profiles.iter().map(|p| p.header.meta.describe()).collect();
+            return Err(several_profiles(&matched));
         }
         let path_of = |n: usize, p: &Profile| match dest {
             Destination::Stdout => None,
@@ -325,6 +318,12 @@ fn convert_trace(
     let profiles = profiles.iter().map(ProfileTotals::of).collect();
     let converted = opts.dump_filter(&report);
     Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
+}
+
+/// The error for several profiles where one output file was asked.
+fn several_profiles(matched: &[String]) -> Error {
+    let by = &[Selector::Pid, Selector::Heap, Selector::Dump];
+    choose_one(format!("{} profiles match", matched.len()), matched, by, true)
 }
 
 /// Outputs of a run: each path (`None`: standard output) and its bytes.
@@ -453,15 +452,8 @@ fn write_flat(
 ) -> Result<ConvertRun> {
     use rayon::prelude::*;
     if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
-        let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!(
-                "{} profiles match; choose one with --pid/--heap/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-                profiles.len(),
-                list.join("\n")
-            ),
-        ));
+        let matched: Vec<String> = profiles.iter().map(|p| p.header.meta.describe()).collect();
+        return Err(several_profiles(&matched));
     }
     let inputs = [input.to_path_buf()];
     if let Destination::Dir(d) = dest {
@@ -631,15 +623,8 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
         },
     )?;
     if several {
-        let list: Vec<String> = dumps.iter().map(|d| format!("  {}", describe_hprof_dump(d))).collect();
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!(
-                "{name}: {} heap dumps; choose one with --dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-                dumps.len(),
-                list.join("\n")
-            ),
-        ));
+        let matched: Vec<String> = dumps.iter().map(|d| describe_hprof_dump(d)).collect();
+        return Err(choose_one(format!("{name}: {} heap dumps", dumps.len()), &matched, &[Selector::Dump], true));
     }
     let mut report = TraceReport { source: name.clone(), gzipped, ..Default::default() };
     if !incomplete.is_empty() {
@@ -757,7 +742,7 @@ fn convert_heap_graphs(mut inp: Input, input: &Path, dest: &Destination, opts: &
         return Err(no_heap_graph_match(input, &report));
     }
     if described.len() > 1 && !multi_ok {
-        return Err(several_heap_graphs(&described, "--pid/--dump"));
+        return Err(several_heap_graphs(&described, &[Selector::Pid, Selector::Dump]));
     }
     if !incomplete.is_empty() && report.damage.is_none() {
         report.damage = Some(format!("incomplete heap graph dump(s): {}", incomplete.join(" | ")));

@@ -9,7 +9,7 @@ use super::load::SymbolSources;
 use crate::analysis::filter::FilterOptions;
 use crate::decode::perfetto::DecodeOptions;
 use crate::encode::Format;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Hint, Result, Selector};
 use crate::model::{Profile, ProfileMeta, TraceReport, ValueKind};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
 
@@ -212,16 +212,22 @@ pub fn describe_hprof_dump(d: &crate::decode::hprof::HprofDumpInfo) -> String {
 
 /// The usage error when several heap graph dumps match and one output file was asked for:
 /// it lists them and names the options (`choose`) that pick one.
-pub(crate) fn several_heap_graphs(matched: &[String], choose: &str) -> Error {
+pub(crate) fn several_heap_graphs(matched: &[String], by: &'static [Selector]) -> Error {
+    choose_one(format!("{} heap graph dumps match", matched.len()), matched, by, true)
+}
+
+/// The error for several outputs where one was asked: `what` says how many matched, `matched`
+/// names each; the settings `by` choose one, and (when `or_directory`) a directory as the
+/// destination writes them all ([`Hint::ChooseOne`]).
+pub(crate) fn choose_one(what: String, matched: &[String], by: &'static [Selector], or_directory: bool) -> Error {
     let list: Vec<String> = matched.iter().map(|m| format!("  {m}")).collect();
-    Error::new(
-        ErrorKind::Usage,
-        format!(
-            "{} heap graph dumps match; choose one with {choose}, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-            matched.len(),
-            list.join("\n")
-        ),
-    )
+    Error::new(ErrorKind::Usage, what).with_hint(Hint::ChooseOne { by, or_directory, matched: list.join("\n") })
+}
+
+/// The error for a trace none of whose dumps the settings `by` select ([`Hint::NoMatch`]);
+/// `what` names the dumps ("dump", "heap graph dump").
+pub(crate) fn no_match(input: &Path, what: &str, by: &'static [Selector]) -> Error {
+    Error::new(ErrorKind::NoData, format!("{}: no {what} matches", input.display())).with_hint(Hint::NoMatch { by })
 }
 
 /// The error for a trace where no heap graph dump was selected.
@@ -229,7 +235,7 @@ pub(crate) fn no_heap_graph_match(input: &Path, report: &TraceReport) -> Error {
     let why = match &report.damage {
         Some(d) if report.heap_graphs.is_empty() => format!("no Java heap graph could be read: {d}"),
         None if report.heap_graphs.is_empty() => "the trace holds no Java heap graph".to_owned(),
-        _ => "no heap graph dump matches --pid/--dump (see `heapconv inspect`)".to_owned(),
+        _ => return no_match(input, "heap graph dump", &[Selector::Pid, Selector::Dump]),
     };
     Error::new(ErrorKind::NoData, format!("{}: {why}", input.display()))
 }
