@@ -41,8 +41,9 @@ impl fmt::Display for ErrorKind {
 }
 
 /// A setting the caller can change to get past an error, named by what it means rather than
-/// by how a front end spells it: the command line writes it out after the message, in its
-/// flags' words (so the message reads on with it: a hint's text starts where the context ends).
+/// by how a front end spells it. The command line says it in its flags' words: after the
+/// message (the first four, whose text starts where the context ends), or as the whole message
+/// (the others, which carry what the message needs).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hint {
@@ -71,6 +72,60 @@ pub enum Hint {
     NoMatch {
         /// The settings that chose.
         by: &'static [Selector],
+    },
+    /// A sample type *name* was asked for an input that is not a pprof profile (other inputs
+    /// show a value kind, such as unreleased size).
+    SampleTypeIsForPprof {
+        /// The input's name.
+        input: String,
+    },
+    /// Stack filters were asked with the JSON report of a Java heap, which lists classes and
+    /// retainers rather than stacks (its dominator tree in a profile format can be filtered).
+    FiltersNotForHeapReport {
+        /// The input's name.
+        input: String,
+    },
+    /// A selection of processes, heap or dump was asked for a DDM capture, which has one
+    /// profile.
+    SelectionNotForDdm,
+    /// A growth limit in bytes was asked for a comparison whose sample type is not in bytes
+    /// (a percentage works for any type).
+    GrowthSizeNeedsBytes {
+        /// The sample type compared.
+        sample_type: String,
+        /// Its unit.
+        unit: String,
+    },
+    /// A dump was selected for a view across dumps, which chooses its dumps itself (a delta
+    /// by its times).
+    ViewChoosesItsDumps {
+        /// The view's name (`peak`, `delta`, `leaks`).
+        view: &'static str,
+    },
+    /// A view across dumps makes several outputs where one was asked: selecting one process
+    /// and heap (and, when `by_times`, the pair of dumps of a delta) keeps one; writing into a
+    /// directory writes them all.
+    ViewOutputs {
+        /// The view's name (`peak`, `delta`, `leaks`).
+        view: &'static str,
+        /// How many outputs it makes.
+        outputs: usize,
+        /// Whether the pair of dumps of a delta can be chosen too.
+        by_times: bool,
+        /// The outputs, one line each.
+        matched: String,
+    },
+    /// The leaks view was asked to compare fewer than 2 dumps.
+    LeakDumpsBelowTwo {
+        /// The number asked.
+        dumps: usize,
+    },
+    /// The older end of a delta is after its newer end.
+    FromAfterUntil {
+        /// The older end's time.
+        from: i64,
+        /// The newer end's time.
+        until: i64,
     },
 }
 
@@ -124,12 +179,12 @@ impl Error {
         self.hint.as_ref()
     }
 
-    /// This error with its hint written out at the end of its context in `words` (a front
-    /// end's words for the setting: its flags), and no hint left: for messages that are
-    /// passed on as text.
-    pub fn with_hint_written(mut self, words: impl FnOnce(&Hint) -> String) -> Self {
+    /// This error with its hint written into its context by `words` (a front end's words for
+    /// the setting, its flags: given the hint and the context, the new context), and no hint
+    /// left: for messages that are passed on as text.
+    pub fn with_hint_written(mut self, words: impl FnOnce(&Hint, &str) -> String) -> Self {
         if let Some(h) = self.hint.take() {
-            self.context.push_str(&words(&h));
+            self.context = words(&h, &self.context);
         }
         self
     }

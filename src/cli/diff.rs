@@ -45,10 +45,20 @@ pub(crate) struct DiffArgs {
     select: LoadArgs,
 }
 
+/// `--fail-if-growth`: a size or a percentage.
+fn parse_growth_limit(s: &str) -> Result<GrowthLimit, Error> {
+    GrowthLimit::parse(s).map_err(|e| {
+        Error::new(
+            e.kind(),
+            format!("--fail-if-growth takes a size (10MB, 512KiB, 1000) or a percentage (5%), not {s:?}"),
+        )
+    })
+}
+
 impl DiffArgs {
     /// Arguments -> pipeline options, and where symbols come from.
     pub(crate) fn options(&self, ui: &Ui) -> Result<(DiffRunOptions, SymbolSources), Error> {
-        let limit = self.fail_if_growth.as_deref().map(GrowthLimit::parse).transpose()?;
+        let limit = self.fail_if_growth.as_deref().map(parse_growth_limit).transpose()?;
         let (load, sources) = self.select.load(ui)?;
         let opts = DiffRunOptions {
             load,

@@ -253,7 +253,8 @@ pub(crate) fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("heapconv: error: {e}{}", e.hint().map_or_else(String::new, hints::hint_text));
+            let e = hints::written_out(e);
+            eprintln!("heapconv: error: {e}");
             let mut src = std::error::Error::source(&e);
             while let Some(s) = src {
                 eprintln!("  caused by: {s}");

@@ -23,7 +23,7 @@ use crate::encode::{
     EncodeOptions, Format, Shown, encode, encode_flat, encode_flat_to, encode_heap_html, encode_html_timeline,
     encode_to,
 };
-use crate::error::{Error, ErrorKind, Result, Selector};
+use crate::error::{Error, ErrorKind, Hint, Result, Selector};
 use crate::merge::TypeSelector;
 use crate::model::{FlatProfile, HeapDump, Profile, StackLists, TraceReport, ValueKind};
 use crate::output::{AtomicFile, check_not_input, ensure_dir, write_atomic};
@@ -216,8 +216,12 @@ fn names_a_type(opts: &ConvertOptions) -> bool {
 fn type_name_not_for(input: &str) -> Error {
     Error::new(
         ErrorKind::Usage,
-        format!("{input}: --sample-type NAME chooses a type of a pprof input; for other inputs use --value"),
+        format!(
+            "{input}: a sample type name chooses a type of a pprof input; other inputs show a value (unreleased size, \
+             …)"
+        ),
     )
+    .with_hint(Hint::SampleTypeIsForPprof { input: input.to_owned() })
 }
 
 fn convert_trace(
@@ -641,9 +645,11 @@ fn filters_not_for_heap_report(name: &str) -> Error {
     Error::new(
         ErrorKind::Usage,
         format!(
-            "{name}: --to json of a Java heap writes its class report (classes by retained size, largest retainers), which stack filters (--focus, --hide, --tag-focus, ...) do not apply to; filter its dominator tree with --to pprof, folded, svg, html or speedscope instead"
+            "{name}: the JSON report of a Java heap lists classes and retainers, which stack filters do not apply \
+             to; its dominator tree in a profile format can be filtered"
         ),
     )
+    .with_hint(Hint::FiltersNotForHeapReport { input: name.to_owned() })
 }
 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
@@ -765,8 +771,10 @@ fn convert_ddm(
     {
         return Err(Error::new(
             ErrorKind::Usage,
-            "--pid, --heap and --dump select heapprofd dumps; a DDM allocation-record capture has one profile",
-        ));
+            "a selection of processes, heap and dump is for heapprofd dumps; a DDM allocation-record capture has one \
+             profile",
+        )
+        .with_hint(Hint::SelectionNotForDdm));
     }
     // pprof gets one sample per allocation with file and line per frame; the text outputs
     // label frames `class.method(File.java:12)` and need only one sample per stack.

@@ -29,7 +29,7 @@ use crate::encode::diff::{DiffOptions, diff_report};
 use crate::encode::labels::{human_bytes, stack_labels};
 use crate::encode::summary::{SummaryOptions, convert_json};
 use crate::encode::{DiffSides, EncodeOptions, NetProfile, Shown, encode, encode_diff};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Hint, Result};
 use crate::model::{Profile, Tables, TraceReport};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
 use crate::symbolize::{Attribution, SymbolizeReport, Symbolizer};
@@ -245,19 +245,18 @@ impl<'a> Outputs<'a> {
     /// for files in a directory).
     fn finish(mut self, view: DumpView) -> Result<Vec<(Option<PathBuf>, Vec<u8>)>> {
         if self.names.len() > 1 && !matches!(self.dest, Destination::Dir(_)) {
-            let list: Vec<String> = self.names.iter().map(|m| format!("  {m}")).collect();
-            let hint = match view {
-                DumpView::Delta { from: None, until: None } => {
-                    "choose one with --pid/--heap and --from/--until, or give -o an existing directory (or a path ending in /) to write them all"
-                }
-                _ => {
-                    "choose one with --pid/--heap, or give -o an existing directory (or a path ending in /) to write them all"
-                }
-            };
+            let matched = self.names.iter().map(|m| format!("  {m}")).collect::<Vec<_>>().join("\n");
+            let by_times = matches!(view, DumpView::Delta { from: None, until: None });
+            let (name, outputs) = (view.name(), self.names.len());
+            let and_times = if by_times { " and a pair of dump times" } else { "" };
             return Err(Error::new(
                 ErrorKind::Usage,
-                format!("--view {} makes {} outputs; {hint}:\n{}", view.name(), self.names.len(), list.join("\n")),
-            ));
+                format!(
+                    "the {name} view makes {outputs} outputs; select one process and heap{and_times}, or write them \
+                     into a directory:\n{matched}"
+                ),
+            )
+            .with_hint(Hint::ViewOutputs { view: name, outputs, by_times, matched }));
         }
         let mut out = Vec::new();
         match self.dest {
@@ -412,21 +411,25 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ViewOptions, view: Dump
 /// Checks the options of a view before any input is read: usage errors (`--dump` with a view,
 /// `--leak-dumps` below 2, `--from` after `--until`).
 pub fn check_view(opts: &ViewOptions, view: DumpView) -> Result<()> {
-    let usage = |m: String| Error::new(ErrorKind::Usage, m);
+    let usage = |m: String, hint: Hint| Error::new(ErrorKind::Usage, m).with_hint(hint);
     if opts.select.dump != DumpSelect::Last {
-        return Err(usage(format!(
-            "--dump picks one dump to convert; --view {} chooses its dumps itself (with --view delta, use --from/--until)",
-            view.name()
-        )));
+        return Err(usage(
+            format!("the {} view chooses its dumps itself: select no dump (a delta's by its times)", view.name()),
+            Hint::ViewChoosesItsDumps { view: view.name() },
+        ));
     }
     match view {
         DumpView::Leaks { dumps } if dumps < 2 => {
-            return Err(usage(format!(
-                "--leak-dumps must be at least 2 (growth is seen between two dumps), not {dumps}"
-            )));
+            return Err(usage(
+                format!("the leaks view compares at least 2 dumps (growth is seen between two dumps), not {dumps}"),
+                Hint::LeakDumpsBelowTwo { dumps },
+            ));
         }
         DumpView::Delta { from: Some(f), until: Some(u) } if f > u => {
-            return Err(usage(format!("--from {f} is after --until {u}")));
+            return Err(usage(
+                format!("the delta's older end {f} is after its newer end {u}"),
+                Hint::FromAfterUntil { from: f, until: u },
+            ));
         }
         _ => {}
     }
