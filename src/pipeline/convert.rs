@@ -627,7 +627,7 @@ fn convert_hprof(inp: Input, input: &Path, dest: &Destination, opts: &ConvertOpt
         },
     )?;
     if several {
-        let matched: Vec<String> = dumps.iter().map(|d| describe_hprof_dump(d)).collect();
+        let matched: Vec<String> = dumps.iter().map(describe_hprof_dump).collect();
         return Err(choose_one(format!("{name}: {} heap dumps", dumps.len()), &matched, &[Selector::Dump], true));
     }
     let mut report = TraceReport { source: name.clone(), gzipped, ..Default::default() };

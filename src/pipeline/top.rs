@@ -131,7 +131,7 @@ fn heap_top_input(
                     Ok(())
                 })?;
             if several > 1 {
-                let matched: Vec<String> = dumps.iter().map(|d| describe_hprof_dump(d)).collect();
+                let matched: Vec<String> = dumps.iter().map(describe_hprof_dump).collect();
                 let what = format!("{name}: {several} heap dumps");
                 return Err(choose_one(what, &matched, &[Selector::Dump], false));
             }
