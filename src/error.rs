@@ -41,9 +41,11 @@ impl fmt::Display for ErrorKind {
 }
 
 /// A setting the caller can change to get past an error, named by what it means rather than
-/// by how a front end spells it: the command line adds its flag to the message.
+/// by how a front end spells it. The command line says it in its flags' words: after the
+/// message (the first four, whose text starts where the context ends), or as the whole message
+/// (the others, which carry what the message needs).
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hint {
     /// The input is larger than the pprof size limit
     /// ([`PprofDecodeOptions::max_bytes`](crate::decode::pprof::PprofDecodeOptions::max_bytes));
@@ -54,6 +56,92 @@ pub enum Hint {
     /// meanings: `total-count`, `total-size`, `unreleased-count`, `unreleased-size`) merges
     /// them.
     SampleTypes,
+    /// Several outputs match where one output was asked for: choosing with the settings `by`
+    /// keeps one; when `or_directory`, writing into a directory writes them all. `matched`
+    /// names what matched, one line each (the message ends with it).
+    ChooseOne {
+        /// The settings that choose.
+        by: &'static [Selector],
+        /// Whether a directory as the destination writes every output.
+        or_directory: bool,
+        /// What matched, one line each.
+        matched: String,
+    },
+    /// No dump of the input matches the settings `by` (what the input holds can be listed:
+    /// `pipeline::inspect`).
+    NoMatch {
+        /// The settings that chose.
+        by: &'static [Selector],
+    },
+    /// A sample type *name* was asked for an input that is not a pprof profile (other inputs
+    /// show a value kind, such as unreleased size).
+    SampleTypeIsForPprof {
+        /// The input's name.
+        input: String,
+    },
+    /// Stack filters were asked with the JSON report of a Java heap, which lists classes and
+    /// retainers rather than stacks (its dominator tree in a profile format can be filtered).
+    FiltersNotForHeapReport {
+        /// The input's name.
+        input: String,
+    },
+    /// A selection of processes, heap or dump was asked for a DDM capture, which has one
+    /// profile.
+    SelectionNotForDdm,
+    /// A growth limit in bytes was asked for a comparison whose sample type is not in bytes
+    /// (a percentage works for any type).
+    GrowthSizeNeedsBytes {
+        /// The sample type compared.
+        sample_type: String,
+        /// Its unit.
+        unit: String,
+    },
+    /// A dump was selected for a view across dumps, which chooses its dumps itself (a delta
+    /// by its times).
+    ViewChoosesItsDumps {
+        /// The view's name (`peak`, `delta`, `leaks`).
+        view: &'static str,
+    },
+    /// A view across dumps makes several outputs where one was asked: selecting one process
+    /// and heap (and, when `by_times`, the pair of dumps of a delta) keeps one; writing into a
+    /// directory writes them all.
+    ViewOutputs {
+        /// The view's name (`peak`, `delta`, `leaks`).
+        view: &'static str,
+        /// How many outputs it makes.
+        outputs: usize,
+        /// Whether the pair of dumps of a delta can be chosen too.
+        by_times: bool,
+        /// The outputs, one line each.
+        matched: String,
+    },
+    /// The leaks view was asked to compare fewer than 2 dumps.
+    LeakDumpsBelowTwo {
+        /// The number asked.
+        dumps: usize,
+    },
+    /// The older end of a delta is after its newer end.
+    FromAfterUntil {
+        /// The older end's time.
+        from: i64,
+        /// The newer end's time.
+        until: i64,
+    },
+}
+
+/// A setting that chooses what a command takes from an input (the fields of
+/// `pipeline::Selection`, and the dump timestamps of `profile` and `hprof`).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selector {
+    /// The processes.
+    Pid,
+    /// The heap.
+    Heap,
+    /// Which dump of each (pid, heap), or of a file holding several heap dumps.
+    Dump,
+    /// The dumps' timestamps.
+    Timestamps,
 }
 
 /// The library's error: a kind, a human-readable context, an optional source and an optional
@@ -87,8 +175,18 @@ impl Error {
     }
 
     /// The setting that would get past this error, if there is one.
-    pub fn hint(&self) -> Option<Hint> {
-        self.hint
+    pub fn hint(&self) -> Option<&Hint> {
+        self.hint.as_ref()
+    }
+
+    /// This error with its hint written into its context by `words` (a front end's words for
+    /// the setting, its flags: given the hint and the context, the new context), and no hint
+    /// left: for messages that are passed on as text.
+    pub fn with_hint_written(mut self, words: impl FnOnce(&Hint, &str) -> String) -> Self {
+        if let Some(h) = self.hint.take() {
+            self.context = words(&h, &self.context);
+        }
+        self
     }
 
     /// An I/O error while doing `what` (for example "reading trace.pftrace").

@@ -50,7 +50,7 @@ pub mod symbolize;
 pub mod timing;
 pub mod wire;
 
-pub use error::{Error, ErrorKind, Hint, Result};
+pub use error::{Error, ErrorKind, Hint, Result, Selector};
 
 /// Types generated from `protos/` (Perfetto's trace schema, trimmed, and pprof's profile.proto).
 /// Only the decode and encode stages use them.

@@ -28,7 +28,8 @@ use heapconv::encode::summary::{hprof_inspect_json, hprof_inspect_text, inspect_
 use heapconv::model::heap::HeapDump;
 use heapconv::model::{Profile, ValueKind};
 use heapconv::pipeline::convert::{ConvertOptions, encode_one, select_profiles};
-use heapconv::pipeline::{DumpSelect, Format};
+use heapconv::pipeline::select::ConvertCommon;
+use heapconv::pipeline::{DumpSelect, Format, Selection};
 use heapconv_testdata::ddm::encode_alloc_records;
 use prost::Message;
 
@@ -87,13 +88,17 @@ pub fn perfetto_to_outputs(data: &[u8]) {
     let bits = option_bits(data);
     let view = [ValueKind::UnreleasedSize, ValueKind::TotalCount, ValueKind::TotalSize, ValueKind::Other]
         [usize::from(bits & 3)];
-    let opts = ConvertOptions { dump: DumpSelect::All, value: view, annotations: bits & 4 != 0, ..Default::default() };
+    let select = Selection { dump: DumpSelect::All, ..Default::default() };
+    let common = ConvertCommon { select, value: view, annotations: bits & 4 != 0, ..Default::default() };
+    let opts = ConvertOptions { common, ..Default::default() };
     let Ok((profiles, _report, _)) = select_profiles(&path, &opts) else { return };
     for p in profiles.iter().take(MAX_PROFILES_ENCODED) {
         check_profile_shape(p);
         check_encoders(p, bits);
         for format in [Format::Folded, Format::Json] {
-            let _ = encode_one(p, &ConvertOptions { format, ..opts.clone() });
+            let mut opts = opts.clone();
+            opts.common.format = format;
+            let _ = encode_one(p, &opts);
         }
     }
 }
@@ -370,7 +375,8 @@ pub fn pprof_reader(data: &[u8]) {
     check_profile_shape(&profile);
     check_encoders(&profile, bits);
     for format in [Format::Folded, Format::Json] {
-        let _ = encode_one(&profile, &ConvertOptions { format, ..Default::default() });
+        let common = ConvertCommon { format, ..Default::default() };
+        let _ = encode_one(&profile, &ConvertOptions { common, ..Default::default() });
     }
     // Round trip: what heapconv writes reads back with the same types and totals.
     let bytes = encode_pprof(&profile, &PprofOptions { annotations: false, extras: bits & 16 == 0 });
@@ -550,8 +556,8 @@ pub fn check_encoders(p: &Profile, bits: u8) {
         }
     }
     if p.sample_count() <= 256 {
-        let _ =
-            encode_one(p, &ConvertOptions { format: Format::Svg, value: ValueKind::TotalSize, ..Default::default() });
+        let common = ConvertCommon { format: Format::Svg, value: ValueKind::TotalSize, ..Default::default() };
+        let _ = encode_one(p, &ConvertOptions { common, ..Default::default() });
     }
 }
 

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use clap::Args;
 use clap::builder::PossibleValue;
 use heapconv::model::ValueKind;
-use heapconv::pipeline::load::{DdmChoices, EntryOrder, ProguardMaps, SymbolSources, discover_mapping_files};
+use heapconv::pipeline::load::{
+    DdmChoices, EntryOrder, LoadOptions, ProguardMaps, SymbolSources, decode_options, discover_mapping_files,
+};
 use heapconv::pipeline::outcome::{Findings, RunOutcome};
-use heapconv::pipeline::{DumpSelect, FilterOptions, Format, TagFilter};
+use heapconv::pipeline::{DecodeOptions, DumpSelect, FilterOptions, Format, Selection, TagFilter};
 use heapconv::{Error, ErrorKind};
 
 use crate::cli::ui::Ui;
@@ -148,6 +150,11 @@ impl DecodeArgs {
     /// The largest expansion of a bundle, in bytes.
     pub(crate) fn max_bundle_bytes(&self) -> u64 {
         self.max_bundle_mib << 20
+    }
+
+    /// The trace decoder's options.
+    pub(crate) fn options(&self) -> DecodeOptions {
+        decode_options(self.max_bundle_bytes())
     }
 }
 
@@ -299,27 +306,191 @@ pub(crate) fn is_dir_arg(p: &std::path::Path) -> bool {
     p.is_dir() || p.to_string_lossy().ends_with('/')
 }
 
-/// Which dumps of traces go into `merge`, `diff` and `top`, and how inputs are read.
-#[derive(Args, Debug)]
-pub(crate) struct SelectArgs {
-    /// Traces: only this process.
+// Each flag below is declared once, in the group of its concern, which a command flattens.
+// Where a command gives a flag a help of its own (the same flag, said for that command's
+// inputs), the text is a constant beside the flag's declaration, written as clap writes a
+// doc comment (without its final period) and set with `mut_arg` on the command's arguments.
+
+/// `--pid`: one process (of a trace, or of a trace's heap graphs).
+#[derive(Args, Debug, Default)]
+pub(crate) struct PidArg {
+    /// Only this process.
     #[arg(long)]
     pub(crate) pid: Option<u64>,
-    /// Traces: only this heap (libc.malloc, com.android.art, …).
+}
+
+impl PidArg {
+    /// `--pid` of `merge`, `diff` and `top`, whose inputs need not be traces.
+    pub(crate) const OF_TRACES: &'static str = "Traces: only this process";
+
+    /// The processes kept (empty: all).
+    pub(crate) fn pids(&self) -> Vec<u64> {
+        self.pid.into_iter().collect()
+    }
+}
+
+/// `--heap`: one heap of a trace.
+#[derive(Args, Debug, Default)]
+pub(crate) struct HeapArg {
+    /// Only this heap (libc.malloc, com.android.art, …).
     #[arg(long)]
-    heap: Option<String>,
-    /// Which dump: of each (pid, heap) of a trace, or of an HPROF file holding several heap
-    /// dumps (the JVMTI hprof agent's): `last`, `all`, or its 1-based number.
+    pub(crate) heap: Option<String>,
+}
+
+impl HeapArg {
+    /// `--heap` of `merge`, `diff` and `top`, whose inputs need not be traces.
+    pub(crate) const OF_TRACES: &'static str = "Traces: only this heap (libc.malloc, com.android.art, …)";
+}
+
+/// `--dump`: which dump of each (pid, heap), or of an HPROF file holding several.
+#[derive(Args, Debug)]
+pub(crate) struct DumpArg {
+    /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number. For an HPROF file
+    /// holding several heap dumps (the JVMTI hprof agent's), which of them; `all` writes one
+    /// output per dump (`STEM.N.EXT`) and needs `-o DIR/`.
     #[arg(long, default_value = "last")]
     pub(crate) dump: String,
-    /// Do not annotate ART frames of traces.
+}
+
+impl DumpArg {
+    /// `--dump` of `merge`, `diff` and `top`, which write one output.
+    pub(crate) const OF_ONE_OUTPUT: &'static str = "Which dump: of each (pid, heap) of a trace, or of an HPROF file \
+        holding several heap dumps (the JVMTI hprof agent's): `last`, `all`, or its 1-based number";
+
+    /// The dumps asked for.
+    pub(crate) fn select(&self) -> Result<DumpSelect, Error> {
+        parse_dump(&self.dump)
+    }
+}
+
+/// `--pid`, `--heap`, `--dump`: which dumps of a trace (`convert`, `merge`, `diff`, `top`).
+#[derive(Args, Debug)]
+pub(crate) struct SelectionArgs {
+    #[command(flatten)]
+    pub(crate) pid: PidArg,
+    #[command(flatten)]
+    pub(crate) heap: HeapArg,
+    #[command(flatten)]
+    pub(crate) dump: DumpArg,
+}
+
+impl SelectionArgs {
+    /// The selection asked for.
+    pub(crate) fn selection(&self) -> Result<Selection, Error> {
+        Ok(Selection { pids: self.pid.pids(), heap: self.heap.heap.clone(), dump: self.dump.select()? })
+    }
+}
+
+/// `--timestamps`: dumps by time (`profile`, `hprof`).
+#[derive(Args, Debug, Default)]
+pub(crate) struct TimestampsArg {
+    /// Only dumps at these trace-clock timestamps (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) timestamps: Vec<i64>,
+}
+
+/// `--no-annotations`: ART frames as they are.
+#[derive(Args, Debug, Default)]
+pub(crate) struct AnnotationsArg {
+    /// Do not annotate ART frames.
     #[arg(long)]
-    no_annotations: bool,
+    pub(crate) no_annotations: bool,
+}
+
+impl AnnotationsArg {
+    /// `--no-annotations` of `merge`, `diff` and `top`, whose inputs need not be traces.
+    pub(crate) const OF_TRACES: &'static str = "Do not annotate ART frames of traces";
+    /// `--no-annotations` of `profile`, which names the annotations.
+    pub(crate) const NAMED: &'static str = "Do not annotate ART frames ([jit], [aot], [interp], [common-frame])";
+
+    /// Whether ART frames are annotated.
+    pub(crate) fn annotations(&self) -> bool {
+        !self.no_annotations
+    }
+}
+
+/// `--java-heap`: a trace's Java heap graphs rather than its heapprofd dumps.
+#[derive(Args, Debug, Default)]
+pub(crate) struct JavaHeapArg {
+    /// Convert the trace's Java heap graphs (java_hprof data source) instead of its heapprofd
+    /// dumps; --pid and --dump select them (the last dump of each process by default). A trace
+    /// with no heapprofd dump has its heap graphs converted without this flag.
+    #[arg(long)]
+    pub(crate) java_heap: bool,
+}
+
+impl JavaHeapArg {
+    /// `--java-heap` of `top`.
+    pub(crate) const SHOWN: &'static str = "Show the trace's Java heap graphs (java_hprof data source) rather \
+        than its heapprofd dumps; --pid and --dump select one. A trace with no heapprofd dump has its heap \
+        graphs shown without this flag";
+    /// `--java-heap` of `profile`.
+    pub(crate) const AS_TRACECONV: &'static str = "Convert the Java heap graphs instead (`traceconv profile \
+        --java-heap`): one `java_heap_dump.N.PID.pb` per dump, the shortest-path tree from the GC roots";
+}
+
+/// `--object-size`: how an HPROF heap dump's shallow sizes are counted.
+#[derive(Args, Debug, Default)]
+pub(crate) struct ObjectSizeArgs {
     /// HPROF heap dumps: how shallow sizes are counted: the bytes the dump holds (`fields`), or
     /// a JVM's object layout (header + fields, 8-byte aligned), as jmap -histo, MAT and
     /// VisualVM count them. The dump does not say which layout its JVM had.
     #[arg(long, value_enum, default_value = "fields")]
     pub(crate) object_size: ObjectSizeArg,
+}
+
+/// `--to` of the commands that write profiles.
+#[derive(Args, Debug)]
+pub(crate) struct ToFormatArg {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "pprof")]
+    pub(crate) to: FormatArg,
+}
+
+impl ToFormatArg {
+    /// `--to` of `diff`, which says what each format shows of a comparison.
+    pub(crate) const OF_DIFF: &'static str = "Output format: pprof (NEW minus BASE, for `go tool pprof`), folded \
+        (`stack BEFORE AFTER`), svg (differential flame graph) or json (what grew most)";
+}
+
+/// `--to` of `convert`: one format, or a list of them written from one decode.
+#[derive(Args, Debug)]
+pub(crate) struct ToFormatsArg {
+    /// Output format, or a comma-separated list of them (`pprof,folded,svg`): every format from
+    /// one decode, into the directory -o names, each named as --to with that format alone names it.
+    #[arg(long, value_enum, default_value = "pprof", value_delimiter = ',')]
+    pub(crate) to: Vec<FormatArg>,
+}
+
+/// `--prune-below` of the commands that can write an HTML report.
+#[derive(Args, Debug)]
+pub(crate) struct PruneArg {
+    /// `--to html`: frames below this percentage of the total (in every sample type) are merged
+    /// into one `[other]` frame per parent; 0 keeps every frame.
+    #[arg(long, value_name = "PCT", default_value_t = 0.01)]
+    pub(crate) prune_below: f64,
+}
+
+impl PruneArg {
+    /// `--prune-below` of `diff`, whose totals are of two sides.
+    pub(crate) const OF_DIFF: &'static str = "`--to html`: frames below this percentage of the total (in every \
+        sample type, BASE or NEW) are merged into one `[other]` frame per parent; 0 keeps every frame";
+}
+
+/// How `merge`, `diff` and `top` read their inputs: which dumps of traces, sample types,
+/// decoding limits, symbols and maps, DDM choices, `--strict` and the filters.
+#[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help(PidArg::OF_TRACES)))]
+#[command(mut_arg("heap", |a| a.help(HeapArg::OF_TRACES)))]
+#[command(mut_arg("dump", |a| a.help(DumpArg::OF_ONE_OUTPUT)))]
+#[command(mut_arg("no_annotations", |a| a.help(AnnotationsArg::OF_TRACES)))]
+pub(crate) struct LoadArgs {
+    #[command(flatten)]
+    pub(crate) selection: SelectionArgs,
+    #[command(flatten)]
+    annotations: AnnotationsArg,
+    #[command(flatten)]
+    pub(crate) object_size: ObjectSizeArgs,
     /// Keep only these sample types, in this order (comma-separated): type names
     /// (`inuse_space`) or meanings (`total-count`, `total-size`, `unreleased-count`,
     /// `unreleased-size`). Needed when inputs have different sample types.
@@ -340,16 +511,17 @@ pub(crate) struct SelectArgs {
     pub(crate) filter: FilterArgs,
 }
 
-impl SelectArgs {
+impl LoadArgs {
     /// How inputs are loaded, and where their symbols come from.
-    pub(crate) fn load(&self, ui: &Ui) -> Result<(heapconv::pipeline::load::LoadOptions, SymbolSources), Error> {
+    pub(crate) fn load(&self, ui: &Ui) -> Result<(LoadOptions, SymbolSources), Error> {
         let sources = self.symbols.sources(ui);
-        let mut load = heapconv::pipeline::load::LoadOptions {
-            pids: self.pid.into_iter().collect(),
-            heap: self.heap.clone(),
-            dump: parse_dump(&self.dump)?,
-            annotations: !self.no_annotations,
-            decode: heapconv::pipeline::load::decode_options(self.decode.max_bundle_bytes()),
+        let Selection { pids, heap, dump } = self.selection.selection()?;
+        let mut load = LoadOptions {
+            pids,
+            heap,
+            dump,
+            annotations: self.annotations.annotations(),
+            decode: self.decode.options(),
             symbols: sources.clone(),
             ddm: self.ddm.choices().options(),
             filter: self.filter.options()?,

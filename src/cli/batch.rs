@@ -193,7 +193,9 @@ pub(crate) fn run(
         file_exts: plan.file_exts.iter().map(|s| (*s).to_owned()).collect(),
         no_times: plan.args.summary_no_times,
     };
-    let results = batch::run_batch(&mine, &run_opts, work, &done)?;
+    // Each input's error is passed on as text: its hint written out in flags.
+    let work = |i: &BatchInput| work(i).map_err(crate::cli::hints::written_out);
+    let results = batch::run_batch(&mine, &run_opts, &work, &done)?;
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }

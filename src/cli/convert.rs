@@ -9,14 +9,15 @@ use heapconv::pipeline::batch::Wanted;
 use heapconv::pipeline::convert::{
     ConvertOptions, ConvertRun, HeapTree, convert_one, run_convert_formats, run_convert_inputs,
 };
-use heapconv::pipeline::load::{SymbolSources, decode_options, is_ddm_capture, refuse_pprof};
+use heapconv::pipeline::load::{SymbolSources, is_ddm_capture, refuse_pprof};
+use heapconv::pipeline::select::ConvertCommon;
 use heapconv::pipeline::views::{DumpView, ViewOptions, check_view, run_view, view_one};
 use heapconv::pipeline::{Destination, Format};
 use heapconv::{Error, ErrorKind};
 
 use crate::cli::args::{
-    DdmArgs, DecodeArgs, FilterArgs, FormatArg, ObjectSizeArg, StrictArgs, SymbolArgs, ValueArg, findings, is_dir_arg,
-    parse_dump,
+    AnnotationsArg, DdmArgs, DecodeArgs, FilterArgs, JavaHeapArg, ObjectSizeArgs, PruneArg, SelectionArgs, StrictArgs,
+    SymbolArgs, ToFormatsArg, ValueArg, findings, is_dir_arg,
 };
 use crate::cli::batch::{self, BatchArgs, Plan, out_dir};
 use crate::cli::ui::{self, Ui};
@@ -71,29 +72,16 @@ pub(crate) struct ConvertArgs {
     /// `-o DIR/`: a batch, each input converted on its own.
     #[arg(required_unless_present = "inputs_from", value_name = "INPUT")]
     inputs: Vec<PathBuf>,
-    /// Output format, or a comma-separated list of them (`pprof,folded,svg`): every format from
-    /// one decode, into the directory -o names, each named as --to with that format alone names it.
-    #[arg(long, value_enum, default_value = "pprof", value_delimiter = ',')]
-    to: Vec<FormatArg>,
-    /// `--to html`: frames below this percentage of the total (in every sample type) are merged
-    /// into one `[other]` frame per parent; 0 keeps every frame.
-    #[arg(long, value_name = "PCT", default_value_t = 0.01)]
-    prune_below: f64,
+    #[command(flatten)]
+    to: ToFormatsArg,
+    #[command(flatten)]
+    prune: PruneArg,
     /// Output file, `-` for standard output, or a directory (existing, or ending in `/`) for
     /// one file per dump. Default: standard output.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Only this process.
-    #[arg(long)]
-    pid: Option<u64>,
-    /// Only this heap (libc.malloc, com.android.art, …).
-    #[arg(long)]
-    heap: Option<String>,
-    /// Which dump of each (pid, heap): `last`, `all`, or its 1-based number. For an HPROF file
-    /// holding several heap dumps (the JVMTI hprof agent's), which of them; `all` writes one
-    /// output per dump (`STEM.N.EXT`) and needs `-o DIR/`.
-    #[arg(long, default_value = "last")]
-    dump: String,
+    #[command(flatten)]
+    selection: SelectionArgs,
     /// What to show: a sample value (shown by folded stacks and flame graphs, opened first by
     /// pprof viewers), or a view across the dumps of each process and heap of a trace with
     /// continuous dumps (`peak`, `delta`, `leaks`; their value is --value).
@@ -121,25 +109,18 @@ pub(crate) struct ConvertArgs {
     /// --view leaks: how many of the last dumps a stack must have grown across (K >= 2). Default: 3.
     #[arg(long, value_name = "K")]
     leak_dumps: Option<usize>,
-    /// Do not annotate ART frames.
-    #[arg(long)]
-    no_annotations: bool,
+    #[command(flatten)]
+    annotations: AnnotationsArg,
     /// For a Java heap (an HPROF heap dump, or a trace's heap graphs): the tree the profile
     /// shows (`dominator`: widths are retained sizes; `shortest-path`: traceconv's tree from
     /// the GC roots). `--to json` writes the top report (classes by retained size, largest
     /// retainers and their paths from GC roots).
     #[arg(long, value_enum, default_value = "dominator")]
     by: ByArg,
-    /// Convert the trace's Java heap graphs (java_hprof data source) instead of its heapprofd
-    /// dumps; --pid and --dump select them (the last dump of each process by default). A trace
-    /// with no heapprofd dump has its heap graphs converted without this flag.
-    #[arg(long)]
-    java_heap: bool,
-    /// HPROF heap dumps: how shallow sizes are counted: the bytes the dump holds (`fields`), or
-    /// a JVM's object layout (header + fields, 8-byte aligned), as jmap -histo, MAT and
-    /// VisualVM count them. The dump does not say which layout its JVM had.
-    #[arg(long, value_enum, default_value = "fields")]
-    object_size: ObjectSizeArg,
+    #[command(flatten)]
+    java_heap: JavaHeapArg,
+    #[command(flatten)]
+    object_size: ObjectSizeArgs,
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
@@ -155,7 +136,7 @@ pub(crate) struct ConvertArgs {
 }
 
 /// What `convert` was asked: a conversion, or a view across dumps.
-enum Asked {
+pub(crate) enum Asked {
     Convert(ConvertOptions),
     View(ViewOptions, DumpView),
 }
@@ -209,49 +190,31 @@ impl ConvertArgs {
     }
 
     /// Arguments -> pipeline options, in one place.
-    fn options(&self, ui: &Ui) -> Result<(Asked, SymbolSources), Error> {
+    pub(crate) fn options(&self, ui: &Ui) -> Result<(Asked, SymbolSources), Error> {
         let (value, across) = self.value_and_view()?;
-        let dump = parse_dump(&self.dump)?;
         let sources = self.symbols.sources(ui);
-        let format = self.formats()[0];
-        let pids: Vec<u64> = self.pid.into_iter().collect();
-        let decode = decode_options(self.decode.max_bundle_bytes());
-        let filter = self.filter.options()?;
+        let common = ConvertCommon {
+            format: self.formats()[0],
+            select: self.selection.selection()?,
+            value,
+            annotations: self.annotations.annotations(),
+            decode: self.decode.options(),
+            symbols: sources.clone(),
+            filter: self.filter.options()?,
+            prune_below: self.prune.prune_below,
+        };
         let asked = match across {
-            Some(view) => Asked::View(
-                ViewOptions {
-                    format,
-                    pids,
-                    heap: self.heap.clone(),
-                    dump,
-                    value,
-                    annotations: !self.no_annotations,
-                    decode,
-                    symbols: sources.clone(),
-                    filter,
-                    prune_below: self.prune_below,
-                },
-                view,
-            ),
+            Some(view) => Asked::View(common, view),
             None => Asked::Convert(ConvertOptions {
-                format,
-                pids,
-                heap: self.heap.clone(),
-                dump,
-                value,
-                annotations: !self.no_annotations,
-                decode,
-                symbols: sources.clone(),
+                common,
                 ddm: self.ddm.choices().options(),
                 heap_tree: match self.by {
                     ByArg::Dominator => HeapTree::Dominator,
                     ByArg::ShortestPath => HeapTree::ShortestPath,
                 },
-                java_heap: self.java_heap,
+                java_heap: self.java_heap.java_heap,
                 sample_type: self.sample_type_asked(),
-                object_size: self.object_size.size(),
-                prune_below: self.prune_below,
-                filter,
+                object_size: self.object_size.object_size.size(),
             }),
         };
         Ok((asked, sources))
@@ -259,8 +222,8 @@ impl ConvertArgs {
 
     /// The formats --to names, in order, each once (at least one: clap gives the default).
     fn formats(&self) -> Vec<Format> {
-        let mut formats: Vec<Format> = Vec::with_capacity(self.to.len());
-        for f in &self.to {
+        let mut formats: Vec<Format> = Vec::with_capacity(self.to.to.len());
+        for f in &self.to.to {
             if !formats.contains(&f.0) {
                 formats.push(f.0);
             }
@@ -414,7 +377,7 @@ fn run_batch(ui: &Ui, a: &ConvertArgs, asked: Asked, sources: &SymbolSources) ->
             })
         }
         Asked::Convert(mut opts) => {
-            opts.symbols.always_report = true;
+            opts.common.symbols.always_report = true;
             batch::run(ui, &plan, &|i| convert_one(i, &out, &opts))
         }
     };
@@ -438,30 +401,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_equal_option_defaults() {
-        let ui = Ui { verbose: 0, quiet: true };
-        let a = parse(&["heapconv", "convert", "t.pftrace"]);
-        let d = ConvertOptions::default();
-        let Ok((Asked::Convert(got), _)) = a.options(&ui) else { panic!("a conversion") };
-        assert_eq!(got.format, d.format);
-        assert_eq!(got.dump, d.dump);
-        assert_eq!(got.object_size, d.object_size);
-        assert_eq!(got.value, d.value);
-        assert_eq!(got.prune_below, d.prune_below);
-        assert_eq!(got.annotations, d.annotations);
-        assert_eq!(got.heap, d.heap);
-        assert_eq!(got.java_heap, d.java_heap);
-        assert_eq!(got.heap_tree, d.heap_tree);
-        assert_eq!(got.decode.max_bundle_bytes, d.decode.max_bundle_bytes);
-        let (got, want) = (got.ddm, d.ddm);
-        assert_eq!(got.order, want.order);
-        assert_eq!(got.recent, want.recent);
-        assert_eq!(got.max_depth, want.max_depth);
-        assert_eq!(got.truncation_marks, want.truncation_marks);
-        assert_eq!(got.alloc_class_frame, want.alloc_class_frame);
-        assert_eq!(got.lines, want.lines);
-        assert_eq!(got.per_allocation, want.per_allocation);
-        assert_eq!(got.max_bytes, want.max_bytes);
+    fn inputs_and_format_parse() {
         let a = parse(&["heapconv", "convert", "a.alloc", "b.alloc", "--to", "folded"]);
         assert_eq!(a.inputs, [PathBuf::from("a.alloc"), PathBuf::from("b.alloc")]);
         assert_eq!(a.formats(), [Format::Folded]);

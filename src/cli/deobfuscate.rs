@@ -26,7 +26,7 @@ pub(crate) struct DeobfuscateArgs {
 }
 
 impl DeobfuscateArgs {
-    fn options(&self, ui: &Ui) -> DeobfuscateOptions {
+    pub(crate) fn options(&self, ui: &Ui) -> DeobfuscateOptions {
         DeobfuscateOptions { maps: self.proguard.maps(ui) }
     }
 }

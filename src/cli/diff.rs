@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use clap::Args;
 use heapconv::Error;
 use heapconv::pipeline::diff::{DiffRunOptions, GrowthLimit, run_diff};
-use heapconv::pipeline::load::merge_options;
+use heapconv::pipeline::load::{SymbolSources, merge_options};
 
-use crate::cli::args::{FormatArg, SelectArgs, findings};
+use crate::cli::args::{LoadArgs, PruneArg, ToFormatArg, findings};
 use crate::cli::ui::{self, Ui};
 
 #[derive(Args, Debug)]
+#[command(mut_arg("to", |a| a.help(ToFormatArg::OF_DIFF)))]
+#[command(mut_arg("prune_below", |a| a.help(PruneArg::OF_DIFF)))]
 pub(crate) struct DiffArgs {
     /// The baseline profile (any kind heapconv reads).
     base: PathBuf,
@@ -19,14 +21,10 @@ pub(crate) struct DiffArgs {
     /// Output file, `-` for standard output.
     #[arg(short, long)]
     output: PathBuf,
-    /// Output format: pprof (NEW minus BASE, for `go tool pprof`), folded (`stack BEFORE
-    /// AFTER`), svg (differential flame graph) or json (what grew most).
-    #[arg(long, value_enum, default_value = "pprof")]
-    to: FormatArg,
-    /// `--to html`: frames below this percentage of the total (in every sample type, BASE or
-    /// NEW) are merged into one `[other]` frame per parent; 0 keeps every frame.
-    #[arg(long, value_name = "PCT", default_value_t = 0.01)]
-    prune_below: f64,
+    #[command(flatten)]
+    to: ToFormatArg,
+    #[command(flatten)]
+    prune: PruneArg,
     /// Scale BASE to NEW's total before comparing (outputs only; the gate compares totals as
     /// they are).
     #[arg(long)]
@@ -44,22 +42,40 @@ pub(crate) struct DiffArgs {
     #[arg(long, value_name = "NAME")]
     sample_type: Option<String>,
     #[command(flatten)]
-    select: SelectArgs,
+    select: LoadArgs,
+}
+
+/// `--fail-if-growth`: a size or a percentage.
+fn parse_growth_limit(s: &str) -> Result<GrowthLimit, Error> {
+    GrowthLimit::parse(s).map_err(|e| {
+        Error::new(
+            e.kind(),
+            format!("--fail-if-growth takes a size (10MB, 512KiB, 1000) or a percentage (5%), not {s:?}"),
+        )
+    })
+}
+
+impl DiffArgs {
+    /// Arguments -> pipeline options, and where symbols come from.
+    pub(crate) fn options(&self, ui: &Ui) -> Result<(DiffRunOptions, SymbolSources), Error> {
+        let limit = self.fail_if_growth.as_deref().map(parse_growth_limit).transpose()?;
+        let (load, sources) = self.select.load(ui)?;
+        let opts = DiffRunOptions {
+            load,
+            merge: merge_options(&self.select.sample_types),
+            format: self.to.to.0,
+            normalize: self.normalize,
+            fail_if_growth: limit,
+            top: self.top,
+            sample_type: self.sample_type.clone(),
+            prune_below: self.prune.prune_below,
+        };
+        Ok((opts, sources))
+    }
 }
 
 pub(crate) fn run(ui: &Ui, a: DiffArgs) -> Result<u8, Error> {
-    let limit = a.fail_if_growth.as_deref().map(GrowthLimit::parse).transpose()?;
-    let (load, sources) = a.select.load(ui)?;
-    let opts = DiffRunOptions {
-        load,
-        merge: merge_options(&a.select.sample_types),
-        format: a.to.0,
-        normalize: a.normalize,
-        fail_if_growth: limit,
-        top: a.top,
-        sample_type: a.sample_type.clone(),
-        prune_below: a.prune_below,
-    };
+    let (opts, sources) = a.options(ui)?;
     let run = run_diff(&a.base, &a.new, &opts)?;
     let inputs = [a.base.clone(), a.new.clone()];
     ui::write_output(&a.output, &run.bytes, opts.format.is_binary(), &inputs)?;
@@ -78,25 +94,7 @@ pub(crate) fn run(ui: &Ui, a: DiffArgs) -> Result<u8, Error> {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-    use crate::cli::{Cli, Command};
-
-    #[test]
-    fn diff_defaults_equal_option_defaults() {
-        let Command::Diff(a) =
-            Cli::try_parse_from(["heapconv", "diff", "a.pb", "b.pb", "-o", "d.pb.gz"]).unwrap().command
-        else {
-            panic!("diff")
-        };
-        let d = DiffRunOptions::default();
-        assert_eq!(a.to.0, d.format);
-        assert_eq!(a.normalize, d.normalize);
-        assert_eq!(a.fail_if_growth.is_some(), d.fail_if_growth.is_some());
-        assert_eq!(a.top, d.top);
-        assert_eq!(a.prune_below, d.prune_below);
-    }
 
     #[test]
     fn growth_limits_parse() {

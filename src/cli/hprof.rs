@@ -12,7 +12,7 @@ use heapconv::pipeline::load::refuse_pprof;
 use heapconv::pipeline::outcome::Findings;
 use heapconv::{Error, ErrorKind};
 
-use crate::cli::args::{DecodeArgs, ProguardArgs, StrictArgs, is_dir_arg};
+use crate::cli::args::{DecodeArgs, PidArg, ProguardArgs, StrictArgs, TimestampsArg, is_dir_arg};
 use crate::cli::batch::{self, BatchArgs, Plan, out_dir};
 use crate::cli::ui::{self, Ui};
 
@@ -26,12 +26,10 @@ pub(crate) struct HprofArgs {
     /// one `java_heap_dump.N.PID.hprof` per dump.
     #[arg(short, long)]
     output: PathBuf,
-    /// Only this process.
-    #[arg(long)]
-    pid: Option<u64>,
-    /// Only dumps at these trace-clock timestamps (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    timestamps: Vec<i64>,
+    #[command(flatten)]
+    pid: PidArg,
+    #[command(flatten)]
+    timestamps: TimestampsArg,
     /// Write Android's `JAVA PROFILE 1.0.3` (heap-info records, Android root tags), which
     /// `hprof-conv` and Android Studio read.
     #[arg(long)]
@@ -52,10 +50,10 @@ pub(crate) struct HprofArgs {
 
 impl HprofArgs {
     /// Arguments -> pipeline options.
-    fn options(&self, ui: &Ui) -> HprofRunOptions {
+    pub(crate) fn options(&self, ui: &Ui) -> HprofRunOptions {
         let mut opts = HprofRunOptions {
-            pids: self.pid.into_iter().collect(),
-            timestamps: self.timestamps.clone(),
+            pids: self.pid.pids(),
+            timestamps: self.timestamps.timestamps.clone(),
             proguard: self.proguard.maps(ui),
             ..HprofRunOptions::default()
         };
@@ -168,8 +166,15 @@ pub(crate) struct HprofConvArgs {
     strict: StrictArgs,
 }
 
+impl HprofConvArgs {
+    /// Arguments -> pipeline options.
+    pub(crate) fn options(&self, ui: &Ui) -> HprofConvRunOptions {
+        HprofConvRunOptions { app_only: self.app_only, proguard: self.proguard.maps(ui) }
+    }
+}
+
 pub(crate) fn run_conv(ui: &Ui, a: HprofConvArgs) -> Result<u8, Error> {
-    let opts = HprofConvRunOptions { app_only: a.app_only, proguard: a.proguard.maps(ui) };
+    let opts = a.options(ui);
     if a.output_dir.is_some() || a.batch.asked(&a.paths) {
         let out = out_dir(a.output_dir.as_deref(), "hprof-conv")?;
         let plan = Plan {
@@ -229,18 +234,7 @@ mod tests {
     use crate::cli::{Cli, Command};
 
     #[test]
-    fn hprof_defaults_equal_option_defaults() {
-        let Command::Hprof(a) =
-            Cli::try_parse_from(["heapconv", "hprof", "t.pftrace", "-o", "x.hprof"]).unwrap().command
-        else {
-            panic!("hprof")
-        };
-        let d = HprofRunOptions::default();
-        let got = a.options(&Ui { verbose: 0, quiet: true });
-        assert_eq!(got.pids, d.pids);
-        assert_eq!(got.timestamps, d.timestamps);
-        assert_eq!(got.hprof.android, d.hprof.android);
-        assert_eq!(a.decode.max_bundle_mib << 20, d.graph.max_bundle_bytes);
+    fn hprof_needs_an_output() {
         assert!(Cli::try_parse_from(["heapconv", "hprof", "t.pftrace"]).is_err(), "-o is required");
     }
 
@@ -250,10 +244,6 @@ mod tests {
             let Command::HprofConv(a) = Cli::try_parse_from(args).unwrap().command else { panic!("hprof-conv") };
             assert!(a.app_only && a.paths == [PathBuf::from("a"), PathBuf::from("b")] && a.output_dir.is_none());
         }
-        let Command::HprofConv(a) = Cli::try_parse_from(["heapconv", "hprof-conv", "a", "b"]).unwrap().command else {
-            panic!("hprof-conv")
-        };
-        assert_eq!(a.app_only, HprofConvRunOptions::default().app_only);
         assert!(Cli::try_parse_from(["heapconv", "hprof-conv"]).is_err());
         let Command::HprofConv(a) = Cli::try_parse_from([
             "heapconv",

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::Args;
 use heapconv::Error;
 use heapconv::pipeline::inspect::run_inspect_input;
-use heapconv::pipeline::load::decode_options;
 use heapconv::pipeline::outcome::{Findings, RunOutcome};
 
 use crate::cli::args::{DdmArgs, DecodeArgs};
@@ -20,13 +19,13 @@ pub(crate) struct InspectArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    decode: DecodeArgs,
+    pub(crate) decode: DecodeArgs,
     #[command(flatten)]
     ddm: DdmArgs,
 }
 
 pub(crate) fn run(a: InspectArgs) -> Result<u8, Error> {
-    let decode = decode_options(a.decode.max_bundle_bytes());
+    let decode = a.decode.options();
     let inspection = run_inspect_input(&a.input, &decode, &a.ddm.choices().options())?;
     let text = inspection.render(a.json);
     ui::write_stdout_unflushed(text.as_bytes())?;

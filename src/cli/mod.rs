@@ -1,6 +1,7 @@
 //! The command line: clap's types, one file per command (arguments -> pipeline options -> one
-//! pipeline call -> exit code), the argument groups commands share ([`args`]), messages and
-//! progress ([`ui`]), and batches ([`batch`]).
+//! pipeline call -> exit code), the argument groups commands share, each flag declared once
+//! ([`args`]), the flags of the library's hints ([`hints`]), messages and progress ([`ui`]),
+//! and batches ([`batch`]).
 //!
 //! Exit codes: 0 success; 1 bad input, no data or I/O error; 2 usage error; 3 partial result
 //! (the input is damaged or a dump never finished: what was complete was converted and written);
@@ -19,6 +20,7 @@ mod convert;
 mod deobfuscate;
 mod diff;
 mod generate;
+mod hints;
 mod hprof;
 mod inspect;
 mod merge;
@@ -270,7 +272,8 @@ pub(crate) fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("heapconv: error: {e}{}", e.hint().map_or("", heapconv::pipeline::batch::flag_hint));
+            let e = hints::written_out(e);
+            eprintln!("heapconv: error: {e}");
             let mut src = std::error::Error::source(&e);
             while let Some(s) = src {
                 eprintln!("  caused by: {s}");
@@ -284,9 +287,66 @@ pub(crate) fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
+    use clap::Parser;
+    use heapconv::pipeline::DecodeOptions;
+    use heapconv::pipeline::convert::ConvertOptions;
+    use heapconv::pipeline::deobfuscate::DeobfuscateOptions;
+    use heapconv::pipeline::diff::DiffRunOptions;
+    use heapconv::pipeline::hprof::HprofRunOptions;
+    use heapconv::pipeline::hprof_conv::HprofConvRunOptions;
     use heapconv::pipeline::load::{Command as Reader, InputType};
+    use heapconv::pipeline::merge::MergeRunOptions;
+    use heapconv::pipeline::profile::ProfileOptions;
+    use heapconv::pipeline::timeline::TimelineOptions;
+    use heapconv::pipeline::top::{HeapTopRunOptions, TopRunOptions};
+    use heapconv::pipeline::views::ViewOptions;
 
-    use super::Cli;
+    use super::*;
+
+    /// The command `args` parse into.
+    fn parse(args: &[&str]) -> Command {
+        Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}")).command
+    }
+
+    /// Options compared whole, by their `Debug` text (not every option type has `PartialEq`).
+    fn same<T: std::fmt::Debug>(what: &str, got: &T, want: &T) {
+        assert_eq!(format!("{got:#?}"), format!("{want:#?}"), "{what}: the command line's defaults");
+    }
+
+    /// Each command given no option asks the pipeline for its options' `Default`: one value
+    /// per setting, whichever side it is read from.
+    #[test]
+    fn every_command_defaults_to_its_pipeline_options_default() {
+        let ui = Ui { verbose: 0, quiet: true };
+        let Command::Convert(a) = parse(&["heapconv", "convert", "t"]) else { panic!("convert") };
+        let Ok((convert::Asked::Convert(got), _)) = a.options(&ui) else { panic!("a conversion") };
+        same("convert", &got, &ConvertOptions::default());
+        let Command::Convert(a) = parse(&["heapconv", "convert", "t", "--view", "peak"]) else { panic!("convert") };
+        let Ok((convert::Asked::View(got, _), _)) = a.options(&ui) else { panic!("a view") };
+        same("convert --view", &got, &ViewOptions::default());
+        let Command::Profile(a) = parse(&["heapconv", "profile", "t"]) else { panic!("profile") };
+        same("profile", &a.options(&ui).0, &ProfileOptions::default());
+        let Command::Hprof(a) = parse(&["heapconv", "hprof", "t", "-o", "x.hprof"]) else { panic!("hprof") };
+        same("hprof", &a.options(&ui), &HprofRunOptions::default());
+        let Command::HprofConv(a) = parse(&["heapconv", "hprof-conv", "a", "b"]) else { panic!("hprof-conv") };
+        same("hprof-conv", &a.options(&ui), &HprofConvRunOptions::default());
+        let Command::Deobfuscate(a) = parse(&["heapconv", "deobfuscate"]) else { panic!("deobfuscate") };
+        same("deobfuscate", &a.options(&ui), &DeobfuscateOptions::default());
+        let Command::Merge(a) = parse(&["heapconv", "merge", "a", "-o", "m"]) else { panic!("merge") };
+        same("merge", &a.options(&ui).unwrap().0, &MergeRunOptions::default());
+        let Command::Diff(a) = parse(&["heapconv", "diff", "a", "b", "-o", "d"]) else { panic!("diff") };
+        same("diff", &a.options(&ui).unwrap().0, &DiffRunOptions::default());
+        let Command::Top(a) = parse(&["heapconv", "top", "a"]) else { panic!("top") };
+        let (got, got_heap, _) = a.options(&ui).unwrap();
+        same("top", &got, &TopRunOptions::default());
+        same("top of a Java heap", &got_heap, &HeapTopRunOptions::default());
+        let Command::Timeline(a) = parse(&["heapconv", "timeline", "t"]) else { panic!("timeline") };
+        same("timeline", &a.options(), &TimelineOptions::default());
+        let Command::Inspect(a) = parse(&["heapconv", "inspect", "t"]) else { panic!("inspect") };
+        same("inspect", &a.decode.options(), &DecodeOptions::default());
+        let Command::Symbolize(a) = parse(&["heapconv", "symbolize", "t"]) else { panic!("symbolize") };
+        same("symbolize", &a.decode.options(), &DecodeOptions::default());
+    }
 
     #[test]
     fn help_matrix_and_input_table_agree() {

@@ -4,14 +4,18 @@ use std::path::PathBuf;
 
 use clap::Args;
 use heapconv::Error;
-use heapconv::pipeline::load::{decode_options, refuse_pprof};
+use heapconv::pipeline::load::refuse_pprof;
 use heapconv::pipeline::profile::{ProfileOptions, profile_one, run_java_heap_profile, run_profile};
 
-use crate::cli::args::{DecodeArgs, StrictArgs, SymbolArgs, findings};
+use crate::cli::args::{
+    AnnotationsArg, DecodeArgs, JavaHeapArg, PidArg, StrictArgs, SymbolArgs, TimestampsArg, findings,
+};
 use crate::cli::batch::{self, BatchArgs, Plan};
 use crate::cli::ui::Ui;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("no_annotations", |a| a.help(AnnotationsArg::NAMED)))]
+#[command(mut_arg("java_heap", |a| a.help(JavaHeapArg::AS_TRACECONV)))]
 pub(crate) struct ProfileArgs {
     /// The trace (`-` for standard input; gzip is detected). Several traces, directories or
     /// patterns: a batch, each trace's files in `-o DIR/<name>/`.
@@ -20,22 +24,17 @@ pub(crate) struct ProfileArgs {
     /// Directory for the pprof files (created if needed).
     #[arg(long, short = 'o', default_value = ".")]
     pub(crate) output_dir: PathBuf,
-    /// Only this process.
-    #[arg(long)]
-    pub(crate) pid: Option<u64>,
-    /// Only dumps at these trace-clock timestamps (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub(crate) timestamps: Vec<i64>,
-    /// Do not annotate ART frames ([jit], [aot], [interp], [common-frame]).
-    #[arg(long)]
-    pub(crate) no_annotations: bool,
+    #[command(flatten)]
+    pid: PidArg,
+    #[command(flatten)]
+    timestamps: TimestampsArg,
+    #[command(flatten)]
+    annotations: AnnotationsArg,
     /// Write uncompressed .pb files, named exactly as traceconv names them.
     #[arg(long)]
     pub(crate) raw: bool,
-    /// Convert the Java heap graphs instead (`traceconv profile --java-heap`): one
-    /// `java_heap_dump.N.PID.pb` per dump, the shortest-path tree from the GC roots.
-    #[arg(long)]
-    java_heap: bool,
+    #[command(flatten)]
+    java_heap: JavaHeapArg,
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
@@ -51,11 +50,11 @@ impl ProfileArgs {
         let sources = self.symbols.sources(ui);
         let opts = ProfileOptions {
             output_dir: self.output_dir.clone(),
-            pids: self.pid.into_iter().collect(),
-            timestamps: self.timestamps.clone(),
-            annotations: !self.no_annotations,
+            pids: self.pid.pids(),
+            timestamps: self.timestamps.timestamps.clone(),
+            annotations: self.annotations.annotations(),
             raw: self.raw,
-            decode: decode_options(self.decode.max_bundle_bytes()),
+            decode: self.decode.options(),
             symbols: sources.clone(),
         };
         (opts, sources)
@@ -79,7 +78,7 @@ pub(crate) fn run(ui: &Ui, a: ProfileArgs) -> Result<u8, Error> {
         let mut opts = opts.clone();
         // A batch summary always reports each input's symbolization coverage.
         opts.symbols.always_report = true;
-        let java_heap = a.java_heap;
+        let java_heap = a.java_heap.java_heap;
         return batch::run(ui, &plan, &|i| {
             refuse_pprof(&i.path, "profile")?;
             profile_one(i, &opts.output_dir, &opts, java_heap)
@@ -94,7 +93,8 @@ pub(crate) fn run(ui: &Ui, a: ProfileArgs) -> Result<u8, Error> {
             pb.tick();
         }
     };
-    let run = if a.java_heap { run_java_heap_profile(trace, &opts)? } else { run_profile(trace, &opts, &tick)? };
+    let run =
+        if a.java_heap.java_heap { run_java_heap_profile(trace, &opts)? } else { run_profile(trace, &opts, &tick)? };
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
@@ -114,27 +114,4 @@ pub(crate) fn run(ui: &Ui, a: ProfileArgs) -> Result<u8, Error> {
         }
     }
     Ok(a.strict.exit(findings(gate_ok, damaged), &lost))
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::*;
-    use crate::cli::{Cli, Command};
-
-    #[test]
-    fn profile_defaults_equal_option_defaults() {
-        let Command::Profile(a) = Cli::try_parse_from(["heapconv", "profile", "t.pftrace"]).unwrap().command else {
-            panic!("profile")
-        };
-        let (got, _) = a.options(&Ui { verbose: 0, quiet: true });
-        let d = ProfileOptions::default();
-        assert_eq!(got.output_dir, d.output_dir);
-        assert_eq!(got.pids, d.pids);
-        assert_eq!(got.timestamps, d.timestamps);
-        assert_eq!(got.annotations, d.annotations);
-        assert_eq!(got.raw, d.raw);
-        assert_eq!(got.decode.max_bundle_bytes, d.decode.max_bundle_bytes);
-    }
 }

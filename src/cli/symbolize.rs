@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use heapconv::pipeline::batch::Wanted;
-use heapconv::pipeline::load::{decode_options, refuse_pprof};
+use heapconv::pipeline::load::refuse_pprof;
 use heapconv::pipeline::symbolize::{SYMBOLS_EXT, addr2line_json_lines, run_symbolize, symbolize_one};
 use heapconv::{Error, ErrorKind};
 
@@ -29,7 +29,7 @@ pub(crate) struct SymbolizeArgs {
     #[command(flatten)]
     symbols: SymbolArgs,
     #[command(flatten)]
-    decode: DecodeArgs,
+    pub(crate) decode: DecodeArgs,
     #[command(flatten)]
     pub(crate) batch: BatchArgs,
     #[command(flatten)]
@@ -47,7 +47,7 @@ pub(crate) fn run(ui: &Ui, a: SymbolizeArgs) -> Result<u8, Error> {
             "no symbol directories: give --symbol-dir DIR (repeatable) or set PERFETTO_BINARY_PATH",
         ));
     };
-    let decode = decode_options(a.decode.max_bundle_bytes());
+    let decode = a.decode.options();
     if a.traces.len() > 1 || a.batch.asked(&a.traces) {
         let out = out_dir(a.output.as_deref(), "symbolize")?;
         let plan = Plan {

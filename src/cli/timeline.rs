@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use heapconv::Error;
 use heapconv::pipeline::batch::Wanted;
-use heapconv::pipeline::load::{decode_options, refuse_pprof};
+use heapconv::pipeline::load::refuse_pprof;
 use heapconv::pipeline::outcome::Findings;
 use heapconv::pipeline::timeline::{TimelineFormat, TimelineOptions, run_timeline, timeline_one};
 
-use crate::cli::args::{DecodeArgs, StrictArgs, ValueArg};
+use crate::cli::args::{DecodeArgs, HeapArg, PidArg, StrictArgs, ValueArg};
 use crate::cli::batch::{self, BatchArgs, Plan, out_dir};
 use crate::cli::ui::{self, Ui};
 
@@ -35,12 +35,10 @@ pub(crate) struct TimelineArgs {
     /// Output file, `-` for standard output. Default: standard output.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Only this process.
-    #[arg(long)]
-    pid: Option<u64>,
-    /// Only this heap (libc.malloc, com.android.art, …).
-    #[arg(long)]
-    heap: Option<String>,
+    #[command(flatten)]
+    pid: PidArg,
+    #[command(flatten)]
+    heap: HeapArg,
     /// The value the SVG chart draws (CSV and JSON have all four).
     #[arg(long, value_enum, default_value = "unreleased-size")]
     value: ValueArg,
@@ -57,16 +55,16 @@ pub(crate) struct TimelineArgs {
 
 impl TimelineArgs {
     /// Arguments -> pipeline options.
-    fn options(&self) -> TimelineOptions {
+    pub(crate) fn options(&self) -> TimelineOptions {
         let mut opts = TimelineOptions {
             format: match self.to {
                 TimelineToArg::Csv => TimelineFormat::Csv,
                 TimelineToArg::Json => TimelineFormat::Json,
                 TimelineToArg::Svg => TimelineFormat::Svg,
             },
-            pids: self.pid.into_iter().collect(),
-            heap: self.heap.clone(),
-            decode: decode_options(self.decode.max_bundle_bytes()),
+            pids: self.pid.pids(),
+            heap: self.heap.heap.clone(),
+            decode: self.decode.options(),
             ..TimelineOptions::default()
         };
         opts.chart.value = self.value.kind();
@@ -110,26 +108,4 @@ pub(crate) fn run(ui: &Ui, a: TimelineArgs) -> Result<u8, Error> {
     }
     let damaged = ui.problems(&run.report);
     Ok(a.strict.exit(Findings { partial: damaged, ..Findings::default() }, &run.report.data_loss()))
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::*;
-    use crate::cli::{Cli, Command};
-
-    #[test]
-    fn timeline_defaults_equal_option_defaults() {
-        let Command::Timeline(a) = Cli::try_parse_from(["heapconv", "timeline", "t.pftrace"]).unwrap().command else {
-            panic!("timeline")
-        };
-        let (got, d) = (a.options(), TimelineOptions::default());
-        assert_eq!(got.format, d.format);
-        assert_eq!(got.chart.value, d.chart.value);
-        assert_eq!(got.pids, d.pids);
-        assert_eq!(got.heap, d.heap);
-        assert_eq!(got.chart.title, d.chart.title);
-        assert_eq!(got.decode.max_bundle_bytes, d.decode.max_bundle_bytes);
-    }
 }

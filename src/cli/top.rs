@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use heapconv::pipeline::load::{decode_options, merge_options};
+use heapconv::pipeline::load::{SymbolSources, merge_options};
 use heapconv::pipeline::reports::{deobfuscation_json, with_deobfuscation};
 use heapconv::pipeline::top::{HeapTopRunOptions, TopGroup, TopRun, TopRunOptions, run_top};
 use heapconv::{Error, ErrorKind};
 
-use crate::cli::args::{SelectArgs, findings, parse_dump};
+use crate::cli::args::{JavaHeapArg, LoadArgs, findings};
 use crate::cli::batch::InputListArgs;
 use crate::cli::merge::expand_inputs;
 use crate::cli::ui::{self, Ui};
@@ -24,6 +24,7 @@ enum TopByArg {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("java_heap", |a| a.help(JavaHeapArg::SHOWN)))]
 pub(crate) struct TopArgs {
     /// Inputs (any kind; several are merged first; directories and patterns stand for the
     /// inputs in them).
@@ -36,11 +37,8 @@ pub(crate) struct TopArgs {
     /// Rows to show (0: all). For a Java heap: classes.
     #[arg(short = 'n', long = "count", default_value_t = 20, value_name = "N")]
     count: usize,
-    /// Show the trace's Java heap graphs (java_hprof data source) rather than its heapprofd
-    /// dumps; --pid and --dump select one. A trace with no heapprofd dump has its heap graphs
-    /// shown without this flag.
-    #[arg(long)]
-    java_heap: bool,
+    #[command(flatten)]
+    java_heap: JavaHeapArg,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -49,34 +47,43 @@ pub(crate) struct TopArgs {
     #[arg(long, value_name = "T")]
     sample_type: Option<String>,
     #[command(flatten)]
-    select: SelectArgs,
+    select: LoadArgs,
     #[command(flatten)]
     pub(crate) list: InputListArgs,
 }
 
+impl TopArgs {
+    /// Arguments -> pipeline options (of profiles, and of Java heaps), and where symbols come
+    /// from.
+    pub(crate) fn options(&self, ui: &Ui) -> Result<(TopRunOptions, HeapTopRunOptions, SymbolSources), Error> {
+        let (load, sources) = self.select.load(ui)?;
+        let opts = TopRunOptions {
+            load,
+            merge: merge_options(&self.select.sample_types),
+            by: match self.by {
+                None | Some(TopByArg::Function) | Some(TopByArg::Class) => TopGroup::Function,
+                Some(TopByArg::Mapping) => TopGroup::Mapping,
+                Some(TopByArg::Stack) => TopGroup::Stack,
+            },
+            count: self.count,
+            sample_type: self.sample_type.clone(),
+        };
+        let mut heap_opts = HeapTopRunOptions {
+            pids: self.select.selection.pid.pids(),
+            dump: self.select.selection.dump.select()?,
+            decode: self.select.decode.options(),
+            java_heap: self.java_heap.java_heap,
+            object_size: self.select.object_size.object_size.size(),
+            proguard: sources.proguard.clone(),
+            ..HeapTopRunOptions::default()
+        };
+        heap_opts.top.classes = if self.count == 0 { usize::MAX } else { self.count };
+        Ok((opts, heap_opts, sources))
+    }
+}
+
 pub(crate) fn run(ui: &Ui, a: TopArgs) -> Result<u8, Error> {
-    let (load, sources) = a.select.load(ui)?;
-    let opts = TopRunOptions {
-        load,
-        merge: merge_options(&a.select.sample_types),
-        by: match a.by {
-            None | Some(TopByArg::Function) | Some(TopByArg::Class) => TopGroup::Function,
-            Some(TopByArg::Mapping) => TopGroup::Mapping,
-            Some(TopByArg::Stack) => TopGroup::Stack,
-        },
-        count: a.count,
-        sample_type: a.sample_type.clone(),
-    };
-    let mut heap_opts = HeapTopRunOptions {
-        pids: a.select.pid.into_iter().collect(),
-        dump: parse_dump(&a.select.dump)?,
-        decode: decode_options(a.select.decode.max_bundle_bytes()),
-        java_heap: a.java_heap,
-        object_size: a.select.object_size.size(),
-        proguard: sources.proguard.clone(),
-        ..HeapTopRunOptions::default()
-    };
-    heap_opts.top.classes = if a.count == 0 { usize::MAX } else { a.count };
+    let (opts, heap_opts, sources) = a.options(ui)?;
     let run = run_top(&expand_inputs(&a.inputs, &a.list)?, &opts, &heap_opts)?;
     let (gate_ok, damaged, lost) = match &run {
         TopRun::Table(_, inputs) => {
@@ -113,26 +120,4 @@ pub(crate) fn run(ui: &Ui, a: TopArgs) -> Result<u8, Error> {
     }
     ui::write_stdout_unflushed(text.as_bytes())?;
     Ok(a.select.strict.exit(findings(gate_ok, damaged), &lost))
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::*;
-    use crate::cli::{Cli, Command};
-
-    #[test]
-    fn top_defaults_equal_option_defaults() {
-        let Command::Top(a) = Cli::try_parse_from(["heapconv", "top", "a.pb"]).unwrap().command else { panic!("top") };
-        let d = TopRunOptions::default();
-        assert!(a.by.is_none() && d.by == TopGroup::Function);
-        let h = HeapTopRunOptions::default();
-        assert_eq!(a.java_heap, h.java_heap);
-        assert_eq!(a.count, h.top.classes);
-        assert_eq!(parse_dump(&a.select.dump).unwrap(), h.dump);
-        assert_eq!(a.select.object_size.size(), h.object_size);
-        assert_eq!(a.sample_type.is_some(), d.sample_type.is_some());
-        assert_eq!(a.count, 20, "like the top lists of convert --to json");
-    }
 }

@@ -5,25 +5,25 @@ use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done, ProfileTotals, file_for};
 use super::load::{
-    HeapprofdSelection, ObjectSize, Opened, SymbolSources, for_selected_heap_graphs, for_selected_hprof_dumps,
-    is_alloc_file, open_input, pick_sample_type, select_heapprofd, select_heapprofd_dumps, symbolize_hook,
+    HeapprofdSelection, ObjectSize, Opened, for_selected_heap_graphs, for_selected_hprof_dumps, is_alloc_file,
+    open_input, pick_sample_type, select_heapprofd, select_heapprofd_dumps, symbolize_hook,
 };
 use super::reports::{ddm_inspect, pprof_coverage};
 use super::select::{
-    Destination, DumpFilter, DumpSelect, describe_heap_dump, describe_hprof_dump, heap_dump_name, heap_dump_name_of,
-    no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
+    ConvertCommon, Destination, DumpFilter, DumpSelect, choose_one, describe_heap_dump, describe_hprof_dump,
+    heap_dump_name, heap_dump_name_of, no_heap_graph_match, no_heapprofd, several_heap_graphs, stem, write_outputs,
 };
-use crate::analysis::filter::{FilterOptions, filter_flat, filter_profile};
+use crate::analysis::filter::{filter_flat, filter_profile};
 use crate::decode::Input;
 use crate::decode::ddm_alloc_records::{AllocCapture, DdmOptions, alloc_records_profile, decode_alloc_records};
-use crate::decode::perfetto::{DecodeOptions, ListDump, decode_heapprofd_frames};
+use crate::decode::perfetto::{ListDump, decode_heapprofd_frames};
 use crate::decode::pprof::{PprofDecodeOptions, read_pprof};
 use crate::encode::summary::{DdmInspect, SummaryOptions, convert_json};
 use crate::encode::{
     EncodeOptions, Format, Shown, encode, encode_flat, encode_flat_to, encode_heap_html, encode_html_timeline,
     encode_to,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Hint, Result, Selector};
 use crate::merge::TypeSelector;
 use crate::model::{FlatProfile, HeapDump, Profile, StackLists, TraceReport, ValueKind};
 use crate::output::{AtomicFile, check_not_input, ensure_dir, write_atomic};
@@ -32,25 +32,10 @@ use crate::symbolize::SymbolizeReport;
 /// Options of `heapconv convert`.
 #[derive(Debug, Clone)]
 pub struct ConvertOptions {
-    /// Output format. Default: pprof.
-    pub format: Format,
-    /// Keep only these pids (empty: all). Default: empty.
-    pub pids: Vec<u64>,
-    /// Keep only this heap. Default: all heaps.
-    pub heap: Option<String>,
-    /// Which dumps. Default: the last of each (pid, heap).
-    pub dump: DumpSelect,
-    /// The value folded stacks and flame graphs show and pprof viewers open with.
-    /// Default: unreleased size.
-    pub value: ValueKind,
-    /// ART frame annotations in frame names (pprof always has them unless this is false).
-    /// Default: true.
-    pub annotations: bool,
-    /// Decoder options. Default: [`DecodeOptions::default`].
-    pub decode: DecodeOptions,
-    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
-    /// symbolization; symbols already in the input are still used).
-    pub symbols: SymbolSources,
+    /// What a conversion shares with the views across dumps (`convert --view`): the format,
+    /// the selection, the value shown, annotations, decoding, symbols, filters and pruning.
+    /// Default: [`ConvertCommon::default`].
+    pub common: ConvertCommon,
     /// How DDM allocation records become a profile. Default: [`DdmOptions::default`]
     /// (`lines` and `per_allocation` are chosen per format: on for pprof, off for the text
     /// outputs, whose frame labels are then `class.method(File.java:12)`).
@@ -65,50 +50,46 @@ pub struct ConvertOptions {
     /// summary) and opened in (pprof's `default_sample_type`): a type name or a meaning such as
     /// `total-size`, which the profile must have. Default: `None`, the input's default type
     /// (its `default_sample_type`, else its last type, as `go tool pprof` picks). Other inputs
-    /// show [`ConvertOptions::value`]; a type *name* given for them is a usage error.
+    /// show [`ConvertCommon::value`]; a type *name* given for them is a usage error.
     pub sample_type: Option<String>,
     /// How an HPROF heap dump's shallow sizes are counted. Default: [`ObjectSize::Fields`]
     /// (the bytes the dump holds).
     pub object_size: ObjectSize,
-    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
-    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
-    pub prune_below: f64,
-    /// pprof-style filters applied to every profile converted (not to a Java heap's JSON
-    /// report). Default: none.
-    pub filter: FilterOptions,
 }
 
 impl ConvertOptions {
     /// The heapprofd dumps these options select.
     pub(crate) fn selection(&self) -> HeapprofdSelection<'_> {
+        let c = &self.common;
         HeapprofdSelection {
-            decode: &self.decode,
-            pids: &self.pids,
-            heap: self.heap.as_deref(),
-            dump: self.dump,
-            symbolize: self.symbols.options(),
-            proguard: &self.symbols.proguard,
+            decode: &c.decode,
+            pids: &c.select.pids,
+            heap: c.select.heap.as_deref(),
+            dump: c.select.dump,
+            symbolize: c.symbols.options(),
+            proguard: &c.symbols.proguard,
         }
     }
 
     /// How a profile is encoded.
     pub fn encode_options(&self) -> EncodeOptions {
+        let c = &self.common;
         EncodeOptions {
-            shown: Shown::Kind(self.value),
-            annotations: self.annotations,
+            shown: Shown::Kind(c.value),
+            annotations: c.annotations,
             title: None,
-            prune_below: self.prune_below,
+            prune_below: c.prune_below,
         }
     }
 
     /// These options with `format` as the output format (one of a list of formats).
     fn in_format(&self, format: Format) -> ConvertOptions {
-        ConvertOptions { format, ..self.clone() }
+        ConvertOptions { common: ConvertCommon { format, ..self.common.clone() }, ..self.clone() }
     }
 
     /// The dumps of a trace these options convert.
     pub fn dump_filter(&self, report: &TraceReport) -> DumpFilter {
-        DumpFilter::new(&self.pids, self.heap.as_deref(), self.dump, &[], report)
+        self.common.select.dump_filter(report)
     }
 }
 
@@ -125,21 +106,12 @@ pub enum HeapTree {
 impl Default for ConvertOptions {
     fn default() -> Self {
         ConvertOptions {
-            format: Format::Pprof,
-            pids: Vec::new(),
-            heap: None,
-            dump: DumpSelect::Last,
-            value: ValueKind::UnreleasedSize,
-            annotations: true,
-            decode: DecodeOptions::default(),
-            symbols: SymbolSources::default(),
+            common: ConvertCommon::default(),
             ddm: DdmOptions::default(),
             heap_tree: HeapTree::default(),
             java_heap: false,
             sample_type: None,
             object_size: ObjectSize::Fields,
-            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
-            filter: FilterOptions::default(),
         }
     }
 }
@@ -149,16 +121,16 @@ pub fn select_profiles(
     input: &Path,
     opts: &ConvertOptions,
 ) -> Result<(Vec<Profile>, TraceReport, Option<SymbolizeReport>)> {
-    select_heapprofd_dumps(Input::open(input, opts.decode.max_gzip_bytes)?, &opts.selection())
+    select_heapprofd_dumps(Input::open(input, opts.common.decode.max_gzip_bytes)?, &opts.selection())
 }
 
-/// Encodes one profile as `convert` writes it: in `opts.format`, showing `opts.value`.
+/// Encodes one profile as `convert` writes it: in `opts.common.format`, showing `opts.common.value`.
 pub fn encode_one(profile: &Profile, opts: &ConvertOptions) -> Result<Vec<u8>> {
-    encode(profile, opts.format, &opts.encode_options())
+    encode(profile, opts.common.format, &opts.encode_options())
 }
 
 fn summary_options(opts: &ConvertOptions) -> SummaryOptions {
-    SummaryOptions { view: opts.value, annotations: opts.annotations, ..Default::default() }
+    SummaryOptions { view: opts.common.value, annotations: opts.common.annotations, ..Default::default() }
 }
 
 /// Output of `convert`: what to write where.
@@ -198,7 +170,7 @@ pub fn run_convert_inputs(inputs: &[PathBuf], dest: &Destination, opts: &Convert
 /// Runs `convert` once into the directory `dir` for every format of `formats` (`--to
 /// pprof,folded,svg`): the inputs are read and decoded once, and each format's files are
 /// those a run of [`run_convert_inputs`] with that format alone writes into `dir`, with the
-/// same names and bytes. `opts.format` is not used. DDM captures are read once and their
+/// same names and bytes. `opts.common.format` is not used. DDM captures are read once and their
 /// records decoded once per frame-label style (file and line per frame for pprof and JSON,
 /// none for the text outputs).
 pub fn run_convert_formats(
@@ -223,10 +195,10 @@ pub(crate) fn convert_inputs_to(
     dest_for: &dyn Fn(bool) -> Destination,
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
-    convert_inputs_each(inputs, dest_for, std::slice::from_ref(&opts.format), opts)
+    convert_inputs_each(inputs, dest_for, std::slice::from_ref(&opts.common.format), opts)
 }
 
-/// [`convert_inputs_to`] in each format of `formats` from one decode (`opts.format` is the
+/// [`convert_inputs_to`] in each format of `formats` from one decode (`opts.common.format` is the
 /// first of them; it chooses the destination).
 fn convert_inputs_each(
     inputs: &[PathBuf],
@@ -240,7 +212,7 @@ fn convert_inputs_each(
     let want_ddm = inputs.len() > 1 || is_alloc_file(&inputs[0]);
     let mut ddm = Vec::new();
     for path in inputs {
-        match open_input(path, opts.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
+        match open_input(path, opts.common.decode.max_gzip_bytes, opts.ddm.max_bytes, want_ddm)? {
             Opened::Ddm { name, bytes } => ddm.push((name, bytes)),
             Opened::Pprof(inp, _) => {
                 return convert_pprof(inp, &inputs[0], &dest_for(false), formats, opts);
@@ -249,12 +221,19 @@ fn convert_inputs_each(
                 return Err(type_name_not_for(&inp.name));
             }
             Opened::Trace(inp, _) => {
-                return convert_trace(inp, true, &inputs[0], &dest_for(!opts.format.is_report()), formats, opts);
+                return convert_trace(inp, true, &inputs[0], &dest_for(!opts.common.format.is_report()), formats, opts);
             }
             Opened::Unknown(inp) => {
-                return convert_trace(inp, false, &inputs[0], &dest_for(!opts.format.is_report()), formats, opts);
+                return convert_trace(
+                    inp,
+                    false,
+                    &inputs[0],
+                    &dest_for(!opts.common.format.is_report()),
+                    formats,
+                    opts,
+                );
             }
-            Opened::Hprof(inp) if formats.iter().any(|f| f.is_report()) && !opts.filter.is_empty() => {
+            Opened::Hprof(inp) if formats.iter().any(|f| f.is_report()) && !opts.common.filter.is_empty() => {
                 return Err(filters_not_for_heap_report(&inp.name));
             }
             Opened::Hprof(inp) => {
@@ -264,7 +243,13 @@ fn convert_inputs_each(
                         format!("{}: `convert` takes one HPROF heap dump at a time", inp.name),
                     ));
                 }
-                return convert_hprof(inp, &inputs[0], &dest_for(opts.dump == DumpSelect::All), formats, opts);
+                return convert_hprof(
+                    inp,
+                    &inputs[0],
+                    &dest_for(opts.common.select.dump == DumpSelect::All),
+                    formats,
+                    opts,
+                );
             }
         }
     }
@@ -282,8 +267,12 @@ fn names_a_type(opts: &ConvertOptions) -> bool {
 fn type_name_not_for(input: &str) -> Error {
     Error::new(
         ErrorKind::Usage,
-        format!("{input}: --sample-type NAME chooses a type of a pprof input; for other inputs use --value"),
+        format!(
+            "{input}: a sample type name chooses a type of a pprof input; other inputs show a value (unreleased size, \
+             …)"
+        ),
     )
+    .with_hint(Hint::SampleTypeIsForPprof { input: input.to_owned() })
 }
 
 /// `convert` of a trace (`recognised`: sniffing knew it as one; else it may be no trace at all).
@@ -331,10 +320,10 @@ fn convert_trace(
             ),
         ));
     }
-    let profiles: Vec<Profile> = if opts.filter.is_empty() {
+    let profiles: Vec<Profile> = if opts.common.filter.is_empty() {
         profiles
     } else {
-        profiles.into_iter().map(|p| filter_profile(p, &opts.filter)).collect()
+        profiles.into_iter().map(|p| filter_profile(p, &opts.common.filter)).collect()
     };
     let mut outputs = Vec::new();
     for &format in formats {
@@ -345,7 +334,7 @@ fn convert_trace(
     Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings: Vec::new() })
 }
 
-/// The profiles of a trace written in `opts.format` to `dest` (or, for folded stacks, written
+/// The profiles of a trace written in `opts.common.format` to `dest` (or, for folded stacks, written
 /// as they are encoded): the outputs, in order.
 fn trace_outputs(
     profiles: &[Profile],
@@ -356,7 +345,7 @@ fn trace_outputs(
     opts: &ConvertOptions,
 ) -> Result<Outputs> {
     use rayon::prelude::*;
-    let outputs: Outputs = if opts.format.is_report() {
+    let outputs: Outputs = if opts.common.format.is_report() {
         let mut doc = convert_json(report, profiles, &summary_options(opts)).into_bytes();
         if let Some(sym) = symbols {
             // The symbolization report joins the document (the encoder does not know the stage).
@@ -377,22 +366,15 @@ fn trace_outputs(
             return Ok(outs);
         }
         if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
-            let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
-            return Err(Error::new(
-                ErrorKind::Usage,
-                format!(
-                    "{} profiles match; choose one with --pid/--heap/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-                    profiles.len(),
-                    list.join("\n")
-                ),
-            ));
+            let matched: Vec<String> = profiles.iter().map(|p| p.header.meta.describe()).collect();
+            return Err(several_profiles(&matched));
         }
         let path_of = |n: usize, p: &Profile| match dest {
             Destination::Stdout => None,
             Destination::File(f) => Some(f.clone()),
-            Destination::Dir(d) => Some(d.join(heap_dump_name(n + 1, p, opts.format.extension()))),
+            Destination::Dir(d) => Some(d.join(heap_dump_name(n + 1, p, opts.common.format.extension()))),
         };
-        if opts.format == Format::Folded {
+        if opts.common.format == Format::Folded {
             // Written as they are made: the text of a big profile is never held whole.
             return stream_outputs(input, dest, profiles, opts, &path_of);
         }
@@ -405,6 +387,12 @@ fn trace_outputs(
     };
     write_outputs(input, dest, &outputs)?;
     Ok(outputs)
+}
+
+/// The error for several profiles where one output file was asked.
+fn several_profiles(matched: &[String]) -> Error {
+    let by = &[Selector::Pid, Selector::Heap, Selector::Dump];
+    choose_one(format!("{} profiles match", matched.len()), matched, by, true)
 }
 
 /// Outputs of a run: each path (`None`: standard output) and its bytes.
@@ -428,8 +416,8 @@ fn convert_trace_flat(
     opts: &ConvertOptions,
 ) -> Option<Result<ConvertRun>> {
     if !formats.iter().all(|f| matches!(f, Format::Folded | Format::Svg))
-        || !opts.filter.is_empty()
-        || opts.symbols.options().is_some()
+        || !opts.common.filter.is_empty()
+        || opts.common.symbols.options().is_some()
     {
         return None;
     }
@@ -451,12 +439,12 @@ fn convert_trace_flat(
 /// [`select_heapprofd`] keeps them), in time order.
 fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfile>, TraceReport)> {
     use std::collections::BTreeMap;
-    let mut decode = opts.decode.clone();
-    decode.pids = opts.pids.clone();
+    let mut decode = opts.common.decode.clone();
+    decode.pids = opts.common.select.pids.clone();
     decode.include_unchanged = true;
     let mut kept: BTreeMap<(u64, String), Vec<ListDump>> = BTreeMap::new();
     let mut order: Vec<(u64, String)> = Vec::new();
-    let deob = opts.symbols.proguard.open_for_trace(inp, decode.max_packet_bytes)?;
+    let deob = opts.common.symbols.proguard.open_for_trace(inp, decode.max_packet_bytes)?;
     // Only the names of the frames of the dumps kept are shown: those alone are demangled, after
     // decoding (deobfuscation reads names as interning gives them, so it keeps them eager).
     decode.deferred_names = !deob.is_some();
@@ -469,10 +457,10 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
         &mut |t, r| symbolize_hook(&mut None, &mut session, t, r),
         &mut |d: ListDump| {
             let meta = &d.header.meta;
-            if opts.heap.as_deref().is_some_and(|h| h != meta.heap) {
+            if opts.common.select.heap.as_deref().is_some_and(|h| h != meta.heap) {
                 return Ok(());
             }
-            if let DumpSelect::Nth(n) = opts.dump
+            if let DumpSelect::Nth(n) = opts.common.select.dump
                 && meta.dump_index + 1 != n
             {
                 return Ok(());
@@ -482,7 +470,7 @@ fn select_flat(inp: &mut Input, opts: &ConvertOptions) -> Result<(Vec<FlatProfil
             if slot.is_empty() {
                 order.push(key);
             }
-            if opts.dump == DumpSelect::Last {
+            if opts.common.select.dump == DumpSelect::Last {
                 slot.clear();
             }
             slot.push(d);
@@ -535,15 +523,8 @@ fn write_flat(
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
     if profiles.len() > 1 && !matches!(dest, Destination::Dir(_)) {
-        let list: Vec<String> = profiles.iter().map(|p| format!("  {}", p.header.meta.describe())).collect();
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!(
-                "{} profiles match; choose one with --pid/--heap/--dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-                profiles.len(),
-                list.join("\n")
-            ),
-        ));
+        let matched: Vec<String> = profiles.iter().map(|p| p.header.meta.describe()).collect();
+        return Err(several_profiles(&matched));
     }
     if let Destination::Dir(d) = dest {
         ensure_dir(d)?;
@@ -557,12 +538,12 @@ fn write_flat(
     Ok(ConvertRun { outputs, report, symbols: None, profiles, converted, warnings: Vec::new() })
 }
 
-/// [`write_flat`] in `opts.format`: the outputs, in order.
+/// [`write_flat`] in `opts.common.format`: the outputs, in order.
 fn write_flat_in(profiles: &[FlatProfile], input: &Path, dest: &Destination, opts: &ConvertOptions) -> Result<Outputs> {
     use rayon::prelude::*;
     let inputs = [input.to_path_buf()];
     let eopts = opts.encode_options();
-    let ext = opts.format.extension();
+    let ext = opts.common.format.extension();
     let written: Vec<Result<(Option<PathBuf>, Vec<u8>)>> = profiles
         .par_iter()
         .enumerate()
@@ -572,26 +553,26 @@ fn write_flat_in(profiles: &[FlatProfile], input: &Path, dest: &Destination, opt
                 Destination::File(f) => Some(f.clone()),
                 Destination::Dir(d) => Some(d.join(heap_dump_name_of(n + 1, &p.header.meta, ext))),
             };
-            if opts.format != Format::Folded {
-                return Ok((path, encode_flat(p, opts.format, &eopts)?));
+            if opts.common.format != Format::Folded {
+                return Ok((path, encode_flat(p, opts.common.format, &eopts)?));
             }
             // Folded stacks are written as they are made: the text is never held whole.
             match &path {
                 Some(path) => {
                     let mut f = AtomicFile::create(path, &inputs)?;
-                    encode_flat_to(p, opts.format, &eopts, &mut f, &path.display().to_string())?;
+                    encode_flat_to(p, opts.common.format, &eopts, &mut f, &path.display().to_string())?;
                     f.commit()?;
                 }
                 None => {
                     check_not_input(Path::new("-"), &inputs)?;
-                    encode_flat_to(p, opts.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
+                    encode_flat_to(p, opts.common.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
                 }
             }
             Ok((path, Vec::new()))
         })
         .collect();
     let outputs: Outputs = written.into_iter().collect::<Result<_>>()?;
-    if opts.format != Format::Folded {
+    if opts.common.format != Format::Folded {
         write_outputs(input, dest, &outputs)?;
     }
     Ok(outputs)
@@ -603,7 +584,7 @@ fn write_flat_in(profiles: &[FlatProfile], input: &Path, dest: &Destination, opt
 /// directory (the caller then says so).
 fn html_timelines(dest: &Destination, profiles: &[Profile], opts: &ConvertOptions) -> Option<Result<Outputs>> {
     use rayon::prelude::*;
-    if opts.format != Format::Html {
+    if opts.common.format != Format::Html {
         return None;
     }
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -665,13 +646,13 @@ fn stream_outputs(
         .map(|(n, p)| match path_of(n, p) {
             Some(path) => {
                 let mut f = AtomicFile::create(&path, &inputs)?;
-                encode_to(p, opts.format, &eopts, &mut f, &path.display().to_string())?;
+                encode_to(p, opts.common.format, &eopts, &mut f, &path.display().to_string())?;
                 f.commit()?;
                 Ok(Some(path))
             }
             None => {
                 check_not_input(Path::new("-"), &inputs)?;
-                encode_to(p, opts.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
+                encode_to(p, opts.common.format, &eopts, &mut std::io::stdout().lock(), "standard output")?;
                 Ok(None)
             }
         })
@@ -682,7 +663,7 @@ fn stream_outputs(
 /// `convert` of an HPROF heap dump: the dominator tree (or the shortest-path tree) as pprof,
 /// folded stacks or a flame graph, or the `top` report (classes by retained size, the largest
 /// retainers and their paths from GC roots) as JSON. A damaged dump converts what was
-/// complete and says so in the report. `opts.dump` picks the file's heap dump (the last by
+/// complete and says so in the report. `opts.common.select.dump` picks the file's heap dump (the last by
 /// default); `All` writes one output per dump, which needs a directory when the file holds
 /// several, where they are named `STEM.N.EXT` (N the dump's 1-based number).
 fn convert_hprof(
@@ -694,14 +675,18 @@ fn convert_hprof(
 ) -> Result<ConvertRun> {
     let name = inp.name.clone();
     let gzipped = inp.gzipped;
-    let all = opts.dump == DumpSelect::All;
+    let all = opts.common.select.dump == DumpSelect::All;
     let multi_ok = matches!(dest, Destination::Dir(_));
     let mut outputs = Vec::new();
     let mut profiles = Vec::new();
     let mut incomplete: Vec<String> = Vec::new();
     let mut several = false;
-    let dumps =
-        for_selected_hprof_dumps(inp, opts.dump, opts.object_size, &opts.symbols.proguard, &mut |n, dump, stats| {
+    let dumps = for_selected_hprof_dumps(
+        inp,
+        opts.common.select.dump,
+        opts.object_size,
+        &opts.common.symbols.proguard,
+        &mut |n, dump, stats| {
             if all && stats.dumps.len() > 1 && !multi_ok {
                 several = true;
                 return Ok(());
@@ -728,17 +713,11 @@ fn convert_hprof(
             }
             profiles.extend(kept);
             Ok(())
-        })?;
+        },
+    )?;
     if several {
-        let list: Vec<String> = dumps.iter().map(|d| format!("  {}", describe_hprof_dump(d))).collect();
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!(
-                "{name}: {} heap dumps; choose one with --dump, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-                dumps.len(),
-                list.join("\n")
-            ),
-        ));
+        let matched: Vec<String> = dumps.iter().map(describe_hprof_dump).collect();
+        return Err(choose_one(format!("{name}: {} heap dumps", dumps.len()), &matched, &[Selector::Dump], true));
     }
     let mut report = TraceReport { source: name.clone(), gzipped, ..Default::default() };
     if !incomplete.is_empty() {
@@ -755,19 +734,21 @@ fn filters_not_for_heap_report(name: &str) -> Error {
     Error::new(
         ErrorKind::Usage,
         format!(
-            "{name}: --to json of a Java heap writes its class report (classes by retained size, largest retainers), which stack filters (--focus, --hide, --tag-focus, ...) do not apply to; filter its dominator tree with --to pprof, folded, svg, html or speedscope instead"
+            "{name}: the JSON report of a Java heap lists classes and retainers, which stack filters do not apply \
+             to; its dominator tree in a profile format can be filtered"
         ),
     )
+    .with_hint(Hint::FiltersNotForHeapReport { input: name.to_owned() })
 }
 
 /// One Java heap as `convert` writes it: the tree `opts.heap_tree` names as a profile in
-/// `opts.format` (with its totals), or, for JSON, the top report.
+/// `opts.common.format` (with its totals), or, for JSON, the top report.
 fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(Vec<u8>, Option<ProfileTotals>)> {
     use crate::analysis::heap::{HeapTopOptions, RootedHeap};
     use crate::encode::heap_top::heap_top_json;
     let heap = RootedHeap::new(dump);
-    if opts.format.is_report() {
-        if !opts.filter.is_empty() {
+    if opts.common.format.is_report() {
+        if !opts.common.filter.is_empty() {
             return Err(filters_not_for_heap_report(&stem(input)));
         }
         let spt = heap.shortest_path_tree();
@@ -776,7 +757,7 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
     }
     // The HTML report carries the top report too (classes, largest retainers, paths from
     // roots), which needs both trees.
-    let html = opts.format == Format::Html;
+    let html = opts.common.format == Format::Html;
     let (spt, dom) = match opts.heap_tree {
         HeapTree::Dominator => (html.then(|| heap.shortest_path_tree()), Some(heap.dominators())),
         HeapTree::ShortestPath => (Some(heap.shortest_path_tree()), html.then(|| heap.dominators())),
@@ -791,11 +772,11 @@ fn heap_output(dump: &HeapDump, input: &Path, opts: &ConvertOptions) -> Result<(
     if meta.process_name.is_none() && meta.pid.is_none() {
         meta.process_name = Some(stem(input));
     }
-    let profile = filter_profile(profile, &opts.filter);
+    let profile = filter_profile(profile, &opts.common.filter);
     // With stack filters the report shows the filtered tree only: its class and retainer
     // tables (the top report) are of the whole heap, which filters do not apply to (as for
     // `--to json`).
-    if let (true, true, Some(spt), Some(dom)) = (html, opts.filter.is_empty(), &spt, &dom) {
+    if let (true, true, Some(spt), Some(dom)) = (html, opts.common.filter.is_empty(), &spt, &dom) {
         let top = heap.heap_top(spt, dom, &HeapTopOptions { classes: 200, retainers: 50, ..Default::default() });
         return Ok((encode_heap_html(&profile, &top, &opts.encode_options())?, Some(ProfileTotals::of(&profile))));
     }
@@ -815,7 +796,7 @@ fn convert_heap_graphs(
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
     use crate::analysis::heap::JAVA_HEAP_NAME;
-    if let Some(h) = opts.heap.as_deref().filter(|h| *h != JAVA_HEAP_NAME) {
+    if let Some(h) = opts.common.select.heap.as_deref().filter(|h| *h != JAVA_HEAP_NAME) {
         return Err(Error::new(
             ErrorKind::NoData,
             format!("{}: no heap `{h}` in the Java heap graphs (their heap is `{JAVA_HEAP_NAME}`)", input.display()),
@@ -826,8 +807,13 @@ fn convert_heap_graphs(
     let mut incomplete: Vec<String> = Vec::new();
     let mut profiles = Vec::new();
     let multi_ok = matches!(dest, Destination::Dir(_));
-    let mut report =
-        for_selected_heap_graphs(&mut inp, &opts.decode, &opts.pids, opts.dump, &opts.symbols.proguard, &mut |dump| {
+    let mut report = for_selected_heap_graphs(
+        &mut inp,
+        &opts.common.decode,
+        &opts.common.select.pids,
+        opts.common.select.dump,
+        &opts.common.symbols.proguard,
+        &mut |dump| {
             let describe = describe_heap_dump(dump.pid, dump.process_name.as_deref(), dump.timestamp);
             described.push(describe.clone());
             if !multi_ok && described.len() > 1 {
@@ -857,12 +843,13 @@ fn convert_heap_graphs(
             }
             profiles.extend(kept);
             Ok(())
-        })?;
+        },
+    )?;
     if described.is_empty() {
         return Err(no_heap_graph_match(input, &report));
     }
     if described.len() > 1 && !multi_ok {
-        return Err(several_heap_graphs(&described, "--pid/--dump"));
+        return Err(several_heap_graphs(&described, &[Selector::Pid, Selector::Dump]));
     }
     if !incomplete.is_empty() && report.damage.is_none() {
         report.damage = Some(format!("incomplete heap graph dump(s): {}", incomplete.join(" | ")));
@@ -881,15 +868,20 @@ fn convert_ddm(
     formats: &[Format],
     opts: &ConvertOptions,
 ) -> Result<ConvertRun> {
-    if !opts.pids.is_empty() || opts.heap.is_some() || opts.dump != DumpSelect::Last {
+    if !opts.common.select.pids.is_empty()
+        || opts.common.select.heap.is_some()
+        || opts.common.select.dump != DumpSelect::Last
+    {
         return Err(Error::new(
             ErrorKind::Usage,
-            "--pid, --heap and --dump select heapprofd dumps; a DDM allocation-record capture has one profile",
-        ));
+            "a selection of processes, heap and dump is for heapprofd dumps; a DDM allocation-record capture has one \
+             profile",
+        )
+        .with_hint(Hint::SelectionNotForDdm));
     }
     let mut captures =
         inputs.iter().map(|(name, bytes)| decode_alloc_records(bytes, name, &opts.ddm)).collect::<Result<Vec<_>>>()?;
-    let deob = opts.symbols.proguard.open()?;
+    let deob = opts.common.symbols.proguard.open()?;
     for c in &mut captures {
         super::load::deobfuscate_capture(deob.as_deref(), &mut c.records);
     }
@@ -908,7 +900,7 @@ fn convert_ddm(
         let opts = &opts.in_format(format);
         let ddm = style(format);
         let profile = made[usize::from(format.keeps_lines())]
-            .get_or_insert_with(|| filter_profile(alloc_records_profile(&captures, &ddm), &opts.filter));
+            .get_or_insert_with(|| filter_profile(alloc_records_profile(&captures, &ddm), &opts.common.filter));
         let mut report = TraceReport {
             source: profile.header.meta.source.clone(),
             bytes: inputs.iter().map(|(_, b)| b.len() as u64).sum(),
@@ -940,7 +932,7 @@ fn convert_ddm(
     Ok(ConvertRun { outputs, report, symbols: None, profiles: vec![totals], converted, warnings: Vec::new() })
 }
 
-/// The bytes of the profile of DDM captures in `opts.format` (`ddm` the options it was made
+/// The bytes of the profile of DDM captures in `opts.common.format` (`ddm` the options it was made
 /// with): the JSON summary with each capture's report, a flame graph with a title, or the
 /// format's encoding.
 fn ddm_output(
@@ -950,7 +942,7 @@ fn ddm_output(
     ddm: &DdmOptions,
     opts: &ConvertOptions,
 ) -> Result<Vec<u8>> {
-    Ok(match opts.format {
+    Ok(match opts.common.format {
         Format::Json => {
             let doc = convert_json(report, std::slice::from_ref(profile), &summary_options(opts));
             let mut v: serde_json::Value = serde_json::from_str(&doc).expect("our own JSON");
@@ -961,8 +953,10 @@ fn ddm_output(
             doc
         }
         Format::Svg => {
-            let index =
-                profile.value_index(opts.value).or_else(|| profile.value_index(ValueKind::TotalSize)).unwrap_or(0);
+            let index = profile
+                .value_index(opts.common.value)
+                .or_else(|| profile.value_index(ValueKind::TotalSize))
+                .unwrap_or(0);
             let title = format!(
                 "{}: Java allocations (DDM allocation records), {}",
                 profile.header.meta.process_name.as_deref().unwrap_or(""),
@@ -992,7 +986,7 @@ fn convert_pprof(
 ) -> Result<ConvertRun> {
     let flat = read_pprof(&mut inp, &PprofDecodeOptions::default())?;
     let warnings = super::load::pprof_warnings(&input.display().to_string(), &flat);
-    let flat = filter_flat(flat, &opts.filter);
+    let flat = filter_flat(flat, &opts.common.filter);
     // The pprof convention (`default_sample_type`, else the last type), or the type asked for.
     let index = pick_sample_type(&flat.header, opts.sample_type.as_deref())?;
     let inputs = [input.to_path_buf()];
@@ -1017,7 +1011,7 @@ fn convert_pprof(
     }
     let report = TraceReport { source: input.display().to_string(), ..Default::default() };
     let profiles = vec![ProfileTotals::of_flat(&flat)];
-    let symbols = opts.symbols.options().map(|_| pprof_coverage(&flat));
+    let symbols = opts.common.symbols.options().map(|_| pprof_coverage(&flat));
     let converted = opts.dump_filter(&report);
     Ok(ConvertRun { outputs, report, symbols, profiles, converted, warnings })
 }
@@ -1027,7 +1021,7 @@ fn convert_pprof(
 /// `--to json`; a DDM capture, an HPROF heap dump or a pprof profile to `OUT/<key>.<ext>`
 /// (an HPROF heap dump with `--dump all`: `OUT/<key>/<stem>.N.<ext>`, one per dump).
 pub fn convert_one(input: &BatchInput, out_dir: &Path, opts: &ConvertOptions) -> Result<Done> {
-    let format = opts.format;
+    let format = opts.common.format;
     let file = file_for(out_dir, &input.key, format.extension())?;
     let dir = out_dir.join(&input.key);
     let dest_for =

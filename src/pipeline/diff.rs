@@ -8,7 +8,7 @@ use super::load::{InputInfo, LoadOptions, merge_inputs};
 use crate::encode::diff::DiffOptions;
 use crate::encode::labels::human_bytes;
 use crate::encode::{DiffSides, Format, NetProfile, encode_diff};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Hint, Result};
 use crate::merge::{MergeOptions, diff_pprof};
 use crate::model::{FlatProfile, ValueType};
 use serde::Serialize;
@@ -29,7 +29,7 @@ impl GrowthLimit {
         let bad = || {
             Error::new(
                 ErrorKind::Usage,
-                format!("--fail-if-growth takes a size (10MB, 512KiB, 1000) or a percentage (5%), not {s:?}"),
+                format!("a growth limit is a size (10MB, 512KiB, 1000) or a percentage (5%), not {s:?}"),
             )
         };
         let t = s.trim();
@@ -204,10 +204,11 @@ pub fn run_diff(base: &Path, new: &Path, opts: &DiffRunOptions) -> Result<DiffRu
             return Err(Error::new(
                 ErrorKind::Usage,
                 format!(
-                    "--fail-if-growth with a size needs a sample type in bytes; the profiles have {} ({}); give a percentage",
+                    "a growth limit in bytes needs a sample type in bytes; the profiles have {} ({}); give a percentage",
                     ty.name, ty.unit
                 ),
-            ));
+            )
+            .with_hint(Hint::GrowthSizeNeedsBytes { sample_type: ty.name.clone(), unit: ty.unit.clone() }));
         }
         Some(limit) => Some(growth_gate(&ty.name, &ty.unit, base_p.total(index), new_p.total(index), limit)),
         None => None,

@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use super::batch::{BatchInput, Done};
-use super::select::{describe_heap_dump, several_heap_graphs};
+use super::select::{describe_heap_dump, no_match, several_heap_graphs};
 use crate::decode::Input;
 use crate::decode::perfetto::DecodeOptions;
 use crate::decode::perfetto::heap_graph::{HeapGraphOptions, decode_heap_graphs};
 use crate::encode::hprof::{HprofOptions, HprofSummary, encode_hprof};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, Selector};
 use crate::model::TraceReport;
 use crate::output::{check_not_input, commit_staged, discard_staged, ensure_dir, stage_file};
 
@@ -169,13 +169,13 @@ pub fn run_hprof(input: &Path, dest: &HprofDestination, opts: &HprofRunOptions) 
         } else if report.heap_graphs.is_empty() {
             "the trace holds no Java heap graph".to_owned()
         } else {
-            "no heap graph dump matches --pid/--timestamps (see `heapconv inspect`)".to_owned()
+            return Err(no_match(input, "heap graph dump", &[Selector::Pid, Selector::Timestamps]));
         };
         return Err(Error::new(ErrorKind::NoData, format!("{}: {what}", input.display())));
     }
     if single && matched.len() > 1 {
         discard_staged(staged.into_iter().map(|s| s.0));
-        return Err(several_heap_graphs(&matched, "--pid/--timestamps"));
+        return Err(several_heap_graphs(&matched, &[Selector::Pid, Selector::Timestamps]));
     }
     let mut written = Vec::new();
     let mut stdout = None;

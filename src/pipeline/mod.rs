@@ -36,9 +36,11 @@ pub mod timeline;
 pub mod top;
 pub mod views;
 
+pub use crate::analysis::filter::{FilterOptions, TagFilter};
+/// How a trace is decoded: the options every command that reads traces embeds.
+pub use crate::decode::perfetto::DecodeOptions;
 /// The output formats of profiles: the encode stage's one list, which every command that
 /// writes profiles takes as it is (a new format there is a new format here).
-pub use crate::analysis::filter::{FilterOptions, TagFilter};
 pub use crate::encode::Format;
 pub use outcome::RunOutcome;
-pub use select::{Destination, DumpFilter, DumpSelect};
+pub use select::{Destination, DumpFilter, DumpSelect, Selection};

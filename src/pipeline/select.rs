@@ -1,11 +1,16 @@
-//! Shared by the commands: which dumps a command converts ([`DumpSelect`], [`DumpFilter`]),
-//! where its outputs go ([`Destination`]) and how they are named.
+//! Shared by the commands: which dumps a command converts ([`Selection`], [`DumpSelect`],
+//! [`DumpFilter`]), what `convert` and its views share ([`ConvertCommon`]), where outputs go
+//! ([`Destination`]) and how they are named.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Profile, ProfileMeta, TraceReport};
+use super::load::SymbolSources;
+use crate::analysis::filter::FilterOptions;
+use crate::decode::perfetto::DecodeOptions;
+use crate::encode::Format;
+use crate::error::{Error, ErrorKind, Hint, Result, Selector};
+use crate::model::{Profile, ProfileMeta, TraceReport, ValueKind};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
 
 /// Which dumps of each (pid, heap) to convert.
@@ -17,6 +22,77 @@ pub enum DumpSelect {
     All,
     /// The N-th dump, 1-based.
     Nth(usize),
+}
+
+/// Which heapprofd dumps of a trace a command takes: processes, heap, dumps. Embedded by the
+/// options of every command that selects dumps so (`convert`, its views, `merge`, `diff`,
+/// `top`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// Keep only these pids (empty: all). Default: empty.
+    pub pids: Vec<u64>,
+    /// Keep only this heap. Default: all heaps.
+    pub heap: Option<String>,
+    /// Which dumps of each (pid, heap). Default: the last.
+    pub dump: DumpSelect,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection { pids: Vec::new(), heap: None, dump: DumpSelect::Last }
+    }
+}
+
+impl Selection {
+    /// The dumps of a trace this selection takes.
+    pub fn dump_filter(&self, report: &TraceReport) -> DumpFilter {
+        DumpFilter::new(&self.pids, self.heap.as_deref(), self.dump, &[], report)
+    }
+}
+
+/// What `convert` and its views across dumps (`convert --view`, whose options are exactly
+/// these) share: which processes and heaps, the value shown (or ranked and compared), how
+/// inputs are read and filtered, and how outputs are written.
+#[derive(Debug, Clone)]
+pub struct ConvertCommon {
+    /// Output format. Default: pprof.
+    pub format: Format,
+    /// Which processes and heaps. A view chooses its dumps itself, so a `dump` other than the
+    /// default (the last dump) is a usage error. Default: [`Selection::default`] (all).
+    pub select: Selection,
+    /// The sample value folded stacks and flame graphs show, pprof viewers open with, and a
+    /// view ranks and compares. Default: unreleased size.
+    pub value: ValueKind,
+    /// ART frame annotations in frame names (pprof always has them unless this is false).
+    /// Default: true.
+    pub annotations: bool,
+    /// Decoder options. Default: [`DecodeOptions::default`].
+    pub decode: DecodeOptions,
+    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
+    /// symbolization; symbols already in the input are still used).
+    pub symbols: SymbolSources,
+    /// pprof-style filters applied to every profile written (of a view: the peak dump, the
+    /// leak suspects, both sides of each delta; not the choice of dumps or suspects), not to a
+    /// Java heap's JSON report. Default: none.
+    pub filter: FilterOptions,
+    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
+    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
+    pub prune_below: f64,
+}
+
+impl Default for ConvertCommon {
+    fn default() -> Self {
+        ConvertCommon {
+            format: Format::Pprof,
+            select: Selection::default(),
+            value: ValueKind::UnreleasedSize,
+            annotations: true,
+            decode: DecodeOptions::default(),
+            symbols: SymbolSources::default(),
+            filter: FilterOptions::default(),
+            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
+        }
+    }
 }
 
 /// Which heapprofd dumps of a trace a command converts, told from its selection options and
@@ -136,16 +212,22 @@ pub fn describe_hprof_dump(d: &crate::decode::hprof::HprofDumpInfo) -> String {
 
 /// The usage error when several heap graph dumps match and one output file was asked for:
 /// it lists them and names the options (`choose`) that pick one.
-pub(crate) fn several_heap_graphs(matched: &[String], choose: &str) -> Error {
+pub(crate) fn several_heap_graphs(matched: &[String], by: &'static [Selector]) -> Error {
+    choose_one(format!("{} heap graph dumps match", matched.len()), matched, by, true)
+}
+
+/// The error for several outputs where one was asked: `what` says how many matched, `matched`
+/// names each; the settings `by` choose one, and (when `or_directory`) a directory as the
+/// destination writes them all ([`Hint::ChooseOne`]).
+pub(crate) fn choose_one(what: String, matched: &[String], by: &'static [Selector], or_directory: bool) -> Error {
     let list: Vec<String> = matched.iter().map(|m| format!("  {m}")).collect();
-    Error::new(
-        ErrorKind::Usage,
-        format!(
-            "{} heap graph dumps match; choose one with {choose}, or give -o an existing directory (or a path ending in /) to write them all:\n{}",
-            matched.len(),
-            list.join("\n")
-        ),
-    )
+    Error::new(ErrorKind::Usage, what).with_hint(Hint::ChooseOne { by, or_directory, matched: list.join("\n") })
+}
+
+/// The error for a trace none of whose dumps the settings `by` select ([`Hint::NoMatch`]);
+/// `what` names the dumps ("dump", "heap graph dump").
+pub(crate) fn no_match(input: &Path, what: &str, by: &'static [Selector]) -> Error {
+    Error::new(ErrorKind::NoData, format!("{}: no {what} matches", input.display())).with_hint(Hint::NoMatch { by })
 }
 
 /// The error for a trace where no heap graph dump was selected.
@@ -153,7 +235,7 @@ pub(crate) fn no_heap_graph_match(input: &Path, report: &TraceReport) -> Error {
     let why = match &report.damage {
         Some(d) if report.heap_graphs.is_empty() => format!("no Java heap graph could be read: {d}"),
         None if report.heap_graphs.is_empty() => "the trace holds no Java heap graph".to_owned(),
-        _ => "no heap graph dump matches --pid/--dump (see `heapconv inspect`)".to_owned(),
+        _ => return no_match(input, "heap graph dump", &[Selector::Pid, Selector::Dump]),
     };
     Error::new(ErrorKind::NoData, format!("{}: {why}", input.display()))
 }

@@ -4,9 +4,10 @@ use std::path::Path;
 
 use super::batch::{BatchInput, Done, file_for};
 use super::load::open_input;
+use super::select::no_match;
 use crate::decode::perfetto::{DecodeOptions, decode_heapprofd};
 use crate::encode::timeline::{ChartOptions, Timeline, timeline, timeline_csv, timeline_json, timeline_svg};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, Selector};
 use crate::model::TraceReport;
 
 /// Output formats of `heapconv timeline`.
@@ -89,10 +90,7 @@ pub fn run_timeline(input: &Path, opts: &TimelineOptions) -> Result<TimelineRun>
     }
     let t = timeline(&report, &opts.pids, opts.heap.as_deref());
     if t.series.is_empty() {
-        return Err(Error::new(
-            ErrorKind::NoData,
-            format!("{}: no dump matches --pid/--heap (see `heapconv inspect`)", input.display()),
-        ));
+        return Err(no_match(input, "dump", &[Selector::Pid, Selector::Heap]));
     }
     let bytes = match opts.format {
         TimelineFormat::Csv => timeline_csv(&t).into_bytes(),

@@ -7,11 +7,11 @@ use super::load::{
     HeapSource, InputInfo, LoadOptions, ObjectSize, for_selected_heap_graphs, for_selected_hprof_dumps, heap_source,
     merge_inputs,
 };
-use super::select::{DumpSelect, describe_heap_dump, describe_hprof_dump, no_heap_graph_match};
+use super::select::{DumpSelect, choose_one, describe_heap_dump, describe_hprof_dump, no_heap_graph_match};
 use crate::decode::Input;
 use crate::decode::perfetto::DecodeOptions;
 use crate::encode::top::{TopOptions, TopTable, top_table};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, Selector};
 use crate::merge::MergeOptions;
 use crate::model::TraceReport;
 
@@ -131,11 +131,9 @@ fn heap_top_input(
                     Ok(())
                 })?;
             if several > 1 {
-                let list: Vec<String> = dumps.iter().map(|d| format!("  {}", describe_hprof_dump(d))).collect();
-                return Err(Error::new(
-                    ErrorKind::Usage,
-                    format!("{name}: {several} heap dumps; choose one with --dump:\n{}", list.join("\n")),
-                ));
+                let matched: Vec<String> = dumps.iter().map(describe_hprof_dump).collect();
+                let what = format!("{name}: {several} heap dumps");
+                return Err(choose_one(what, &matched, &[Selector::Dump], false));
             }
             Ok(shown)
         }
@@ -176,11 +174,8 @@ fn heap_graph_top(
     }
     let Some(top) = top else { return Err(no_heap_graph_match(input, &report)) };
     if described.len() > 1 {
-        let list: Vec<String> = described.iter().map(|m| format!("  {m}")).collect();
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!("{} heap graph dumps match; choose one with --pid/--dump:\n{}", described.len(), list.join("\n")),
-        ));
+        let what = format!("{} heap graph dumps match", described.len());
+        return Err(choose_one(what, &described, &[Selector::Pid, Selector::Dump], false));
     }
     if !incomplete.is_empty() && report.damage.is_none() {
         report.damage = Some(format!("incomplete heap graph dump: {}", incomplete.join("; ")));
@@ -189,7 +184,7 @@ fn heap_graph_top(
 }
 
 /// Options of `heapconv top`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TopRunOptions {
     /// How inputs are read. Default: [`LoadOptions::default`].
     pub load: LoadOptions,
@@ -197,11 +192,23 @@ pub struct TopRunOptions {
     pub merge: MergeOptions,
     /// What the rows are. Default: functions.
     pub by: TopGroup,
-    /// Rows to keep (0: all). Default: 0.
+    /// Rows to keep (0: all). Default: 20, like the class table of a Java heap.
     pub count: usize,
     /// The sample type shown: a type name or a meaning (`unreleased-size`, …); `None`: the
     /// default type. Default: `None`.
     pub sample_type: Option<String>,
+}
+
+impl Default for TopRunOptions {
+    fn default() -> Self {
+        TopRunOptions {
+            load: LoadOptions::default(),
+            merge: MergeOptions::default(),
+            by: TopGroup::default(),
+            count: 20,
+            sample_type: None,
+        }
+    }
 }
 
 /// What the rows of a profile's top table are.

@@ -18,18 +18,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::batch::{BatchInput, Done, file_for};
-use super::load::{SymbolSources, open_input, symbolize_hook};
-use super::select::{Destination, DumpSelect, stem};
+use super::load::{open_input, symbolize_hook};
+use super::select::{ConvertCommon, Destination, DumpSelect, stem};
 use crate::analysis::dumps::{delta_profile, keep_stacks, leak_suspects, view_value_index};
-use crate::analysis::filter::{FilterOptions, filter_profile, filter_stacks};
+use crate::analysis::filter::{filter_profile, filter_stacks};
 use crate::decode::ddm_alloc_records::DdmOptions;
-use crate::decode::perfetto::{DecodeOptions, decode_heapprofd_with};
+use crate::decode::perfetto::decode_heapprofd_with;
 use crate::encode::diff::{DiffOptions, diff_report};
 use crate::encode::labels::{human_bytes, stack_labels};
 use crate::encode::summary::{SummaryOptions, convert_json};
-use crate::encode::{DiffSides, EncodeOptions, Format, NetProfile, Shown, encode, encode_diff};
-use crate::error::{Error, ErrorKind, Result};
-use crate::model::{Profile, Tables, TraceReport, ValueKind};
+use crate::encode::{DiffSides, EncodeOptions, NetProfile, Shown, encode, encode_diff};
+use crate::error::{Error, ErrorKind, Hint, Result};
+use crate::model::{Profile, Tables, TraceReport};
 use crate::output::{check_not_input, ensure_dir, write_atomic};
 use crate::symbolize::{Attribution, SymbolizeReport, Symbolizer};
 use serde::Serialize;
@@ -90,52 +90,9 @@ impl DumpRef {
     }
 }
 
-/// Options of `convert --view peak|delta|leaks`: which processes and heaps, the value the
-/// view ranks and compares, and how the outputs are written.
-#[derive(Debug, Clone)]
-pub struct ViewOptions {
-    /// Output format. Default: pprof.
-    pub format: Format,
-    /// Keep only these pids (empty: all). Default: empty.
-    pub pids: Vec<u64>,
-    /// Keep only this heap. Default: all heaps.
-    pub heap: Option<String>,
-    /// Which dumps: a view chooses its dumps itself, so anything but the default (the last
-    /// dump) is a usage error. Default: the last.
-    pub dump: DumpSelect,
-    /// The sample value the view ranks and compares. Default: unreleased size.
-    pub value: ValueKind,
-    /// ART frame annotations in frame names. Default: true.
-    pub annotations: bool,
-    /// Decoder options. Default: [`DecodeOptions::default`].
-    pub decode: DecodeOptions,
-    /// Where symbols come from (symbol directories, the coverage gate). Default: none (no
-    /// symbolization; symbols already in the input are still used).
-    pub symbols: SymbolSources,
-    /// pprof-style filters applied to what the view writes (the peak dump, the leak suspects,
-    /// both sides of each delta), not to the choice of dumps or suspects. Default: none.
-    pub filter: FilterOptions,
-    /// HTML report: nodes below this percentage of the total are merged into `[other]`.
-    /// Default: [`crate::encode::html::DEFAULT_PRUNE_BELOW`].
-    pub prune_below: f64,
-}
-
-impl Default for ViewOptions {
-    fn default() -> Self {
-        ViewOptions {
-            format: Format::Pprof,
-            pids: Vec::new(),
-            heap: None,
-            dump: DumpSelect::Last,
-            value: ValueKind::UnreleasedSize,
-            annotations: true,
-            decode: DecodeOptions::default(),
-            symbols: SymbolSources::default(),
-            filter: FilterOptions::default(),
-            prune_below: crate::encode::html::DEFAULT_PRUNE_BELOW,
-        }
-    }
-}
+/// Options of `convert --view peak|delta|leaks`: exactly what every conversion shares (which
+/// processes and heaps, the value the view ranks and compares, how outputs are written).
+pub type ViewOptions = ConvertCommon;
 
 /// What a view run made.
 #[derive(Debug)]
@@ -287,19 +244,18 @@ impl<'a> Outputs<'a> {
     /// for files in a directory).
     fn finish(mut self, view: DumpView) -> Result<Vec<(Option<PathBuf>, Vec<u8>)>> {
         if self.names.len() > 1 && !matches!(self.dest, Destination::Dir(_)) {
-            let list: Vec<String> = self.names.iter().map(|m| format!("  {m}")).collect();
-            let hint = match view {
-                DumpView::Delta { from: None, until: None } => {
-                    "choose one with --pid/--heap and --from/--until, or give -o an existing directory (or a path ending in /) to write them all"
-                }
-                _ => {
-                    "choose one with --pid/--heap, or give -o an existing directory (or a path ending in /) to write them all"
-                }
-            };
+            let matched = self.names.iter().map(|m| format!("  {m}")).collect::<Vec<_>>().join("\n");
+            let by_times = matches!(view, DumpView::Delta { from: None, until: None });
+            let (name, outputs) = (view.name(), self.names.len());
+            let and_times = if by_times { " and a pair of dump times" } else { "" };
             return Err(Error::new(
                 ErrorKind::Usage,
-                format!("--view {} makes {} outputs; {hint}:\n{}", view.name(), self.names.len(), list.join("\n")),
-            ));
+                format!(
+                    "the {name} view makes {outputs} outputs; select one process and heap{and_times}, or write them \
+                     into a directory:\n{matched}"
+                ),
+            )
+            .with_hint(Hint::ViewOutputs { view: name, outputs, by_times, matched }));
         }
         let mut out = Vec::new();
         match self.dest {
@@ -454,21 +410,25 @@ pub fn run_view(input: &Path, dest: &Destination, opts: &ViewOptions, view: Dump
 /// Checks the options of a view before any input is read: usage errors (`--dump` with a view,
 /// `--leak-dumps` below 2, `--from` after `--until`).
 pub fn check_view(opts: &ViewOptions, view: DumpView) -> Result<()> {
-    let usage = |m: String| Error::new(ErrorKind::Usage, m);
-    if opts.dump != DumpSelect::Last {
-        return Err(usage(format!(
-            "--dump picks one dump to convert; --view {} chooses its dumps itself (with --view delta, use --from/--until)",
-            view.name()
-        )));
+    let usage = |m: String, hint: Hint| Error::new(ErrorKind::Usage, m).with_hint(hint);
+    if opts.select.dump != DumpSelect::Last {
+        return Err(usage(
+            format!("the {} view chooses its dumps itself: select no dump (a delta's by its times)", view.name()),
+            Hint::ViewChoosesItsDumps { view: view.name() },
+        ));
     }
     match view {
         DumpView::Leaks { dumps } if dumps < 2 => {
-            return Err(usage(format!(
-                "--leak-dumps must be at least 2 (growth is seen between two dumps), not {dumps}"
-            )));
+            return Err(usage(
+                format!("the leaks view compares at least 2 dumps (growth is seen between two dumps), not {dumps}"),
+                Hint::LeakDumpsBelowTwo { dumps },
+            ));
         }
         DumpView::Delta { from: Some(f), until: Some(u) } if f > u => {
-            return Err(usage(format!("--from {f} is after --until {u}")));
+            return Err(usage(
+                format!("the delta's older end {f} is after its newer end {u}"),
+                Hint::FromAfterUntil { from: f, until: u },
+            ));
         }
         _ => {}
     }
@@ -483,7 +443,7 @@ fn write_view_of_trace(input: &Path, dest: &Destination, opts: &ViewOptions, vie
     let (mut inp, recognised) = opened.into_heapprofd_trace(input, &format!("--view {}", view.name()))?;
     let kind_value = opts.value;
     let mut decode = opts.decode.clone();
-    decode.pids = opts.pids.clone();
+    decode.pids = opts.select.pids.clone();
     decode.include_unchanged = true;
     let empty = Arc::new(Tables::default());
     let mut series: BTreeMap<(u64, String), Series> = BTreeMap::new();
@@ -503,7 +463,7 @@ fn write_view_of_trace(input: &Path, dest: &Destination, opts: &ViewOptions, vie
         &decode,
         &mut |t, r| symbolize_hook(&mut symbolizer, &mut session, t, r),
         &mut |p: Profile| {
-            if opts.heap.as_ref().is_some_and(|h| *h != p.header.meta.heap) {
+            if opts.select.heap.as_ref().is_some_and(|h| *h != p.header.meta.heap) {
                 return Ok(());
             }
             let key = (p.header.meta.pid.unwrap_or(0), p.header.meta.heap.clone());

@@ -7,7 +7,8 @@
 use std::path::Path;
 
 use heapconv::pipeline::convert::{ConvertOptions, encode_one, run_convert, select_profiles};
-use heapconv::pipeline::{Destination, DumpSelect, Format};
+use heapconv::pipeline::select::ConvertCommon;
+use heapconv::pipeline::{Destination, DumpSelect, Format, Selection};
 
 use crate::common::*;
 
@@ -21,7 +22,7 @@ fn both_paths(input: &Path, opts: &ConvertOptions) -> Vec<(String, Vec<u8>, Vec<
     assert_eq!(run.outputs.len(), profiles.len(), "{}", input.display());
     let mut got = Vec::new();
     for (n, p) in profiles.iter().enumerate() {
-        let name = heapconv::pipeline::select::heap_dump_name(n + 1, p, opts.format.extension());
+        let name = heapconv::pipeline::select::heap_dump_name(n + 1, p, opts.common.format.extension());
         let fast = std::fs::read(out.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         let tree = encode_one(p, opts).unwrap();
         got.push((name, fast, tree));
@@ -33,7 +34,11 @@ fn check(input: &Path, pids: &[u64], annotations: bool) -> usize {
     let mut compared = 0;
     for format in [Format::Folded, Format::Svg] {
         for dump in [DumpSelect::Last, DumpSelect::All, DumpSelect::Nth(1), DumpSelect::Nth(2)] {
-            let opts = ConvertOptions { format, pids: pids.to_vec(), dump, annotations, ..Default::default() };
+            let select = Selection { pids: pids.to_vec(), dump, ..Default::default() };
+            let opts = ConvertOptions {
+                common: ConvertCommon { format, select, annotations, ..Default::default() },
+                ..Default::default()
+            };
             if select_profiles(input, &opts).unwrap().0.is_empty() {
                 continue;
             }
@@ -105,11 +110,19 @@ fn folded_and_flame_of_one_dump_of_a_synthetic_trace_match_the_stack_tree() {
     let svg = dir.path().join("one.svg");
     let (s, i) = (svg.to_str().unwrap(), input.to_str().unwrap());
     heapconv_ok(&["convert", i, "--pid", "1001", "--dump", "3", "--to", "svg", "-o", s, "-q"], 0);
-    let o = ConvertOptions { format: Format::Svg, pids: vec![1001], dump: DumpSelect::Nth(3), ..Default::default() };
+    let select = Selection { pids: vec![1001], dump: DumpSelect::Nth(3), ..Default::default() };
+    let o = ConvertOptions {
+        common: ConvertCommon { format: Format::Svg, select, ..Default::default() },
+        ..Default::default()
+    };
     let (p, _, _) = select_profiles(&input, &o).unwrap();
     assert_eq!(std::fs::read(&svg).unwrap(), encode_one(&p[0], &o).unwrap());
     let out = heapconv_ok(&["convert", i, "--pid", "1000", "--to", "folded"], 0);
-    let o = ConvertOptions { format: Format::Folded, pids: vec![1000], ..Default::default() };
+    let select = Selection { pids: vec![1000], ..Default::default() };
+    let o = ConvertOptions {
+        common: ConvertCommon { format: Format::Folded, select, ..Default::default() },
+        ..Default::default()
+    };
     let (p, _, _) = select_profiles(&input, &o).unwrap();
     assert_eq!(out.stdout, encode_one(&p[0], &o).unwrap());
     assert!(out.stdout.len() > 10_000);

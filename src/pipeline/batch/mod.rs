@@ -34,7 +34,7 @@ mod summary;
 
 pub use super::load::Wanted;
 pub use list::{BatchInput, InputList, ListOptions, expand_args, is_pattern, list_inputs, read_list};
-pub use run::{Done, RunOptions, error_text, file_for, flag_hint, report_warnings, report_warnings_of, run_batch};
+pub use run::{Done, RunOptions, error_text, file_for, report_warnings, report_warnings_of, run_batch};
 pub use shard::{Shard, assign_keys};
 pub use summary::{
     BatchClock, BatchSummary, Coverage, Gate, InputClock, InputResult, OutputFile, ProfileTotals, Status,

@@ -4,7 +4,7 @@
 use super::list::{BatchInput, rel_path};
 use super::summary::{Coverage, Gate, InputClock, InputResult, OutputFile, ProfileTotals, Status, round3};
 use crate::decode::sniff_file;
-use crate::error::{Error, ErrorKind, Hint, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::TraceReport;
 use crate::output::ensure_dir;
 use crate::symbolize::SymbolizeReport;
@@ -66,21 +66,9 @@ fn error_kind_name(k: ErrorKind) -> &'static str {
     }
 }
 
-/// What the command line adds to an error with a [`Hint`]: the flag that changes the setting.
-pub fn flag_hint(h: Hint) -> &'static str {
-    match h {
-        Hint::PprofSizeLimit => " (--max-pprof-mib raises it)",
-        Hint::SampleTypes => {
-            "; choose types every input has with --sample-types (names, or meanings: total-count, total-size, \
-             unreleased-count, unreleased-size)"
-        }
-    }
-}
-
 /// An error with its chain of causes, on one line.
 pub fn error_text(e: &Error) -> String {
     let mut s = e.to_string();
-    s.push_str(e.hint().map_or("", flag_hint));
     let mut src = std::error::Error::source(e);
     while let Some(c) = src {
         s.push_str(&format!(": {c}"));
