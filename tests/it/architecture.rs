@@ -216,7 +216,6 @@ fn no_pipeline_function_is_over_150_lines() {
 
 /// Files by concern: no file in `src/` is over 1,000 lines.
 #[test]
-#[ignore = "until the splits of decode/, encode/, symbolize/, model/ and merge/ (issue 27, item 4) are merged"]
 fn no_source_file_is_over_1000_lines() {
     let mut files = Vec::new();
     rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
