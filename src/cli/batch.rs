@@ -36,7 +36,7 @@ pub(crate) struct InputListArgs {
 pub(crate) struct BatchArgs {
     #[command(flatten)]
     pub(crate) list: InputListArgs,
-    /// Convert every input on its own into -o DIR (see "Batch" in the README). A directory or
+    /// Convert every input on its own into -o DIR (see docs/batches.md). A directory or
     /// a pattern among the inputs, --inputs-from, --shard or --summary-json imply it.
     #[arg(long)]
     pub(crate) batch: bool,

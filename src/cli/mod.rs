@@ -194,7 +194,8 @@ fn to_hint(e: &clap::Error) -> Option<&'static str> {
 /// reused: that merge takes 0.65-0.7 s instead of 0.75-0.8 s, for 10-25% more peak memory
 /// (freed holes that a later, larger block does not fit in). Mapping only the blocks over
 /// 32 MiB (glibc's largest threshold) kept the memory as it was but half the time gained
-/// (BENCHMARKS.md has the figures). Called before any other thread starts.
+/// (the figures are in the session log, `git show 9ce889d:BENCHMARKS.md`). Called before any
+/// other thread starts.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn tune_malloc() {
     use std::os::raw::c_int;
@@ -221,7 +222,7 @@ fn tune_malloc() {}
 /// every block of 1 MiB or more on its own and unmaps it when freed (glibc's default raises
 /// that threshold to the size of the largest block freed so far, up to 32 MiB, after which
 /// such blocks come from the heap and leave holes there). Peak RSS on the issue-15 shape:
-/// 359 MiB with the default, 322-334 MiB with 4 MiB, 307 MiB with 1 MiB (BENCHMARKS.md).
+/// 359 MiB with the default, 322-334 MiB with 4 MiB, 307 MiB with 1 MiB (`git show 9ce889d:BENCHMARKS.md`).
 /// Called before any other thread starts.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn tune_malloc_streaming() {
@@ -259,7 +260,7 @@ pub(crate) fn main() -> ExitCode {
     // `convert` of traces, which stream through bounded buffers: they would only keep more);
     // and `symbolize`, whose threads (scan, reading, lookups, decoding) each free what the
     // next one can reuse: on the mixed SQLite trace a fifth fewer page faults and ~10% less
-    // CPU (BENCHMARKS.md, "Issue 15, session 12").
+    // CPU (`git show 9ce889d:BENCHMARKS.md`, "Issue 15, session 12").
     if matches!(cli.command, Command::Merge(_) | Command::Diff(_) | Command::Top(_) | Command::Symbolize(_)) {
         tune_malloc();
     }

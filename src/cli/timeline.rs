@@ -17,7 +17,7 @@ use crate::cli::ui::{self, Ui};
 enum TimelineToArg {
     /// One row per dump, with a header row.
     Csv,
-    /// The `heapconv-timeline` JSON document (version 1, see the README).
+    /// The `heapconv-timeline` JSON document (version 1, see docs/views.md).
     Json,
     /// A line chart: one line per process and heap.
     Svg,

@@ -436,7 +436,7 @@ pub fn check_view(opts: &ViewOptions, view: DumpView) -> Result<()> {
 }
 
 /// Runs a view (see [`DumpView`]) over one trace, writing to `dest`: a file, standard output,
-/// or a directory (one file per output, named as the README says). One pass over the trace
+/// or a directory (one file per output, named as docs/reference.md says). One pass over the trace
 /// keeps what the view needs of each dump ([`keep_dump`]); then the view writes its outputs.
 fn write_view_of_trace(input: &Path, dest: &Destination, opts: &ViewOptions, view: DumpView) -> Result<ViewRun> {
     let opened = open_input(input, opts.decode.max_gzip_bytes, DdmOptions::default().max_bytes, false)?;
