@@ -515,11 +515,8 @@ impl LoadArgs {
     /// How inputs are loaded, and where their symbols come from.
     pub(crate) fn load(&self, ui: &Ui) -> Result<(LoadOptions, SymbolSources), Error> {
         let sources = self.symbols.sources(ui);
-        let Selection { pids, heap, dump } = self.selection.selection()?;
         let mut load = LoadOptions {
-            pids,
-            heap,
-            dump,
+            select: self.selection.selection()?,
             annotations: self.annotations.annotations(),
             decode: self.decode.options(),
             symbols: sources.clone(),

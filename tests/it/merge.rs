@@ -10,9 +10,9 @@ use std::sync::OnceLock;
 use crate::common::*;
 use heapconv::decode::{InputKind, sniff};
 use heapconv::merge::{MergeOptions, Merger, TypeSelector, merge_tree};
-use heapconv::pipeline::Format;
 use heapconv::pipeline::load::{LoadOptions, load_input};
 use heapconv::pipeline::merge::encode_merged;
+use heapconv::pipeline::{DumpSelect, Format, Selection};
 use prost::Message;
 
 /// Sums of each value column of a `go tool pprof -raw` text, with the sample type line.
@@ -769,13 +769,19 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
     merge(&["-o", s(&out)]);
     // What each part holds, read on its own: all three dumps of pid 4242, the capture, the
     // pprof file (which --pid does not filter: it is not a trace).
-    let all = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::All, ..LoadOptions::default() };
+    let all = LoadOptions {
+        select: Selection { pids: vec![4242], heap: None, dump: DumpSelect::All },
+        ..LoadOptions::default()
+    };
     let parts = |kind| kind_total(&sample, &all, kind) + kind_total(&alloc, &all, kind) + kind_total(&pb, &all, kind);
     let want = [parts(TotalSize), parts(TotalCount)];
     let got = heapconv::pipeline::load::load_input(&out, &LoadOptions::default()).unwrap().flat[0].clone();
     assert_eq!([got.total(0), got.total(1)], want);
     // pid 4242's dumps by the trace's own report: 2.14 + 4.98 + 7.60 MiB allocated in all.
-    let one = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::Nth(3), ..LoadOptions::default() };
+    let one = LoadOptions {
+        select: Selection { pids: vec![4242], heap: None, dump: DumpSelect::Nth(3) },
+        ..LoadOptions::default()
+    };
     let last = kind_total(&sample, &one, TotalSize);
     assert!((7 << 20..8 << 20).contains(&last), "{last}");
     if have_go() {
@@ -795,7 +801,10 @@ fn merge_selects_dumps_of_traces_and_mixes_ddm_captures_and_pprof() {
     // --dump N picks that dump only: merging dump 2 with itself doubles it.
     let two = dir.path().join("two.pb.gz");
     heapconv_ok(&["merge", s(&sample), s(&sample), "--pid", "4242", "--dump", "2", "-o", s(&two)], 0);
-    let nth = LoadOptions { pids: vec![4242], dump: heapconv::pipeline::DumpSelect::Nth(2), ..LoadOptions::default() };
+    let nth = LoadOptions {
+        select: Selection { pids: vec![4242], heap: None, dump: DumpSelect::Nth(2) },
+        ..LoadOptions::default()
+    };
     let got = load_input(&two, &LoadOptions::default()).unwrap().flat[0].clone();
     let i = got.value_index(TotalSize).unwrap();
     assert_eq!(got.total(i), 2 * kind_total(&sample, &nth, TotalSize));

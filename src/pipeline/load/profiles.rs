@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::merge::{AnyProfile, MergeOptions, Merger, PprofParts, TypeSelector, merge_tree};
 use crate::model::{FlatProfile, Profile, TraceReport};
 use crate::pipeline::reports::pprof_coverage;
-use crate::pipeline::select::{DumpFilter, DumpSelect};
+use crate::pipeline::select::{DumpFilter, Selection};
 use crate::symbolize::SymbolizeReport;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -24,12 +24,9 @@ use std::sync::Mutex;
 /// How inputs are read for `merge`, `diff` and `top`.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
-    /// Keep only these pids of traces (empty: all). Default: empty.
-    pub pids: Vec<u64>,
-    /// Keep only this heap of traces. Default: all heaps.
-    pub heap: Option<String>,
-    /// Which dumps of each (pid, heap) of a trace. Default: the last.
-    pub dump: DumpSelect,
+    /// Which processes, heaps and dumps of a trace are kept. Default: [`Selection::default`]
+    /// (every pid and heap, the last dump of each).
+    pub select: Selection,
     /// Bake ART annotations (`[jit]`, …) into frame names of traces. Default: true.
     pub annotations: bool,
     /// Trace decoder options. Default: [`DecodeOptions::default`].
@@ -56,16 +53,14 @@ pub struct LoadOptions {
 impl LoadOptions {
     /// The dumps of a trace these options take.
     pub fn dump_filter(&self, report: &TraceReport) -> DumpFilter {
-        DumpFilter::new(&self.pids, self.heap.as_deref(), self.dump, &[], report)
+        self.select.dump_filter(report)
     }
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
-            pids: Vec::new(),
-            heap: None,
-            dump: DumpSelect::Last,
+            select: Selection::default(),
             annotations: true,
             decode: DecodeOptions::default(),
             symbols: SymbolSources::default(),
@@ -253,9 +248,9 @@ fn load_opened(path: &Path, opened: Opened, opts: &LoadOptions) -> Result<Loaded
 pub(crate) fn load_trace(inp: Input, kind: InputKind, name: &str, opts: &LoadOptions) -> Result<LoadedInput> {
     let sel = HeapprofdSelection {
         decode: &opts.decode,
-        pids: &opts.pids,
-        heap: opts.heap.as_deref(),
-        dump: opts.dump,
+        pids: &opts.select.pids,
+        heap: opts.select.heap.as_deref(),
+        dump: opts.select.dump,
         symbolize: opts.symbols.options(),
         proguard: &opts.symbols.proguard,
     };
